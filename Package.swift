@@ -1,0 +1,47 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+let package = Package(
+    name: "runner",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "runner", targets: ["runner"]),
+        .library(name: "RunnerCore", targets: ["RunnerCore"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+    ],
+    targets: [
+        // Non-variadic wrappers around libvips (Swift cannot call C varargs).
+        .systemLibrary(name: "CVips", path: "Sources/CVips", pkgConfig: "vips",
+                       providers: [.apt(["libvips-dev"])]),
+        .target(
+            name: "RunnerCore",
+            dependencies: [
+                "CVips",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            path: "Sources/RunnerCore"
+        ),
+        .executableTarget(
+            name: "runner",
+            dependencies: [
+                "RunnerCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Sources/runner"
+        ),
+        .testTarget(
+            name: "RunnerCoreTests",
+            dependencies: ["RunnerCore", "CVips"],
+            path: "Tests/RunnerCoreTests"
+        ),
+        .testTarget(
+            name: "RunnerCLITests",
+            dependencies: ["RunnerCore"],
+            path: "Tests/RunnerCLITests"
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,103 @@
+// One-line, non-variadic wrappers for the libvips calls runner makes.
+// Swift cannot call C varargs functions, so every optional argument a call
+// needs is a positional parameter here; NULL ends each list.
+#ifndef RUNNER_CVIPS_SHIM_H
+#define RUNNER_CVIPS_SHIM_H
+
+#include <vips/vips.h>
+
+// MARK: - Start-up and errors
+
+static inline int cvips_init(const char *argv0) { return vips_init(argv0); }
+
+// Copies and clears the shared error buffer; the caller frees with g_free.
+static inline char *cvips_error_take(void) { return vips_error_buffer_copy(); }
+
+// MARK: - Loading
+
+static inline VipsImage *cvips_new_from_buffer(const void *buf, size_t len, VipsAccess access, VipsFailOn fail_on) {
+    return vips_image_new_from_buffer(buf, len, "", "access", access, "fail_on", fail_on, NULL);
+}
+
+static inline const char *cvips_find_load_buffer(const void *buf, size_t len) {
+    return vips_foreign_find_load_buffer(buf, len);
+}
+
+// Shrink-on-load: the decoder itself skips the pixels the thumbnail does not need.
+// export_profile may be NULL: no colour transform beyond what libvips does for CMYK.
+static inline int cvips_thumbnail_buffer(void *buf, size_t len, VipsImage **out, int width, int height,
+                                         VipsSize size, VipsInteresting crop, int no_rotate, VipsFailOn fail_on,
+                                         const char *export_profile) {
+    if (export_profile)
+        return vips_thumbnail_buffer(buf, len, out, width, "height", height, "size", size, "crop", crop,
+                                     "no_rotate", no_rotate, "fail_on", fail_on, "export_profile", export_profile, NULL);
+    return vips_thumbnail_buffer(buf, len, out, width, "height", height, "size", size, "crop", crop,
+                                 "no_rotate", no_rotate, "fail_on", fail_on, NULL);
+}
+// For a thumbnail step that is not first in its chain (the image is already decoded).
+static inline int cvips_thumbnail_image(VipsImage *in, VipsImage **out, int width, int height,
+                                        VipsSize size, VipsInteresting crop) {
+    return vips_thumbnail_image(in, out, width, "height", height, "size", size, "crop", crop, "no_rotate", TRUE, NULL);
+}
+
+static inline int cvips_remove(VipsImage *image, const char *name) { return vips_image_remove(image, name); }
+
+static inline int cvips_image_has(VipsImage *image, const char *name) {
+    return vips_image_get_typeof(image, name) != 0;
+}
+
+// MARK: - Transforms
+
+static inline int cvips_autorot(VipsImage *in, VipsImage **out) { return vips_autorot(in, out, NULL); }
+static inline int cvips_rot(VipsImage *in, VipsImage **out, VipsAngle angle) { return vips_rot(in, out, angle, NULL); }
+static inline int cvips_extract_area(VipsImage *in, VipsImage **out, int left, int top, int width, int height) {
+    return vips_extract_area(in, out, left, top, width, height, NULL);
+}
+static inline int cvips_smartcrop(VipsImage *in, VipsImage **out, int width, int height, VipsInteresting interesting) {
+    return vips_smartcrop(in, out, width, height, "interesting", interesting, NULL);
+}
+static inline int cvips_gaussblur(VipsImage *in, VipsImage **out, double sigma) {
+    return vips_gaussblur(in, out, sigma, NULL);
+}
+static inline int cvips_sharpen(VipsImage *in, VipsImage **out, double sigma, double m1, double m2) {
+    return vips_sharpen(in, out, "sigma", sigma, "m1", m1, "m2", m2, NULL);
+}
+static inline int cvips_colourspace(VipsImage *in, VipsImage **out, VipsInterpretation space) {
+    return vips_colourspace(in, out, space, NULL);
+}
+static inline int cvips_icc_to_srgb(VipsImage *in, VipsImage **out) {
+    return vips_icc_transform(in, out, "srgb", "embedded", TRUE, "intent", VIPS_INTENT_RELATIVE, NULL);
+}
+static inline int cvips_resize(VipsImage *in, VipsImage **out, double hscale, double vscale, VipsKernel kernel) {
+    return vips_resize(in, out, hscale, "vscale", vscale, "kernel", kernel, NULL);
+}
+static inline int cvips_gravity(VipsImage *in, VipsImage **out, VipsCompassDirection direction, int width, int height,
+                                const double *background, int n) {
+    VipsArrayDouble *bg = vips_array_double_new(background, n);
+    int result = vips_gravity(in, out, direction, width, height, "extend", VIPS_EXTEND_BACKGROUND, "background", bg, NULL);
+    vips_area_unref(VIPS_AREA(bg));
+    return result;
+}
+static inline int cvips_flatten(VipsImage *in, VipsImage **out, const double *background, int n) {
+    VipsArrayDouble *bg = vips_array_double_new(background, n);
+    int result = vips_flatten(in, out, "background", bg, NULL);
+    vips_area_unref(VIPS_AREA(bg));
+    return result;
+}
+static inline int cvips_cast(VipsImage *in, VipsImage **out, VipsBandFormat format) {
+    return vips_cast(in, out, format, NULL);
+}
+
+// MARK: - Saving (to memory; runner writes the bytes itself, atomically)
+
+static inline int cvips_jpegsave_buffer(VipsImage *in, void **buf, size_t *len, int quality, int progressive) {
+    return vips_jpegsave_buffer(in, buf, len, "Q", quality, "interlace", progressive, "strip", TRUE, NULL);
+}
+static inline int cvips_pngsave_buffer(VipsImage *in, void **buf, size_t *len, int compression) {
+    return vips_pngsave_buffer(in, buf, len, "compression", compression, "strip", TRUE, NULL);
+}
+static inline int cvips_webpsave_buffer(VipsImage *in, void **buf, size_t *len, int quality, int lossless) {
+    return vips_webpsave_buffer(in, buf, len, "Q", quality, "lossless", lossless, "strip", TRUE, NULL);
+}
+
+#endif

@@ -1,0 +1,70 @@
+import Foundation
+
+/// A job file, decoded once into a fully defaulted value (swift-format's `Configuration`).
+/// Every relative path in it resolves against the job file's own folder, so cron can run it from anywhere.
+public struct Job: Sendable {
+    public static let supportedVersion = 1
+
+    public let name: String
+    /// The job file's absolute path and text; workers re-read the same text, never the file.
+    public let filePath: String
+    public let text: String
+    public let baseDirectory: String
+    let sources: [SourceSpec]
+    let outputs: [OutputSpec]
+    public let concurrency: ConcurrencySettings
+    public let limits: Limits
+    public let statePath: String
+
+    public var outputNames: [String] { outputs.map(\.name) }
+}
+
+/// Where images come from, as written in `sources`.
+enum SourceSpec: Sendable, Equatable {
+    /// A file, or a folder walked for files matching `include` and not `exclude`.
+    case path(String, recursive: Bool, include: [String], exclude: [String])
+    /// A pattern with `*`, `?`, `[...]` and `**` (any number of folders).
+    case glob(String)
+    /// A text file naming one source per line (`#` starts a comment).
+    case list(String)
+}
+
+struct OutputSpec: Sendable {
+    let name: String
+    let template: PathTemplate
+    let chain: OperationChain
+    let encoder: any OutputEncoder
+    /// Apply EXIF orientation while decoding (the default).
+    let autorotate: Bool
+
+    /// Everything about how this output renders a source; part of each item's fingerprint.
+    var recipe: String { "\(chain.identifier)=>\(encoder.identifier);autorotate:\(autorotate)" }
+}
+
+public struct ConcurrencySettings: Sendable {
+    /// Image worker processes.
+    public var process: Int
+    /// libvips threads inside each worker.
+    public let threadsPerImage: Int
+    /// A worker is replaced after this many sources, so memory stays flat on long runs.
+    public let recycleAfter: Int
+}
+
+public struct Limits: Sendable {
+    /// Largest width x height accepted, checked from the header before any pixel is decoded.
+    public let maxPixels: Int
+    public let failOn: FailOn
+    /// Keep libvips' untrusted loaders (ImageMagick and the like) blocked.
+    public let blockUntrustedLoaders: Bool
+}
+
+/// How much damage a decoder tolerates before an image fails (libvips `fail_on`).
+public enum FailOn: String, CaseIterable, Sendable, Codable {
+    case none, truncated, error, warning
+}
+
+/// Decoder settings a worker applies to every source.
+struct DecodeSettings: Sendable {
+    let failOn: FailOn
+    let autorotate: Bool
+}

@@ -1,0 +1,51 @@
+/// Why one item failed. Stored by `kind` in the state database; `message` carries the
+/// decoder's or the system's own words.
+public struct ItemFailure: Error, Sendable, Codable, Equatable, CustomStringConvertible {
+    public enum Kind: String, Sendable, Codable, CaseIterable {
+        /// The source could not be read (missing, permission denied, I/O error).
+        case unreadable
+        /// libvips could not decode it: corrupt, truncated, not an image.
+        case decode
+        /// Larger than `limits.maxPixels` (checked from the header, before decoding).
+        case tooLarge = "too-large"
+        /// A chain step failed.
+        case process
+        /// The encoder failed.
+        case encode
+        /// The output could not be written.
+        case write
+        /// The worker process died while holding the item.
+        case crashed
+    }
+
+    public let kind: Kind
+    public let message: String
+
+    public init(_ kind: Kind, _ message: String) {
+        self.kind = kind
+        self.message = message
+    }
+
+    /// Worth another attempt within the same run: only a worker crash, which the same input
+    /// need not reproduce. Everything else fails the same way until the source changes.
+    public var isTransient: Bool { kind == .crashed }
+
+    public var description: String { "\(kind.rawValue): \(message)" }
+}
+
+/// How one item ended.
+public enum ItemOutcome: Sendable {
+    case done(duration: Double)
+    case failed(ItemFailure, duration: Double)
+
+    public var failure: ItemFailure? {
+        if case .failed(let failure, _) = self { return failure }
+        return nil
+    }
+}
+
+/// What the recorder writes to the state database.
+enum ItemEvent: Sendable {
+    case started(key: String)
+    case finished(key: String, outcome: ItemOutcome)
+}

@@ -1,0 +1,164 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A source file found by expanding the job's `sources`.
+struct DiscoveredSource: Sendable {
+    /// Absolute, lexically normalized path: the source key.
+    let path: String
+    /// The `{dir}` token: the file's folder relative to its source root.
+    let relativeDirectory: String
+}
+
+/// Expands `path`, `glob` and `list` sources into files, in a stable order.
+struct SourceDiscovery {
+    /// Every file the sources name; `location` in errors names the source (`sources[1].path`).
+    static func discover(_ specs: [SourceSpec]) throws -> [DiscoveredSource] {
+        var found: [DiscoveredSource] = []
+        for (index, spec) in specs.enumerated() {
+            switch spec {
+            case .path(let path, let recursive, let include, let exclude):
+                try expandPath(path, recursive: recursive, include: include, exclude: exclude,
+                               location: "sources[\(index)].path", into: &found)
+            case .glob(let pattern):
+                expandGlob(pattern, into: &found)
+            case .list(let listPath):
+                try expandList(listPath, location: "sources[\(index)].list", into: &found)
+            }
+        }
+        return found
+    }
+
+    private static func expandPath(_ path: String, recursive: Bool, include: [String], exclude: [String],
+                                   location: String, into found: inout [DiscoveredSource]) throws {
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            throw JobFileError(location, "\(path): \(String(cString: strerror(errno)))")
+        }
+        if (info.st_mode & S_IFMT) != S_IFDIR {
+            found.append(DiscoveredSource(path: path, relativeDirectory: ""))
+            return
+        }
+        walk(path, relative: "", recursive: recursive) { name, relative in
+            let wanted = include.contains { matches($0, name, caseInsensitive: true) }
+                && !exclude.contains { matches($0, name, caseInsensitive: true) || matches($0, relative.isEmpty ? name : relative + "/" + name, caseInsensitive: true) }
+            if wanted {
+                found.append(DiscoveredSource(path: path + "/" + (relative.isEmpty ? name : relative + "/" + name),
+                                              relativeDirectory: relative))
+            }
+        }
+    }
+
+    /// Visits the regular files below `root` (hidden entries skipped), sorted by name.
+    private static func walk(_ root: String, relative: String, recursive: Bool,
+                             _ visit: (_ name: String, _ relativeDirectory: String) -> Void) {
+        let folder = relative.isEmpty ? root : root + "/" + relative
+        for entry in listDirectory(folder) where !entry.name.hasPrefix(".") {
+            if entry.isDirectory {
+                if recursive {
+                    walk(root, relative: relative.isEmpty ? entry.name : relative + "/" + entry.name,
+                         recursive: true, visit)
+                }
+            } else {
+                visit(entry.name, relative)
+            }
+        }
+    }
+
+    struct DirectoryEntry {
+        let name: String
+        let isDirectory: Bool
+    }
+
+    /// readdir without a stat per entry where the file system reports the type.
+    static func listDirectory(_ path: String) -> [DirectoryEntry] {
+        guard let handle = opendir(path) else { return [] }
+        defer { closedir(handle) }
+        var entries: [DirectoryEntry] = []
+        while let entry = readdir(handle) {
+            let name = withUnsafePointer(to: entry.pointee.d_name) {
+                $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
+            }
+            if name == "." || name == ".." { continue }
+            var isDirectory = Int32(entry.pointee.d_type) == Int32(DT_DIR)
+            if Int32(entry.pointee.d_type) == Int32(DT_UNKNOWN) || Int32(entry.pointee.d_type) == Int32(DT_LNK) {
+                var info = stat()
+                isDirectory = stat(path + "/" + name, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
+            }
+            entries.append(DirectoryEntry(name: name, isDirectory: isDirectory))
+        }
+        return entries.sorted { $0.name < $1.name }
+    }
+
+    static func matches(_ pattern: String, _ name: String, caseInsensitive: Bool) -> Bool {
+        fnmatch(pattern, name, caseInsensitive ? (1 << 4) /* FNM_CASEFOLD */ : 0) == 0
+    }
+
+    // MARK: Globs
+
+    private static func expandGlob(_ pattern: String, into found: inout [DiscoveredSource]) {
+        let segments = pattern.split(separator: "/").map(String.init)
+        let firstWild = segments.firstIndex { $0.contains { "*?[".contains($0) } } ?? segments.count
+        let root = "/" + segments[..<firstWild].joined(separator: "/")
+        if firstWild == segments.count {
+            if FileManager.default.fileExists(atPath: root) {
+                found.append(DiscoveredSource(path: root, relativeDirectory: ""))
+            }
+            return
+        }
+        matchGlob(Array(segments[firstWild...]), root: root, relative: "", into: &found)
+    }
+
+    private static func matchGlob(_ segments: [String], root: String, relative: String,
+                                  into found: inout [DiscoveredSource]) {
+        guard let segment = segments.first else { return }
+        let rest = Array(segments.dropFirst())
+        let folder = relative.isEmpty ? root : root + "/" + relative
+        let entries = listDirectory(folder)
+        func child(_ name: String) -> String { relative.isEmpty ? name : relative + "/" + name }
+        if segment == "**" {
+            matchGlob(rest, root: root, relative: relative, into: &found)
+            for entry in entries where entry.isDirectory && !entry.name.hasPrefix(".") {
+                matchGlob(segments, root: root, relative: child(entry.name), into: &found)
+            }
+            return
+        }
+        for entry in entries {
+            if entry.name.hasPrefix(".") && !segment.hasPrefix(".") { continue }
+            guard matches(segment, entry.name, caseInsensitive: false) else { continue }
+            if rest.isEmpty {
+                if !entry.isDirectory {
+                    found.append(DiscoveredSource(path: folder + "/" + entry.name, relativeDirectory: relative))
+                }
+            } else if entry.isDirectory {
+                matchGlob(rest, root: root, relative: child(entry.name), into: &found)
+            }
+        }
+    }
+
+    // MARK: Lists
+
+    private static func expandList(_ listPath: String, location: String,
+                                   into found: inout [DiscoveredSource]) throws {
+        guard let data = FileManager.default.contents(atPath: listPath), let text = String(data: data, encoding: .utf8) else {
+            throw JobFileError(location, "cannot read list file \(listPath)")
+        }
+        let listFolder = Paths.directory(of: listPath)
+        var lineNumber = 0
+        for rawLine in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            lineNumber += 1
+            let line = rawLine.trimmingCharacters(in: .whitespacesAndNewlines)
+            if line.isEmpty || line.hasPrefix("#") { continue }
+            let lower = line.lowercased()
+            if lower.hasPrefix("http://") || lower.hasPrefix("https://") {
+                throw JobFileError(location, "\(listPath):\(lineNumber): is a URL; HTTP(S) sources are not supported by this runner yet")
+            }
+            let path = Paths.resolve(line, against: listFolder)
+            let folder = Paths.directory(of: path)
+            // Inside the list's folder `{dir}` is relative to it; elsewhere the absolute folder, minus its leading slash.
+            let relative = Paths.relative(folder, to: listFolder) ?? String(folder.dropFirst())
+            found.append(DiscoveredSource(path: path, relativeDirectory: relative))
+        }
+    }
+}

@@ -1,0 +1,52 @@
+/// A colour written `#rgb`, `#rrggbb` or `#rrggbbaa` in a job file.
+struct Colour: Sendable, Equatable {
+    let red: UInt8, green: UInt8, blue: UInt8, alpha: UInt8
+
+    static let black = Colour(red: 0, green: 0, blue: 0, alpha: 255)
+
+    init(red: UInt8, green: UInt8, blue: UInt8, alpha: UInt8) {
+        (self.red, self.green, self.blue, self.alpha) = (red, green, blue, alpha)
+    }
+
+    init?(hex text: String) {
+        guard text.hasPrefix("#") else { return nil }
+        var digits = Array(text.dropFirst())
+        if digits.count == 3 { digits = digits.flatMap { [$0, $0] } }
+        guard digits.count == 6 || digits.count == 8 else { return nil }
+        var bytes: [UInt8] = []
+        for index in stride(from: 0, to: digits.count, by: 2) {
+            guard let byte = UInt8(String(digits[index...index + 1]), radix: 16) else { return nil }
+            bytes.append(byte)
+        }
+        self.init(red: bytes[0], green: bytes[1], blue: bytes[2], alpha: bytes.count == 4 ? bytes[3] : 255)
+    }
+
+    /// Canonical spelling for identifiers: always `#rrggbbaa`, lower case.
+    var canonical: String {
+        "#" + [red, green, blue, alpha].map { byte in
+            let digits = String(byte, radix: 16)
+            return digits.count == 1 ? "0" + digits : digits
+        }.joined()
+    }
+
+    /// Band values for an image with `bands` bands (grey images get the colour's luminance).
+    func bandValues(bands: Int) -> [Double] {
+        let grey = (0.2126 * Double(red) + 0.7152 * Double(green) + 0.0722 * Double(blue)).rounded()
+        switch bands {
+        case 1: return [grey]
+        case 2: return [grey, Double(alpha)]
+        case 3: return [Double(red), Double(green), Double(blue)]
+        default: return [Double(red), Double(green), Double(blue), Double(alpha)]
+        }
+    }
+}
+
+extension ObjectReader {
+    func colour(_ key: String, default fallback: Colour) throws -> Colour {
+        guard let text = try string(key) else { return fallback }
+        guard let colour = Colour(hex: text) else {
+            throw error(key, "must be a colour as #rgb, #rrggbb or #rrggbbaa, not \"\(text)\"")
+        }
+        return colour
+    }
+}

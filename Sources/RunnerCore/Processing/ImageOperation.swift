@@ -1,0 +1,69 @@
+/// One step of an output's chain: a small value whose `identifier` spells out every
+/// parameter in canonical form (Kingfisher's `ImageProcessor`). A chain's identifier joins
+/// its steps with `|>`, and that identifier is part of every item's fingerprint, so editing
+/// a chain re-runs exactly the outputs it belongs to.
+///
+/// Adding an op: one file with a type conforming to this protocol, and one line in `operationCatalogue`.
+protocol ImageOperation: Sendable {
+    /// The `op` value in a job file.
+    static var name: String { get }
+    /// Reads and validates the op's parameters; errors name the exact key.
+    init(reading parameters: ObjectReader, context: OperationContext) throws
+    var identifier: String { get }
+    func apply(to image: VipsImageHandle) throws(VipsError) -> VipsImageHandle
+}
+
+/// An op that can replace the decode itself, such as `thumbnail` (shrink-on-load).
+/// As a chain's first step it decodes; anywhere else it runs through `apply` like any op.
+protocol LoadingOperation: ImageOperation {
+    func load(_ source: SourceBytes, header: ImageHeader, settings: DecodeSettings) throws(VipsError) -> VipsImageHandle
+}
+
+/// What ops may need from the job while they are being read: where relative paths resolve.
+struct OperationContext: Sendable {
+    let baseDirectory: String
+}
+
+/// Builds the canonical `name(key:value,...)` spelling of an op or encoder.
+func canonicalIdentifier(_ name: String, _ parameters: [(String, String)]) -> String {
+    "\(name)(" + parameters.map { "\($0.0):\($0.1)" }.joined(separator: ",") + ")"
+}
+
+extension Double {
+    var canonical: String { canonicalNumber(self) }
+}
+
+/// Every op a chain may use, by its job-file name.
+let operationCatalogue: [any ImageOperation.Type] = [
+    Thumbnail.self,
+    Crop.self,
+    Rotate.self,
+    Autorotate.self,
+    Sharpen.self,
+    Blur.self,
+    Grayscale.self,
+]
+
+/// An output's chain, read from the job file.
+struct OperationChain: Sendable {
+    let steps: [any ImageOperation]
+
+    /// Kingfisher's `|>` join; empty for a chain that only re-encodes.
+    var identifier: String { steps.map(\.identifier).joined(separator: "|>") }
+
+    static func read(_ elements: [(value: JSONValue, path: String)], context: OperationContext) throws -> OperationChain {
+        let types = Dictionary(uniqueKeysWithValues: operationCatalogue.map { ($0.name, $0) })
+        var steps: [any ImageOperation] = []
+        for element in elements {
+            let reader = try ObjectReader(element.value, path: element.path)
+            let name = try reader.requiredString("op")
+            guard let type = types[name] else {
+                throw reader.error("op", "unknown op \"\(name)\" (known: \(types.keys.sorted().joined(separator: ", ")))")
+            }
+            let step = try type.init(reading: reader, context: context)
+            try reader.finish()
+            steps.append(step)
+        }
+        return OperationChain(steps: steps)
+    }
+}

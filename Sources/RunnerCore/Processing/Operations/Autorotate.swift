@@ -1,0 +1,15 @@
+internal import CVips
+
+/// Apply the EXIF orientation here. Loading already does this unless the output sets
+/// `"autorotate": false`; then this step places the rotation where the chain needs it.
+struct Autorotate: ImageOperation {
+    static let name = "autorotate"
+
+    init(reading parameters: ObjectReader, context: OperationContext) throws {}
+
+    var identifier: String { canonicalIdentifier(Self.name, []) }
+
+    func apply(to image: VipsImageHandle) throws(VipsError) -> VipsImageHandle {
+        try image.derive("autorot") { cvips_autorot($0, $1) }
+    }
+}

@@ -1,0 +1,17 @@
+internal import CVips
+
+/// Gaussian blur with standard deviation `sigma` (pixels).
+struct Blur: ImageOperation {
+    static let name = "blur"
+    let sigma: Double
+
+    init(reading parameters: ObjectReader, context: OperationContext) throws {
+        sigma = try parameters.double("sigma", .positive)
+    }
+
+    var identifier: String { canonicalIdentifier(Self.name, [("sigma", sigma.canonical)]) }
+
+    func apply(to image: VipsImageHandle) throws(VipsError) -> VipsImageHandle {
+        try image.derive("gaussblur") { cvips_gaussblur($0, $1, sigma) }
+    }
+}

@@ -1,0 +1,101 @@
+internal import CVips
+
+/// Resize to fit a box, decoding at reduced size where the format allows (shrink-on-load).
+/// `fit` follows sharp: cover crops to fill the box, contain letterboxes into it, fill
+/// stretches, inside fits within, outside covers without cropping.
+struct Thumbnail: LoadingOperation {
+    static let name = "thumbnail"
+
+    enum Fit: String, CaseIterable, Sendable { case cover, contain, fill, inside, outside }
+    enum Position: String, CaseIterable, Sendable { case centre, attention, entropy }
+
+    let width: Int?
+    let height: Int?
+    let fit: Fit
+    let position: Position
+    let enlarge: Bool
+    let background: Colour
+
+    init(reading parameters: ObjectReader, context: OperationContext) throws {
+        width = try parameters.optionalInt("width", .positive)
+        height = try parameters.optionalInt("height", .positive)
+        guard width != nil || height != nil else { throw parameters.error("width", "width or height is required") }
+        fit = try parameters.choice("fit", default: .cover)
+        position = try parameters.choice("position", default: .centre)
+        enlarge = try parameters.bool("enlarge", default: false)
+        background = try parameters.colour("background", default: .black)
+        // With one side given, every fit means the same thing: scale to that side.
+        if (width == nil || height == nil) && fit != .inside {
+            throw parameters.error("fit", "\(fit.rawValue) needs both width and height")
+        }
+    }
+
+    var identifier: String {
+        var parameters = [("width", width.map(String.init) ?? "auto"), ("height", height.map(String.init) ?? "auto"),
+                          ("fit", fit.rawValue)]
+        if fit == .cover { parameters.append(("position", position.rawValue)) }
+        if fit == .contain { parameters.append(("background", background.canonical)) }
+        parameters.append(("enlarge", String(enlarge)))
+        return canonicalIdentifier(Self.name, parameters)
+    }
+
+    /// The box and options handed to libvips' thumbnail for an image of `sourceWidth` x `sourceHeight`
+    /// (already in display orientation).
+    private func request(sourceWidth: Int, sourceHeight: Int) -> (width: Int32, height: Int32, size: VipsSize, crop: VipsInteresting) {
+        let unbounded = Int32(VIPS_MAX_COORD)
+        let size = enlarge ? VIPS_SIZE_BOTH : VIPS_SIZE_DOWN
+        let boxWidth = width.map(Int32.init) ?? unbounded
+        let boxHeight = height.map(Int32.init) ?? unbounded
+        switch fit {
+        case .inside, .contain:
+            return (boxWidth, boxHeight, size, VIPS_INTERESTING_NONE)
+        case .fill:
+            return (boxWidth, boxHeight, enlarge ? VIPS_SIZE_FORCE : size, VIPS_INTERESTING_NONE)
+        case .cover:
+            let crop: VipsInteresting = switch position {
+            case .centre: VIPS_INTERESTING_CENTRE
+            case .attention: VIPS_INTERESTING_ATTENTION
+            case .entropy: VIPS_INTERESTING_ENTROPY
+            }
+            return (boxWidth, boxHeight, size, crop)
+        case .outside:
+            // Scale by the larger ratio: pin the side that needs the most scaling, free the other.
+            let widthRatio = Double(boxWidth) / Double(max(sourceWidth, 1))
+            let heightRatio = Double(boxHeight) / Double(max(sourceHeight, 1))
+            return widthRatio >= heightRatio
+                ? (boxWidth, unbounded, size, VIPS_INTERESTING_NONE)
+                : (unbounded, boxHeight, size, VIPS_INTERESTING_NONE)
+        }
+    }
+
+    func load(_ source: SourceBytes, header: ImageHeader, settings: DecodeSettings) throws(VipsError) -> VipsImageHandle {
+        let box = request(sourceWidth: header.displayWidth(autorotate: settings.autorotate),
+                          sourceHeight: header.displayHeight(autorotate: settings.autorotate))
+        var output: UnsafeMutablePointer<VipsImage>?
+        // Colour-manage inside thumbnail, at the reduced size, only when the source needs it.
+        let exportProfile: String? = header.needsColourTransform ? "srgb" : nil
+        let status = source.withUnsafeBytes { bytes in
+            cvips_thumbnail_buffer(UnsafeMutableRawPointer(mutating: bytes.baseAddress), bytes.count, &output,
+                                   box.width, box.height, box.size, box.crop,
+                                   settings.autorotate ? 0 : 1, settings.failOn.vipsValue, exportProfile)
+        }
+        guard status == 0, let output else { throw VipsError.capture("thumbnail") }
+        return try letterbox(VipsImageHandle(taking: output, retaining: source))
+    }
+
+    func apply(to image: VipsImageHandle) throws(VipsError) -> VipsImageHandle {
+        let box = request(sourceWidth: image.width, sourceHeight: image.height)
+        return try letterbox(image.derive("thumbnail") { cvips_thumbnail_image($0, $1, box.width, box.height, box.size, box.crop) })
+    }
+
+    /// `contain` pads the fitted image to exactly the box, centred, with the background colour.
+    private func letterbox(_ image: VipsImageHandle) throws(VipsError) -> VipsImageHandle {
+        guard fit == .contain, let width, let height, image.width != width || image.height != height else { return image }
+        let values = background.bandValues(bands: image.bands)
+        return try image.derive("gravity") { input, output in
+            values.withUnsafeBufferPointer {
+                cvips_gravity(input, output, VIPS_COMPASS_DIRECTION_CENTRE, Int32(width), Int32(height), $0.baseAddress, Int32($0.count))
+            }
+        }
+    }
+}

@@ -1,0 +1,113 @@
+internal import CVips
+import Foundation
+
+/// The one Swift owner of a `VipsImage*`: `deinit` drops the reference it took.
+///
+/// libvips reads buffer-backed images lazily and never copies the buffer, so every image
+/// derived from one keeps the source bytes alive through `retainedSource`.
+final class VipsImageHandle {
+    let pointer: UnsafeMutablePointer<VipsImage>
+    private let retainedSource: SourceBytes?
+
+    /// Takes ownership of a reference returned by a libvips call.
+    init(taking pointer: UnsafeMutablePointer<VipsImage>, retaining source: SourceBytes?) {
+        self.pointer = pointer
+        self.retainedSource = source
+    }
+
+    deinit { g_object_unref(UnsafeMutableRawPointer(pointer)) }
+
+    var width: Int { Int(vips_image_get_width(pointer)) }
+    var height: Int { Int(vips_image_get_height(pointer)) }
+    var bands: Int { Int(vips_image_get_bands(pointer)) }
+    var hasAlpha: Bool { vips_image_hasalpha(pointer) != 0 }
+    var interpretation: VipsInterpretation { vips_image_get_interpretation(pointer) }
+    var bandFormat: VipsBandFormat { vips_image_get_format(pointer) }
+    var hasICCProfile: Bool { cvips_image_has(pointer, "icc-profile-data") != 0 }
+
+    /// EXIF orientation 1...8 (1 when absent).
+    var orientation: Int {
+        var value: Int32 = 1
+        guard cvips_image_has(pointer, "orientation") != 0,
+              vips_image_get_int(pointer, "orientation", &value) == 0 else { return 1 }
+        return (1...8).contains(Int(value)) ? Int(value) : 1
+    }
+
+    /// Runs one libvips operation that produces a new image from this one.
+    func derive(
+        _ operation: String,
+        _ call: (UnsafeMutablePointer<VipsImage>, UnsafeMutablePointer<UnsafeMutablePointer<VipsImage>?>) -> Int32
+    ) throws(VipsError) -> VipsImageHandle {
+        var output: UnsafeMutablePointer<VipsImage>?
+        guard call(pointer, &output) == 0, let output else { throw VipsError.capture(operation) }
+        return VipsImageHandle(taking: output, retaining: retainedSource)
+    }
+
+    /// Decodes every pixel into memory so several chains can read it without decoding again.
+    func copiedToMemory() throws(VipsError) -> VipsImageHandle {
+        guard let copy = vips_image_copy_memory(pointer) else { throw VipsError.capture("copy_memory") }
+        return VipsImageHandle(taking: copy, retaining: nil)
+    }
+
+    /// Encodes with a libvips `*save_buffer` call and hands back the bytes.
+    func encode(
+        _ saver: String,
+        _ call: (UnsafeMutablePointer<VipsImage>, UnsafeMutablePointer<UnsafeMutableRawPointer?>, UnsafeMutablePointer<Int>) -> Int32
+    ) throws(VipsError) -> Data {
+        var buffer: UnsafeMutableRawPointer?
+        var length = 0
+        guard call(pointer, &buffer, &length) == 0, let buffer else { throw VipsError.capture(saver) }
+        return Data(bytesNoCopy: buffer, count: length, deallocator: .custom { pointer, _ in g_free(pointer) })
+    }
+}
+
+/// A source file's bytes, read once and shared by every chain that needs them
+/// (LKImageKit's request combining, inside one worker).
+final class SourceBytes {
+    let data: Data
+
+    init(_ data: Data) { self.data = data }
+
+    func withUnsafeBytes<T>(_ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T {
+        try data.withUnsafeBytes(body)
+    }
+}
+
+/// A libvips failure with the message libvips gave for it.
+struct VipsError: Error, CustomStringConvertible {
+    let operation: String
+    let message: String
+
+    /// Reads and clears libvips' error buffer right after the failing call.
+    /// Each worker process runs one image at a time, so the buffer holds only this call's text.
+    static func capture(_ operation: String) -> VipsError {
+        var message = ""
+        if let raw = cvips_error_take() {
+            message = String(cString: raw)
+            g_free(raw)
+        }
+        let lines = message.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+        let text = lines.filter { !$0.isEmpty }.joined(separator: "; ")
+        return VipsError(operation: operation, message: text.isEmpty ? "\(operation) failed" : text)
+    }
+
+    var description: String { message }
+}
+
+/// Process-wide libvips set-up for a batch worker.
+enum VipsRuntime {
+    /// Called once per process, before any other libvips call.
+    static func start(threadsPerImage: Int, blockUntrusted: Bool) throws {
+        guard cvips_init("runner") == 0 else { throw VipsError.capture("vips_init") }
+        // The operation cache only helps when the same image is processed again; a batch never does.
+        vips_cache_set_max(0)
+        vips_cache_set_max_mem(0)
+        vips_cache_set_max_files(0)
+        // Parallelism comes from runner's worker processes; threads per image are sized with them.
+        vips_concurrency_set(Int32(threadsPerImage))
+        // Loaders libvips marks untrusted (ImageMagick, and others fed by external code) stay off.
+        vips_block_untrusted_set(blockUntrusted ? 1 : 0)
+    }
+
+    static var version: String { String(cString: vips_version_string()) }
+}

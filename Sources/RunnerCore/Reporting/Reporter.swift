@@ -1,0 +1,163 @@
+import Foundation
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// How a run talks to the person or the log reading it.
+public enum ReportStyle: String, Sendable, CaseIterable {
+    /// A live progress line on a terminal, progress lines every few seconds elsewhere (cron).
+    case text
+    /// Only failures and the summary.
+    case quiet
+    /// One JSON event per line on stdout.
+    case json
+}
+
+/// Receives run events from every thread and renders them. A sink: it never calls upstream.
+final class Reporter: Sendable {
+    private struct Counts {
+        var total = 0
+        var finished = 0
+        var done = 0
+        var failed = 0
+        var lastLine = 0.0
+        var liveLineShown = false
+    }
+
+    private let style: ReportStyle
+    private let jobName: String
+    private let isTerminal: Bool
+    private let counts = Mutex(Counts())
+    private let started = Date()
+    private let stopped = Mutex(false)
+    /// Seconds between progress lines when stderr is not a terminal.
+    static let plainInterval = 5.0
+
+    init(style: ReportStyle, jobName: String) {
+        self.style = style
+        self.jobName = jobName
+        isTerminal = isatty(STDERR_FILENO) == 1
+    }
+
+    func planned(_ plan: Plan, toRun: Int) {
+        counts.withLock { $0.total = toRun }
+        switch style {
+        case .json:
+            emit(["event": "plan", "job": jobName, "pending": toRun, "upToDate": plan.count(.upToDate),
+                  "blocked": plan.count(.blocked)])
+        case .text:
+            writeLine("\(jobName): \(toRun) to run, \(plan.count(.upToDate)) up to date, \(plan.count(.blocked)) blocked")
+        case .quiet:
+            break
+        }
+    }
+
+    func startTicker() {
+        guard style == .text else { return }
+        let thread = Thread { [self] in
+            while !stopped.withLock({ $0 }) {
+                Thread.sleep(forTimeInterval: isTerminal ? 0.5 : 1)
+                tick()
+            }
+        }
+        thread.start()
+    }
+
+    func itemFinished(key: String, outputPath: String, outcome: ItemOutcome) {
+        counts.withLock { counts in
+            counts.finished += 1
+            if outcome.failure == nil { counts.done += 1 } else { counts.failed += 1 }
+        }
+        switch style {
+        case .json:
+            var event: [String: Any] = ["event": "item", "key": key, "output": outputPath]
+            switch outcome {
+            case .done(let duration):
+                event["state"] = "done"
+                event["seconds"] = duration
+            case .failed(let failure, let duration):
+                event["state"] = "failed"
+                event["kind"] = failure.kind.rawValue
+                event["message"] = failure.message
+                event["seconds"] = duration
+            }
+            emit(event)
+        case .text, .quiet:
+            if let failure = outcome.failure { writeLine("failed: \(key): \(failure.kind.rawValue): \(failure.message)") }
+        }
+    }
+
+    func notice(_ message: String) {
+        switch style {
+        case .json: emit(["event": "notice", "message": message])
+        case .text, .quiet: writeLine(message)
+        }
+    }
+
+    func finished(_ summary: RunSummary) {
+        stopped.withLock { $0 = true }
+        clearLiveLine()
+        switch style {
+        case .json:
+            emit(["event": "summary", "job": jobName, "done": summary.done, "failed": summary.failed,
+                  "upToDate": summary.upToDate, "blocked": summary.blocked, "notStarted": summary.notStarted,
+                  "seconds": summary.elapsedSeconds, "exitCode": Int(summary.exitCode),
+                  "interrupted": summary.interrupted.map { Int($0) as Any } ?? NSNull()])
+        case .text, .quiet:
+            var line = "\(jobName): \(summary.done) done, \(summary.failed) failed, \(summary.upToDate) up to date"
+            if summary.blocked > 0 { line += ", \(summary.blocked) blocked" }
+            if summary.notStarted > 0 { line += ", \(summary.notStarted) not started" }
+            line += String(format: " in %.1fs", summary.elapsedSeconds)
+            if summary.done > 0 && summary.elapsedSeconds > 0 {
+                line += String(format: " (%.1f items/s)", Double(summary.done + summary.failed) / summary.elapsedSeconds)
+            }
+            if let signal = summary.interrupted { line += "; interrupted by \(String(cString: strsignal(signal)))" }
+            FileHandle.standardOutput.write(Data((line + "\n").utf8))
+        }
+    }
+
+    // MARK: Rendering
+
+    private func tick() {
+        let now = Date().timeIntervalSince(started)
+        let line: String? = counts.withLock { counts in
+            if !isTerminal && now - counts.lastLine < Self.plainInterval { return nil }
+            counts.lastLine = now
+            let rate = Double(counts.finished) / max(now, 0.001)
+            let remaining = counts.total - counts.finished
+            let eta = rate > 0 ? Double(remaining) / rate : 0
+            var text = "\(jobName): \(counts.finished)/\(counts.total)"
+            text += String(format: " · %.1f items/s · ETA %@", rate, Self.clock(eta))
+            if counts.failed > 0 { text += " · \(counts.failed) failed" }
+            return text
+        }
+        guard let line else { return }
+        if isTerminal {
+            counts.withLock { $0.liveLineShown = true }
+            FileHandle.standardError.write(Data("\r\u{1B}[2K\(line)".utf8))
+        } else {
+            FileHandle.standardError.write(Data((line + "\n").utf8))
+        }
+    }
+
+    private static func clock(_ seconds: Double) -> String {
+        let total = Int(seconds.rounded())
+        return total >= 3600 ? String(format: "%d:%02d:%02d", total / 3600, total / 60 % 60, total % 60)
+            : String(format: "%d:%02d", total / 60, total % 60)
+    }
+
+    private func clearLiveLine() {
+        if counts.withLock({ $0.liveLineShown }) { FileHandle.standardError.write(Data("\r\u{1B}[2K".utf8)) }
+    }
+
+    private func writeLine(_ text: String) {
+        clearLiveLine()
+        FileHandle.standardError.write(Data((text + "\n").utf8))
+    }
+
+    private func emit(_ event: [String: Any]) {
+        guard let data = try? JSONSerialization.data(withJSONObject: event, options: [.sortedKeys]) else { return }
+        FileHandle.standardOutput.write(data + Data("\n".utf8))
+    }
+}

@@ -1,0 +1,58 @@
+import Foundation
+
+/// `runner status`: item counts by state and the most recent runs.
+public struct StatusReport: Codable, Sendable {
+    public let job: String
+    public let state: String
+    public let items: [String: Int]
+    public let runs: [RunRecord]
+
+    public init(job: Job, runs: Int) throws {
+        let store = try StateStore(path: job.statePath)
+        self.job = job.name
+        state = job.statePath
+        items = try store.stateCounts()
+        self.runs = try store.recentRuns(limit: runs)
+    }
+
+    public func json() throws -> String { try encodeJSON(self) }
+
+    public func text() -> String {
+        var lines = ["\(job) (\(state))"]
+        let order = ["done", "failed", "blocked", "running", "pending"]
+        let counts = order.compactMap { state in items[state].map { "\($0) \(state)" } }
+        lines.append("items: " + (counts.isEmpty ? "none recorded" : counts.joined(separator: ", ")))
+        for run in runs {
+            let ended = run.endedAt.map { String(format: "%.1fs", $0.timeIntervalSince(run.startedAt)) } ?? "no end recorded"
+            lines.append("run \(run.id) \(ISO8601DateFormatter().string(from: run.startedAt)) \(run.outcome) exit \(run.exitCode.map(String.init) ?? "-"): "
+                + "\(run.done) done, \(run.failed) failed, \(run.upToDate) up to date, \(run.blocked) blocked (\(ended))")
+        }
+        return lines.joined(separator: "\n")
+    }
+}
+
+/// `runner failed`: every failed item and why.
+public struct FailedReport: Codable, Sendable {
+    public let job: String
+    public let failed: [FailedItemRecord]
+
+    public init(job: Job) throws {
+        self.job = job.name
+        failed = try StateStore(path: job.statePath).failedItems()
+    }
+
+    public func json() throws -> String { try encodeJSON(self) }
+
+    public func text() -> String {
+        if failed.isEmpty { return "\(job): no failed items" }
+        return failed.map { "\($0.source) -> \($0.output): \($0.kind): \($0.message) (attempts: \($0.attempts))" }
+            .joined(separator: "\n")
+    }
+}
+
+private func encodeJSON(_ value: some Encodable) throws -> String {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+    encoder.dateEncodingStrategy = .iso8601
+    return String(decoding: try encoder.encode(value), as: UTF8.self)
+}

@@ -1,0 +1,43 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One run per state database: an exclusive `flock` on `STATE.lock`, holding the owner's pid.
+/// The kernel drops the lock when the process dies, however it dies, so a crash never leaves it stuck.
+public final class RunLock {
+    public struct Held: Error, CustomStringConvertible {
+        public let path: String
+        public let ownerPID: Int?
+        public var description: String {
+            "another run holds \(path)" + (ownerPID.map { " (pid \($0))" } ?? "")
+        }
+    }
+
+    private let descriptor: Int32
+
+    public init(statePath: String) throws {
+        let path = statePath + ".lock"
+        try FileManager.default.createDirectory(atPath: Paths.directory(of: path), withIntermediateDirectories: true)
+        // O_CLOEXEC: a worker must never inherit the lock and outlive the run holding it.
+        descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else {
+            throw JobFileError("state", "cannot open \(path): \(String(cString: strerror(errno)))")
+        }
+        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
+            var text = [UInt8](repeating: 0, count: 32)
+            let count = pread(descriptor, &text, text.count, 0)
+            close(descriptor)
+            let owner = count > 0 ? Int(String(decoding: text[..<count], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) : nil
+            throw Held(path: path, ownerPID: owner)
+        }
+        let pid = "\(getpid())\n"
+        ftruncate(descriptor, 0)
+        _ = pid.withCString { pwrite(descriptor, $0, strlen($0), 0) }
+    }
+
+    deinit {
+        flock(descriptor, LOCK_UN)
+        close(descriptor)
+    }
+}

@@ -1,0 +1,26 @@
+/// FNV-1a, 64 bit: a stable hash for fingerprints and the `{key}` template token.
+/// Change detection only; nothing here relies on it resisting an attacker.
+public struct StableHash: Sendable {
+    private var state: UInt64 = 0xcbf2_9ce4_8422_2325
+
+    public init() {}
+
+    public mutating func combine(_ text: String) {
+        for byte in text.utf8 {
+            state = (state ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
+        }
+        // A separator byte keeps ("ab","c") and ("a","bc") apart.
+        state = (state ^ 0xff) &* 0x0000_0100_0000_01b3
+    }
+
+    public var hex: String {
+        let digits = String(state, radix: 16)
+        return String(repeating: "0", count: 16 - digits.count) + digits
+    }
+
+    public static func hex(_ parts: String...) -> String {
+        var hash = StableHash()
+        for part in parts { hash.combine(part) }
+        return hash.hex
+    }
+}

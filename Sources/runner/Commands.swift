@@ -1,0 +1,147 @@
+import ArgumentParser
+import Foundation
+import RunnerCore
+
+struct Run: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Run a job (the default command).")
+
+    @OptionGroup var job: JobArgument
+
+    @Flag(help: "Redo every item, even those up to date.")
+    var force = false
+
+    @Option(name: [.customShort("j"), .long], help: "Image worker processes (overrides concurrency.process).")
+    var jobs: Int?
+
+    @Flag(name: .shortAndLong, help: "Print only failures and the summary.")
+    var quiet = false
+
+    @Option(help: "text or json (one JSON event per line on stdout).")
+    var logFormat: LogFormat = .text
+
+    @Flag(name: .shortAndLong, help: "Show libvips warnings from the workers.")
+    var verbose = false
+
+    enum LogFormat: String, ExpressibleByArgument, CaseIterable { case text, json }
+
+    func validate() throws {
+        if let jobs, jobs < 1 { throw ValidationError("--jobs must be at least 1") }
+    }
+
+    func run() throws {
+        do {
+            let loaded = try job.load()
+            var options = RunOptions()
+            options.force = force
+            options.workers = jobs
+            options.verbose = verbose
+            options.style = logFormat == .json ? .json : quiet ? .quiet : .text
+            let summary = try JobRunner.run(loaded, options: options)
+            throw ExitCode(summary.exitCode)
+        } catch let exit as ExitCode {
+            throw exit
+        } catch {
+            Runner.exit(for: error)
+        }
+    }
+}
+
+struct Validate: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Check a job file and exit: 0 valid, 2 invalid.")
+
+    @OptionGroup var job: JobArgument
+
+    func run() throws {
+        do {
+            let loaded = try job.load()
+            print("\(job.job): valid (\(loaded.outputNames.count) outputs: \(loaded.outputNames.joined(separator: ", ")))")
+        } catch {
+            Runner.exit(for: error)
+        }
+    }
+}
+
+struct PlanCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "plan", abstract: "Show how many items would run, are up to date, or are blocked.")
+
+    @OptionGroup var job: JobArgument
+
+    @Flag(help: "List every item with its status.")
+    var list = false
+
+    @Flag(help: "Plan as if --force were given.")
+    var force = false
+
+    @Flag(help: "Print JSON.")
+    var json = false
+
+    func run() throws {
+        do {
+            let plan = try JobRunner.plan(try job.load(), force: force)
+            if json {
+                var object: [String: Any] = Dictionary(uniqueKeysWithValues: PlannedItem.Status.allCases.map { ($0.rawValue, plan.count($0)) })
+                if list {
+                    object["items"] = plan.items.map { ["key": $0.key, "output": $0.outputPath, "status": $0.status.rawValue] }
+                }
+                let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .prettyPrinted])
+                print(String(decoding: data, as: UTF8.self))
+                return
+            }
+            if list {
+                for item in plan.items { print("\(item.status.rawValue)\t\(item.key)\t\(item.outputPath)") }
+            }
+            print("\(plan.count(.pending)) to run, \(plan.count(.upToDate)) up to date, \(plan.count(.blocked)) blocked")
+        } catch {
+            Runner.exit(for: error)
+        }
+    }
+}
+
+struct Status: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Item counts by state and the last runs.")
+
+    @OptionGroup var job: JobArgument
+
+    @Flag(help: "Print JSON.")
+    var json = false
+
+    @Option(help: "How many recent runs to show.")
+    var runs = 5
+
+    func run() throws {
+        do {
+            let report = try StatusReport(job: try job.load(), runs: runs)
+            print(json ? try report.json() : report.text())
+        } catch {
+            Runner.exit(for: error)
+        }
+    }
+}
+
+struct Failed: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Each failed item with its reason.")
+
+    @OptionGroup var job: JobArgument
+
+    @Flag(help: "Print JSON.")
+    var json = false
+
+    func run() throws {
+        do {
+            let report = try FailedReport(job: try job.load())
+            print(json ? try report.json() : report.text())
+        } catch {
+            Runner.exit(for: error)
+        }
+    }
+}
+
+struct Worker: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Internal: an image worker process, fed by the supervisor over pipes.", shouldDisplay: false)
+
+    func run() throws {
+        throw ExitCode(WorkerMain.run())
+    }
+}
