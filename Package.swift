@@ -32,14 +32,21 @@ let package = Package(
             ],
             path: "Sources/runner"
         ),
+        // Shared by the test targets: fixtures, temporary workspaces, running the built binary,
+        // and opening outputs with libvips directly.
+        .target(
+            name: "TestSupport",
+            dependencies: ["CVips", "RunnerCore", .product(name: "GRDB", package: "GRDB.swift")],
+            path: "Tests/TestSupport"
+        ),
         .testTarget(
             name: "RunnerCoreTests",
-            dependencies: ["RunnerCore", "CVips"],
+            dependencies: ["RunnerCore", "CVips", "TestSupport"],
             path: "Tests/RunnerCoreTests"
         ),
         .testTarget(
             name: "RunnerCLITests",
-            dependencies: ["RunnerCore"],
+            dependencies: ["RunnerCore", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")],
             path: "Tests/RunnerCLITests"
         ),
     ],

@@ -19,20 +19,27 @@ static inline VipsImage *cvips_new_from_buffer(const void *buf, size_t len, Vips
     return vips_image_new_from_buffer(buf, len, "", "access", access, "fail_on", fail_on, NULL);
 }
 
+static inline VipsImage *cvips_new_from_file(const char *name, VipsAccess access) {
+    return vips_image_new_from_file(name, "access", access, NULL);
+}
+
 static inline const char *cvips_find_load_buffer(const void *buf, size_t len) {
     return vips_foreign_find_load_buffer(buf, len);
 }
 
 // Shrink-on-load: the decoder itself skips the pixels the thumbnail does not need.
 // export_profile may be NULL: no colour transform beyond what libvips does for CMYK.
+// libvips 8.14's thumbnail_buffer does not hand its own fail_on to the loader it opens for the
+// shrunk decode, so the level also travels in the loader's option string ("fail_on=error").
 static inline int cvips_thumbnail_buffer(void *buf, size_t len, VipsImage **out, int width, int height,
                                          VipsSize size, VipsInteresting crop, int no_rotate, VipsFailOn fail_on,
-                                         const char *export_profile) {
+                                         const char *loader_options, const char *export_profile) {
     if (export_profile)
         return vips_thumbnail_buffer(buf, len, out, width, "height", height, "size", size, "crop", crop,
-                                     "no_rotate", no_rotate, "fail_on", fail_on, "export_profile", export_profile, NULL);
+                                     "no_rotate", no_rotate, "fail_on", fail_on, "option_string", loader_options,
+                                     "export_profile", export_profile, NULL);
     return vips_thumbnail_buffer(buf, len, out, width, "height", height, "size", size, "crop", crop,
-                                 "no_rotate", no_rotate, "fail_on", fail_on, NULL);
+                                 "no_rotate", no_rotate, "fail_on", fail_on, "option_string", loader_options, NULL);
 }
 // For a thumbnail step that is not first in its chain (the image is already decoded).
 static inline int cvips_thumbnail_image(VipsImage *in, VipsImage **out, int width, int height,
@@ -87,6 +94,16 @@ static inline int cvips_flatten(VipsImage *in, VipsImage **out, const double *ba
 static inline int cvips_cast(VipsImage *in, VipsImage **out, VipsBandFormat format) {
     return vips_cast(in, out, format, NULL);
 }
+
+// MARK: - Measuring (used by tests to check outputs independently of runner's own report)
+
+static inline int cvips_avg(VipsImage *in, double *out) { return vips_avg(in, out, NULL); }
+static inline int cvips_getpoint(VipsImage *in, double **vector, int *n, int x, int y) {
+    return vips_getpoint(in, vector, n, x, y, NULL);
+}
+static inline int cvips_extract_band(VipsImage *in, VipsImage **out, int band) { return vips_extract_band(in, out, band, NULL); }
+static inline int cvips_subtract(VipsImage *left, VipsImage *right, VipsImage **out) { return vips_subtract(left, right, out, NULL); }
+static inline int cvips_abs(VipsImage *in, VipsImage **out) { return vips_abs(in, out, NULL); }
 
 // MARK: - Saving (to memory; runner writes the bytes itself, atomically)
 

@@ -54,7 +54,8 @@ struct Validate: ParsableCommand {
     func run() throws {
         do {
             let loaded = try job.load()
-            print("\(job.job): valid (\(loaded.outputNames.count) outputs: \(loaded.outputNames.joined(separator: ", ")))")
+            let items = try JobRunner.validate(loaded)
+            print("\(job.job): valid (\(loaded.outputNames.count) outputs: \(loaded.outputNames.joined(separator: ", ")); \(items) items)")
         } catch {
             Runner.exit(for: error)
         }

@@ -47,5 +47,5 @@ public enum ItemOutcome: Sendable {
 /// What the recorder writes to the state database.
 enum ItemEvent: Sendable {
     case started(key: String)
-    case finished(key: String, outcome: ItemOutcome)
+    case finished(key: String, outputPath: String, outcome: ItemOutcome)
 }

@@ -22,18 +22,24 @@ public enum JobRunner {
     /// holds the job and `JobFileError` for problems found while planning.
     public static func run(_ job: Job, options: RunOptions) throws -> RunSummary {
         let clock = Date()
+        let vipsVersion = VipsRuntime.version
+        let everything = try Planner(job: job, vipsVersion: vipsVersion).expand()
         let lock = try RunLock(statePath: job.statePath)
         defer { withExtendedLifetime(lock) {} }
         let store = try StateStore(path: job.statePath)
-        let vipsVersion = VipsRuntime.version
-        let plan = try Planner(job: job, vipsVersion: vipsVersion).plan(ledger: try store.ledger(), force: options.force)
+        let plan = options.force ? everything : Planner.markUpToDate(everything, ledger: try store.ledger())
 
         // A killed run may have left temporary files beside the outputs; no live process owns them.
         AtomicFile.removeStaleTemporaries(in: Set(plan.items.map { Paths.directory(of: $0.outputPath) }))
 
         let runID = try store.beginRun(vipsVersion: vipsVersion, plan: plan)
         let reporter = Reporter(style: options.style, jobName: job.name)
-        let recorder = Recorder(store: store, runID: runID)
+        // Items are reported only once committed: whatever a person saw finish survives a crash.
+        let recorder = Recorder(store: store, runID: runID) { committed in
+            for case .finished(let key, let outputPath, let outcome) in committed {
+                reporter.itemFinished(key: key, outputPath: outputPath, outcome: outcome)
+            }
+        }
         var summary = RunSummary()
         summary.planned = plan.count(.pending)
         summary.upToDate = plan.count(.upToDate)
@@ -44,8 +50,9 @@ public enum JobRunner {
         for source in plan.work {
             if case .failure(let missing) = source.identity {
                 let failure = ItemFailure(.unreadable, missing.message)
-                recorder.record(source.items.map { .finished(key: $0.key, outcome: .failed(failure, duration: 0)) })
-                source.items.forEach { reporter.itemFinished(key: $0.key, outputPath: $0.outputPath, outcome: .failed(failure, duration: 0)) }
+                recorder.record(source.items.map {
+                    .finished(key: $0.key, outputPath: $0.outputPath, outcome: .failed(failure, duration: 0))
+                })
                 summary.failed += source.items.count
             } else {
                 work.append(source)
@@ -88,9 +95,16 @@ public enum JobRunner {
         (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
     }
 
+    /// Everything that can be checked before any work: the job file itself, then its sources
+    /// and output paths (missing folders, collisions, escapes). Returns the number of items.
+    public static func validate(_ job: Job) throws -> Int {
+        try Planner(job: job, vipsVersion: VipsRuntime.version).expand().items.count
+    }
+
     /// What a run would do, without running it.
     public static func plan(_ job: Job, force: Bool = false) throws -> Plan {
-        let store = try StateStore(path: job.statePath)
-        return try Planner(job: job, vipsVersion: VipsRuntime.version).plan(ledger: try store.ledger(), force: force)
+        let everything = try Planner(job: job, vipsVersion: VipsRuntime.version).expand()
+        guard !force, FileManager.default.fileExists(atPath: job.statePath) else { return everything }
+        return Planner.markUpToDate(everything, ledger: try StateStore(path: job.statePath).ledger())
     }
 }

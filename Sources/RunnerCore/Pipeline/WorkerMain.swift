@@ -31,7 +31,11 @@ public enum WorkerMain {
         let pipeline = ImagePipeline(outputs: job.outputs, limits: job.limits)
         let crashTrigger = ProcessInfo.processInfo.environment[crashTriggerVariable].flatMap { $0.isEmpty ? nil : $0 }
         while let task = channel.receive(WorkerTask.self) {
-            if let crashTrigger, task.source.contains(crashTrigger) { raise(SIGSEGV) }
+            if let crashTrigger, task.source.contains(crashTrigger) {
+                // Die the way a decoder fault would, without the Swift backtracer resuming us.
+                signal(SIGSEGV, SIG_DFL)
+                raise(SIGSEGV)
+            }
             let started = DispatchTime.now().uptimeNanoseconds
             let results = pipeline.render(sourcePath: task.source, requests: task.requests)
             let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9

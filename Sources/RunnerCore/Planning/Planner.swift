@@ -15,7 +15,9 @@ struct Planner {
     let job: Job
     let vipsVersion: String
 
-    func plan(ledger: [String: LedgerEntry], force: Bool) throws -> Plan {
+    /// Every item of the job, all pending: sources expanded, outputs named, collisions and
+    /// escapes rejected. Touches nothing on disk, so a bad job fails before any work.
+    func expand() throws -> Plan {
         var seen: Set<String> = []
         var writers: [String: String] = [:]
         var sources: [PlannedSource] = []
@@ -37,17 +39,29 @@ struct Planner {
                                        "two items would write \(outputPath): \(other) and \(key); add {dir} or {key} to the template")
                 }
                 let fingerprint = Self.fingerprint(identity, recipe: output.recipe, vipsVersion: vipsVersion)
-                var status = PlannedItem.Status.pending
-                if !force, case .success = identity, let entry = ledger[key], entry.fingerprint == fingerprint,
-                   entry.outputPath == outputPath, access(outputPath, F_OK) == 0 {
-                    status = .upToDate
-                }
                 items.append(PlannedItem(key: key, outputName: output.name, outputIndex: index,
-                                         outputPath: outputPath, fingerprint: fingerprint, status: status))
+                                         outputPath: outputPath, fingerprint: fingerprint, status: .pending))
             }
             sources.append(PlannedSource(key: discovered.path, path: discovered.path, identity: identity, items: items))
         }
         return Plan(sources: sources)
+    }
+
+    /// Marks items up to date whose recorded fingerprint and output path match and whose output
+    /// file still exists. Nothing up to date is decoded or even opened.
+    static func markUpToDate(_ plan: Plan, ledger: [String: LedgerEntry]) -> Plan {
+        Plan(sources: plan.sources.map { source in
+            var source = source
+            guard case .success = source.identity else { return source }
+            for index in source.items.indices {
+                let item = source.items[index]
+                if let entry = ledger[item.key], entry.fingerprint == item.fingerprint,
+                   entry.outputPath == item.outputPath, access(item.outputPath, F_OK) == 0 {
+                    source.items[index].status = .upToDate
+                }
+            }
+            return source
+        })
     }
 
     static func identity(of path: String) -> Result<SourceIdentity, SourceMissing> {

@@ -142,14 +142,13 @@ final class Scheduler: Sendable {
     }
 
     private func report(_ task: WorkerTask, keys: [String], outcomes: [ItemOutcome]) {
-        recorder.record(zip(keys, outcomes).map { ItemEvent.finished(key: $0, outcome: $1) })
+        recorder.record(outcomes.enumerated().map { index, outcome in
+            ItemEvent.finished(key: keys[index], outputPath: task.requests[index].path, outcome: outcome)
+        })
         tally.withLock { tally in
             for outcome in outcomes {
                 if outcome.failure == nil { tally.done += 1 } else { tally.failed += 1 }
             }
-        }
-        for (index, outcome) in outcomes.enumerated() {
-            reporter.itemFinished(key: keys[index], outputPath: task.requests[index].path, outcome: outcome)
         }
     }
 }

@@ -3,8 +3,8 @@ import Synchronization
 
 /// Collects item events from the worker slots and writes them to the state database in batched
 /// transactions, so bookkeeping stays a small part of a run. An item reaches `done` only after
-/// its worker reported the output durable; a crash loses at most the last unflushed batch, and
-/// those items simply run again.
+/// its worker reported the output durable, and is reported to the user only once committed; a
+/// crash loses at most the last unflushed batch, whose outputs are complete and simply made again.
 final class Recorder: Sendable {
     private let store: StateStore
     private let runID: Int64
@@ -13,12 +13,14 @@ final class Recorder: Sendable {
     private let stopped = Mutex(false)
     private let failure = Mutex<(any Error)?>(nil)
     private let flushed = DispatchSemaphore(value: 0)
+    private let onCommitted: @Sendable ([ItemEvent]) -> Void
 
     static let flushInterval = 0.2
 
-    init(store: StateStore, runID: Int64) {
+    init(store: StateStore, runID: Int64, onCommitted: @escaping @Sendable ([ItemEvent]) -> Void) {
         self.store = store
         self.runID = runID
+        self.onCommitted = onCommitted
         let thread = Thread { [self] in flushLoop() }
         thread.name = "runner.recorder"
         thread.start()
@@ -47,6 +49,7 @@ final class Recorder: Sendable {
             }
             do {
                 try store.record(batch, runID: runID)
+                onCommitted(batch)
             } catch {
                 failure.withLock { $0 = $0 ?? error }
             }

@@ -135,7 +135,7 @@ public final class StateStore: Sendable {
                 switch event {
                 case .started(let key):
                     try started.execute(arguments: [runID, now, key])
-                case .finished(let key, let outcome):
+                case .finished(let key, _, let outcome):
                     switch outcome {
                     case .done(let duration):
                         try finished.execute(arguments: ["done", nil, nil, duration, runID, now, key])

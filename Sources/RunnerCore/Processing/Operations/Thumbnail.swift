@@ -77,7 +77,8 @@ struct Thumbnail: LoadingOperation {
         let status = source.withUnsafeBytes { bytes in
             cvips_thumbnail_buffer(UnsafeMutableRawPointer(mutating: bytes.baseAddress), bytes.count, &output,
                                    box.width, box.height, box.size, box.crop,
-                                   settings.autorotate ? 0 : 1, settings.failOn.vipsValue, exportProfile)
+                                   settings.autorotate ? 0 : 1, settings.failOn.vipsValue,
+                                   "fail_on=\(settings.failOn.rawValue)", exportProfile)
         }
         guard status == 0, let output else { throw VipsError.capture("thumbnail") }
         return try letterbox(VipsImageHandle(taking: output, retaining: source))

@@ -1,0 +1,155 @@
+import Foundation
+import RunnerCore
+import Testing
+import TestSupport
+
+/// A job over `folder` with one thumbnail output, in the workspace.
+func simpleJob(_ workspace: Workspace, folder: String = "in", extra: String = "") throws -> String {
+    try workspace.writeJob("""
+    {"version": 1, "name": "simple",
+     "sources": [{"path": "\(folder)", "include": ["*"]}],
+     "outputs": [{"name": "t", "path": "out/{stem}.jpg",
+                  "chain": [{"op": "thumbnail", "width": 64, "height": 64, "fit": "inside"}],
+                  "format": {"type": "jpeg"}}],
+     "state": "state.sqlite"\(extra)}
+    """)
+}
+
+@Suite("Bad input fails only its own item")
+struct CorruptInputTests {
+    @Test("broken files fail with the decoder's message; the good one is written; exit 1")
+    func brokenFilesIsolated() throws {
+        let workspace = try Workspace()
+        try workspace.copyFixtures(["broken/truncated.jpg", "broken/zero.jpg", "broken/html.jpg", "broken/huge.png",
+                                    "broken/bad-header.png", "photos/friends.jpg"], to: "in")
+        let job = try simpleJob(workspace)
+        let result = try workspace.run([job])
+        #expect(result.status == 1, "\(result.stderr)")
+        #expect(workspace.files(in: "out") == ["friends.jpg"])
+        #expect(ImageProbe.open(workspace.path("out/friends.jpg"))?.width == 43)
+
+        let failed = try workspace.run(["failed", job, "--json"])
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(failed.stdout.utf8)) as? [String: Any])
+        let items = try #require(object["failed"] as? [[String: Any]])
+        let byName = Dictionary(uniqueKeysWithValues: items.map {
+            (($0["source"] as! String as NSString).lastPathComponent, ($0["kind"] as! String, $0["message"] as! String))
+        })
+        #expect(byName.count == 5)
+        #expect(byName["huge.png"]?.0 == "too-large")
+        #expect(byName["huge.png"]?.1.contains("65500x65500") == true)
+        #expect(byName["zero.jpg"]?.0 == "decode")
+        #expect(byName["html.jpg"]?.0 == "decode")
+        #expect(byName["html.jpg"]?.1.contains("not in a known format") == true)
+        // Truncation is reported by the JPEG decoder itself, not replaced with grey.
+        #expect(byName["truncated.jpg"]?.0 == "decode")
+        #expect(byName["truncated.jpg"]?.1.isEmpty == false)
+        #expect(byName["bad-header.png"]?.0 == "decode")
+        #expect(result.stderr.contains("failed:"))
+    }
+
+    @Test("a worker that crashes fails only the item it held, after one retry")
+    func workerCrashIsolated() throws {
+        let workspace = try Workspace()
+        try workspace.copyFixtures(["photos/friends.jpg", "photos/fig-bowl.jpg", "extra/ladybird.jpg"], to: "in")
+        try FileManager.default.copyItem(atPath: Fixtures.path("photos/wine.webp"), toPath: workspace.path("in/crashme.webp"))
+        let job = try simpleJob(workspace)
+        let result = try workspace.run([job, "-j", "1"], environment: ["RUNNER_TEST_CRASH_ON": "crashme"])
+        #expect(result.status == 1)
+        #expect(result.stdout.contains("3 done, 1 failed"))
+        #expect(result.stderr.contains("retrying it once"))
+        #expect(workspace.files(in: "out") == ["fig-bowl.jpg", "friends.jpg", "ladybird.jpg"])
+        let state = try StateDatabase(path: workspace.path("state.sqlite"))
+        let kind: String? = try state.scalar("SELECT error_kind FROM item WHERE state = 'failed'")
+        #expect(kind == "crashed")
+        let attempts: Int? = try state.scalar("SELECT attempts FROM item WHERE state = 'failed'")
+        #expect(attempts == 2)
+    }
+}
+
+@Suite("Job files are rejected before any work, naming the exact key")
+struct ValidationTests {
+    func rejection(_ job: String) throws -> CommandResult {
+        let workspace = try Workspace()
+        let path = try workspace.writeJob(job)
+        let result = try workspace.run(["validate", path])
+        let run = try workspace.run([path])
+        #expect(run.status == 2)
+        #expect(!FileManager.default.fileExists(atPath: workspace.path("state.sqlite")), "no work before validation")
+        return result
+    }
+
+    func job(output: String, extra: String = "") -> String {
+        """
+        {"version": 1, "sources": [{"path": "\(Fixtures.path("photos"))"}], "state": "state.sqlite",
+         "outputs": [\(output)]\(extra)}
+        """
+    }
+
+    @Test("a bad value names its location", arguments: [
+        (#"{"name": "a", "path": "o/{stem}.jpg", "chain": [{"op": "thumbnail", "width": 0}], "format": {"type": "jpeg"}}"#,
+         "outputs[0].chain[0].width: must be a positive integer"),
+        (#"{"name": "a", "path": "o/{stem}.jpg", "chain": [{"op": "rotate", "angle": 90}, {"op": "crop", "width": 5, "height": 5}, {"op": "blur", "sigma": -1}], "format": {"type": "jpeg"}}"#,
+         "outputs[0].chain[2].sigma: must be > 0"),
+        (#"{"name": "a", "path": "o/{stem}.jpg", "chain": [{"op": "blurr", "sigma": 1}], "format": {"type": "jpeg"}}"#,
+         "outputs[0].chain[0].op: unknown op \"blurr\""),
+        (#"{"name": "a", "path": "o/{stem}.jpg", "chain": [{"op": "blur", "sigma": 1, "radius": 2}], "format": {"type": "jpeg"}}"#,
+         "outputs[0].chain[0].radius: unknown key"),
+        (#"{"name": "a", "path": "o/{stem}.jpg", "chain": [], "format": {"type": "jpeg", "quality": 101}}"#,
+         "outputs[0].format.quality: must be between 1 and 100"),
+        (#"{"name": "a", "path": "o/{stem}.jpg", "chain": [], "format": {"type": "bmp"}}"#,
+         "outputs[0].format.type: unknown format \"bmp\""),
+        (#"{"name": "a", "path": "o/{nme}.jpg", "chain": [], "format": {"type": "jpeg"}}"#,
+         "outputs[0].path: unknown token {nme}"),
+        (#"{"name": "a", "path": "o/{stem}.jpg", "chain": [{"op": "thumbnail", "width": "big"}], "format": {"type": "jpeg"}}"#,
+         "outputs[0].chain[0].width: must be a number, not a string"),
+        (#"{"name": "a", "path": "o/{stem}.jpg", "chain": [{"op": "thumbnail", "width": 10, "fit": "squash"}], "format": {"type": "jpeg"}}"#,
+         "outputs[0].chain[0].fit: must be one of cover, contain, fill, inside, outside"),
+    ])
+    func badValue(output: String, message: String) throws {
+        let result = try rejection(job(output: output))
+        #expect(result.status == 2)
+        #expect(result.stderr.contains(message), "\(result.stderr)")
+    }
+
+    @Test("top-level problems: version, unknown keys, URLs, limits, collisions")
+    func topLevel() throws {
+        let output = #"{"name": "a", "path": "o/{stem}.jpg", "chain": [], "format": {"type": "jpeg"}}"#
+        #expect(try rejection(#"{"version": 2}"#).stderr.contains("version: version 2 is not supported"))
+        #expect(try rejection(job(output: output, extra: #", "concurency": {}"#)).stderr.contains("concurency: unknown key"))
+        #expect(try rejection(job(output: output, extra: #", "limits": {"failOn": "sometimes"}"#))
+            .stderr.contains("limits.failOn: must be one of none, truncated, error, warning"))
+        #expect(try rejection(#"{"version": 1, "sources": [{"url": "https://example.com/a.jpg"}], "outputs": [\#(output)]}"#)
+            .stderr.contains("sources[0].url: HTTP(S) sources are not supported"))
+        #expect(try rejection(job(output: #"{"name": "a", "path": "o/x.jpg", "chain": [], "format": {"type": "jpeg"}}"#))
+            .stderr.contains("outputs[0].path: two items would write"))
+        #expect(try rejection("{not json").stderr.contains("not valid JSON"))
+        #expect(try rejection(#"{"version": 1, "sources": [{"path": "/nonexistent/folder"}], "outputs": [\#(output)]}"#)
+            .stderr.contains("sources[0].path: /nonexistent/folder: No such file or directory"))
+    }
+
+    @Test("validate accepts the demo job")
+    func validDemo() throws {
+        let workspace = try Workspace()
+        let result = try workspace.run(["validate", try demoJob(in: workspace)])
+        #expect(result.status == 0)
+        #expect(result.stdout.contains("valid (2 outputs: thumb, large; 24 items)"))
+    }
+}
+
+@Suite("One run per state database")
+struct LockTests {
+    @Test("a second run exits 75 naming the process that holds the job")
+    func lockHeld() throws {
+        let workspace = try Workspace()
+        try workspace.copyFixtures(["photos/friends.jpg"], to: "in")
+        let job = try simpleJob(workspace)
+        var held: RunLock? = try RunLock(statePath: workspace.path("state.sqlite"))
+        let result = try workspace.run([job])
+        #expect(result.status == 75)
+        #expect(result.stderr.contains("(pid \(getpid()))"))
+        #expect(workspace.files(in: "out").isEmpty)
+        #expect(held != nil)
+        held = nil
+        #expect(try workspace.run([job]).status == 0)
+    }
+}

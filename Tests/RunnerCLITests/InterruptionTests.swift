@@ -1,0 +1,119 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// A job with `count` distinct sources (hard links of one photo) and two outputs, one of them
+/// slow enough (a large blur) that a run lasts long enough to be interrupted.
+func slowJob(_ workspace: Workspace, count: Int) throws -> String {
+    try FileManager.default.createDirectory(atPath: workspace.path("in"), withIntermediateDirectories: true)
+    for index in 0..<count {
+        try FileManager.default.linkItem(atPath: Fixtures.path("photos/aitzgorri.jpg"),
+                                         toPath: workspace.path(String(format: "in/p%03d.jpg", index)))
+    }
+    return try workspace.writeJob("""
+    {"version": 1, "name": "slow",
+     "sources": [{"path": "in"}],
+     "outputs": [
+       {"name": "small", "path": "out/small/{stem}.png",
+        "chain": [{"op": "thumbnail", "width": 96, "height": 96, "fit": "cover"}], "format": {"type": "png"}},
+       {"name": "soft", "path": "out/soft/{stem}.jpg",
+        "chain": [{"op": "blur", "sigma": 6}], "format": {"type": "jpeg", "quality": 90}}],
+     "concurrency": {"process": 2},
+     "state": "state/slow.sqlite"}
+    """)
+}
+
+/// Number of `item` events a `--log-format json` run has printed so far.
+func itemEvents(_ command: RunningCommand) -> Int {
+    command.stdoutSoFar.split(separator: "\n").count { $0.contains("\"event\":\"item\"") }
+}
+
+/// Everything a user checks after any stop: each output opens at the right size, no temporary
+/// file is left, the database is intact.
+func verifyOutputs(_ workspace: Workspace, expected count: Int) throws {
+    let small = workspace.files(in: "out/small")
+    let soft = workspace.files(in: "out/soft")
+    #expect(small.count == count && soft.count == count)
+    for file in small {
+        let probe = try #require(ImageProbe.open(workspace.path("out/small/" + file)), "\(file)")
+        #expect(probe.width == 96 && probe.height == 96)
+    }
+    for file in soft {
+        let probe = try #require(ImageProbe.open(workspace.path("out/soft/" + file)), "\(file)")
+        #expect(probe.width == 1200, "\(file) is \(probe.width) wide")
+    }
+    #expect(!workspace.files(in: "out").contains { $0.contains(".runner-tmp-") })
+    #expect(try StateDatabase(path: workspace.path("state/slow.sqlite")).integrity() == "ok")
+}
+
+@Suite("Stopping and resuming", .serialized)
+struct InterruptionTests {
+    @Test("SIGINT finishes items in flight, records them, exits 130; the next run completes")
+    func interruptAndResume() throws {
+        let workspace = try Workspace()
+        let job = try slowJob(workspace, count: 60)
+        let run = try workspace.start([job, "--log-format", "json"])
+        #expect(run.waitUntil { itemEvents(run) >= 6 })
+        run.signal(SIGINT)
+        let result = run.wait()
+        #expect(result.status == 130, "\(result.stderr)")
+        let summary = try #require(result.stdout.split(separator: "\n").last.flatMap {
+            try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        })
+        #expect(summary["event"] as? String == "summary")
+        let done = try #require(summary["done"] as? Int)
+        #expect(done >= 6 && done < 120)
+        #expect((summary["notStarted"] as? Int ?? 0) > 0)
+
+        let state = try StateDatabase(path: workspace.path("state/slow.sqlite"))
+        #expect(try state.count(state: "done") == done)
+        #expect(try state.count(state: "running") == 0, "in-flight items finished and were recorded")
+        let outcome: String? = try state.scalar("SELECT outcome FROM run ORDER BY id DESC LIMIT 1")
+        #expect(outcome == "interrupted")
+
+        let resumed = try workspace.run([job])
+        #expect(resumed.status == 0)
+        #expect(resumed.stdout.contains("\(120 - done) done, 0 failed, \(done) up to date"), "\(resumed.stdout)")
+        try verifyOutputs(workspace, expected: 60)
+    }
+
+    @Test("SIGKILL at several moments loses no finished work and never leaves a partial file",
+          arguments: [0, 1, 9, 40])
+    func killAndResume(afterItems: Int) throws {
+        let workspace = try Workspace()
+        let job = try slowJob(workspace, count: 40)
+        let run = try workspace.start([job, "--log-format", "json"])
+        if afterItems == 0 {
+            #expect(run.waitUntil { run.stdoutSoFar.contains("\"event\":\"plan\"") })
+        } else {
+            #expect(run.waitUntil { itemEvents(run) >= afterItems })
+        }
+        run.signal(SIGKILL)
+        _ = run.wait()
+        // Orphaned workers finish the source they hold and exit when their input closes.
+        usleep(300_000)
+
+        let resumed = try workspace.run([job, "--log-format", "json"])
+        #expect(resumed.status == 0, "\(resumed.stderr)")
+        let summary = try #require(resumed.stdout.split(separator: "\n").last.flatMap {
+            try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        })
+        let upToDate = try #require(summary["upToDate"] as? Int)
+        #expect((summary["done"] as? Int ?? 0) + upToDate == 80)
+        if afterItems >= 9 {
+            #expect(upToDate > 0, "the resumed run picked up where the killed one stopped")
+        }
+        try verifyOutputs(workspace, expected: 40)
+        #expect(try StateDatabase(path: workspace.path("state/slow.sqlite")).count(state: "done") == 80)
+    }
+
+    @Test("temporary files left by a dead process are removed at the next start")
+    func staleTemporariesRemoved() throws {
+        let workspace = try Workspace()
+        try workspace.copyFixtures(["photos/friends.jpg"], to: "in")
+        let job = try simpleJob(workspace)
+        try workspace.write("partial", to: "out/.friends.jpg.runner-tmp-999999999")
+        #expect(try workspace.run([job]).status == 0)
+        #expect(workspace.files(in: "out") == ["friends.jpg"])
+    }
+}

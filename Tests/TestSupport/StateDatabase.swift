@@ -1,0 +1,32 @@
+import Foundation
+import GRDB
+
+/// Reads a job's state database with plain SQL, independently of runner's `StateStore`.
+public struct StateDatabase {
+    private let queue: DatabaseQueue
+
+    public init(path: String) throws {
+        var configuration = Configuration()
+        configuration.readonly = true
+        queue = try DatabaseQueue(path: path, configuration: configuration)
+    }
+
+    public func integrity() throws -> String {
+        try queue.read { try String.fetchOne($0, sql: "PRAGMA integrity_check") ?? "" }
+    }
+
+    /// Item state by key.
+    public func states() throws -> [String: String] {
+        try queue.read { db in
+            Dictionary(uniqueKeysWithValues: try Row.fetchAll(db, sql: "SELECT key, state FROM item").map { ($0[0], $0[1]) })
+        }
+    }
+
+    public func count(state: String) throws -> Int {
+        try queue.read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM item WHERE state = ?", arguments: [state]) ?? 0 }
+    }
+
+    public func scalar<T: DatabaseValueConvertible>(_ sql: String, _ arguments: StatementArguments = []) throws -> T? {
+        try queue.read { try T.fetchOne($0, sql: sql, arguments: arguments) }
+    }
+}

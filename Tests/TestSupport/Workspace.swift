@@ -1,0 +1,160 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The repository's fixtures folder.
+public enum Fixtures {
+    public static let root: String = {
+        var url = URL(fileURLWithPath: #filePath)
+        for _ in 0..<3 { url.deleteLastPathComponent() }
+        return url.appendingPathComponent("fixtures").path
+    }()
+
+    public static func path(_ relative: String) -> String { root + "/" + relative }
+}
+
+/// The `runner` executable built next to the test bundle.
+public enum RunnerBinary {
+    public static let path: String = {
+        let me = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        var folder = URL(fileURLWithPath: me).deletingLastPathComponent()
+        // The test bundle may be a folder (…/runnerPackageTests.xctest/…): walk up to the products folder.
+        while !FileManager.default.isExecutableFile(atPath: folder.appendingPathComponent("runner").path),
+              folder.path != "/" {
+            folder.deleteLastPathComponent()
+        }
+        return folder.appendingPathComponent("runner").path
+    }()
+}
+
+public struct CommandResult: Sendable {
+    public let status: Int32
+    public let stdout: String
+    public let stderr: String
+}
+
+/// A temporary folder holding a job file, its state and its outputs; removed when released.
+public final class Workspace: @unchecked Sendable {
+    public let root: String
+
+    public init() throws {
+        let template = FileManager.default.temporaryDirectory.appendingPathComponent("runner-test-XXXXXX").path
+        var bytes = Array(template.utf8CString)
+        guard let made = mkdtemp(&bytes) else { throw CocoaError(.fileWriteUnknown) }
+        root = String(cString: made)
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: root) }
+
+    public func path(_ relative: String) -> String { root + "/" + relative }
+
+    /// Writes `job.json` (or another name) into the workspace and returns its path.
+    @discardableResult
+    public func writeJob(_ text: String, name: String = "job.json") throws -> String {
+        let file = path(name)
+        try text.write(toFile: file, atomically: true, encoding: .utf8)
+        return file
+    }
+
+    public func write(_ text: String, to relative: String) throws {
+        try FileManager.default.createDirectory(atPath: (path(relative) as NSString).deletingLastPathComponent,
+                                                withIntermediateDirectories: true)
+        try text.write(toFile: path(relative), atomically: true, encoding: .utf8)
+    }
+
+    /// Copies fixture files into `folder` (relative to the workspace).
+    public func copyFixtures(_ names: [String], to folder: String) throws {
+        try FileManager.default.createDirectory(atPath: path(folder), withIntermediateDirectories: true)
+        for name in names {
+            try FileManager.default.copyItem(atPath: Fixtures.path(name),
+                                             toPath: path(folder + "/" + (name as NSString).lastPathComponent))
+        }
+    }
+
+    /// Every regular file below `folder`, relative to it, sorted.
+    public func files(in folder: String) -> [String] {
+        guard let enumerator = FileManager.default.enumerator(atPath: path(folder)) else { return [] }
+        var found: [String] = []
+        while let entry = enumerator.nextObject() as? String {
+            var isDirectory: ObjCBool = false
+            if FileManager.default.fileExists(atPath: path(folder + "/" + entry), isDirectory: &isDirectory), !isDirectory.boolValue {
+                found.append(entry)
+            }
+        }
+        return found.sorted()
+    }
+
+    public func modificationDate(_ relative: String) -> Date? {
+        (try? FileManager.default.attributesOfItem(atPath: path(relative)))?[.modificationDate] as? Date
+    }
+
+    /// Runs the built `runner` with `arguments` in the workspace and waits for it.
+    public func run(_ arguments: [String], environment: [String: String] = [:], timeout: Double = 300) throws -> CommandResult {
+        let process = try start(arguments, environment: environment)
+        return process.wait(timeout: timeout)
+    }
+
+    public func start(_ arguments: [String], environment: [String: String] = [:]) throws -> RunningCommand {
+        try RunningCommand(arguments: arguments, directory: root, environment: environment)
+    }
+}
+
+/// A `runner` process started by a test, with its output captured in files.
+public final class RunningCommand: @unchecked Sendable {
+    public let process = Process()
+    private let stdoutPath: String
+    private let stderrPath: String
+
+    init(arguments: [String], directory: String, environment: [String: String]) throws {
+        let id = UUID().uuidString
+        stdoutPath = NSTemporaryDirectory() + "runner-out-\(id)"
+        stderrPath = NSTemporaryDirectory() + "runner-err-\(id)"
+        _ = FileManager.default.createFile(atPath: stdoutPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
+        process.executableURL = URL(fileURLWithPath: RunnerBinary.path)
+        process.arguments = arguments
+        process.currentDirectoryURL = URL(fileURLWithPath: directory)
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        process.standardOutput = FileHandle(forWritingAtPath: stdoutPath)
+        process.standardError = FileHandle(forWritingAtPath: stderrPath)
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+    }
+
+    deinit {
+        unlink(stdoutPath)
+        unlink(stderrPath)
+    }
+
+    public var pid: Int32 { process.processIdentifier }
+
+    public var stdoutSoFar: String { (try? String(contentsOfFile: stdoutPath, encoding: .utf8)) ?? "" }
+
+    public func signal(_ number: Int32) { kill(process.processIdentifier, number) }
+
+    /// Polls until `condition` holds or `timeout` passes; true if it held.
+    @discardableResult
+    public func waitUntil(timeout: Double = 60, _ condition: () -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if condition() { return true }
+            if !process.isRunning { return condition() }
+            usleep(5_000)
+        }
+        return false
+    }
+
+    public func wait(timeout: Double = 300) -> CommandResult {
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning && Date() < deadline { usleep(10_000) }
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+        }
+        process.waitUntilExit()
+        let out = (try? String(contentsOfFile: stdoutPath, encoding: .utf8)) ?? ""
+        let err = (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? ""
+        let status = process.terminationReason == .uncaughtSignal ? 128 + process.terminationStatus : process.terminationStatus
+        return CommandResult(status: status, stdout: out, stderr: err)
+    }
+}
