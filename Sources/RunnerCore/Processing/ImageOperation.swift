@@ -10,7 +10,14 @@ protocol ImageOperation: Sendable {
     /// Reads and validates the op's parameters; errors name the exact key.
     init(reading parameters: ObjectReader, context: OperationContext) throws
     var identifier: String { get }
+    /// True when the op reads pixels out of top-to-bottom order (rotations, smart crops), so
+    /// the decode cannot stream.
+    var needsRandomAccess: Bool { get }
     func apply(to image: VipsImageHandle) throws(VipsError) -> VipsImageHandle
+}
+
+extension ImageOperation {
+    var needsRandomAccess: Bool { false }
 }
 
 /// An op that can replace the decode itself, such as `thumbnail` (shrink-on-load).

@@ -43,7 +43,9 @@ struct ImagePipeline {
                     steps = steps.dropFirst()
                     image = try decodeStep { () throws(VipsError) in try loader.load(source, header: header, settings: settings) }
                 } else if fullDecodes == 1 {
-                    image = try decodeStep { () throws(VipsError) in try normalizeColour(opened) }
+                    let random = steps.contains { $0.needsRandomAccess } || (output.autorotate && header.orientation != 1)
+                    let source = random ? try reopen(source, access: VIPS_ACCESS_RANDOM) : opened
+                    image = try decodeStep { () throws(VipsError) in try normalizeColour(source) }
                 } else {
                     // Several chains read the full image: decode it once, into memory.
                     if sharedDecode == nil {
@@ -76,17 +78,22 @@ struct ImagePipeline {
     /// Opens the header (lazily: no pixels yet) and applies the pixel limit.
     private func open(_ source: SourceBytes) throws(ItemFailure) -> (VipsImageHandle, ImageHeader) {
         guard !source.data.isEmpty else { throw ItemFailure(.decode, "empty file (0 bytes)") }
-        let pointer = source.withUnsafeBytes { bytes in
-            cvips_new_from_buffer(bytes.baseAddress, bytes.count, VIPS_ACCESS_SEQUENTIAL, limits.failOn.vipsValue)
-        }
-        guard let pointer else { throw ItemFailure(.decode, VipsError.capture("load").message) }
-        let image = VipsImageHandle(taking: pointer, retaining: source)
+        let image = try reopen(source, access: VIPS_ACCESS_SEQUENTIAL)
         let header = ImageHeader(image)
         let pixels = header.width * header.height
         if pixels > limits.maxPixels {
             throw ItemFailure(.tooLarge, "image is \(header.width)x\(header.height) (\(pixels) pixels), over limits.maxPixels \(limits.maxPixels)")
         }
         return (image, header)
+    }
+
+    /// A lazy decoder over the source bytes: streaming top to bottom, or random access.
+    private func reopen(_ source: SourceBytes, access: VipsAccess) throws(ItemFailure) -> VipsImageHandle {
+        let pointer = source.withUnsafeBytes { bytes in
+            cvips_new_from_buffer(bytes.baseAddress, bytes.count, access, limits.failOn.vipsValue)
+        }
+        guard let pointer else { throw ItemFailure(.decode, VipsError.capture("load").message) }
+        return VipsImageHandle(taking: pointer, retaining: source)
     }
 
     /// Brings a fully decoded image to 8-bit-or-wider sRGB (or grey) from any profile, CMYK included.

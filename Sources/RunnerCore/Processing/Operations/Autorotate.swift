@@ -9,6 +9,8 @@ struct Autorotate: ImageOperation {
 
     var identifier: String { canonicalIdentifier(Self.name, []) }
 
+    var needsRandomAccess: Bool { true }
+
     func apply(to image: VipsImageHandle) throws(VipsError) -> VipsImageHandle {
         try image.derive("autorot") { cvips_autorot($0, $1) }
     }

@@ -40,6 +40,8 @@ struct Crop: ImageOperation {
         }
     }
 
+    var needsRandomAccess: Bool { placement == .gravity(.attention) || placement == .gravity(.entropy) }
+
     func apply(to image: VipsImageHandle) throws(VipsError) -> VipsImageHandle {
         let cropWidth = min(width, image.width)
         let cropHeight = min(height, image.height)

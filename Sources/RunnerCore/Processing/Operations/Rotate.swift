@@ -11,6 +11,8 @@ struct Rotate: ImageOperation {
 
     var identifier: String { canonicalIdentifier(Self.name, [("angle", "\(angle)")]) }
 
+    var needsRandomAccess: Bool { angle != 0 }
+
     func apply(to image: VipsImageHandle) throws(VipsError) -> VipsImageHandle {
         let vipsAngle: VipsAngle
         switch angle {

@@ -50,7 +50,9 @@ struct Thumbnail: LoadingOperation {
         case .inside, .contain:
             return (boxWidth, boxHeight, size, VIPS_INTERESTING_NONE)
         case .fill:
-            return (boxWidth, boxHeight, enlarge ? VIPS_SIZE_FORCE : size, VIPS_INTERESTING_NONE)
+            // Stretch to the box, unless that would enlarge an image the job said not to.
+            let shrinksOnly = Int(boxWidth) <= sourceWidth && Int(boxHeight) <= sourceHeight
+            return (boxWidth, boxHeight, enlarge || shrinksOnly ? VIPS_SIZE_FORCE : size, VIPS_INTERESTING_NONE)
         case .cover:
             let crop: VipsInteresting = switch position {
             case .centre: VIPS_INTERESTING_CENTRE

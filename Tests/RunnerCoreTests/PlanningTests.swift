@@ -1,0 +1,87 @@
+import Foundation
+@testable import RunnerCore
+import Testing
+import TestSupport
+
+@Suite("Planning: sources, output paths, identity")
+struct PlanningTests {
+    func plan(_ sources: String, path: String = "out/{dir}/{stem}.jpg", in workspace: Workspace) throws -> Plan {
+        let job = try Job.parse(text: """
+            {"version": 1, "sources": \(sources),
+             "outputs": [{"name": "t", "path": "\(path)", "chain": [], "format": {"type": "jpeg"}}]}
+            """, filePath: workspace.path("job.json"))
+        return try Planner(job: job, vipsVersion: "test").expand()
+    }
+
+    @Test("folders (recursive, include/exclude), ** globs and list files; duplicates planned once")
+    func discovery() throws {
+        let workspace = try Workspace()
+        for file in ["a/1.jpg", "a/2.PNG", "a/skip.txt", "a/deep/3.jpg", "a/deep/deeper/4.jpg", "a/.hidden.jpg", "b/5.jpg"] {
+            try workspace.write("x", to: file)
+        }
+        try workspace.write("# comment\n\n../a/1.jpg\nb/5.jpg\n  b/5.jpg  \n/abs/elsewhere/6.jpg\n", to: "lists/l.txt")
+        try workspace.write("x", to: "lists/b/5.jpg")
+
+        let flat = try plan(#"[{"path": "a"}]"#, in: workspace)
+        #expect(flat.sources.map { Paths.relative($0.path, to: workspace.root)! } == ["a/1.jpg", "a/2.PNG"])
+
+        let deep = try plan(#"[{"path": "a", "recursive": true, "exclude": ["deep/deeper/*"]}]"#, in: workspace)
+        #expect(deep.items.map { Paths.relative($0.outputPath, to: workspace.root)! }
+            == ["out/1.jpg", "out/2.jpg", "out/deep/3.jpg"])
+
+        let glob = try plan(#"[{"glob": "a/**/*.jpg"}]"#, in: workspace)
+        #expect(glob.items.map { Paths.relative($0.outputPath, to: workspace.root)! }
+            == ["out/1.jpg", "out/deep/3.jpg", "out/deep/deeper/4.jpg"])
+
+        let list = try plan(#"[{"list": "lists/l.txt"}, {"path": "a/1.jpg"}]"#, in: workspace)
+        #expect(list.sources.count == 3, "a/1.jpg named twice is planned once")
+        #expect(list.items.map { Paths.relative($0.outputPath, to: workspace.root)! }
+            == ["out/\(workspace.root.dropFirst())/a/1.jpg", "out/b/5.jpg", "out/abs/elsewhere/6.jpg"])
+        if case .failure(let missing) = list.sources[2].identity {
+            #expect(missing.message.contains("No such file or directory"))
+        } else {
+            Issue.record("a missing list entry has no identity")
+        }
+    }
+
+    @Test("template tokens, and no name can escape the output folder")
+    func templates() throws {
+        let template = try PathTemplate("out/{name}/{dir}/{stem}-{key}.{ext}", baseDirectory: "/job", location: "x")
+        #expect(template.root == "/job/out")
+        #expect(template.expand(.init(stem: "photo", ext: "JPG", dir: "2024/06", name: "thumb", key: "abc"))
+            == "/job/out/thumb/2024/06/photo-abc.JPG")
+        #expect(template.expand(.init(stem: "..", ext: "jpg", dir: "../../etc", name: "t", key: "k"))
+            == "/job/out/t/etc/_-k.jpg")
+        #expect(template.expand(.init(stem: "a/../../b", ext: "", dir: "/abs", name: "t", key: "k"))
+            == "/job/out/t/abs/a_.._.._b-k.")
+        #expect(throws: JobFileError.self) { try PathTemplate("out/", baseDirectory: "/job", location: "x") }
+    }
+
+    @Test("two items writing one path are rejected at plan time")
+    func collisions() throws {
+        let workspace = try Workspace()
+        try workspace.write("x", to: "a/1.jpg")
+        try workspace.write("x", to: "a/sub/1.jpg")
+        #expect(throws: JobFileError.self) { try plan(#"[{"path": "a", "recursive": true}]"#, path: "out/{stem}.jpg", in: workspace) }
+        #expect(try plan(#"[{"path": "a", "recursive": true}]"#, path: "out/{key}.jpg", in: workspace).items.count == 2)
+    }
+
+    @Test("up to date needs the same fingerprint, the same output path and the file on disk")
+    func upToDate() throws {
+        let workspace = try Workspace()
+        try workspace.write("x", to: "a/1.jpg")
+        let planned = try plan(#"[{"path": "a"}]"#, in: workspace)
+        let item = planned.items[0]
+        var ledger = [item.key: LedgerEntry(fingerprint: item.fingerprint, outputPath: item.outputPath)]
+        #expect(Planner.markUpToDate(planned, ledger: ledger).count(.upToDate) == 0, "output file missing")
+        try workspace.write("out", to: "out/1.jpg")
+        #expect(Planner.markUpToDate(planned, ledger: ledger).count(.upToDate) == 1)
+        ledger[item.key] = LedgerEntry(fingerprint: "other", outputPath: item.outputPath)
+        #expect(Planner.markUpToDate(planned, ledger: ledger).count(.upToDate) == 0)
+
+        // Touching the source changes its identity and so the fingerprint.
+        usleep(10_000)
+        try workspace.write("xy", to: "a/1.jpg")
+        #expect(try plan(#"[{"path": "a"}]"#, in: workspace).items[0].fingerprint != item.fingerprint)
+    }
+}

@@ -1,0 +1,61 @@
+import Foundation
+@testable import RunnerCore
+import Testing
+import TestSupport
+
+@Suite("State and output rooms")
+struct StateAndOutputTests {
+    @Test("the state store migrates, records batches and keeps the ledger of done items")
+    func stateStore() throws {
+        let workspace = try Workspace()
+        try workspace.write("x", to: "a/1.jpg")
+        try workspace.write("x", to: "a/2.jpg")
+        let job = try Job.parse(text: """
+            {"version": 1, "sources": [{"path": "a"}],
+             "outputs": [{"name": "t", "path": "out/{stem}.jpg", "chain": [], "format": {"type": "jpeg"}}]}
+            """, filePath: workspace.path("job.json"))
+        let plan = try Planner(job: job, vipsVersion: "test").expand()
+        let store = try StateStore(path: workspace.path("state/s.sqlite"))
+        let run = try store.beginRun(vipsVersion: "test", plan: plan)
+        let (first, second) = (plan.items[0], plan.items[1])
+        try store.record([.started(key: first.key), .started(key: second.key),
+                          .finished(key: first.key, outputPath: first.outputPath, outcome: .done(duration: 0.1)),
+                          .finished(key: second.key, outputPath: second.outputPath,
+                                    outcome: .failed(ItemFailure(.decode, "bad"), duration: 0.1))], runID: run)
+        #expect(try store.ledger()[first.key]?.fingerprint == first.fingerprint)
+        #expect(try store.ledger()[second.key] == nil)
+        #expect(try store.stateCounts() == ["done": 1, "failed": 1])
+        #expect(try store.failedItems().map(\.kind) == ["decode"])
+        #expect(try store.integrityCheck() == "ok")
+
+        // Reopening runs no migration twice, and the file is in WAL mode.
+        let reopened = try StateDatabase(path: workspace.path("state/s.sqlite"))
+        let mode: String? = try reopened.scalar("PRAGMA journal_mode")
+        #expect(mode == "wal")
+        let migrations: Int? = try reopened.scalar("SELECT COUNT(*) FROM grdb_migrations")
+        #expect(migrations == 1)
+        _ = try StateStore(path: workspace.path("state/s.sqlite"))
+        #expect(try reopened.scalar("SELECT COUNT(*) FROM grdb_migrations") == migrations)
+    }
+
+    @Test("atomic writes leave only the final file; stale temporaries of dead processes are removed")
+    func atomicFile() throws {
+        let workspace = try Workspace()
+        try AtomicFile.write(Data("hello".utf8), to: workspace.path("out/deep/file.bin"))
+        #expect(workspace.files(in: "out") == ["deep/file.bin"])
+        #expect(try String(contentsOfFile: workspace.path("out/deep/file.bin"), encoding: .utf8) == "hello")
+
+        try workspace.write("partial", to: "out/deep/.file.bin.runner-tmp-999999999")
+        try workspace.write("in progress", to: "out/deep/.other.bin.runner-tmp-\(getpid())")
+        #expect(AtomicFile.removeStaleTemporaries(in: [workspace.path("out/deep")]) == 1)
+        #expect(workspace.files(in: "out") == ["deep/.other.bin.runner-tmp-\(getpid())", "deep/file.bin"])
+    }
+
+    @Test("a failed write names the path and leaves nothing behind")
+    func failedWrite() throws {
+        let workspace = try Workspace()
+        try workspace.write("not a folder", to: "blocker")
+        #expect(throws: ItemFailure.self) { try AtomicFile.write(Data("x".utf8), to: workspace.path("blocker/file.bin")) }
+        #expect(workspace.files(in: ".") == ["blocker"])
+    }
+}
