@@ -107,6 +107,41 @@ struct InterruptionTests {
         #expect(try StateDatabase(path: workspace.path("state/slow.sqlite")).count(state: "done") == 80)
     }
 
+    @Test("a second SIGTERM abandons items in flight: exit 143, nothing partial, the next run completes")
+    func doubleTerminate() throws {
+        let workspace = try Workspace()
+        let job = try slowJob(workspace, count: 30)
+        let run = try workspace.start([job, "--log-format", "json"])
+        #expect(run.waitUntil { itemEvents(run) >= 2 })
+        run.signal(SIGTERM)
+        usleep(20_000)
+        run.signal(SIGTERM)
+        let result = run.wait()
+        #expect(result.status == 143, "\(result.stderr)")
+        #expect(result.stdout.contains("abandoning items in flight"))
+        usleep(300_000)
+        let resumed = try workspace.run([job])
+        #expect(resumed.status == 0, "\(resumed.stderr)")
+        try verifyOutputs(workspace, expected: 30)
+    }
+
+    @Test("workers are recycled after recycleAfter sources and the run still completes")
+    func recycling() throws {
+        let workspace = try Workspace()
+        try FileManager.default.createDirectory(atPath: workspace.path("in"), withIntermediateDirectories: true)
+        for index in 0..<9 {
+            try FileManager.default.linkItem(atPath: Fixtures.path("extra/ladybird.jpg"), toPath: workspace.path("in/\(index).jpg"))
+        }
+        let job = try simpleJob(workspace, extra: #", "concurrency": {"process": 1, "recycleAfter": 2}"#)
+        let result = try workspace.run([job, "--log-format", "json"])
+        #expect(result.status == 0)
+        let summary = try #require(result.stdout.split(separator: "\n").last.flatMap {
+            try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        })
+        #expect(summary["workersStarted"] as? Int == 5)
+        #expect(summary["done"] as? Int == 9)
+    }
+
     @Test("temporary files left by a dead process are removed at the next start")
     func staleTemporariesRemoved() throws {
         let workspace = try Workspace()

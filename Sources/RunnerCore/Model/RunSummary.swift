@@ -10,6 +10,8 @@ public struct RunSummary: Sendable, Codable {
     /// The signal that interrupted the run, if one did.
     public var interrupted: Int32?
     public var elapsedSeconds = 0.0
+    /// Worker processes started: one per slot, plus replacements after crashes and recycling.
+    public var workersStarted = 0
 
     public init() {}
 

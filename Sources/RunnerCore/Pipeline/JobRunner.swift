@@ -81,6 +81,7 @@ public enum JobRunner {
         summary.done = tally.done
         summary.failed += tally.failed
         summary.notStarted = scheduler.notStarted
+        summary.workersStarted = tally.workersStarted
         summary.interrupted = control.stopSignal
         summary.elapsedSeconds = Date().timeIntervalSince(clock)
         try recorder.close()

@@ -103,6 +103,7 @@ final class Reporter: Sendable {
             emit(["event": "summary", "job": jobName, "done": summary.done, "failed": summary.failed,
                   "upToDate": summary.upToDate, "blocked": summary.blocked, "notStarted": summary.notStarted,
                   "seconds": summary.elapsedSeconds, "exitCode": Int(summary.exitCode),
+                  "workersStarted": summary.workersStarted,
                   "interrupted": summary.interrupted.map { Int($0) as Any } ?? NSNull()])
         case .text, .quiet:
             var line = "\(jobName): \(summary.done) done, \(summary.failed) failed, \(summary.upToDate) up to date"

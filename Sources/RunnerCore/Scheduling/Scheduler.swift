@@ -95,6 +95,7 @@ final class Scheduler: Sendable {
                     worker = try WorkerProcess(executable: settings.executable, hello: settings.hello,
                                                quietStderr: settings.quietWorkerStderr)
                     control.register(worker: worker!.pid)
+                    tally.withLock { $0.workersStarted += 1 }
                 } catch {
                     fatalError.withLock { $0 = $0 ?? "\(error)" }
                     queue.withLock { $0.retries.append((task, crashes)) }
