@@ -16,10 +16,14 @@ let package = Package(
         // Non-variadic wrappers around libvips (Swift cannot call C varargs).
         .systemLibrary(name: "CVips", path: "Sources/CVips", pkgConfig: "vips",
                        providers: [.apt(["libvips-dev"])]),
+        // Typed wrappers for libcurl's variadic setopt/getinfo calls.
+        .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
+                       providers: [.apt(["libcurl4-openssl-dev"])]),
         .target(
             name: "RunnerCore",
             dependencies: [
                 "CVips",
+                "CCurl",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             path: "Sources/RunnerCore"

@@ -10,6 +10,9 @@ struct Run: ParsableCommand {
     @Flag(help: "Redo every item, even those up to date.")
     var force = false
 
+    @Flag(help: "Try blacklisted URLs again; a success takes them off the blacklist.")
+    var retryFailed = false
+
     @Option(name: [.customShort("j"), .long], help: "Image worker processes (overrides concurrency.process).")
     var jobs: Int?
 
@@ -33,6 +36,7 @@ struct Run: ParsableCommand {
             let loaded = try job.load()
             var options = RunOptions()
             options.force = force
+            options.retryFailed = retryFailed
             options.workers = jobs
             options.verbose = verbose
             options.style = logFormat == .json ? .json : quiet ? .quiet : .text
@@ -132,6 +136,32 @@ struct Failed: ParsableCommand {
         do {
             let report = try FailedReport(job: try job.load())
             print(json ? try report.json() : report.text())
+        } catch {
+            Runner.exit(for: error)
+        }
+    }
+}
+
+struct Unblock: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Take URLs off the job's failed-URL blacklist.")
+
+    @OptionGroup var job: JobArgument
+
+    @Argument(help: "The URLs to unblock.")
+    var urls: [String] = []
+
+    @Flag(help: "Unblock every URL.")
+    var all = false
+
+    func validate() throws {
+        if all == !urls.isEmpty { throw ValidationError("name the URLs to unblock, or give --all") }
+    }
+
+    func run() throws {
+        do {
+            let loaded = try job.load()
+            let removed = try StateStore(path: loaded.statePath).unblock(all ? nil : urls)
+            print("\(removed) URL\(removed == 1 ? "" : "s") unblocked")
         } catch {
             Runner.exit(for: error)
         }

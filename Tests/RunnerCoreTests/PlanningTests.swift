@@ -23,7 +23,7 @@ struct PlanningTests {
         try workspace.write("x", to: "lists/b/5.jpg")
 
         let flat = try plan(#"[{"path": "a"}]"#, in: workspace)
-        #expect(flat.sources.map { Paths.relative($0.path, to: workspace.root)! } == ["a/1.jpg", "a/2.PNG"])
+        #expect(flat.sources.map { Paths.relative($0.location, to: workspace.root)! } == ["a/1.jpg", "a/2.PNG"])
 
         let deep = try plan(#"[{"path": "a", "recursive": true, "exclude": ["deep/deeper/*"]}]"#, in: workspace)
         #expect(deep.items.map { Paths.relative($0.outputPath, to: workspace.root)! }
@@ -72,12 +72,16 @@ struct PlanningTests {
         try workspace.write("x", to: "a/1.jpg")
         let planned = try plan(#"[{"path": "a"}]"#, in: workspace)
         let item = planned.items[0]
-        var ledger = [item.key: LedgerEntry(fingerprint: item.fingerprint, outputPath: item.outputPath)]
-        #expect(Planner.markUpToDate(planned, ledger: ledger).count(.upToDate) == 0, "output file missing")
+        let planner = Planner(job: try Job.parse(text: """
+            {"version": 1, "sources": [{"path": "a"}],
+             "outputs": [{"name": "t", "path": "out/{dir}/{stem}.jpg", "chain": [], "format": {"type": "jpeg"}}]}
+            """, filePath: workspace.path("job.json")), vipsVersion: "test")
+        var state = PlanningState(ledger: [item.key: LedgerEntry(fingerprint: item.fingerprint, outputPath: item.outputPath)])
+        #expect(planner.classify(planned, state: state, retryFailed: false).count(.upToDate) == 0, "output file missing")
         try workspace.write("out", to: "out/1.jpg")
-        #expect(Planner.markUpToDate(planned, ledger: ledger).count(.upToDate) == 1)
-        ledger[item.key] = LedgerEntry(fingerprint: "other", outputPath: item.outputPath)
-        #expect(Planner.markUpToDate(planned, ledger: ledger).count(.upToDate) == 0)
+        #expect(planner.classify(planned, state: state, retryFailed: false).count(.upToDate) == 1)
+        state.ledger[item.key] = LedgerEntry(fingerprint: "other", outputPath: item.outputPath)
+        #expect(planner.classify(planned, state: state, retryFailed: false).count(.upToDate) == 0)
 
         // Touching the source changes its identity and so the fingerprint.
         usleep(10_000)

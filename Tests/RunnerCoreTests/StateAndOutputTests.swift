@@ -18,7 +18,8 @@ struct StateAndOutputTests {
         let store = try StateStore(path: workspace.path("state/s.sqlite"))
         let run = try store.beginRun(vipsVersion: "test", plan: plan)
         let (first, second) = (plan.items[0], plan.items[1])
-        try store.record([.started(key: first.key), .started(key: second.key),
+        try store.record([.started(key: first.key, fingerprint: first.fingerprint),
+                          .started(key: second.key, fingerprint: second.fingerprint),
                           .finished(key: first.key, outputPath: first.outputPath, outcome: .done(duration: 0.1)),
                           .finished(key: second.key, outputPath: second.outputPath,
                                     outcome: .failed(ItemFailure(.decode, "bad"), duration: 0.1))], runID: run)
@@ -33,7 +34,7 @@ struct StateAndOutputTests {
         let mode: String? = try reopened.scalar("PRAGMA journal_mode")
         #expect(mode == "wal")
         let migrations: Int? = try reopened.scalar("SELECT COUNT(*) FROM grdb_migrations")
-        #expect(migrations == 1)
+        #expect(migrations == 2)
         _ = try StateStore(path: workspace.path("state/s.sqlite"))
         #expect(try reopened.scalar("SELECT COUNT(*) FROM grdb_migrations") == migrations)
     }

@@ -15,6 +15,7 @@ public struct Job: Sendable {
     public let concurrency: ConcurrencySettings
     public let limits: Limits
     public let statePath: String
+    public let remote: RemoteSettings
 
     public var outputNames: [String] { outputs.map(\.name) }
 }
@@ -25,8 +26,10 @@ enum SourceSpec: Sendable, Equatable {
     case path(String, recursive: Bool, include: [String], exclude: [String])
     /// A pattern with `*`, `?`, `[...]` and `**` (any number of folders).
     case glob(String)
-    /// A text file naming one source per line (`#` starts a comment).
+    /// A text file naming one source per line (`#` starts a comment); lines may be URLs.
     case list(String)
+    /// An HTTP(S) URL, with an optional explicit source key and headers of its own.
+    case url(String, key: String?, headers: [String: String])
 }
 
 struct OutputSpec: Sendable {

@@ -34,13 +34,18 @@ extension Job {
 
         let sources = try readSources(root, baseDirectory: baseDirectory)
         let outputs = try readOutputs(root, baseDirectory: baseDirectory)
-        let concurrency = try readConcurrency(root)
-        let limits = try readLimits(root)
         let statePath = Paths.resolve(try root.string("state") ?? "\(defaultName).sqlite", against: baseDirectory)
+        let concurrencySection = try root.object("concurrency")
+        let limitsSection = try root.object("limits")
+        let concurrency = try readConcurrency(concurrencySection)
+        let limits = try readLimits(limitsSection)
+        let remote = try readRemote(root, statePath: statePath, concurrency: concurrencySection, limits: limitsSection)
+        try concurrencySection?.finish()
+        try limitsSection?.finish()
         try root.finish()
 
         return Job(name: name, filePath: filePath, text: text, baseDirectory: baseDirectory, sources: sources,
-                   outputs: outputs, concurrency: concurrency, limits: limits, statePath: statePath)
+                   outputs: outputs, concurrency: concurrency, limits: limits, statePath: statePath, remote: remote)
     }
 
     private static func readSources(_ root: ObjectReader, baseDirectory: String) throws -> [SourceSpec] {
@@ -68,7 +73,11 @@ extension Job {
             case "list":
                 spec = .list(Paths.resolve(try source.requiredString("list"), against: baseDirectory))
             default:
-                throw source.error("url", "HTTP(S) sources are not supported by this runner yet")
+                let url = try source.requiredString("url")
+                guard RemoteURL(url) != nil else {
+                    throw source.error("url", "must be an absolute http:// or https:// URL")
+                }
+                spec = .url(url, key: try source.string("key"), headers: try readHeaders(source, "headers"))
             }
             try source.finish()
             return spec
@@ -79,10 +88,7 @@ extension Job {
     static let defaultImagePatterns = ["*.jpg", "*.jpeg", "*.png", "*.webp", "*.tif", "*.tiff", "*.gif", "*.heic", "*.heif", "*.avif"]
 
     private static func rejectURL(_ text: String, _ location: String) throws {
-        let lower = text.lowercased()
-        if lower.hasPrefix("http://") || lower.hasPrefix("https://") {
-            throw JobFileError(location, "is a URL; HTTP(S) sources are not supported by this runner yet")
-        }
+        if text.contains("://") { throw JobFileError(location, "is a URL; use a \"url\" source") }
     }
 
     private static func readOutputs(_ root: ObjectReader, baseDirectory: String) throws -> [OutputSpec] {
@@ -109,25 +115,21 @@ extension Job {
         }
     }
 
-    private static func readConcurrency(_ root: ObjectReader) throws -> ConcurrencySettings {
-        let section = try root.object("concurrency")
+    private static func readConcurrency(_ section: ObjectReader?) throws -> ConcurrencySettings {
         let settings = ConcurrencySettings(
             process: try section?.int("process", default: defaultWorkerCount, .range(1, 256)) ?? defaultWorkerCount,
             threadsPerImage: try section?.int("threadsPerImage", default: 1, .range(1, 64)) ?? 1,
             recycleAfter: try section?.int("recycleAfter", default: 1000, .positive) ?? 1000)
-        try section?.finish()
         return settings
     }
 
     public static var defaultWorkerCount: Int { ProcessInfo.processInfo.activeProcessorCount }
 
-    private static func readLimits(_ root: ObjectReader) throws -> Limits {
-        let section = try root.object("limits")
+    private static func readLimits(_ section: ObjectReader?) throws -> Limits {
         let limits = Limits(
             maxPixels: try section?.int("maxPixels", default: defaultMaxPixels, .positive) ?? defaultMaxPixels,
             failOn: try section?.choice("failOn", default: FailOn.error) ?? .error,
             blockUntrustedLoaders: try section?.bool("blockUntrusted", default: true) ?? true)
-        try section?.finish()
         return limits
     }
 

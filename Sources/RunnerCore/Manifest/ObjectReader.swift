@@ -13,6 +13,9 @@ public final class ObjectReader {
         self.fields = fields
     }
 
+    /// Every key the object has, for objects whose keys are data (header names).
+    public var keys: [String] { fields.keys.sorted() }
+
     public func location(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
 
     public func has(_ key: String) -> Bool { fields[key] != nil && fields[key] != .null }

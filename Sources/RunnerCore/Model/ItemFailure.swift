@@ -4,6 +4,8 @@ public struct ItemFailure: Error, Sendable, Codable, Equatable, CustomStringConv
     public enum Kind: String, Sendable, Codable, CaseIterable {
         /// The source could not be read (missing, permission denied, I/O error).
         case unreadable
+        /// An HTTP(S) source could not be fetched (status, timeout, too large, not an image...).
+        case download
         /// libvips could not decode it: corrupt, truncated, not an image.
         case decode
         /// Larger than `limits.maxPixels` (checked from the header, before decoding).
@@ -37,6 +39,8 @@ public struct ItemFailure: Error, Sendable, Codable, Equatable, CustomStringConv
 public enum ItemOutcome: Sendable {
     case done(duration: Double)
     case failed(ItemFailure, duration: Double)
+    /// Not attempted: its URL is blacklisted.
+    case blocked(String)
 
     public var failure: ItemFailure? {
         if case .failed(let failure, _) = self { return failure }
@@ -46,6 +50,8 @@ public enum ItemOutcome: Sendable {
 
 /// What the recorder writes to the state database.
 enum ItemEvent: Sendable {
-    case started(key: String)
+    case started(key: String, fingerprint: String)
     case finished(key: String, outputPath: String, outcome: ItemOutcome)
+    /// A remote source revalidated unchanged: its outputs are still up to date.
+    case unchanged(key: String, outputPath: String, fingerprint: String)
 }

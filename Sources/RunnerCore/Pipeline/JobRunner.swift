@@ -6,6 +6,8 @@ import Glibc
 /// Options a person sets on the command line for one run.
 public struct RunOptions: Sendable {
     public var force = false
+    /// Try blacklisted URLs again; a success removes them from the blacklist.
+    public var retryFailed = false
     /// Overrides `concurrency.process`.
     public var workers: Int?
     public var style = ReportStyle.text
@@ -22,46 +24,74 @@ public enum JobRunner {
     /// holds the job and `JobFileError` for problems found while planning.
     public static func run(_ job: Job, options: RunOptions) throws -> RunSummary {
         let clock = Date()
-        let vipsVersion = VipsRuntime.version
-        let everything = try Planner(job: job, vipsVersion: vipsVersion).expand()
+        let planner = Planner(job: job, vipsVersion: VipsRuntime.version)
+        let everything = try planner.expand()
         let lock = try RunLock(statePath: job.statePath)
         defer { withExtendedLifetime(lock) {} }
         let store = try StateStore(path: job.statePath)
-        let plan = options.force ? everything : Planner.markUpToDate(everything, ledger: try store.ledger())
+        let state = try planningState(store, force: options.force)
+        let plan = planner.classify(everything, state: state, retryFailed: options.retryFailed)
 
-        // A killed run may have left temporary files beside the outputs; no live process owns them.
-        AtomicFile.removeStaleTemporaries(in: Set(plan.items.map { Paths.directory(of: $0.outputPath) }))
+        // A killed run may have left temporary files beside the outputs and in the originals cache.
+        var folders = Set(plan.items.map { Paths.directory(of: $0.outputPath) })
+        folders.insert(job.remote.cacheDirectory)
+        AtomicFile.removeStaleTemporaries(in: folders)
 
-        let runID = try store.beginRun(vipsVersion: vipsVersion, plan: plan)
+        let runID = try store.beginRun(vipsVersion: planner.vipsVersion, plan: plan)
         let reporter = Reporter(style: options.style, jobName: job.name)
         // Items are reported only once committed: whatever a person saw finish survives a crash.
         let recorder = Recorder(store: store, runID: runID) { committed in
-            for case .finished(let key, let outputPath, let outcome) in committed {
-                reporter.itemFinished(key: key, outputPath: outputPath, outcome: outcome)
+            for event in committed {
+                switch event {
+                case .finished(let key, let outputPath, let outcome):
+                    reporter.itemFinished(key: key, outputPath: outputPath, outcome: outcome)
+                case .unchanged(let key, let outputPath, _):
+                    reporter.itemUnchanged(key: key, outputPath: outputPath)
+                case .started:
+                    break
+                }
             }
         }
         var summary = RunSummary()
         summary.planned = plan.count(.pending)
         summary.upToDate = plan.count(.upToDate)
         summary.blocked = plan.count(.blocked)
+        reporter.planned(plan, toRun: summary.planned)
+        recorder.record(plan.sources.flatMap { source in
+            source.items.filter { $0.status == .blocked }.map { item in
+                ItemEvent.finished(key: item.key, outputPath: item.outputPath,
+                                   outcome: .blocked(blockedReason(source, state: state)))
+            }
+        })
 
-        // Sources that vanished between listing and stat fail here, without a worker.
-        var work: [PlannedSource] = []
+        // Local files go straight to the workers; files that vanished since listing fail here.
+        var local: [ScheduledTask] = []
+        var remote: [PlannedSource] = []
         for source in plan.work {
-            if case .failure(let missing) = source.identity {
+            switch (source.origin, source.identity) {
+            case (.remote, _):
+                remote.append(source)
+            case (.file, .failure(let missing)):
                 let failure = ItemFailure(.unreadable, missing.message)
                 recorder.record(source.items.map {
                     .finished(key: $0.key, outputPath: $0.outputPath, outcome: .failed(failure, duration: 0))
                 })
                 summary.failed += source.items.count
-            } else {
-                work.append(source)
+            case (.file(let path), .success):
+                local.append(ScheduledTask(
+                    task: WorkerTask(id: local.count, source: path,
+                                     requests: source.items.map { .init(outputIndex: $0.outputIndex, path: $0.outputPath) }),
+                    keys: source.items.map(\.key), fingerprints: source.items.map(\.fingerprint)))
             }
         }
-        reporter.planned(plan, toRun: summary.planned)
 
         let control = RunControl()
+        let handoff = TaskQueue()
+        let downloads = RemoteStage(job: job, planner: planner, sources: remote, state: state, store: store,
+                                    recorder: recorder, handoff: handoff, control: control,
+                                    retryFailed: options.retryFailed, firstTaskID: local.count)
         let trap = SignalTrap(control) { signal, phase in
+            handoff.cancel()
             reporter.notice(phase == .abandoning
                 ? "stopping now: abandoning items in flight (they run again next time)"
                 : "stopping: finishing items in flight (signal again to abandon them)")
@@ -74,21 +104,51 @@ public enum JobRunner {
             hello: WorkerHello(jobText: job.text, jobFilePath: job.filePath,
                                threadsPerImage: job.concurrency.threadsPerImage),
             quietWorkerStderr: !options.verbose)
-        let scheduler = Scheduler(work: work, settings: settings, control: control, recorder: recorder, reporter: reporter)
+        let scheduler = Scheduler(local: local, downloaded: handoff, settings: settings, control: control,
+                                  recorder: recorder, reporter: reporter)
         reporter.startTicker()
-        let schedulerResult = Result { try scheduler.run() }
+        if downloads.isEmpty { handoff.close() } else { downloads.start() }
+        let schedulerResult = Result { try scheduler.run(expectsDownloads: !downloads.isEmpty) }
+        if schedulerResult.failure != nil { control.requestStop(signal: SIGTERM) }
+        let downloaded = downloads.wait()
         let tally = (try? schedulerResult.get()) ?? RunSummary()
         summary.done = tally.done
-        summary.failed += tally.failed
+        summary.failed += tally.failed + downloaded.failed
+        summary.upToDate += downloaded.unchanged
         summary.notStarted = scheduler.notStarted
+            + downloads.totalItems - downloaded.unchanged - downloaded.failed - downloaded.handedOver
         summary.workersStarted = tally.workersStarted
-        summary.interrupted = control.stopSignal
+        summary.interrupted = control.stopSignal.flatMap { schedulerResult.failure == nil ? $0 : nil }
         summary.elapsedSeconds = Date().timeIntervalSince(clock)
         try recorder.close()
         try store.finishRun(runID, summary: summary)
+        try trimCache(job, store: store)
         reporter.finished(summary)
         _ = try schedulerResult.get()
         return summary
+    }
+
+    private static func planningState(_ store: StateStore, force: Bool) throws -> PlanningState {
+        PlanningState(ledger: force ? [:] : try store.ledger(), originals: try store.originals(),
+                      blacklist: try store.blacklist())
+    }
+
+    private static func blockedReason(_ source: PlannedSource, state: PlanningState) -> String {
+        guard case .remote(let remote) = source.origin, let entry = state.blacklist[remote.url] else { return "blacklisted" }
+        return "blacklisted since \(ISO8601DateFormatter().string(from: entry.firstSeen)): \(entry.message)"
+    }
+
+    /// Keeps the originals cache under `cacheMaxBytes`, removing least recently used originals.
+    private static func trimCache(_ job: Job, store: StateStore) throws {
+        guard let limit = job.remote.cacheMaxBytes else { return }
+        var originals = try store.originals().values.sorted { $0.usedAt < $1.usedAt }
+        var total = originals.reduce(0) { $0 + $1.size }
+        while total > limit, !originals.isEmpty {
+            let oldest = originals.removeFirst()
+            unlink(oldest.file)
+            try store.forgetOriginal(oldest.sourceKey)
+            total -= oldest.size
+        }
     }
 
     /// Where this executable lives, so workers are the very same build.
@@ -103,9 +163,18 @@ public enum JobRunner {
     }
 
     /// What a run would do, without running it.
-    public static func plan(_ job: Job, force: Bool = false) throws -> Plan {
-        let everything = try Planner(job: job, vipsVersion: VipsRuntime.version).expand()
-        guard !force, FileManager.default.fileExists(atPath: job.statePath) else { return everything }
-        return Planner.markUpToDate(everything, ledger: try StateStore(path: job.statePath).ledger())
+    public static func plan(_ job: Job, force: Bool = false, retryFailed: Bool = false) throws -> Plan {
+        let planner = Planner(job: job, vipsVersion: VipsRuntime.version)
+        let everything = try planner.expand()
+        guard FileManager.default.fileExists(atPath: job.statePath) else { return everything }
+        let state = try planningState(try StateStore(path: job.statePath), force: force)
+        return planner.classify(everything, state: state, retryFailed: retryFailed)
+    }
+}
+
+private extension Result {
+    var failure: Failure? {
+        if case .failure(let error) = self { return error }
+        return nil
     }
 }

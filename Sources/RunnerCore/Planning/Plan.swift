@@ -2,7 +2,7 @@ import Foundation
 
 /// What a run would do, computed without decoding anything.
 public struct Plan: Sendable {
-    public let sources: [PlannedSource]
+    public var sources: [PlannedSource]
 
     public var items: [PlannedItem] { sources.flatMap(\.items) }
 
@@ -13,26 +13,38 @@ public struct Plan: Sendable {
     /// Sources with at least one item to run, each carrying only those items.
     var work: [PlannedSource] {
         sources.compactMap { source in
-            let pending = source.items.filter { $0.status == .pending }
-            return pending.isEmpty ? nil : PlannedSource(key: source.key, path: source.path,
-                                                         identity: source.identity, items: pending)
+            var pending = source
+            pending.items = source.items.filter { $0.status == .pending }
+            return pending.items.isEmpty ? nil : pending
         }
     }
 }
 
-/// One source file and the items (one per output) planned for it.
+/// One source and the items (one per output) planned for it.
 public struct PlannedSource: Sendable {
-    /// The source key: the file's absolute, normalized path.
+    /// The source key: a file's absolute path, a URL's normalized form, or an explicit key.
     public let key: String
-    public let path: String
-    /// size and modification time, or why the file could not be read.
-    let identity: Result<SourceIdentity, SourceMissing>
+    let origin: SourceOrigin
+    /// What the fingerprint knows of the source's content, or why a file could not be read.
+    var identity: Result<SourceIdentity, SourceMissing>
     public var items: [PlannedItem]
+
+    /// The file path or URL, for people.
+    public var location: String {
+        switch origin {
+        case .file(let path): path
+        case .remote(let remote): remote.url
+        }
+    }
 }
 
-struct SourceIdentity: Sendable, Equatable {
-    let size: Int64
-    let modifiedNanoseconds: Int64
+enum SourceIdentity: Sendable, Equatable {
+    /// A local file: size and modification time.
+    case file(size: Int64, modifiedNanoseconds: Int64)
+    /// A downloaded original: a hash of its bytes.
+    case content(String)
+    /// A remote source not downloaded yet: nothing can be up to date.
+    case unknown
 }
 
 struct SourceMissing: Error, Sendable, Equatable {
@@ -42,11 +54,11 @@ struct SourceMissing: Error, Sendable, Equatable {
 /// (source, output): the unit of progress.
 public struct PlannedItem: Sendable {
     public enum Status: String, Sendable, CaseIterable {
-        /// Needs to run: new, changed, failed before, or its output is missing.
+        /// Needs to run (or, for a URL, to be revalidated): new, changed, failed before, or missing its output.
         case pending
         /// Recorded done with the same fingerprint, and the output file exists.
         case upToDate = "up-to-date"
-        /// Will not run (for example a blacklisted source).
+        /// Will not run: its URL is blacklisted.
         case blocked
     }
 
@@ -55,6 +67,6 @@ public struct PlannedItem: Sendable {
     public let outputName: String
     let outputIndex: Int
     public let outputPath: String
-    public let fingerprint: String
-    public var status: Status
+    public internal(set) var fingerprint: String
+    public internal(set) var status: Status
 }

@@ -9,8 +9,15 @@ struct LedgerEntry: Sendable {
     let outputPath: String
 }
 
+/// What the state database knows that decides whether an item runs.
+struct PlanningState: Sendable {
+    var ledger: [String: LedgerEntry] = [:]
+    var originals: [String: CachedOriginal] = [:]
+    var blacklist: [String: BlacklistEntry] = [:]
+}
+
 /// Turns a job into a `Plan`: expands sources, names every output, fingerprints every item and
-/// decides from the ledger which are up to date. Reads file metadata only; never decodes.
+/// decides from the recorded state which are up to date or blocked. Reads file metadata only; never decodes.
 struct Planner {
     let job: Job
     let vipsVersion: String
@@ -21,47 +28,78 @@ struct Planner {
         var seen: Set<String> = []
         var writers: [String: String] = [:]
         var sources: [PlannedSource] = []
-        for discovered in try SourceDiscovery.discover(job.sources) where seen.insert(discovered.path).inserted {
-            let identity = Self.identity(of: discovered.path)
-            let fileName = Paths.lastComponent(discovered.path)
-            let (stem, ext) = Paths.splitExtension(fileName)
-            let sourceHash = StableHash.hex(discovered.path)
+        for discovered in try SourceDiscovery.discover(job.sources) where seen.insert(discovered.key).inserted {
+            let identity: Result<SourceIdentity, SourceMissing>
+            switch discovered.origin {
+            case .file(let path): identity = Self.identity(of: path)
+            case .remote: identity = .success(.unknown)
+            }
+            let (stem, ext) = Paths.splitExtension(discovered.fileName)
+            let sourceHash = StableHash.hex(discovered.key)
             var items: [PlannedItem] = []
             for (index, output) in job.outputs.enumerated() {
                 let values = PathTemplate.Values(stem: stem, ext: ext, dir: discovered.relativeDirectory,
                                                  name: output.name, key: String(sourceHash.prefix(12)))
                 guard let outputPath = output.template.expand(values) else {
-                    throw JobFileError("outputs[\(index)].path", "\(discovered.path) would be written outside \(output.template.root)")
+                    throw JobFileError("outputs[\(index)].path", "\(discovered.key) would be written outside \(output.template.root)")
                 }
-                let key = "\(discovered.path)@\(output.name)"
+                let key = "\(discovered.key)@\(output.name)"
                 if let other = writers.updateValue(key, forKey: outputPath) {
                     throw JobFileError("outputs[\(index)].path",
                                        "two items would write \(outputPath): \(other) and \(key); add {dir} or {key} to the template")
                 }
-                let fingerprint = Self.fingerprint(identity, recipe: output.recipe, vipsVersion: vipsVersion)
-                items.append(PlannedItem(key: key, outputName: output.name, outputIndex: index,
-                                         outputPath: outputPath, fingerprint: fingerprint, status: .pending))
+                items.append(PlannedItem(key: key, outputName: output.name, outputIndex: index, outputPath: outputPath,
+                                         fingerprint: fingerprint(identity, output: index), status: .pending))
             }
-            sources.append(PlannedSource(key: discovered.path, path: discovered.path, identity: identity, items: items))
+            sources.append(PlannedSource(key: discovered.key, origin: discovered.origin, identity: identity, items: items))
         }
         return Plan(sources: sources)
     }
 
     /// Marks items up to date whose recorded fingerprint and output path match and whose output
-    /// file still exists. Nothing up to date is decoded or even opened.
-    static func markUpToDate(_ plan: Plan, ledger: [String: LedgerEntry]) -> Plan {
-        Plan(sources: plan.sources.map { source in
-            var source = source
-            guard case .success = source.identity else { return source }
-            for index in source.items.indices {
-                let item = source.items[index]
-                if let entry = ledger[item.key], entry.fingerprint == item.fingerprint,
-                   entry.outputPath == item.outputPath, access(item.outputPath, F_OK) == 0 {
-                    source.items[index].status = .upToDate
+    /// file still exists, and items of blacklisted URLs blocked. Nothing is decoded or downloaded.
+    /// A URL's items are up to date here only when its cached original need not be revalidated.
+    func classify(_ plan: Plan, state: PlanningState, retryFailed: Bool, now: Double = Date().timeIntervalSince1970) -> Plan {
+        var plan = plan
+        for sourceIndex in plan.sources.indices {
+            var source = plan.sources[sourceIndex]
+            if case .remote(let remote) = source.origin {
+                if !retryFailed, let entry = state.blacklist[remote.url], !isExpired(entry, now: now) {
+                    for index in source.items.indices { source.items[index].status = .blocked }
+                    plan.sources[sourceIndex] = source
+                    continue
+                }
+                guard let original = state.originals[source.key], !needsRevalidation(original, now: now) else { continue }
+                source.identity = .success(.content(original.contentHash))
+                for index in source.items.indices {
+                    source.items[index].fingerprint = fingerprint(source.identity, output: source.items[index].outputIndex)
                 }
             }
-            return source
-        })
+            guard case .success(let identity) = source.identity, identity != .unknown else { continue }
+            for index in source.items.indices where isUpToDate(source.items[index], ledger: state.ledger) {
+                source.items[index].status = .upToDate
+            }
+            plan.sources[sourceIndex] = source
+        }
+        return plan
+    }
+
+    func isUpToDate(_ item: PlannedItem, ledger: [String: LedgerEntry]) -> Bool {
+        guard let entry = ledger[item.key] else { return false }
+        return entry.fingerprint == item.fingerprint && entry.outputPath == item.outputPath && access(item.outputPath, F_OK) == 0
+    }
+
+    private func isExpired(_ entry: BlacklistEntry, now: Double) -> Bool {
+        guard let ttl = job.remote.blacklistTTL else { return false }
+        return entry.lastSeen.timeIntervalSince1970 + ttl < now
+    }
+
+    private func needsRevalidation(_ original: CachedOriginal, now: Double) -> Bool {
+        switch job.remote.revalidate {
+        case .always: true
+        case .never: false
+        case .after(let seconds): original.validatedAt + seconds < now
+        }
     }
 
     static func identity(of path: String) -> Result<SourceIdentity, SourceMissing> {
@@ -73,20 +111,20 @@ struct Planner {
             return .failure(SourceMissing(message: "\(path): not a regular file"))
         }
         let nanoseconds = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
-        return .success(SourceIdentity(size: Int64(info.st_size), modifiedNanoseconds: nanoseconds))
+        return .success(.file(size: Int64(info.st_size), modifiedNanoseconds: nanoseconds))
     }
 
     /// Covers the source's identity, the output's whole recipe (chain, format, load options) and
     /// the versions of runner and libvips: change any of them and the item runs again.
-    static func fingerprint(_ identity: Result<SourceIdentity, SourceMissing>, recipe: String, vipsVersion: String) -> String {
+    func fingerprint(_ identity: Result<SourceIdentity, SourceMissing>, output: Int) -> String {
         var hash = StableHash()
         switch identity {
-        case .success(let identity):
-            hash.combine("\(identity.size):\(identity.modifiedNanoseconds)")
-        case .failure:
-            hash.combine("missing")
+        case .success(.file(let size, let modified)): hash.combine("file:\(size):\(modified)")
+        case .success(.content(let digest)): hash.combine("content:\(digest)")
+        case .success(.unknown): hash.combine("unknown")
+        case .failure: hash.combine("missing")
         }
-        hash.combine(recipe)
+        hash.combine(job.outputs[output].recipe)
         hash.combine(RunnerVersion.string)
         hash.combine(vipsVersion)
         return hash.hex

@@ -3,12 +3,40 @@ import Foundation
 import Glibc
 #endif
 
-/// A source file found by expanding the job's `sources`.
+/// A source found by expanding the job's `sources`: a local file or a remote address.
 struct DiscoveredSource: Sendable {
-    /// Absolute, lexically normalized path: the source key.
-    let path: String
-    /// The `{dir}` token: the file's folder relative to its source root.
+    /// The source key: a file's absolute, normalized path; a URL's normalized form or explicit key.
+    let key: String
+    let origin: SourceOrigin
+    /// The `{dir}` token: the file's folder relative to its source root (for a URL: host and folder).
     let relativeDirectory: String
+    /// Feeds `{stem}` and `{ext}`.
+    let fileName: String
+
+    static func file(_ path: String, relativeDirectory: String) -> DiscoveredSource {
+        DiscoveredSource(key: path, origin: .file(path), relativeDirectory: relativeDirectory,
+                         fileName: Paths.lastComponent(path))
+    }
+
+    static func remote(_ text: String, key: String?, headers: [String: String]) -> DiscoveredSource {
+        // An address curl will reject (malformed, other scheme) still becomes an item, so it fails
+        // as such and is blacklisted instead of stopping a list of thousands.
+        let parsed = RemoteURL(text)
+        return DiscoveredSource(key: key ?? parsed?.normalized ?? text,
+                                origin: .remote(RemoteSource(url: parsed?.normalized ?? text, headers: headers)),
+                                relativeDirectory: parsed?.folder ?? "", fileName: parsed?.fileName ?? "index")
+    }
+}
+
+enum SourceOrigin: Sendable, Equatable {
+    case file(String)
+    case remote(RemoteSource)
+}
+
+struct RemoteSource: Sendable, Equatable {
+    let url: String
+    /// The source's own headers, on top of `http.headers`.
+    let headers: [String: String]
 }
 
 /// Expands `path`, `glob` and `list` sources into files, in a stable order.
@@ -25,6 +53,8 @@ struct SourceDiscovery {
                 expandGlob(pattern, into: &found)
             case .list(let listPath):
                 try expandList(listPath, location: "sources[\(index)].list", into: &found)
+            case .url(let url, let key, let headers):
+                found.append(.remote(url, key: key, headers: headers))
             }
         }
         return found
@@ -37,15 +67,15 @@ struct SourceDiscovery {
             throw JobFileError(location, "\(path): \(String(cString: strerror(errno)))")
         }
         if (info.st_mode & S_IFMT) != S_IFDIR {
-            found.append(DiscoveredSource(path: path, relativeDirectory: ""))
+            found.append(.file(path, relativeDirectory: ""))
             return
         }
         walk(path, relative: "", recursive: recursive) { name, relative in
             let wanted = include.contains { matches($0, name, caseInsensitive: true) }
                 && !exclude.contains { matches($0, name, caseInsensitive: true) || matches($0, relative.isEmpty ? name : relative + "/" + name, caseInsensitive: true) }
             if wanted {
-                found.append(DiscoveredSource(path: path + "/" + (relative.isEmpty ? name : relative + "/" + name),
-                                              relativeDirectory: relative))
+                found.append(.file(path + "/" + (relative.isEmpty ? name : relative + "/" + name),
+                                   relativeDirectory: relative))
             }
         }
     }
@@ -103,7 +133,7 @@ struct SourceDiscovery {
         let root = "/" + segments[..<firstWild].joined(separator: "/")
         if firstWild == segments.count {
             if FileManager.default.fileExists(atPath: root) {
-                found.append(DiscoveredSource(path: root, relativeDirectory: ""))
+                found.append(.file(root, relativeDirectory: ""))
             }
             return
         }
@@ -129,7 +159,7 @@ struct SourceDiscovery {
             guard matches(segment, entry.name, caseInsensitive: false) else { continue }
             if rest.isEmpty {
                 if !entry.isDirectory {
-                    found.append(DiscoveredSource(path: folder + "/" + entry.name, relativeDirectory: relative))
+                    found.append(.file(folder + "/" + entry.name, relativeDirectory: relative))
                 }
             } else if entry.isDirectory {
                 matchGlob(rest, root: root, relative: child(entry.name), into: &found)
@@ -145,20 +175,18 @@ struct SourceDiscovery {
             throw JobFileError(location, "cannot read list file \(listPath)")
         }
         let listFolder = Paths.directory(of: listPath)
-        var lineNumber = 0
         for rawLine in text.split(separator: "\n", omittingEmptySubsequences: false) {
-            lineNumber += 1
             let line = rawLine.trimmingCharacters(in: .whitespacesAndNewlines)
             if line.isEmpty || line.hasPrefix("#") { continue }
-            let lower = line.lowercased()
-            if lower.hasPrefix("http://") || lower.hasPrefix("https://") {
-                throw JobFileError(location, "\(listPath):\(lineNumber): is a URL; HTTP(S) sources are not supported by this runner yet")
+            if RemoteURL.looksRemote(line) {
+                found.append(.remote(line, key: nil, headers: [:]))
+                continue
             }
             let path = Paths.resolve(line, against: listFolder)
             let folder = Paths.directory(of: path)
             // Inside the list's folder `{dir}` is relative to it; elsewhere the absolute folder, minus its leading slash.
             let relative = Paths.relative(folder, to: listFolder) ?? String(folder.dropFirst())
-            found.append(DiscoveredSource(path: path, relativeDirectory: relative))
+            found.append(.file(path, relativeDirectory: relative))
         }
     }
 }

@@ -67,7 +67,11 @@ final class Reporter: Sendable {
     func itemFinished(key: String, outputPath: String, outcome: ItemOutcome) {
         counts.withLock { counts in
             counts.finished += 1
-            if outcome.failure == nil { counts.done += 1 } else { counts.failed += 1 }
+            switch outcome {
+            case .done: counts.done += 1
+            case .failed: counts.failed += 1
+            case .blocked: counts.finished -= 1
+            }
         }
         switch style {
         case .json:
@@ -81,11 +85,23 @@ final class Reporter: Sendable {
                 event["kind"] = failure.kind.rawValue
                 event["message"] = failure.message
                 event["seconds"] = duration
+            case .blocked(let reason):
+                event["state"] = "blocked"
+                event["message"] = reason
             }
             emit(event)
         case .text, .quiet:
-            if let failure = outcome.failure { writeLine("failed: \(key): \(failure.kind.rawValue): \(failure.message)") }
+            switch outcome {
+            case .failed(let failure, _): writeLine("failed: \(key): \(failure.kind.rawValue): \(failure.message)")
+            case .blocked(let reason): writeLine("blocked: \(key): \(reason)")
+            case .done: break
+            }
         }
+    }
+
+    /// A URL source revalidated unchanged: its item is up to date without any work.
+    func itemUnchanged(key: String, outputPath: String) {
+        if style == .json { emit(["event": "item", "key": key, "output": outputPath, "state": "up-to-date"]) }
     }
 
     func notice(_ message: String) {

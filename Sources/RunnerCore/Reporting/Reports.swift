@@ -35,18 +35,27 @@ public struct StatusReport: Codable, Sendable {
 public struct FailedReport: Codable, Sendable {
     public let job: String
     public let failed: [FailedItemRecord]
+    /// The failed-URL blacklist: URLs later runs skip without a request.
+    public let blocked: [BlacklistEntry]
 
     public init(job: Job) throws {
         self.job = job.name
-        failed = try StateStore(path: job.statePath).failedItems()
+        let store = try StateStore(path: job.statePath)
+        failed = try store.failedItems()
+        blocked = try store.blockedURLs()
     }
 
     public func json() throws -> String { try encodeJSON(self) }
 
     public func text() -> String {
-        if failed.isEmpty { return "\(job): no failed items" }
-        return failed.map { "\($0.source) -> \($0.output): \($0.kind): \($0.message) (attempts: \($0.attempts))" }
-            .joined(separator: "\n")
+        var lines = failed.map { "\($0.source) -> \($0.output): \($0.kind): \($0.message) (attempts: \($0.attempts))" }
+        if failed.isEmpty { lines.append("\(job): no failed items") }
+        let formatter = ISO8601DateFormatter()
+        for entry in blocked {
+            lines.append("blocked: \(entry.url): \(entry.message) (since \(formatter.string(from: entry.firstSeen)), "
+                + "seen \(entry.count) time\(entry.count == 1 ? "" : "s"))")
+        }
+        return lines.joined(separator: "\n")
     }
 }
 

@@ -60,6 +60,32 @@ public final class StateStore: Sendable {
                 CREATE INDEX item_state ON item(state);
                 """)
         }
+        migrator.registerMigration("v2: blacklist and originals") { db in
+            try db.execute(sql: """
+                CREATE TABLE blacklist (
+                    url TEXT PRIMARY KEY NOT NULL,
+                    kind TEXT NOT NULL,
+                    http_status INTEGER,
+                    message TEXT NOT NULL,
+                    first_seen REAL NOT NULL,
+                    last_seen REAL NOT NULL,
+                    count INTEGER NOT NULL DEFAULT 1
+                );
+                CREATE TABLE original (
+                    source_key TEXT PRIMARY KEY NOT NULL,
+                    url TEXT NOT NULL,
+                    file TEXT NOT NULL,
+                    etag TEXT,
+                    last_modified TEXT,
+                    content_hash TEXT NOT NULL,
+                    size INTEGER NOT NULL,
+                    fetched_at REAL NOT NULL,
+                    validated_at REAL NOT NULL,
+                    used_at REAL NOT NULL
+                );
+                CREATE INDEX original_used_at ON original(used_at);
+                """)
+        }
         return migrator
     }
 
@@ -89,18 +115,18 @@ public final class StateStore: Sendable {
             let runID = db.lastInsertedRowID
             let statement = try db.makeStatement(sql: """
                 INSERT INTO item (key, source_key, output_name, state, fingerprint, output_path, run_id, updated_at)
-                VALUES (?, ?, ?, 'pending', ?, ?, ?, ?)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT(key) DO UPDATE SET
-                    state = 'pending', output_path = excluded.output_path, run_id = excluded.run_id,
+                    state = excluded.state, output_path = excluded.output_path, run_id = excluded.run_id,
                     updated_at = excluded.updated_at,
                     attempts = CASE WHEN fingerprint = excluded.fingerprint THEN attempts ELSE 0 END,
                     fingerprint = excluded.fingerprint
                 """)
             let now = Date().timeIntervalSince1970
             for source in plan.sources {
-                for item in source.items where item.status == .pending {
-                    try statement.execute(arguments: [item.key, source.key, item.outputName, item.fingerprint,
-                                                      item.outputPath, runID, now])
+                for item in source.items where item.status != .upToDate {
+                    try statement.execute(arguments: [item.key, source.key, item.outputName, item.status.rawValue,
+                                                      item.fingerprint, item.outputPath, runID, now])
                 }
             }
             return runID
@@ -125,7 +151,13 @@ public final class StateStore: Sendable {
         try database.write { db in
             let now = Date().timeIntervalSince1970
             let started = try db.cachedStatement(sql: """
-                UPDATE item SET state = 'running', attempts = attempts + 1, run_id = ?, updated_at = ? WHERE key = ?
+                UPDATE item SET state = 'running', attempts = attempts + 1, fingerprint = ?, run_id = ?, updated_at = ?
+                WHERE key = ?
+                """)
+            let unchanged = try db.cachedStatement(sql: """
+                UPDATE item SET state = 'done', fingerprint = ?, error_kind = NULL, error_message = NULL, run_id = ?,
+                    updated_at = ?
+                WHERE key = ?
                 """)
             let finished = try db.cachedStatement(sql: """
                 UPDATE item SET state = ?, error_kind = ?, error_message = ?, duration = ?, run_id = ?, updated_at = ?
@@ -133,12 +165,16 @@ public final class StateStore: Sendable {
                 """)
             for event in events {
                 switch event {
-                case .started(let key):
-                    try started.execute(arguments: [runID, now, key])
+                case .started(let key, let fingerprint):
+                    try started.execute(arguments: [fingerprint, runID, now, key])
+                case .unchanged(let key, _, let fingerprint):
+                    try unchanged.execute(arguments: [fingerprint, runID, now, key])
                 case .finished(let key, _, let outcome):
                     switch outcome {
                     case .done(let duration):
                         try finished.execute(arguments: ["done", nil, nil, duration, runID, now, key])
+                    case .blocked(let message):
+                        try finished.execute(arguments: ["blocked", "blacklisted", message, 0, runID, now, key])
                     case .failed(let failure, let duration):
                         try finished.execute(arguments: ["failed", failure.kind.rawValue, failure.message, duration,
                                                          runID, now, key])
@@ -146,6 +182,79 @@ public final class StateStore: Sendable {
                 }
             }
         }
+    }
+
+    // MARK: Blacklist (SDWebImage's failedURLs, persistent)
+
+    /// Blacklisted URLs with when they were last seen failing.
+    func blacklist() throws -> [String: BlacklistEntry] {
+        try database.read { db in
+            var entries: [String: BlacklistEntry] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT * FROM blacklist") {
+                let entry = BlacklistEntry(row)
+                entries[entry.url] = entry
+            }
+            return entries
+        }
+    }
+
+    func blacklist(url: String, kind: String, status: Int?, message: String) throws {
+        try database.write { db in
+            let now = Date().timeIntervalSince1970
+            try db.execute(sql: """
+                INSERT INTO blacklist (url, kind, http_status, message, first_seen, last_seen) VALUES (?, ?, ?, ?, ?, ?)
+                ON CONFLICT(url) DO UPDATE SET kind = excluded.kind, http_status = excluded.http_status,
+                    message = excluded.message, last_seen = excluded.last_seen, count = count + 1
+                """, arguments: [url, kind, status, message, now, now])
+        }
+    }
+
+    /// Removes URLs from the blacklist (all of them when `urls` is nil); returns how many were removed.
+    @discardableResult
+    public func unblock(_ urls: [String]?) throws -> Int {
+        try database.write { db in
+            if let urls {
+                for url in urls {
+                    try db.execute(sql: "DELETE FROM blacklist WHERE url = ?", arguments: [RemoteURL(url)?.normalized ?? url])
+                }
+            } else {
+                try db.execute(sql: "DELETE FROM blacklist")
+            }
+            return db.changesCount
+        }
+    }
+
+    public func blockedURLs() throws -> [BlacklistEntry] {
+        try database.read { db in try Row.fetchAll(db, sql: "SELECT * FROM blacklist ORDER BY url").map(BlacklistEntry.init) }
+    }
+
+    // MARK: Originals (downloaded sources)
+
+    func originals() throws -> [String: CachedOriginal] {
+        try database.read { db in
+            var entries: [String: CachedOriginal] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT * FROM original") {
+                let entry = CachedOriginal(row)
+                entries[entry.sourceKey] = entry
+            }
+            return entries
+        }
+    }
+
+    func saveOriginal(_ original: CachedOriginal) throws {
+        try database.write { db in
+            try db.execute(sql: """
+                INSERT OR REPLACE INTO original
+                    (source_key, url, file, etag, last_modified, content_hash, size, fetched_at, validated_at, used_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """, arguments: [original.sourceKey, original.url, original.file, original.etag, original.lastModified,
+                                 original.contentHash, original.size, original.fetchedAt, original.validatedAt,
+                                 original.usedAt])
+        }
+    }
+
+    func forgetOriginal(_ sourceKey: String) throws {
+        try database.write { db in try db.execute(sql: "DELETE FROM original WHERE source_key = ?", arguments: [sourceKey]) }
     }
 
     // MARK: Reports
@@ -189,6 +298,52 @@ public final class StateStore: Sendable {
     /// For tests and `runner status`: SQLite's own consistency check.
     public func integrityCheck() throws -> String {
         try database.read { db in try String.fetchOne(db, sql: "PRAGMA integrity_check") ?? "" }
+    }
+}
+
+public struct BlacklistEntry: Sendable, Codable {
+    public let url: String
+    public let kind: String
+    public let httpStatus: Int?
+    public let message: String
+    public let firstSeen: Date
+    public let lastSeen: Date
+    public let count: Int
+
+    init(_ row: Row) {
+        url = row["url"]
+        kind = row["kind"]
+        httpStatus = row["http_status"]
+        message = row["message"]
+        firstSeen = Date(timeIntervalSince1970: row["first_seen"])
+        lastSeen = Date(timeIntervalSince1970: row["last_seen"])
+        count = row["count"]
+    }
+}
+
+/// A downloaded original in the cache folder, with the validators for conditional requests.
+struct CachedOriginal: Sendable {
+    let sourceKey: String
+    let url: String
+    let file: String
+    let etag: String?
+    let lastModified: String?
+    let contentHash: String
+    let size: Int
+    let fetchedAt: Double
+    var validatedAt: Double
+    var usedAt: Double
+
+    init(sourceKey: String, url: String, file: String, etag: String?, lastModified: String?, contentHash: String,
+         size: Int, fetchedAt: Double, validatedAt: Double, usedAt: Double) {
+        (self.sourceKey, self.url, self.file, self.etag, self.lastModified) = (sourceKey, url, file, etag, lastModified)
+        (self.contentHash, self.size, self.fetchedAt, self.validatedAt, self.usedAt) = (contentHash, size, fetchedAt, validatedAt, usedAt)
+    }
+
+    init(_ row: Row) {
+        self.init(sourceKey: row["source_key"], url: row["url"], file: row["file"], etag: row["etag"],
+                  lastModified: row["last_modified"], contentHash: row["content_hash"], size: row["size"],
+                  fetchedAt: row["fetched_at"], validatedAt: row["validated_at"], usedAt: row["used_at"])
     }
 }
 

@@ -13,6 +13,15 @@ public struct StableHash: Sendable {
         state = (state ^ 0xff) &* 0x0000_0100_0000_01b3
     }
 
+    /// Bytes as they stream in (a downloaded original's content identity).
+    public mutating func combine(bytes: UnsafeRawBufferPointer) {
+        var state = self.state
+        for byte in bytes {
+            state = (state ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
+        }
+        self.state = state
+    }
+
     public var hex: String {
         let digits = String(state, radix: 16)
         return String(repeating: "0", count: 16 - digits.count) + digits

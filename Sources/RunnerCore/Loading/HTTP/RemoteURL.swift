@@ -1,0 +1,35 @@
+import Foundation
+
+/// An HTTP(S) source address: its normalized form (the default source key) and the values its
+/// output templates use. `{dir}` is the host plus the URL's folder, `{stem}`/`{ext}` come from the
+/// last path component; all percent-decoded here and sanitized by `PathTemplate`.
+struct RemoteURL: Sendable {
+    /// Scheme and host lower-cased, default port and fragment dropped.
+    let normalized: String
+    let folder: String
+    let fileName: String
+
+    init?(_ text: String) {
+        guard var components = URLComponents(string: text.trimmingCharacters(in: .whitespaces)),
+              let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https",
+              let host = components.host?.lowercased(), !host.isEmpty else { return nil }
+        components.scheme = scheme
+        components.host = host
+        components.fragment = nil
+        if (scheme == "http" && components.port == 80) || (scheme == "https" && components.port == 443) {
+            components.port = nil
+        }
+        if components.path.isEmpty { components.path = "/" }
+        guard let normalized = components.string else { return nil }
+        self.normalized = normalized
+        let path = components.path
+        let lastSlash = path.lastIndex(of: "/") ?? path.startIndex
+        let name = String(path[path.index(after: lastSlash)...]).removingPercentEncoding ?? ""
+        fileName = name.isEmpty ? "index" : name
+        let folderPath = String(path[..<lastSlash]).removingPercentEncoding ?? ""
+        folder = host + (components.port.map { "_\($0)" } ?? "") + folderPath
+    }
+
+    /// True for list lines and sources that name a remote address rather than a file.
+    static func looksRemote(_ text: String) -> Bool { text.contains("://") }
+}

@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""The HTTP server runner's tests start on 127.0.0.1: one endpoint per behaviour a remote
+source can have. Prints its port on the first line of stdout. Counts requests per path
+(and conditional ones) at /_stats. Standard library only."""
+import argparse
+import email.utils
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+LOCK = threading.Lock()
+COUNTS = {}
+CONDITIONAL = {}
+HEADERS = {}
+ETAG = '"v1"'
+LAST_MODIFIED = "Mon, 02 Nov 2026 10:00:00 GMT"
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    image = b""
+    variants = {}
+
+    def log_message(self, *args):
+        pass
+
+    def count(self):
+        with LOCK:
+            COUNTS[self.path] = COUNTS.get(self.path, 0) + 1
+            if self.headers.get("If-None-Match") or self.headers.get("If-Modified-Since"):
+                CONDITIONAL[self.path] = CONDITIONAL.get(self.path, 0) + 1
+            HEADERS[self.path] = {k: v for k, v in self.headers.items()}
+            return COUNTS[self.path]
+
+    def send(self, status, body=b"", content_type="image/jpeg", headers=None, length=None):
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body) if length is None else length))
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def send_image(self, name=""):
+        body = self.variants.get(name, self.image)
+        if self.headers.get("If-None-Match") == ETAG or self.headers.get("If-Modified-Since") == LAST_MODIFIED:
+            self.send_response(304)
+            self.send_header("ETag", ETAG)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        self.send(200, body, headers={"ETag": ETAG, "Last-Modified": LAST_MODIFIED})
+
+    def do_GET(self):
+        path = self.path.split("?")[0]
+        if path == "/_stats":
+            with LOCK:
+                body = json.dumps({"counts": COUNTS, "conditional": CONDITIONAL, "headers": HEADERS}).encode()
+            return self.send(200, body, "application/json")
+        if path == "/_reset":
+            with LOCK:
+                COUNTS.clear(); CONDITIONAL.clear(); HEADERS.clear()
+            return self.send(200, b"{}", "application/json")
+        n = self.count()
+        parts = path.strip("/").split("/")
+        kind = parts[0]
+        if kind == "img":                      # /img/<anything>.jpg: the image, with validators
+            return self.send_image(parts[1] if len(parts) > 2 else "")
+        if kind == "nocache":                  # /nocache/<anything>: the image, no validators
+            return self.send(200, self.image)
+        if kind == "status":                   # /status/<code>/<anything>
+            return self.send(int(parts[1]), b"error page", "text/html")
+        if kind == "flaky":                    # /flaky/<k>/<anything>: 503 for the first k requests
+            return self.send(503, b"busy", "text/html") if n <= int(parts[1]) else self.send(200, self.image)
+        if kind == "ratelimit":                # /ratelimit/<seconds>/<anything>: 429 once, with Retry-After
+            if n == 1:
+                return self.send(429, b"slow down", "text/html", {"Retry-After": parts[1]})
+            return self.send(200, self.image)
+        if kind == "ratelimitdate":            # /ratelimitdate/<seconds>/<anything>: Retry-After as an HTTP date
+            if n == 1:
+                when = email.utils.formatdate(time.time() + int(parts[1]), usegmt=True)
+                return self.send(429, b"slow down", "text/html", {"Retry-After": when})
+            return self.send(200, self.image)
+        if kind == "slow":                     # trickles 100 bytes a second
+            self.send_response(200)
+            self.send_header("Content-Type", "image/jpeg")
+            self.send_header("Content-Length", str(len(self.image)))
+            self.end_headers()
+            try:
+                for start in range(0, len(self.image), 100):
+                    self.wfile.write(self.image[start:start + 100]); self.wfile.flush(); time.sleep(1)
+            except OSError:
+                pass
+            return
+        if kind == "hang":                     # headers, then nothing
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(self.image)))
+            self.end_headers(); self.wfile.flush()
+            time.sleep(60)
+            return
+        if kind == "endless":                  # a body that never ends
+            self.send_response(200)
+            self.send_header("Content-Type", "image/jpeg")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            try:
+                chunk = self.image[:65536]
+                for _ in range(100000):
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+            except OSError:
+                pass
+            return
+        if kind == "big":                      # declares more than any sane limit
+            return self.send_big()
+        if kind == "short":                    # fewer bytes than Content-Length, then close
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(self.image)))
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.write(self.image[: len(self.image) // 2]); self.wfile.flush()
+            self.close_connection = True
+            return
+        if kind == "redirect":                 # /redirect/<n>/<name>: n hops, then the image
+            hops = int(parts[1])
+            target = "/img/" + parts[2] if hops <= 1 else "/redirect/%d/%s" % (hops - 1, parts[2])
+            return self.send(302, b"", "text/html", {"Location": target})
+        if kind == "loop":
+            return self.send(302, b"", "text/html", {"Location": path})
+        if kind == "ftp":
+            return self.send(302, b"", "text/html", {"Location": "ftp://127.0.0.1/x.jpg"})
+        if kind == "html":                     # an error page served as 200
+            return self.send(200, b"<!DOCTYPE html><html><body>Not here</body></html>", "text/html")
+        if kind == "wrongtype":                # an image labelled text/plain
+            return self.send(200, self.image, "text/plain")
+        if kind == "corrupt":                  # starts like a JPEG, decodes as nothing
+            return self.send(200, self.image[:200] + b"\0" * 5000)
+        return self.send(404, b"no such endpoint", "text/html")
+
+    def send_big(self):
+        self.send_response(200)
+        self.send_header("Content-Type", "image/jpeg")
+        self.send_header("Content-Length", str(10 ** 10))
+        self.end_headers()
+        try:
+            self.wfile.write(self.image)
+        except OSError:
+            pass
+        self.close_connection = True
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--image", required=True)
+    parser.add_argument("--variant", action="append", default=[], help="NAME=PATH served at /img/NAME/...")
+    arguments = parser.parse_args()
+    with open(arguments.image, "rb") as handle:
+        Handler.image = handle.read()
+    for variant in arguments.variant:
+        name, path = variant.split("=", 1)
+        with open(path, "rb") as handle:
+            Handler.variants[name] = handle.read()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    print(server.server_address[1], flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
