@@ -5,6 +5,7 @@ source can have. Prints its port on the first line of stdout. Counts requests pe
 import argparse
 import email.utils
 import json
+import os
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -154,6 +155,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--image", required=True)
     parser.add_argument("--variant", action="append", default=[], help="NAME=PATH served at /img/NAME/...")
+    parser.add_argument("--port-file", help="also write the port to this file (atomically)")
     arguments = parser.parse_args()
     with open(arguments.image, "rb") as handle:
         Handler.image = handle.read()
@@ -163,7 +165,12 @@ def main():
             Handler.variants[name] = handle.read()
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
-    print(server.server_address[1], flush=True)
+    port = server.server_address[1]
+    if arguments.port_file:
+        with open(arguments.port_file + ".tmp", "w") as handle:
+            handle.write(str(port))
+        os.rename(arguments.port_file + ".tmp", arguments.port_file)
+    print(port, flush=True)
     server.serve_forever()
 
 

@@ -1,0 +1,86 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The endpoint server in Tests/http-server/server.py, started on 127.0.0.1 by a test and
+/// stopped when released. It counts requests per path so tests can assert what was fetched.
+public final class HTTPTestServer: @unchecked Sendable {
+    private let process = Process()
+    public let port: Int
+
+    public init(image: String = Fixtures.path("extra/ladybird.jpg")) throws {
+        let script = (Fixtures.root as NSString).deletingLastPathComponent + "/Tests/http-server/server.py"
+        let portFile = NSTemporaryDirectory() + "runner-http-\(UUID().uuidString)"
+        defer { unlink(portFile) }
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", script, "--image", image, "--port-file", portFile,
+                             "--variant", "other=" + Fixtures.path("extra/yellow-flower.jpg")]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        var port: Int?
+        for _ in 0..<500 where port == nil {
+            port = (try? String(contentsOfFile: portFile, encoding: .utf8)).flatMap { Int($0) }
+            if port == nil { usleep(10_000) }
+        }
+        guard let port else {
+            process.terminate()
+            throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "test HTTP server did not start"])
+        }
+        self.port = port
+    }
+
+    deinit {
+        // SIGKILL: the test process may pass an ignored SIGTERM on to its children.
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    public func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
+
+    public struct Stats {
+        /// Requests per path.
+        public let counts: [String: Int]
+        /// Requests per path that carried If-None-Match or If-Modified-Since.
+        public let conditional: [String: Int]
+        /// The headers of the last request per path.
+        public let headers: [String: [String: String]]
+    }
+
+    public func stats() throws -> Stats {
+        let data = try get("/_stats")
+        let object = try JSONSerialization.jsonObject(with: data) as? [String: Any] ?? [:]
+        return Stats(counts: object["counts"] as? [String: Int] ?? [:],
+                     conditional: object["conditional"] as? [String: Int] ?? [:],
+                     headers: object["headers"] as? [String: [String: String]] ?? [:])
+    }
+
+    public func reset() throws { _ = try get("/_reset") }
+
+    /// A plain HTTP/1.0 GET over a socket: the body. Independent of the client under test.
+    private func get(_ path: String) throws -> Data {
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard socket >= 0 else { throw CocoaError(.fileReadUnknown) }
+        defer { close(socket) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { throw CocoaError(.fileReadUnknown) }
+        let request = Array("GET \(path) HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n".utf8)
+        _ = request.withUnsafeBytes { send(socket, $0.baseAddress, $0.count, 0) }
+        var response = Data()
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, 0) }
+            if count <= 0 { break }
+            response.append(contentsOf: buffer[..<count])
+        }
+        guard let split = response.range(of: Data("\r\n\r\n".utf8)) else { return Data() }
+        return response[split.upperBound...]
+    }
+}
