@@ -78,8 +78,8 @@ static inline int cvips_sharpen(VipsImage *in, VipsImage **out, double sigma, do
 static inline int cvips_colourspace(VipsImage *in, VipsImage **out, VipsInterpretation space) {
     return vips_colourspace(in, out, space, NULL);
 }
-static inline int cvips_icc_to_srgb(VipsImage *in, VipsImage **out) {
-    return vips_icc_transform(in, out, "srgb", "embedded", TRUE, "intent", VIPS_INTENT_RELATIVE, NULL);
+static inline int cvips_icc_to_srgb(VipsImage *in, VipsImage **out, int depth) {
+    return vips_icc_transform(in, out, "srgb", "embedded", TRUE, "intent", VIPS_INTENT_RELATIVE, "depth", depth, NULL);
 }
 static inline int cvips_resize(VipsImage *in, VipsImage **out, double hscale, double vscale, VipsKernel kernel) {
     return vips_resize(in, out, hscale, "vscale", vscale, "kernel", kernel, NULL);

@@ -70,7 +70,7 @@ public struct ImageProbe: Sendable {
         for field in fields {
             // GType's constants are C macros Swift cannot see; their names are stable.
             let type = g_type_name(vips_image_get_typeof(image, field)).map { String(cString: $0) }
-            if type == "gchararray" {
+            if type == "gchararray" || type == "VipsRefString" {
                 var text: UnsafePointer<CChar>?
                 if vips_image_get_string(image, field, &text) == 0, let text { strings[field] = String(cString: text) }
             } else if type == "gint" {

@@ -187,16 +187,11 @@ struct ImagePipeline {
         let rgbOrGrey = [VIPS_INTERPRETATION_sRGB, VIPS_INTERPRETATION_RGB16, VIPS_INTERPRETATION_B_W,
                          VIPS_INTERPRETATION_GREY16].contains(image.interpretation)
         if image.hasICCProfile && (policy == .srgb || !rgbOrGrey) {
-            return try image.derive("icc_transform") { cvips_icc_to_srgb($0, $1) }
+            let depth: Int32 = image.bandFormat == VIPS_FORMAT_USHORT ? 16 : 8
+            return try image.derive("icc_transform") { cvips_icc_to_srgb($0, $1, depth) }
         }
-        switch image.interpretation {
-        case VIPS_INTERPRETATION_sRGB, VIPS_INTERPRETATION_B_W:
-            return image
-        case VIPS_INTERPRETATION_GREY16:
-            return try image.derive("colourspace") { cvips_colourspace($0, $1, VIPS_INTERPRETATION_B_W) }
-        default:
-            return try image.derive("colourspace") { cvips_colourspace($0, $1, VIPS_INTERPRETATION_sRGB) }
-        }
+        // 16-bit RGB and grey stay 16-bit through the chain; `finish` picks the depth the encoder wants.
+        return rgbOrGrey ? image : try image.derive("colourspace") { cvips_colourspace($0, $1, VIPS_INTERPRETATION_sRGB) }
     }
 
     /// Last steps before encoding: sRGB or grey at 8 bits (16 when the encoder wants them), alpha
