@@ -156,6 +156,10 @@ struct FormatTests {
         #expect(ImageProbe.meanAbsoluteDifference(deflate.outputPath, none.outputPath) == 0)
         #expect(try render(#", "quality": 40"#).bytes < (try render(#", "quality": 90"#)).bytes)
         #expect(try render(#", "compression": "lzw""#, source: "formats/alpha.png").probe?.hasAlpha == true)
+        // JPEG compression has no alpha: flattened onto white like a JPEG file, not dropped.
+        let flattened = try render("", source: "formats/alpha.png")
+        #expect(flattened.probe?.bands == 3)
+        #expect(ImageProbe.pixel(flattened.outputPath, x: 1, y: 224)?.allSatisfy { $0 > 240 } == true)
     }
 
     @Test("gif: cgif writes a palette of 2^bitdepth colours")

@@ -26,17 +26,29 @@ struct ImagePipeline {
         let output: OutputSpec
         /// The concrete encoder (`auto` resolved against the source's format).
         let encoder: any OutputEncoder
-        /// The full decode this output reads, or nil when its first step decodes (thumbnail's shrink-on-load).
-        let decode: Decode?
+        let pixels: Pixels
+
+        /// Where the output's pixels come from.
+        enum Pixels {
+            /// The first step decodes itself (thumbnail's shrink-on-load).
+            case loader(any LoadingOperation)
+            /// A full decode, possibly shared with other outputs.
+            case decode(Decode)
+        }
 
         init(_ output: OutputSpec, header: ImageHeader) {
             self.output = output
             encoder = output.encoder.resolved(for: header.format)
             let animated = encoder.canAnimate && header.pages > 1
-            decode = !animated && output.chain.steps.first is any LoadingOperation
-                ? nil : Decode(colourSpace: output.colourSpace, animated: animated)
+            // An animation decodes every page; a loader step then runs per frame like any op.
+            if !animated, let loader = output.chain.steps.first as? any LoadingOperation {
+                pixels = .loader(loader)
+            } else {
+                pixels = .decode(Decode(colourSpace: output.colourSpace, animated: animated))
+            }
         }
 
+        var decode: Decode? { if case .decode(let decode) = pixels { decode } else { nil } }
         var animated: Bool { decode?.animated ?? false }
     }
 
@@ -83,9 +95,11 @@ struct ImagePipeline {
             do {
                 var frames: [VipsImageHandle]
                 var steps = output.chain.steps[...]
-                if let decode = plan.decode {
-                    if plan.animated, header.pages > output.frames ?? limits.frames {
-                        throw ItemFailure(.tooLarge, "image has \(header.pages) frames, over the frames limit \(output.frames ?? limits.frames)")
+                switch plan.pixels {
+                case .decode(let decode):
+                    let frameLimit = output.frames ?? limits.frames
+                    if decode.animated, header.pages > frameLimit {
+                        throw ItemFailure(.tooLarge, "image has \(header.pages) frames, over the frames limit \(frameLimit)")
                     }
                     let image: VipsImageHandle
                     if readers[decode, default: 0] > 1 {
@@ -99,14 +113,14 @@ struct ImagePipeline {
                         let random = steps.contains { $0.needsRandomAccess } || (output.autorotate && header.orientation != 1)
                         image = try decodeFully(decode, random: random)
                     }
-                    frames = plan.animated ? try processStep("frames") { () throws(VipsError) in try pages(of: image) } : [image]
+                    frames = decode.animated ? try processStep("frames") { () throws(VipsError) in try pages(of: image) } : [image]
                     if output.autorotate {
                         frames = try frames.map { frame throws(ItemFailure) in
                             try processStep("autorotate") { () throws(VipsError) in try frame.derive("autorot") { cvips_autorot($0, $1) } }
                         }
                     }
-                } else {
-                    let loader = steps.removeFirst() as! any LoadingOperation
+                case .loader(let loader):
+                    steps = steps.dropFirst()
                     let settings = DecodeSettings(failOn: limits.failOn, autorotate: output.autorotate, colourSpace: output.colourSpace)
                     frames = [try decodeStep { () throws(VipsError) in try loader.load(source, header: header, settings: settings) }]
                 }

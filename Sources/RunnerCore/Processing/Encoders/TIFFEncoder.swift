@@ -39,7 +39,8 @@ struct TIFFEncoder: OutputEncoder {
         canonicalIdentifier(Self.type, [("compression", compression.rawValue)] + (compression.isLossy ? [("quality", "\(quality)")] : []))
     }
 
-    var supportsAlpha: Bool { true }
+    /// libvips writes JPEG-compressed TIFFs without alpha (it drops the band unflattened).
+    var supportsAlpha: Bool { compression != .jpeg }
 
     func encode(_ image: VipsImageHandle, strip: Bool) throws(VipsError) -> Data {
         try image.encode("tiffsave") {
