@@ -23,7 +23,8 @@ struct ManifestTests {
         #expect(job.sources == [.path("/srv/jobs/photos", recursive: false, include: Job.defaultImagePatterns, exclude: [])])
         #expect(job.outputs[0].template.root == "/srv/out")
         #expect(job.outputs[0].autorotate)
-        #expect(job.outputs[0].encoder.identifier == "jpeg(quality:80,progressive:false)")
+        #expect(job.outputs[0].encoder.identifier == "jpeg(quality:80,progressive:false,chromaSubsampling:auto,optimizeCoding:false)")
+        #expect(job.outputs[0].metadata == .strip && job.outputs[0].colourSpace == .srgb && job.limits.frames == 300)
     }
 
     @Test("identifiers spell out every parameter in canonical form")
@@ -59,8 +60,8 @@ struct ManifestTests {
         (#"{"version": 1, "sources": [], "outputs": []}"#, "sources: must list at least one source"),
         (#"{"version": 1, "sources": [{"path": "a", "glob": "b"}], "outputs": []}"#, "sources[0]: must have exactly one of path, glob, list, url"),
         (#"{"version": 1, "sources": [{"path": "a", "recursive": "yes"}], "outputs": []}"#, "sources[0].recursive: must be true or false, not a string"),
-        (#"{"version": 1, "sources": [{"path": "a"}], "outputs": [{"name": "t", "path": "o/{stem}.jpg", "chain": [{"op": "rotate", "angle": 45}], "format": {"type": "jpeg"}}]}"#,
-         "outputs[0].chain[0].angle: must be one of 0, 90, 180, 270"),
+        (#"{"version": 1, "sources": [{"path": "a"}], "outputs": [{"name": "t", "path": "o/{stem}.jpg", "chain": [{"op": "rotate", "angle": "45"}], "format": {"type": "jpeg"}}]}"#,
+         "outputs[0].chain[0].angle: must be a number, not a string"),
         (#"{"version": 1, "sources": [{"path": "a"}], "outputs": [{"name": "t", "path": "o/{stem}.jpg", "chain": [{"op": "thumbnail", "height": 10, "fit": "cover"}], "format": {"type": "jpeg"}}]}"#,
          "outputs[0].chain[0].fit: cover needs both width and height"),
         (#"{"version": 1, "sources": [{"path": "a"}], "outputs": [{"name": "t", "path": "o/{stem}.jpg", "chain": [{"op": "thumbnail", "width": 10, "height": 10, "background": "red"}], "format": {"type": "jpeg"}}]}"#,

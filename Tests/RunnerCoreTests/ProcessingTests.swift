@@ -9,10 +9,12 @@ struct Render {
     let outputPath: String
     let result: Result<ImagePipeline.Rendered, ItemFailure>
 
+    /// `files` are fixtures copied beside the job file first, for ops that name files relative to it.
     init(_ source: String, chain: String, format: String = #"{"type": "png"}"#, extension fileExtension: String = "png",
-         output extra: String = "", limits: String = "") throws {
+         output extra: String = "", limits: String = "", files: [String] = []) throws {
         workspace = try Workspace()
-        try VipsRuntime.start(threadsPerImage: 1, blockUntrusted: true)
+        try workspace.copyFixtures(files, to: ".")
+        try Self.startVips()
         let job = try Job.parse(text: """
             {"version": 1, "sources": [{"path": "."}], \(limits.isEmpty ? "" : limits + ",")
              "outputs": [{"name": "o", "path": "out/{stem}.\(fileExtension)", "chain": [\(chain)], "format": \(format)\(extra)}]}
@@ -21,6 +23,14 @@ struct Render {
         let pipeline = ImagePipeline(outputs: job.outputs, limits: job.limits)
         result = pipeline.render(sourcePath: Fixtures.path(source), requests: [.init(outputIndex: 0, path: outputPath)])[0]
     }
+
+    /// Once per process, after ImageProbe's own start (tests run in parallel).
+    private static let vipsStarted: Result<Void, any Error> = {
+        ImageProbe.startVips()
+        return Result { try VipsRuntime.start(threadsPerImage: 1, blockUntrusted: true) }
+    }()
+
+    private static func startVips() throws { try vipsStarted.get() }
 
     var probe: ImageProbe? { ImageProbe.open(outputPath) }
     var bytes: Int { (try? FileManager.default.attributesOfItem(atPath: outputPath)[.size] as? Int) ?? 0 }

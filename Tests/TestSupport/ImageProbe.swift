@@ -14,12 +14,31 @@ public struct ImageProbe: Sendable {
     public let average: Double
     /// Mean of each band.
     public let bandAverages: [Double]
+    /// `uchar`, `ushort`, ...
+    public let bandFormat: String
+    /// Frames in the file (`n-pages`; 1 when the format has no pages) and the height of one.
+    public let pages: Int
+    public let pageHeight: Int
+    /// Names of every metadata item the loader found (`exif-data`, `icc-profile-data`, ...).
+    public let fields: [String]
+    /// String-valued metadata such as `jpeg-chroma-subsample` or `heif-compression`.
+    public let strings: [String: String]
+    /// Integer-valued metadata such as `loop`, `palette-bit-depth`, `orientation`.
+    public let ints: [String: Int]
+    /// Frame delays in milliseconds (`delay`), empty when absent.
+    public let delays: [Int]
+    /// Size of the embedded ICC profile in bytes, 0 when there is none.
+    public let iccProfileBytes: Int
 
     private static let started: Bool = {
         _ = cvips_init("runner-tests")
         vips_cache_set_max(0)
         return true
     }()
+
+    /// Starts libvips once per test process. vips_init is not safe to race: a second caller
+    /// returns before the first has finished, so every test goes through this one gate.
+    public static func startVips() { _ = started }
 
     /// nil when libvips cannot open or fully decode the file.
     public static func open(_ path: String) -> ImageProbe? {
@@ -40,14 +59,47 @@ public struct ImageProbe: Sendable {
             guard cvips_avg(single, &value) == 0 else { return nil }
             means.append(value)
         }
-        var loaderName: UnsafePointer<CChar>?
-        _ = vips_image_get_string(image, "vips-loader", &loaderName)
+        var fields: [String] = []
+        if let names = vips_image_get_fields(image) {
+            var index = 0
+            while let name = names[index] { fields.append(String(cString: name)); index += 1 }
+            g_strfreev(names)
+        }
+        var strings: [String: String] = [:]
+        var ints: [String: Int] = [:]
+        for field in fields {
+            // GType's constants are C macros Swift cannot see; their names are stable.
+            let type = g_type_name(vips_image_get_typeof(image, field)).map { String(cString: $0) }
+            if type == "gchararray" || type == "VipsRefString" {
+                var text: UnsafePointer<CChar>?
+                if vips_image_get_string(image, field, &text) == 0, let text { strings[field] = String(cString: text) }
+            } else if type == "gint" {
+                var value: Int32 = 0
+                if vips_image_get_int(image, field, &value) == 0 { ints[field] = Int(value) }
+            }
+        }
+        var delays: [Int] = []
+        var delayArray: UnsafeMutablePointer<Int32>?
+        var delayCount: Int32 = 0
+        if cvips_image_has(image, "delay") != 0, vips_image_get_array_int(image, "delay", &delayArray, &delayCount) == 0, let delayArray {
+            delays = (0..<Int(delayCount)).map { Int(delayArray[$0]) }
+        }
+        var profile: UnsafeRawPointer?
+        var profileLength = 0
+        if cvips_image_has(image, "icc-profile-data") == 0 || vips_image_get_blob(image, "icc-profile-data", &profile, &profileLength) != 0 {
+            profileLength = 0
+        }
         let interpretation = vips_image_get_interpretation(image)
-        return ImageProbe(width: Int(vips_image_get_width(image)), height: Int(vips_image_get_height(image)),
-                          bands: Int(vips_image_get_bands(image)), loader: loaderName.map { String(cString: $0) } ?? "",
+        let format = vips_image_get_format(image)
+        let height = Int(vips_image_get_height(image))
+        return ImageProbe(width: Int(vips_image_get_width(image)), height: height,
+                          bands: Int(vips_image_get_bands(image)), loader: strings["vips-loader"] ?? "",
                           hasAlpha: vips_image_hasalpha(image) != 0,
                           interpretation: String(cString: vips_enum_nick(vips_interpretation_get_type(), Int32(interpretation.rawValue))),
-                          average: mean, bandAverages: means)
+                          average: mean, bandAverages: means,
+                          bandFormat: String(cString: vips_enum_nick(vips_band_format_get_type(), format.rawValue)),
+                          pages: max(ints["n-pages"] ?? 1, 1), pageHeight: ints["page-height"] ?? height,
+                          fields: fields, strings: strings, ints: ints, delays: delays, iccProfileBytes: profileLength)
     }
 
     /// Band values of one pixel.
@@ -79,5 +131,41 @@ public struct ImageProbe: Sendable {
         defer { g_object_unref(UnsafeMutableRawPointer(absolute)) }
         var mean = 0.0
         return cvips_avg(absolute, &mean) == 0 ? mean : nil
+    }
+}
+
+/// libvips' own command-line tools (`vips`, `vipsthumbnail` from libvips-tools), to compare
+/// runner's output with what libvips itself makes of the same fixture.
+public enum VipsCLI {
+    public struct Missing: Error, CustomStringConvertible {
+        public let tool: String
+        public var description: String { "\(tool) is not installed (apt-get install libvips-tools); this comparison cannot run" }
+    }
+
+    public struct Failed: Error, CustomStringConvertible {
+        public let command: String
+        public let status: Int32
+        public let stderr: String
+        public var description: String { "\(command) exited \(status): \(stderr)" }
+    }
+
+    /// Runs `tool arguments...` and waits; throws when the tool is missing or fails.
+    public static func run(_ tool: String, _ arguments: [String]) throws {
+        guard let path = ["/usr/bin", "/usr/local/bin"].map({ "\($0)/\(tool)" }).first(where: FileManager.default.isExecutableFile) else {
+            throw Missing(tool: tool)
+        }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = arguments
+        let errors = Pipe()
+        process.standardError = errors
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        let message = errors.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw Failed(command: ([tool] + arguments).joined(separator: " "), status: process.terminationStatus,
+                         stderr: String(decoding: message, as: UTF8.self))
+        }
     }
 }

@@ -39,9 +39,26 @@ struct OutputSpec: Sendable {
     let encoder: any OutputEncoder
     /// Apply EXIF orientation while decoding (the default).
     let autorotate: Bool
+    let metadata: MetadataPolicy
+    let colourSpace: ColourSpacePolicy
+    /// Most frames an animated output may have; the job's `limits.frames` when not set here.
+    let frames: Int?
 
     /// Everything about how this output renders a source; part of each item's fingerprint.
-    var recipe: String { "\(chain.identifier)=>\(encoder.identifier);autorotate:\(autorotate)" }
+    var recipe: String {
+        "\(chain.identifier)=>\(encoder.identifier);autorotate:\(autorotate);metadata:\(metadata.rawValue);colorspace:\(colourSpace.rawValue)"
+    }
+}
+
+/// What metadata an output keeps: none (the default), the ICC profile only, or EXIF, XMP and ICC.
+enum MetadataPolicy: String, Sendable {
+    case strip, icc, all
+}
+
+/// `srgb` converts every source to sRGB (the default); `keep` leaves RGB and grey pixels in their
+/// own colour space (pair it with `keepIcc` so viewers can still render them).
+enum ColourSpacePolicy: String, CaseIterable, Sendable {
+    case srgb, keep
 }
 
 public struct ConcurrencySettings: Sendable {
@@ -59,6 +76,8 @@ public struct Limits: Sendable {
     public let failOn: FailOn
     /// Keep libvips' untrusted loaders (ImageMagick and the like) blocked.
     public let blockUntrustedLoaders: Bool
+    /// Most frames an animated output may have (a guard against frame bombs).
+    public let frames: Int
 }
 
 /// How much damage a decoder tolerates before an image fails (libvips `fail_on`).
@@ -70,4 +89,5 @@ public enum FailOn: String, CaseIterable, Sendable, Codable {
 struct DecodeSettings: Sendable {
     let failOn: FailOn
     let autorotate: Bool
+    let colourSpace: ColourSpacePolicy
 }

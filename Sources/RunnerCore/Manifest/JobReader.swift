@@ -110,8 +110,14 @@ extension Job {
             guard let format = try output.object("format") else { throw output.error("format", "is required") }
             let encoder = try readEncoder(format)
             let autorotate = try output.bool("autorotate", default: true)
+            let keepMetadata = try output.bool("keepMetadata", default: false)
+            let keepIcc = try output.bool("keepIcc", default: false)
+            let metadata: MetadataPolicy = keepMetadata ? .all : keepIcc ? .icc : .strip
+            let colourSpace = try output.choice("colorspace", default: ColourSpacePolicy.srgb)
+            let frames = try output.optionalInt("frames", .positive)
             try output.finish()
-            return OutputSpec(name: name, template: template, chain: chain, encoder: encoder, autorotate: autorotate)
+            return OutputSpec(name: name, template: template, chain: chain, encoder: encoder, autorotate: autorotate,
+                              metadata: metadata, colourSpace: colourSpace, frames: frames)
         }
     }
 
@@ -129,12 +135,15 @@ extension Job {
         let limits = Limits(
             maxPixels: try section?.int("maxPixels", default: defaultMaxPixels, .positive) ?? defaultMaxPixels,
             failOn: try section?.choice("failOn", default: FailOn.error) ?? .error,
-            blockUntrustedLoaders: try section?.bool("blockUntrusted", default: true) ?? true)
+            blockUntrustedLoaders: try section?.bool("blockUntrusted", default: true) ?? true,
+            frames: try section?.int("frames", default: defaultMaxFrames, .positive) ?? defaultMaxFrames)
         return limits
     }
 
     /// sharp's `limitInputPixels` default: 16383 x 16383.
     public static let defaultMaxPixels = 268_402_689
+
+    public static let defaultMaxFrames = 300
 }
 
 private func describeJSONError(_ error: any Error) -> String {

@@ -49,4 +49,9 @@ extension ObjectReader {
         }
         return colour
     }
+
+    func requiredColour(_ key: String) throws -> Colour {
+        guard has(key) else { throw error(key, "is required") }
+        return try colour(key, default: .black)
+    }
 }

@@ -7,6 +7,9 @@ struct ImageHeader {
     let orientation: Int
     let hasICCProfile: Bool
     let interpretation: VipsInterpretation
+    /// Frames in the file (GIF, WebP, multi-page TIFF or HEIF); 1 for everything else.
+    let pages: Int
+    let format: SourceFormat
 
     init(_ image: VipsImageHandle) {
         width = image.width
@@ -14,6 +17,8 @@ struct ImageHeader {
         orientation = image.orientation
         hasICCProfile = image.hasICCProfile
         interpretation = image.interpretation
+        pages = max(image.int("n-pages") ?? 1, 1)
+        format = SourceFormat(loader: image.string("vips-loader") ?? "", heifCompression: image.string("heif-compression"))
     }
 
     /// Orientations 5-8 swap width and height when applied.
@@ -22,6 +27,24 @@ struct ImageHeader {
 
     /// An embedded profile or CMYK pixels: converting to sRGB takes real work.
     var needsColourTransform: Bool { hasICCProfile || interpretation == VIPS_INTERPRETATION_CMYK }
+}
+
+/// The source's file format, as far as `"type": "auto"` cares.
+enum SourceFormat: Sendable, Equatable {
+    case jpeg, png, webp, gif, tiff, avif, other
+
+    /// From the loader libvips picked (`jpegload_buffer`, ...); HEIF files are AVIF when AV1-compressed.
+    init(loader: String, heifCompression: String?) {
+        switch loader.prefix(while: { $0 != "_" }) {
+        case "jpegload": self = .jpeg
+        case "pngload": self = .png
+        case "webpload": self = .webp
+        case "gifload": self = .gif
+        case "tiffload": self = .tiff
+        case "heifload": self = heifCompression == "av1" ? .avif : .other
+        default: self = .other
+        }
+    }
 }
 
 extension FailOn {

@@ -7,6 +7,8 @@
 protocol ImageOperation: Sendable {
     /// The `op` value in a job file.
     static var name: String { get }
+    /// Other `op` values that mean the same op (the identifier always uses `name`).
+    static var aliases: [String] { get }
     /// Reads and validates the op's parameters; errors name the exact key.
     init(reading parameters: ObjectReader, context: OperationContext) throws
     var identifier: String { get }
@@ -17,6 +19,7 @@ protocol ImageOperation: Sendable {
 }
 
 extension ImageOperation {
+    static var aliases: [String] { [] }
     var needsRandomAccess: Bool { false }
 }
 
@@ -49,6 +52,17 @@ let operationCatalogue: [any ImageOperation.Type] = [
     Sharpen.self,
     Blur.self,
     Grayscale.self,
+    Resize.self,
+    Flip.self,
+    Gamma.self,
+    Tint.self,
+    ColorControls.self,
+    Overlay.self,
+    RoundCorners.self,
+    Border.self,
+    Pad.self,
+    Composite.self,
+    Flatten.self,
 ]
 
 /// An output's chain, read from the job file.
@@ -59,7 +73,9 @@ struct OperationChain: Sendable {
     var identifier: String { steps.map(\.identifier).joined(separator: "|>") }
 
     static func read(_ elements: [(value: JSONValue, path: String)], context: OperationContext) throws -> OperationChain {
-        let types = Dictionary(uniqueKeysWithValues: operationCatalogue.map { ($0.name, $0) })
+        let types = Dictionary(uniqueKeysWithValues: operationCatalogue.flatMap { type in
+            ([type.name] + type.aliases).map { ($0, type) }
+        })
         var steps: [any ImageOperation] = []
         for element in elements {
             let reader = try ObjectReader(element.value, path: element.path)

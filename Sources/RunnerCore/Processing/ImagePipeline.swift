@@ -21,58 +21,154 @@ struct ImagePipeline {
         let bytes: Int
     }
 
+    /// What one output needs from the source, decided from the header before any pixel is read.
+    private struct Plan {
+        let output: OutputSpec
+        /// The concrete encoder (`auto` resolved against the source's format).
+        let encoder: any OutputEncoder
+        let pixels: Pixels
+
+        /// Where the output's pixels come from.
+        enum Pixels {
+            /// The first step decodes itself (thumbnail's shrink-on-load).
+            case loader(any LoadingOperation)
+            /// A full decode, possibly shared with other outputs.
+            case decode(Decode)
+        }
+
+        init(_ output: OutputSpec, header: ImageHeader) {
+            self.output = output
+            encoder = output.encoder.resolved(for: header.format)
+            let animated = encoder.canAnimate && header.pages > 1
+            // An animation decodes every page; a loader step then runs per frame like any op.
+            if !animated, let loader = output.chain.steps.first as? any LoadingOperation {
+                pixels = .loader(loader)
+            } else {
+                pixels = .decode(Decode(colourSpace: output.colourSpace, animated: animated))
+            }
+        }
+
+        var decode: Decode? { if case .decode(let decode) = pixels { decode } else { nil } }
+        var animated: Bool { decode?.animated ?? false }
+    }
+
+    /// One way of decoding the whole source; outputs asking for the same one share it.
+    private struct Decode: Hashable {
+        let colourSpace: ColourSpacePolicy
+        /// Every page as one tall strip, rather than the first page only.
+        let animated: Bool
+    }
+
     func render(sourcePath: String, requests: [Request]) -> [Result<Rendered, ItemFailure>] {
         let source: SourceBytes
         let header: ImageHeader
-        let opened: VipsImageHandle
+        var opened: VipsImageHandle?
         do {
             source = try FileLoader.read(sourcePath)
-            (opened, header) = try open(source)
+            let (image, imageHeader) = try open(source)
+            (opened, header) = (image, imageHeader)
         } catch {
             return requests.map { _ in .failure(error) }
         }
-        var sharedDecode: VipsImageHandle?
-        let fullDecodes = requests.count { !(outputs[$0.outputIndex].chain.steps.first is any LoadingOperation) }
-        return requests.map { request in
-            let output = outputs[request.outputIndex]
-            let settings = DecodeSettings(failOn: limits.failOn, autorotate: output.autorotate)
+        let plans = requests.map { Plan(outputs[$0.outputIndex], header: header) }
+        var readers: [Decode: Int] = [:]
+        for case let decode? in plans.map(\.decode) { readers[decode, default: 0] += 1 }
+        var shared: [Decode: VipsImageHandle] = [:]
+
+        /// A lazy full decode: the header's own streaming decoder the first time, fresh ones after.
+        func decodeFully(_ decode: Decode, random: Bool) throws(ItemFailure) -> VipsImageHandle {
+            let image: VipsImageHandle
+            if decode.animated {
+                image = try reopen(source, access: VIPS_ACCESS_RANDOM, allPages: true)
+            } else if !random, let unused = opened {
+                opened = nil
+                image = unused
+            } else {
+                image = try reopen(source, access: random ? VIPS_ACCESS_RANDOM : VIPS_ACCESS_SEQUENTIAL)
+            }
+            return try decodeStep { () throws(VipsError) in try normalizeColour(image, decode.colourSpace) }
+        }
+
+        var results: [Result<Rendered, ItemFailure>] = []
+        for (request, plan) in zip(requests, plans) {
+            let output = plan.output
             do {
-                var image: VipsImageHandle
+                var frames: [VipsImageHandle]
                 var steps = output.chain.steps[...]
-                if let loader = steps.first as? any LoadingOperation {
-                    steps = steps.dropFirst()
-                    image = try decodeStep { () throws(VipsError) in try loader.load(source, header: header, settings: settings) }
-                } else if fullDecodes == 1 {
-                    let random = steps.contains { $0.needsRandomAccess } || (output.autorotate && header.orientation != 1)
-                    let source = random ? try reopen(source, access: VIPS_ACCESS_RANDOM) : opened
-                    image = try decodeStep { () throws(VipsError) in try normalizeColour(source) }
-                } else {
-                    // Several chains read the full image: decode it once, into memory.
-                    if sharedDecode == nil {
-                        sharedDecode = try decodeStep { () throws(VipsError) in try normalizeColour(opened).copiedToMemory() }
+                switch plan.pixels {
+                case .decode(let decode):
+                    let frameLimit = output.frames ?? limits.frames
+                    if decode.animated, header.pages > frameLimit {
+                        throw ItemFailure(.tooLarge, "image has \(header.pages) frames, over the frames limit \(frameLimit)")
                     }
-                    image = sharedDecode!
-                }
-                if output.autorotate, !(output.chain.steps.first is any LoadingOperation) {
-                    image = try processStep("autorotate") { () throws(VipsError) in try image.derive("autorot") { cvips_autorot($0, $1) } }
+                    let image: VipsImageHandle
+                    if readers[decode, default: 0] > 1 {
+                        // Several chains read the same decode: decode it once, into memory.
+                        if shared[decode] == nil {
+                            let lazy = try decodeFully(decode, random: false)
+                            shared[decode] = try decodeStep { () throws(VipsError) in try lazy.copiedToMemory() }
+                        }
+                        image = shared[decode]!
+                    } else {
+                        let random = steps.contains { $0.needsRandomAccess } || (output.autorotate && header.orientation != 1)
+                        image = try decodeFully(decode, random: random)
+                    }
+                    frames = decode.animated ? try processStep("frames") { () throws(VipsError) in try pages(of: image) } : [image]
+                    if output.autorotate {
+                        frames = try frames.map { frame throws(ItemFailure) in
+                            try processStep("autorotate") { () throws(VipsError) in try frame.derive("autorot") { cvips_autorot($0, $1) } }
+                        }
+                    }
+                case .loader(let loader):
+                    steps = steps.dropFirst()
+                    let settings = DecodeSettings(failOn: limits.failOn, autorotate: output.autorotate, colourSpace: output.colourSpace)
+                    frames = [try decodeStep { () throws(VipsError) in try loader.load(source, header: header, settings: settings) }]
                 }
                 for step in steps {
-                    image = try processStep(type(of: step).name) { () throws(VipsError) in try step.apply(to: image) }
+                    frames = try frames.map { frame throws(ItemFailure) in
+                        try processStep(type(of: step).name) { () throws(VipsError) in try step.apply(to: frame) }
+                    }
                 }
-                image = try processStep("finish") { () throws(VipsError) in try finish(image, alpha: output.encoder.supportsAlpha) }
+                var image = try processStep("frames") { () throws(VipsError) in try stack(frames) }
+                image = try processStep("finish") { () throws(VipsError) in
+                    try finish(image, encoder: plan.encoder, metadata: output.metadata, frameHeight: plan.animated ? frames[0].height : nil)
+                }
                 // Render before encoding: pixels are decoded lazily, so damage in the source shows up
                 // here, as a decode failure, rather than inside the encoder.
                 let pixels = try decodeStep { () throws(VipsError) in try image.copiedToMemory() }
                 let data: Data
-                do throws(VipsError) { data = try output.encoder.encode(pixels) } catch { throw ItemFailure(.encode, error.message) }
+                do throws(VipsError) {
+                    data = try plan.encoder.encode(pixels, strip: output.metadata == .strip)
+                } catch {
+                    throw ItemFailure(.encode, error.message)
+                }
                 try AtomicFile.write(data, to: request.path)
-                return .success(Rendered(width: pixels.width, height: pixels.height, bytes: data.count))
+                results.append(.success(Rendered(width: pixels.width, height: pixels.height, bytes: data.count)))
             } catch let failure as ItemFailure {
-                return .failure(failure)
+                results.append(.failure(failure))
             } catch {
-                return .failure(ItemFailure(.process, "\(error)"))
+                results.append(.failure(ItemFailure(.process, "\(error)")))
             }
         }
+        return results
+    }
+
+    /// An animation's strip cut into its frames, so ops that change geometry work per frame.
+    private func pages(of strip: VipsImageHandle) throws(VipsError) -> [VipsImageHandle] {
+        let pageHeight = Int(vips_image_get_page_height(strip.pointer))
+        return try (0..<strip.height / pageHeight).map { page throws(VipsError) in
+            try strip.derive("extract_area") { cvips_extract_area($0, $1, 0, Int32(page * pageHeight), Int32(strip.width), Int32(pageHeight)) }
+        }
+    }
+
+    /// Frames back into one strip; they must have come out of the chain the same size.
+    private func stack(_ frames: [VipsImageHandle]) throws(VipsError) -> VipsImageHandle {
+        guard frames.count > 1 else { return frames[0] }
+        let sizes = Set(frames.map { "\($0.width)x\($0.height)" })
+        guard sizes.count == 1 else {
+            throw VipsError(operation: "frames", message: "the chain made frames of different sizes (\(sizes.sorted().joined(separator: ", "))); an animation needs one size")
+        }
+        return try VipsImageHandle.stacking(frames)
     }
 
     /// Opens the header (lazily: no pixels yet) and applies the pixel limit.
@@ -87,60 +183,81 @@ struct ImagePipeline {
         return (image, header)
     }
 
-    /// A lazy decoder over the source bytes: streaming top to bottom, or random access.
-    private func reopen(_ source: SourceBytes, access: VipsAccess) throws(ItemFailure) -> VipsImageHandle {
+    /// A lazy decoder over the source bytes: streaming top to bottom, or random access;
+    /// the first page, or all of them as one strip.
+    private func reopen(_ source: SourceBytes, access: VipsAccess, allPages: Bool = false) throws(ItemFailure) -> VipsImageHandle {
         let pointer = source.withUnsafeBytes { bytes in
-            cvips_new_from_buffer(bytes.baseAddress, bytes.count, access, limits.failOn.vipsValue)
+            allPages ? cvips_new_from_buffer_pages(bytes.baseAddress, bytes.count, access, limits.failOn.vipsValue)
+                : cvips_new_from_buffer(bytes.baseAddress, bytes.count, access, limits.failOn.vipsValue)
         }
         guard let pointer else { throw ItemFailure(.decode, VipsError.capture("load").message) }
         return VipsImageHandle(taking: pointer, retaining: source)
     }
 
-    /// Brings a fully decoded image to 8-bit-or-wider sRGB (or grey) from any profile, CMYK included.
-    private func normalizeColour(_ image: VipsImageHandle) throws(VipsError) -> VipsImageHandle {
-        if image.hasICCProfile {
-            let converted = try image.derive("icc_transform") { cvips_icc_to_srgb($0, $1) }
-            _ = cvips_remove(converted.pointer, "icc-profile-data")
-            return converted
+    /// Brings a fully decoded image to sRGB (or grey) from any profile, CMYK included. With
+    /// `keep`, RGB and grey pixels stay in their own colour space; anything else still becomes sRGB.
+    /// The profile the transform attaches (sRGB) stays on the image for outputs that keep it.
+    private func normalizeColour(_ image: VipsImageHandle, _ policy: ColourSpacePolicy) throws(VipsError) -> VipsImageHandle {
+        let rgbOrGrey = [VIPS_INTERPRETATION_sRGB, VIPS_INTERPRETATION_RGB16, VIPS_INTERPRETATION_B_W,
+                         VIPS_INTERPRETATION_GREY16].contains(image.interpretation)
+        if image.hasICCProfile && (policy == .srgb || !rgbOrGrey) {
+            let depth: Int32 = image.bandFormat == VIPS_FORMAT_USHORT ? 16 : 8
+            return try image.derive("icc_transform") { cvips_icc_to_srgb($0, $1, depth) }
         }
-        switch image.interpretation {
-        case VIPS_INTERPRETATION_sRGB, VIPS_INTERPRETATION_B_W:
-            return image
-        case VIPS_INTERPRETATION_GREY16:
-            return try image.derive("colourspace") { cvips_colourspace($0, $1, VIPS_INTERPRETATION_B_W) }
-        default:
-            return try image.derive("colourspace") { cvips_colourspace($0, $1, VIPS_INTERPRETATION_sRGB) }
-        }
+        // 16-bit RGB and grey stay 16-bit through the chain; `finish` picks the depth the encoder wants.
+        return rgbOrGrey ? image : try image.derive("colourspace") { cvips_colourspace($0, $1, VIPS_INTERPRETATION_sRGB) }
     }
 
-    /// Last steps before encoding: 8-bit sRGB or grey, alpha flattened for formats without it.
-    private func finish(_ image: VipsImageHandle, alpha: Bool) throws(VipsError) -> VipsImageHandle {
+    /// Last steps before encoding: sRGB or grey at 8 bits (16 when the encoder wants them), alpha
+    /// flattened onto white for formats without it, metadata the output does not keep removed,
+    /// and the frame height an animation is saved with.
+    private func finish(_ image: VipsImageHandle, encoder: any OutputEncoder, metadata: MetadataPolicy,
+                        frameHeight: Int?) throws(VipsError) -> VipsImageHandle {
         var image = image
-        switch image.interpretation {
-        case VIPS_INTERPRETATION_sRGB, VIPS_INTERPRETATION_B_W:
-            break
-        case VIPS_INTERPRETATION_GREY16:
-            image = try image.derive("colourspace") { cvips_colourspace($0, $1, VIPS_INTERPRETATION_B_W) }
-        default:
-            image = try image.derive("colourspace") { cvips_colourspace($0, $1, VIPS_INTERPRETATION_sRGB) }
+        let grey = image.interpretation == VIPS_INTERPRETATION_B_W || image.interpretation == VIPS_INTERPRETATION_GREY16
+        let target = switch (grey, encoder.sixteenBit) {
+        case (true, false): VIPS_INTERPRETATION_B_W
+        case (true, true): VIPS_INTERPRETATION_GREY16
+        case (false, false): VIPS_INTERPRETATION_sRGB
+        case (false, true): VIPS_INTERPRETATION_RGB16
         }
-        if !alpha && image.hasAlpha {
-            let white = [Double](repeating: 255, count: max(image.bands - 1, 1))
+        if image.interpretation != target {
+            image = try image.derive("colourspace") { cvips_colourspace($0, $1, target) }
+        }
+        if !encoder.supportsAlpha && image.hasAlpha {
+            let white = image.values(of: Colour(red: 255, green: 255, blue: 255, alpha: 255), bands: image.colourBands)
             image = try image.derive("flatten") { input, output in
                 white.withUnsafeBufferPointer { cvips_flatten(input, output, $0.baseAddress, Int32($0.count)) }
             }
         }
-        if image.bandFormat != VIPS_FORMAT_UCHAR {
-            image = try image.derive("cast") { cvips_cast($0, $1, VIPS_FORMAT_UCHAR) }
+        let format = encoder.sixteenBit ? VIPS_FORMAT_USHORT : VIPS_FORMAT_UCHAR
+        if image.bandFormat != format {
+            image = try image.derive("cast") { cvips_cast($0, $1, format) }
+        }
+        // Metadata edits go on a copy: the image may be a decode other outputs share.
+        image = try image.derive("copy") { cvips_copy($0, $1) }
+        if let frameHeight {
+            vips_image_set_int(image.pointer, "page-height", Int32(frameHeight))
+        } else {
+            // A single image: a page height left from the loader would make savers split it into frames.
+            _ = cvips_remove(image.pointer, "page-height")
+        }
+        if metadata == .icc {
+            for name in image.fieldNames where Self.nonColourMetadata.contains(where: name.hasPrefix) {
+                _ = cvips_remove(image.pointer, name)
+            }
         }
         return image
     }
 
-    private func decodeStep(_ body: () throws(VipsError) -> VipsImageHandle) throws(ItemFailure) -> VipsImageHandle {
+    /// Metadata savers write besides the ICC profile: EXIF (blob and fields), XMP, IPTC, Photoshop, PNG comments.
+    private static let nonColourMetadata = ["exif-", "xmp-data", "iptc-data", "photoshop-data", "png-comment-"]
+
+    private func decodeStep<Value>(_ body: () throws(VipsError) -> Value) throws(ItemFailure) -> Value {
         do { return try body() } catch { throw ItemFailure(.decode, error.message) }
     }
 
-    private func processStep(_ name: String, _ body: () throws(VipsError) -> VipsImageHandle) throws(ItemFailure) -> VipsImageHandle {
+    private func processStep<Value>(_ name: String, _ body: () throws(VipsError) -> Value) throws(ItemFailure) -> Value {
         do { return try body() } catch { throw ItemFailure(.process, "\(name): \(error.message)") }
     }
 }

@@ -5,8 +5,11 @@ public struct StableHash: Sendable {
 
     public init() {}
 
-    public mutating func combine(_ text: String) {
-        for byte in text.utf8 {
+    public mutating func combine(_ text: String) { combine(bytes: text.utf8) }
+
+    /// Raw bytes, such as a file's content.
+    public mutating func combine(bytes: some Sequence<UInt8>) {
+        for byte in bytes {
             state = (state ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
         }
         // A separator byte keeps ("ab","c") and ("a","bc") apart.

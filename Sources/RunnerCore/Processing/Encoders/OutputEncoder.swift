@@ -9,7 +9,20 @@ protocol OutputEncoder: Sendable {
     var identifier: String { get }
     /// Whether the format stores an alpha band; if not, alpha is flattened onto white first.
     var supportsAlpha: Bool { get }
-    func encode(_ image: VipsImageHandle) throws(VipsError) -> Data
+    /// Whether the format stores several frames with delays, so animated sources stay animated.
+    var canAnimate: Bool { get }
+    /// Whether the encoder wants 16 bits per sample (else everything is cast to 8).
+    var sixteenBit: Bool { get }
+    /// The encoder that actually writes a source in `format` (`auto` picks one; others are themselves).
+    func resolved(for format: SourceFormat) -> any OutputEncoder
+    /// `strip` drops all metadata; otherwise whatever metadata the image carries is written.
+    func encode(_ image: VipsImageHandle, strip: Bool) throws(VipsError) -> Data
+}
+
+extension OutputEncoder {
+    var canAnimate: Bool { false }
+    var sixteenBit: Bool { false }
+    func resolved(for format: SourceFormat) -> any OutputEncoder { self }
 }
 
 /// Every output format, by its job-file `type`.
@@ -17,6 +30,10 @@ let encoderCatalogue: [any OutputEncoder.Type] = [
     JPEGEncoder.self,
     PNGEncoder.self,
     WebPEncoder.self,
+    AVIFEncoder.self,
+    TIFFEncoder.self,
+    GIFEncoder.self,
+    AutoEncoder.self,
 ]
 
 func readEncoder(_ reader: ObjectReader) throws -> any OutputEncoder {
@@ -28,4 +45,16 @@ func readEncoder(_ reader: ObjectReader) throws -> any OutputEncoder {
     let encoder = try type.init(reading: reader)
     try reader.finish()
     return encoder
+}
+
+/// Palette formats take a number of `colours` (2-256) or a `bitdepth`; libvips takes the bit depth,
+/// so 100 colours means 7 bits, written as 8 (sharp's rule). Nil when neither is given.
+func paletteBitDepth(_ options: ObjectReader, allowed: [Int]) throws -> Int? {
+    if options.has("colours") && options.has("bitdepth") {
+        throw options.error("bitdepth", "give colours or bitdepth, not both")
+    }
+    if let bitdepth = try options.optionalInt("bitdepth", .oneOf(allowed.map(Double.init))) { return bitdepth }
+    guard let colours = try options.optionalInt("colours", .range(2, 256)) else { return nil }
+    let bits = Int((log2(Double(colours))).rounded(.up))
+    return allowed.first { $0 >= bits } ?? 8
 }

@@ -1,25 +1,52 @@
 internal import CVips
 
-/// Cut a region: by box (`x`, `y`, `width`, `height`), or by `width`/`height` placed with `gravity`.
-/// A region larger than the image is clipped to it, so one chain works on mixed sizes.
+/// Cut a region: by box (`x`, `y`, `width`, `height`), by `width`/`height` placed with `gravity`,
+/// or by `trim`ming a uniform border. A region larger than the image is clipped to it, so one
+/// chain works on mixed sizes.
 struct Crop: ImageOperation {
     static let name = "crop"
 
     enum Gravity: String, CaseIterable, Sendable {
         case centre, north, northeast, east, southeast, south, southwest, west, northwest
         case attention, entropy
+
+        /// attention and entropy pick a region by content; the others are fixed places.
+        var isSmart: Bool { self == .attention || self == .entropy }
+
+        /// 0, 1, 2 for west, centre, east (and north, centre, south).
+        var column: Int { rawValue.hasSuffix("west") ? 0 : rawValue.hasSuffix("east") ? 2 : 1 }
+        var row: Int { rawValue.hasPrefix("north") ? 0 : rawValue.hasPrefix("south") ? 2 : 1 }
+
+        /// Where something `spareX` x `spareY` smaller than its frame goes (negative spare overhangs evenly).
+        func origin(spareX: Int, spareY: Int) -> (x: Int, y: Int) { (spareX * column / 2, spareY * row / 2) }
     }
 
     enum Placement: Sendable, Equatable {
         case box(x: Int, y: Int)
         case gravity(Gravity)
+        /// Remove the border that differs from `background` (the top-left pixel when nil) by less than `threshold`.
+        case trim(threshold: Double, background: Colour?)
     }
 
     let width: Int
     let height: Int
     let placement: Placement
 
+    /// A gravity crop for other ops (resize's cover).
+    init(width: Int, height: Int, gravity: Gravity) {
+        (self.width, self.height, self.placement) = (width, height, .gravity(gravity))
+    }
+
     init(reading parameters: ObjectReader, context: OperationContext) throws {
+        if try parameters.bool("trim", default: false) {
+            for key in ["width", "height", "x", "y", "gravity"] where parameters.has(key) {
+                throw parameters.error(key, "does not apply to trim")
+            }
+            (width, height) = (0, 0)
+            placement = .trim(threshold: try parameters.double("threshold", default: 10, .nonNegative),
+                              background: parameters.has("background") ? try parameters.colour("background", default: .black) : nil)
+            return
+        }
         width = try parameters.int("width", .positive)
         height = try parameters.int("height", .positive)
         if parameters.has("x") || parameters.has("y") {
@@ -37,10 +64,20 @@ struct Crop: ImageOperation {
             canonicalIdentifier(Self.name, [("x", "\(x)"), ("y", "\(y)"), ("width", "\(width)"), ("height", "\(height)")])
         case .gravity(let gravity):
             canonicalIdentifier(Self.name, [("width", "\(width)"), ("height", "\(height)"), ("gravity", gravity.rawValue)])
+        case .trim(let threshold, let background):
+            canonicalIdentifier(Self.name, [("trim", "true"), ("threshold", threshold.canonical),
+                                            ("background", background?.canonical ?? "topleft")])
         }
     }
 
-    var needsRandomAccess: Bool { placement == .gravity(.attention) || placement == .gravity(.entropy) }
+    /// Smart crops analyse the image first; trim measures it, then cuts: both read it twice.
+    var needsRandomAccess: Bool {
+        switch placement {
+        case .box: false
+        case .gravity(let gravity): gravity.isSmart
+        case .trim: true
+        }
+    }
 
     func apply(to image: VipsImageHandle) throws(VipsError) -> VipsImageHandle {
         let cropWidth = min(width, image.width)
@@ -58,16 +95,39 @@ struct Crop: ImageOperation {
                 cvips_extract_area($0, $1, Int32(origin.x), Int32(origin.y),
                                    Int32(min(cropWidth, image.width - x)), Int32(min(cropHeight, image.height - y)))
             }
+        case .trim(let threshold, let background):
+            return try trim(image, threshold: threshold, background: background)
         case .gravity(.attention), .gravity(.entropy):
             let interesting = placement == .gravity(.attention) ? VIPS_INTERESTING_ATTENTION : VIPS_INTERESTING_ENTROPY
             return try image.derive("smartcrop") { cvips_smartcrop($0, $1, Int32(cropWidth), Int32(cropHeight), interesting) }
         case .gravity(let gravity):
-            let column = gravity.rawValue.hasSuffix("west") ? 0 : gravity.rawValue.hasSuffix("east") ? 2 : 1
-            let row = gravity.rawValue.hasPrefix("north") ? 0 : gravity.rawValue.hasPrefix("south") ? 2 : 1
-            origin = (spareX * column / 2, spareY * row / 2)
+            origin = gravity.origin(spareX: spareX, spareY: spareY)
             return try image.derive("extract_area") {
                 cvips_extract_area($0, $1, Int32(origin.x), Int32(origin.y), Int32(cropWidth), Int32(cropHeight))
             }
         }
+    }
+
+    /// libvips' find_trim flattens alpha onto the background and compares colour bands only.
+    private func trim(_ image: VipsImageHandle, threshold: Double, background: Colour?) throws(VipsError) -> VipsImageHandle {
+        let colourBands = image.colourBands
+        var values: [Double]
+        if let background {
+            values = image.values(of: background, bands: colourBands)
+        } else {
+            var vector: UnsafeMutablePointer<Double>?
+            var count: Int32 = 0
+            guard cvips_getpoint(image.pointer, &vector, &count, 0, 0) == 0, let vector else { throw VipsError.capture("getpoint") }
+            values = Array(UnsafeBufferPointer(start: vector, count: min(Int(count), colourBands)))
+            g_free(vector)
+        }
+        var box: (left: Int32, top: Int32, width: Int32, height: Int32) = (0, 0, 0, 0)
+        let status = values.withUnsafeBufferPointer {
+            cvips_find_trim(image.pointer, &box.left, &box.top, &box.width, &box.height, threshold, $0.baseAddress, Int32($0.count))
+        }
+        guard status == 0 else { throw VipsError.capture("find_trim") }
+        // Nothing but background: keep the image rather than fail or make it empty.
+        guard box.width > 0, box.height > 0 else { return image }
+        return try image.derive("extract_area") { cvips_extract_area($0, $1, box.left, box.top, box.width, box.height) }
     }
 }

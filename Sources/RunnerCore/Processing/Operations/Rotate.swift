@@ -1,19 +1,36 @@
 internal import CVips
 
-/// Rotate clockwise by a multiple of 90 degrees (lossless, no resampling).
+/// Rotate clockwise by `angle` degrees. Multiples of 90 are lossless (no resampling); any other
+/// angle resamples and grows the canvas to hold the whole image, filled with `background`.
 struct Rotate: ImageOperation {
     static let name = "rotate"
-    let angle: Int
+    /// In [0, 360).
+    let angle: Double
+    let background: Colour
 
     init(reading parameters: ObjectReader, context: OperationContext) throws {
-        angle = try parameters.int("angle", .oneOf([0, 90, 180, 270]))
+        let written = try parameters.double("angle")
+        let turned = written.truncatingRemainder(dividingBy: 360)
+        angle = turned < 0 ? turned + 360 : turned + 0   // + 0 folds -0 into 0
+        background = try parameters.colour("background", default: .black)
     }
 
-    var identifier: String { canonicalIdentifier(Self.name, [("angle", "\(angle)")]) }
+    private var isRightAngle: Bool { angle.truncatingRemainder(dividingBy: 90) == 0 }
+
+    var identifier: String {
+        canonicalIdentifier(Self.name, [("angle", angle.canonical)] + (isRightAngle ? [] : [("background", background.canonical)]))
+    }
 
     var needsRandomAccess: Bool { angle != 0 }
 
     func apply(to image: VipsImageHandle) throws(VipsError) -> VipsImageHandle {
+        guard isRightAngle else {
+            let image = try image.withAlpha(for: background)
+            let values = image.values(of: background)
+            return try image.derive("rotate") { input, output in
+                values.withUnsafeBufferPointer { cvips_rotate(input, output, angle, $0.baseAddress, Int32($0.count)) }
+            }
+        }
         let vipsAngle: VipsAngle
         switch angle {
         case 90: vipsAngle = VIPS_ANGLE_D90

@@ -74,8 +74,10 @@ struct Thumbnail: LoadingOperation {
         let box = request(sourceWidth: header.displayWidth(autorotate: settings.autorotate),
                           sourceHeight: header.displayHeight(autorotate: settings.autorotate))
         var output: UnsafeMutablePointer<VipsImage>?
-        // Colour-manage inside thumbnail, at the reduced size, only when the source needs it.
-        let exportProfile: String? = header.needsColourTransform ? "srgb" : nil
+        // Colour-manage inside thumbnail, at the reduced size, only when the source needs it
+        // (with colorspace "keep", only CMYK, which no output stores).
+        let converts = settings.colourSpace == .srgb || header.interpretation == VIPS_INTERPRETATION_CMYK
+        let exportProfile: String? = header.needsColourTransform && converts ? "srgb" : nil
         let status = source.withUnsafeBytes { bytes in
             cvips_thumbnail_buffer(UnsafeMutableRawPointer(mutating: bytes.baseAddress), bytes.count, &output,
                                    box.width, box.height, box.size, box.crop,

@@ -25,12 +25,35 @@ final class VipsImageHandle {
     var bandFormat: VipsBandFormat { vips_image_get_format(pointer) }
     var hasICCProfile: Bool { cvips_image_has(pointer, "icc-profile-data") != 0 }
 
+    func int(_ name: String) -> Int? {
+        var value: Int32 = 0
+        guard cvips_image_has(pointer, name) != 0, vips_image_get_int(pointer, name, &value) == 0 else { return nil }
+        return Int(value)
+    }
+
+    func string(_ name: String) -> String? {
+        var value: UnsafePointer<CChar>?
+        guard cvips_image_has(pointer, name) != 0, vips_image_get_string(pointer, name, &value) == 0, let value else { return nil }
+        return String(cString: value)
+    }
+
+    /// Names of every metadata item on the image.
+    var fieldNames: [String] {
+        guard let fields = vips_image_get_fields(pointer) else { return [] }
+        defer { g_strfreev(fields) }
+        var names: [String] = []
+        var index = 0
+        while let name = fields[index] {
+            names.append(String(cString: name))
+            index += 1
+        }
+        return names
+    }
+
     /// EXIF orientation 1...8 (1 when absent).
     var orientation: Int {
-        var value: Int32 = 1
-        guard cvips_image_has(pointer, "orientation") != 0,
-              vips_image_get_int(pointer, "orientation", &value) == 0 else { return 1 }
-        return (1...8).contains(Int(value)) ? Int(value) : 1
+        guard let value = int("orientation"), (1...8).contains(value) else { return 1 }
+        return value
     }
 
     /// Runs one libvips operation that produces a new image from this one.
@@ -41,6 +64,17 @@ final class VipsImageHandle {
         var output: UnsafeMutablePointer<VipsImage>?
         guard call(pointer, &output) == 0, let output else { throw VipsError.capture(operation) }
         return VipsImageHandle(taking: output, retaining: retainedSource)
+    }
+
+    /// Stacks `frames` top to bottom into one strip (an animation's pages). The frames come
+    /// from one source, whose bytes the strip keeps alive.
+    static func stacking(_ frames: [VipsImageHandle]) throws(VipsError) -> VipsImageHandle {
+        var pointers: [UnsafeMutablePointer<VipsImage>?] = frames.map(\.pointer)
+        var output: UnsafeMutablePointer<VipsImage>?
+        guard cvips_arrayjoin_vertical(&pointers, &output, Int32(pointers.count)) == 0, let output else {
+            throw VipsError.capture("arrayjoin")
+        }
+        return VipsImageHandle(taking: output, retaining: frames.first?.retainedSource)
     }
 
     /// Decodes every pixel into memory so several chains can read it without decoding again.

@@ -1,0 +1,49 @@
+import Foundation
+
+/// `"type": "auto"`: the source's own format when runner writes it (jpeg, png, webp, avif, tiff,
+/// gif), else JPEG, or PNG when the finished image has alpha. Each format's options may be given
+/// under its name (`{"type": "auto", "jpeg": {"quality": 90}}`); the rest take their defaults.
+struct AutoEncoder: OutputEncoder {
+    static let type = "auto"
+    let jpeg: JPEGEncoder
+    let png: PNGEncoder
+    let webp: WebPEncoder
+    let avif: AVIFEncoder
+    let tiff: TIFFEncoder
+    let gif: GIFEncoder
+
+    init(reading options: ObjectReader) throws {
+        func read<Encoder: OutputEncoder>(_ type: Encoder.Type) throws -> Encoder {
+            let nested = try options.object(type.type) ?? ObjectReader(.object([:]), path: options.location(type.type))
+            let encoder = try Encoder(reading: nested)
+            try nested.finish()
+            return encoder
+        }
+        (jpeg, png, webp) = (try read(JPEGEncoder.self), try read(PNGEncoder.self), try read(WebPEncoder.self))
+        (avif, tiff, gif) = (try read(AVIFEncoder.self), try read(TIFFEncoder.self), try read(GIFEncoder.self))
+    }
+
+    var identifier: String {
+        let formats: [any OutputEncoder] = [jpeg, png, webp, avif, tiff, gif]
+        return canonicalIdentifier(Self.type, formats.map { (Swift.type(of: $0).type, $0.identifier) })
+    }
+
+    /// Either keeps alpha (PNG) or has none to keep (JPEG is picked only for opaque images).
+    var supportsAlpha: Bool { true }
+
+    func resolved(for format: SourceFormat) -> any OutputEncoder {
+        switch format {
+        case .jpeg: jpeg
+        case .png: png
+        case .webp: webp
+        case .avif: avif
+        case .tiff: tiff
+        case .gif: gif
+        case .other: self
+        }
+    }
+
+    func encode(_ image: VipsImageHandle, strip: Bool) throws(VipsError) -> Data {
+        image.hasAlpha ? try png.encode(image, strip: strip) : try jpeg.encode(image, strip: strip)
+    }
+}

@@ -1,0 +1,29 @@
+internal import CVips
+
+/// Paint a frame `width` pixels wide in `colour` over the image's edges, keeping its size
+/// (Kingfisher's BorderImageProcessor; `pad` is the op that grows the canvas instead).
+/// A translucent colour is blended over the edge pixels.
+struct Border: ImageOperation {
+    static let name = "border"
+    let width: Int
+    let colour: Colour
+
+    init(reading parameters: ObjectReader, context: OperationContext) throws {
+        width = try parameters.int("width", .positive)
+        colour = try parameters.colour("colour", default: .black)
+    }
+
+    var identifier: String { canonicalIdentifier(Self.name, [("width", "\(width)"), ("colour", colour.canonical)]) }
+
+    func apply(to image: VipsImageHandle) throws(VipsError) -> VipsImageHandle {
+        var frame = try image.colourLayer(colour)
+        let inner = (width: image.width - 2 * width, height: image.height - 2 * width)
+        if inner.width > 0 && inner.height > 0 {
+            let clear = try frame.constant([0, 0, 0, 0]).derive("extract_area") {
+                cvips_extract_area($0, $1, 0, 0, Int32(inner.width), Int32(inner.height))
+            }
+            frame = try frame.inserting(clear, x: width, y: width)
+        }
+        return try image.compositing(frame, mode: VIPS_BLEND_MODE_OVER)
+    }
+}

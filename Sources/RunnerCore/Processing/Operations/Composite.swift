@@ -1,0 +1,107 @@
+internal import CVips
+import Foundation
+
+/// Lay another image (a watermark, a badge) over this one: placed by `gravity` and moved by
+/// `offsetX`/`offsetY` (positive is right/down), faded by `opacity`, blended with a libvips
+/// blend mode, optionally scaled to `scale` x the base image's width. Kingfisher's Blend and
+/// Compositing processors.
+///
+/// The file is read once, when the job is read, so its content is part of the identifier:
+/// replacing the watermark re-runs every item that uses it.
+struct Composite: ImageOperation {
+    static let name = "composite"
+    static let aliases = ["watermark"]
+
+    /// libvips' VipsBlendMode, by its own names.
+    enum Blend: String, CaseIterable, Sendable {
+        case clear, source, over, `in`, out, atop, dest
+        case destOver = "dest-over", destIn = "dest-in", destOut = "dest-out", destAtop = "dest-atop"
+        case xor, add, saturate, multiply, screen, overlay, darken, lighten
+        case colourDodge = "colour-dodge", colourBurn = "colour-burn", hardLight = "hard-light", softLight = "soft-light"
+        case difference, exclusion
+
+        var vipsMode: VipsBlendMode {
+            switch self {
+            case .clear: VIPS_BLEND_MODE_CLEAR
+            case .source: VIPS_BLEND_MODE_SOURCE
+            case .over: VIPS_BLEND_MODE_OVER
+            case .in: VIPS_BLEND_MODE_IN
+            case .out: VIPS_BLEND_MODE_OUT
+            case .atop: VIPS_BLEND_MODE_ATOP
+            case .dest: VIPS_BLEND_MODE_DEST
+            case .destOver: VIPS_BLEND_MODE_DEST_OVER
+            case .destIn: VIPS_BLEND_MODE_DEST_IN
+            case .destOut: VIPS_BLEND_MODE_DEST_OUT
+            case .destAtop: VIPS_BLEND_MODE_DEST_ATOP
+            case .xor: VIPS_BLEND_MODE_XOR
+            case .add: VIPS_BLEND_MODE_ADD
+            case .saturate: VIPS_BLEND_MODE_SATURATE
+            case .multiply: VIPS_BLEND_MODE_MULTIPLY
+            case .screen: VIPS_BLEND_MODE_SCREEN
+            case .overlay: VIPS_BLEND_MODE_OVERLAY
+            case .darken: VIPS_BLEND_MODE_DARKEN
+            case .lighten: VIPS_BLEND_MODE_LIGHTEN
+            case .colourDodge: VIPS_BLEND_MODE_COLOUR_DODGE
+            case .colourBurn: VIPS_BLEND_MODE_COLOUR_BURN
+            case .hardLight: VIPS_BLEND_MODE_HARD_LIGHT
+            case .softLight: VIPS_BLEND_MODE_SOFT_LIGHT
+            case .difference: VIPS_BLEND_MODE_DIFFERENCE
+            case .exclusion: VIPS_BLEND_MODE_EXCLUSION
+            }
+        }
+    }
+
+    let imagePath: String
+    let imageBytes: Data
+    let imageHash: String
+    let gravity: Crop.Gravity
+    let offsetX: Int
+    let offsetY: Int
+    let opacity: Double
+    let blend: Blend
+    let scale: Double?
+
+    init(reading parameters: ObjectReader, context: OperationContext) throws {
+        imagePath = Paths.resolve(try parameters.requiredString("image"), against: context.baseDirectory)
+        guard let bytes = FileManager.default.contents(atPath: imagePath) else {
+            throw parameters.error("image", "cannot read \(imagePath)")
+        }
+        imageBytes = bytes
+        var hash = StableHash()
+        hash.combine(bytes: bytes)
+        imageHash = hash.hex
+        gravity = try parameters.choice("gravity", default: .centre)
+        if gravity.isSmart { throw parameters.error("gravity", "\(gravity.rawValue) applies to crops only") }
+        offsetX = try parameters.int("offsetX", default: 0)
+        offsetY = try parameters.int("offsetY", default: 0)
+        opacity = try parameters.double("opacity", default: 1, .range(0, 1))
+        blend = try parameters.choice("blend", default: .over)
+        scale = try parameters.optionalDouble("scale", .positive)
+    }
+
+    /// The file's content, not its path: the same watermark moved elsewhere renders the same.
+    var identifier: String {
+        canonicalIdentifier(Self.name, [("image", imageHash), ("gravity", gravity.rawValue), ("offsetX", "\(offsetX)"),
+                                        ("offsetY", "\(offsetY)"), ("opacity", opacity.canonical), ("blend", blend.rawValue),
+                                        ("scale", scale?.canonical ?? "none")])
+    }
+
+    func apply(to image: VipsImageHandle) throws(VipsError) -> VipsImageHandle {
+        let source = SourceBytes(imageBytes)
+        let pointer = source.withUnsafeBytes { cvips_new_from_buffer($0.baseAddress, $0.count, VIPS_ACCESS_RANDOM, VIPS_FAIL_ON_ERROR) }
+        guard let pointer else { throw VipsError.capture("load \(imagePath)") }
+        // Decoded into memory: the result outlives `source`, which only this handle keeps alive.
+        var overlay = try VipsImageHandle(taking: pointer, retaining: source).copiedToMemory()
+        if let scale {
+            let factor = Double(max(1, Int((Double(image.width) * scale).rounded()))) / Double(overlay.width)
+            overlay = try overlay.derive("resize") { cvips_resize($0, $1, factor, factor, VIPS_KERNEL_LANCZOS3) }
+        }
+        if opacity < 1 {
+            let faded = try overlay.inRGB().withOpaqueAlpha()
+            overlay = try faded.linear(Array(repeating: 1, count: faded.bands - 1) + [opacity], Array(repeating: 0, count: faded.bands))
+                .cast(like: faded)
+        }
+        let origin = gravity.origin(spareX: image.width - overlay.width, spareY: image.height - overlay.height)
+        return try image.compositing(overlay, mode: blend.vipsMode, x: origin.x + offsetX, y: origin.y + offsetY)
+    }
+}

@@ -1,0 +1,74 @@
+internal import CVips
+
+/// Make the chosen `corners` transparent outside a quarter circle of `radius` pixels
+/// (Kingfisher's RoundCornerImageProcessor). The output gains an alpha band; edges are antialiased.
+struct RoundCorners: ImageOperation {
+    static let name = "roundCorners"
+
+    enum Corner: String, CaseIterable, Sendable { case topLeft, topRight, bottomLeft, bottomRight }
+
+    let radius: Int
+    /// Canonical order, no repeats.
+    let corners: [Corner]
+
+    init(reading parameters: ObjectReader, context: OperationContext) throws {
+        radius = try parameters.int("radius", .positive)
+        let names = try parameters.stringArray("corners", default: Corner.allCases.map(\.rawValue))
+        var chosen: Set<Corner> = []
+        for (index, name) in names.enumerated() {
+            guard let corner = Corner(rawValue: name) else {
+                let known = Corner.allCases.map(\.rawValue).joined(separator: ", ")
+                throw JobFileError("\(parameters.location("corners"))[\(index)]", "must be one of \(known), not \"\(name)\"")
+            }
+            chosen.insert(corner)
+        }
+        guard !chosen.isEmpty else { throw parameters.error("corners", "must name at least one corner") }
+        corners = Corner.allCases.filter(chosen.contains)
+    }
+
+    var identifier: String {
+        canonicalIdentifier(Self.name, [("radius", "\(radius)"), ("corners", corners.map(\.rawValue).joined(separator: "+"))])
+    }
+
+    func apply(to image: VipsImageHandle) throws(VipsError) -> VipsImageHandle {
+        let radius = min(radius, image.width / 2, image.height / 2)
+        guard radius > 0 else { return image }
+        let full = try image.constant([image.maxValue])
+        let topLeft = try cornerTile(radius: radius, like: full)
+        var mask = full
+        for corner in corners {
+            var tile = topLeft
+            if corner == .topRight || corner == .bottomRight {
+                tile = try tile.derive("flip") { cvips_flip($0, $1, VIPS_DIRECTION_HORIZONTAL) }
+            }
+            if corner == .bottomLeft || corner == .bottomRight {
+                tile = try tile.derive("flip") { cvips_flip($0, $1, VIPS_DIRECTION_VERTICAL) }
+            }
+            let x = corner == .topLeft || corner == .bottomLeft ? 0 : image.width - radius
+            let y = corner == .topLeft || corner == .topRight ? 0 : image.height - radius
+            mask = try mask.inserting(tile, x: x, y: y)
+        }
+        let (colour, alpha) = try image.splitAlpha()
+        guard let alpha else { return try colour.joined(with: mask) }
+        // An existing alpha keeps its own transparency inside the rounded shape.
+        let product = try alpha.derive("multiply") { cvips_multiply($0, mask.pointer, $1) }
+        return try colour.joined(with: product.linear([1 / image.maxValue], [0]).cast(like: alpha))
+    }
+
+    /// The top-left `radius` x `radius` corner of the mask: opaque inside the circle around
+    /// (radius, radius), transparent outside, with the pixel the edge crosses partly covered.
+    private func cornerTile(radius: Int, like full: VipsImageHandle) throws(VipsError) -> VipsImageHandle {
+        var grid: UnsafeMutablePointer<VipsImage>?
+        guard cvips_xyz(&grid, Int32(radius), Int32(radius)) == 0, let grid else { throw VipsError.capture("xyz") }
+        let centre = Double(radius) - 0.5
+        // Distance from the circle's centre to each pixel's centre.
+        let offsets = try VipsImageHandle(taking: grid, retaining: nil).linear([-1, -1], [centre, centre])
+        let squares = try offsets.derive("multiply") { cvips_multiply($0, offsets.pointer, $1) }
+        let sum = try squares.derive("recomb") { input, output in
+            [1.0, 1.0].withUnsafeBufferPointer { cvips_recomb(input, output, $0.baseAddress, 1, 2) }
+        }
+        let distance = try sum.derive("pow") { cvips_pow_const1($0, $1, 0.5) }
+        let top = full.maxValue
+        return try distance.linear([-top], [(Double(radius) + 0.5) * top]).cast(like: full)
+    }
+}

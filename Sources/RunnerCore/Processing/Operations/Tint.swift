@@ -1,0 +1,18 @@
+internal import CVips
+
+/// Lay `colour` over the image by the colour's own alpha (Kingfisher's TintImageProcessor:
+/// a flat colour, source-over). `#ff000040` reddens a little; an opaque colour covers everything.
+struct Tint: ImageOperation {
+    static let name = "tint"
+    let colour: Colour
+
+    init(reading parameters: ObjectReader, context: OperationContext) throws {
+        colour = try parameters.requiredColour("colour")
+    }
+
+    var identifier: String { canonicalIdentifier(Self.name, [("colour", colour.canonical)]) }
+
+    func apply(to image: VipsImageHandle) throws(VipsError) -> VipsImageHandle {
+        try image.compositing(image.colourLayer(colour), mode: VIPS_BLEND_MODE_OVER)
+    }
+}
