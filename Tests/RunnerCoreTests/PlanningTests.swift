@@ -57,6 +57,26 @@ struct PlanningTests {
         #expect(throws: JobFileError.self) { try PathTemplate("out/", baseDirectory: "/job", location: "x") }
     }
 
+    @Test("URL sources: normalized keys, {dir} from host and folder, nothing escapes the output folder")
+    func urlSources() throws {
+        let workspace = try Workspace()
+        try workspace.write("""
+            HTTP://Example.COM:80/photos/2024/a.jpg#fragment
+            https://example.com/a%2F..%2F..%2Fetc/passwd.jpg
+            https://example.com:8443/../../x.jpg
+            https://example.com/
+            ftp://example.com/b.jpg
+            """, to: "urls.txt")
+        let planned = try plan(#"[{"list": "urls.txt"}, {"url": "https://example.com/b.png", "key": "product-1"}]"#, in: workspace)
+        #expect(planned.sources.map(\.key) == ["http://example.com/photos/2024/a.jpg", "https://example.com/a%2F..%2F..%2Fetc/passwd.jpg",
+                                               "https://example.com:8443/../../x.jpg", "https://example.com/",
+                                               "ftp://example.com/b.jpg", "product-1"])
+        let outputs = planned.items.map { Paths.relative($0.outputPath, to: workspace.path("out"))! }
+        #expect(outputs == ["example.com/photos/2024/a.jpg", "example.com/a/etc/passwd.jpg", "example.com_8443/x.jpg",
+                            "example.com/index.jpg", "index.jpg", "example.com/b.jpg"])
+        for output in outputs { #expect(!output.contains("..") && !output.hasPrefix("/"), "\(output)") }
+    }
+
     @Test("two items writing one path are rejected at plan time")
     func collisions() throws {
         let workspace = try Workspace()

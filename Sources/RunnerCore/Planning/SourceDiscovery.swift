@@ -171,12 +171,17 @@ struct SourceDiscovery {
 
     private static func expandList(_ listPath: String, location: String,
                                    into found: inout [DiscoveredSource]) throws {
-        guard let data = FileManager.default.contents(atPath: listPath), let text = String(data: data, encoding: .utf8) else {
-            throw JobFileError(location, "cannot read list file \(listPath)")
+        // Read line by line: lists of hundreds of thousands of URLs never sit in memory as text.
+        guard let file = fopen(listPath, "r") else {
+            throw JobFileError(location, "cannot read list file \(listPath): \(String(cString: strerror(errno)))")
         }
+        defer { fclose(file) }
         let listFolder = Paths.directory(of: listPath)
-        for rawLine in text.split(separator: "\n", omittingEmptySubsequences: false) {
-            let line = rawLine.trimmingCharacters(in: .whitespacesAndNewlines)
+        var buffer: UnsafeMutablePointer<CChar>?
+        var capacity = 0
+        defer { free(buffer) }
+        while getline(&buffer, &capacity, file) >= 0, let buffer {
+            let line = String(cString: buffer).trimmingCharacters(in: .whitespacesAndNewlines)
             if line.isEmpty || line.hasPrefix("#") { continue }
             if RemoteURL.looksRemote(line) {
                 found.append(.remote(line, key: nil, headers: [:]))
