@@ -3,7 +3,7 @@ SWIFT ?= swift
 DEBIAN_PACKAGES := pkg-config libvips-dev libvips-tools libcurl4-openssl-dev libsqlite3-dev
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: deps build run test clean
+.PHONY: deps build run test bench bench-quick clean
 
 # Installs the Debian packages when pkg-config (or the vips CLI the tests compare against) is missing them.
 deps:
@@ -22,6 +22,16 @@ run: build
 test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+
+# Full benchmark: builds the photo corpus from Debian wallpaper packages (once; then a checksum
+# check), runs runner against the C reference and its peers in interleaved rounds, writes BENCHMARKS.md.
+bench: build
+	bench/make-corpus.sh all
+	python3 bench/bench.py --runner .build/release/runner
+
+# A few seconds: the C reference and runner on 20 synthetic images (the tests run this too).
+bench-quick: build
+	python3 bench/bench.py --quick --runner .build/release/runner
 
 clean:
 	rm -rf .build out state
