@@ -28,24 +28,29 @@ static inline VipsImage *cvips_new_from_file(const char *name, VipsAccess access
     return vips_image_new_from_file(name, "access", access, NULL);
 }
 
+// Sources are opened by name: libvips streams the file itself, so a large original is never
+// copied into memory whole, and every chain of a source reads the same (page-cached) file.
+static inline VipsImage *cvips_open(const char *name, VipsAccess access, VipsFailOn fail_on) {
+    return vips_image_new_from_file(name, "access", access, "fail_on", fail_on, NULL);
+}
+static inline VipsImage *cvips_open_pages(const char *name, VipsAccess access, VipsFailOn fail_on) {
+    return vips_image_new_from_file(name, "access", access, "fail_on", fail_on, "n", -1, NULL);
+}
+// export_profile may be NULL: no colour transform beyond what libvips does for CMYK.
+static inline int cvips_thumbnail_file(const char *name, VipsImage **out, int width, int height, VipsSize size,
+                                       VipsInteresting crop, int no_rotate, VipsFailOn fail_on, const char *export_profile) {
+    if (export_profile)
+        return vips_thumbnail(name, out, width, "height", height, "size", size, "crop", crop, "no_rotate", no_rotate,
+                              "fail_on", fail_on, "export_profile", export_profile, NULL);
+    return vips_thumbnail(name, out, width, "height", height, "size", size, "crop", crop, "no_rotate", no_rotate,
+                          "fail_on", fail_on, NULL);
+}
+
 static inline const char *cvips_find_load_buffer(const void *buf, size_t len) {
     return vips_foreign_find_load_buffer(buf, len);
 }
 
 // Shrink-on-load: the decoder itself skips the pixels the thumbnail does not need.
-// export_profile may be NULL: no colour transform beyond what libvips does for CMYK.
-// libvips 8.14's thumbnail_buffer does not hand its own fail_on to the loader it opens for the
-// shrunk decode, so the level also travels in the loader's option string ("fail_on=error").
-static inline int cvips_thumbnail_buffer(void *buf, size_t len, VipsImage **out, int width, int height,
-                                         VipsSize size, VipsInteresting crop, int no_rotate, VipsFailOn fail_on,
-                                         const char *loader_options, const char *export_profile) {
-    if (export_profile)
-        return vips_thumbnail_buffer(buf, len, out, width, "height", height, "size", size, "crop", crop,
-                                     "no_rotate", no_rotate, "fail_on", fail_on, "option_string", loader_options,
-                                     "export_profile", export_profile, NULL);
-    return vips_thumbnail_buffer(buf, len, out, width, "height", height, "size", size, "crop", crop,
-                                 "no_rotate", no_rotate, "fail_on", fail_on, "option_string", loader_options, NULL);
-}
 // For a thumbnail step that is not first in its chain (the image is already decoded).
 static inline int cvips_thumbnail_image(VipsImage *in, VipsImage **out, int width, int height,
                                         VipsSize size, VipsInteresting crop) {

@@ -39,7 +39,7 @@ struct CorruptInputTests {
         #expect(byName["huge.png"]?.1.contains("65500x65500") == true)
         #expect(byName["zero.jpg"]?.0 == "decode")
         #expect(byName["html.jpg"]?.0 == "decode")
-        #expect(byName["html.jpg"]?.1.contains("not in a known format") == true)
+        #expect(byName["html.jpg"]?.1.contains("is not a known file format") == true)
         // Truncation is reported by the JPEG decoder itself, not replaced with grey.
         #expect(byName["truncated.jpg"]?.0 == "decode")
         #expect(byName["truncated.jpg"]?.1.isEmpty == false)

@@ -1,5 +1,8 @@
 internal import CVips
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Renders one source into every output that needs it, inside a worker process.
 ///
@@ -60,11 +63,10 @@ struct ImagePipeline {
     }
 
     func render(sourcePath: String, requests: [Request]) -> [Result<Rendered, ItemFailure>] {
-        let source: SourceBytes
+        let source = sourcePath
         let header: ImageHeader
         var opened: VipsImageHandle?
         do {
-            source = try FileLoader.read(sourcePath)
             let (image, imageHeader) = try open(source)
             (opened, header) = (image, imageHeader)
         } catch {
@@ -172,8 +174,12 @@ struct ImagePipeline {
     }
 
     /// Opens the header (lazily: no pixels yet) and applies the pixel limit.
-    private func open(_ source: SourceBytes) throws(ItemFailure) -> (VipsImageHandle, ImageHeader) {
-        guard !source.data.isEmpty else { throw ItemFailure(.decode, "empty file (0 bytes)") }
+    private func open(_ source: String) throws(ItemFailure) -> (VipsImageHandle, ImageHeader) {
+        var info = stat()
+        guard stat(source, &info) == 0, access(source, R_OK) == 0 else {
+            throw ItemFailure(.unreadable, "\(source): \(String(cString: strerror(errno)))")
+        }
+        guard info.st_size > 0 else { throw ItemFailure(.decode, "empty file (0 bytes)") }
         let image = try reopen(source, access: VIPS_ACCESS_SEQUENTIAL)
         let header = ImageHeader(image)
         let pixels = header.width * header.height
@@ -185,13 +191,11 @@ struct ImagePipeline {
 
     /// A lazy decoder over the source bytes: streaming top to bottom, or random access;
     /// the first page, or all of them as one strip.
-    private func reopen(_ source: SourceBytes, access: VipsAccess, allPages: Bool = false) throws(ItemFailure) -> VipsImageHandle {
-        let pointer = source.withUnsafeBytes { bytes in
-            allPages ? cvips_new_from_buffer_pages(bytes.baseAddress, bytes.count, access, limits.failOn.vipsValue)
-                : cvips_new_from_buffer(bytes.baseAddress, bytes.count, access, limits.failOn.vipsValue)
-        }
+    private func reopen(_ source: String, access: VipsAccess, allPages: Bool = false) throws(ItemFailure) -> VipsImageHandle {
+        let pointer = allPages ? cvips_open_pages(source, access, limits.failOn.vipsValue)
+            : cvips_open(source, access, limits.failOn.vipsValue)
         guard let pointer else { throw ItemFailure(.decode, VipsError.capture("load").message) }
-        return VipsImageHandle(taking: pointer, retaining: source)
+        return VipsImageHandle(taking: pointer, retaining: nil)
     }
 
     /// Brings a fully decoded image to sRGB (or grey) from any profile, CMYK included. With

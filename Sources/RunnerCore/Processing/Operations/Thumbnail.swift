@@ -70,7 +70,7 @@ struct Thumbnail: LoadingOperation {
         }
     }
 
-    func load(_ source: SourceBytes, header: ImageHeader, settings: DecodeSettings) throws(VipsError) -> VipsImageHandle {
+    func load(_ path: String, header: ImageHeader, settings: DecodeSettings) throws(VipsError) -> VipsImageHandle {
         let box = request(sourceWidth: header.displayWidth(autorotate: settings.autorotate),
                           sourceHeight: header.displayHeight(autorotate: settings.autorotate))
         var output: UnsafeMutablePointer<VipsImage>?
@@ -78,14 +78,10 @@ struct Thumbnail: LoadingOperation {
         // (with colorspace "keep", only CMYK, which no output stores).
         let converts = settings.colourSpace == .srgb || header.interpretation == VIPS_INTERPRETATION_CMYK
         let exportProfile: String? = header.needsColourTransform && converts ? "srgb" : nil
-        let status = source.withUnsafeBytes { bytes in
-            cvips_thumbnail_buffer(UnsafeMutableRawPointer(mutating: bytes.baseAddress), bytes.count, &output,
-                                   box.width, box.height, box.size, box.crop,
-                                   settings.autorotate ? 0 : 1, settings.failOn.vipsValue,
-                                   "fail_on=\(settings.failOn.rawValue)", exportProfile)
-        }
+        let status = cvips_thumbnail_file(path, &output, box.width, box.height, box.size, box.crop,
+                                          settings.autorotate ? 0 : 1, settings.failOn.vipsValue, exportProfile)
         guard status == 0, let output else { throw VipsError.capture("thumbnail") }
-        return try letterbox(VipsImageHandle(taking: output, retaining: source))
+        return try letterbox(VipsImageHandle(taking: output, retaining: nil))
     }
 
     func apply(to image: VipsImageHandle) throws(VipsError) -> VipsImageHandle {
