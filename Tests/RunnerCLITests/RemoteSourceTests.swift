@@ -164,6 +164,37 @@ struct RemoteSourceTests {
         #expect(items["/endless/b.jpg"]?.message?.hasPrefix("larger than limits.maxDownloadBytes (2000000 bytes)") == true)
     }
 
+    @Test("blacklist entries expire after blacklist.ttl")
+    func blacklistTTL() throws {
+        let server = try HTTPTestServer()
+        let workspace = try Workspace()
+        let job = try remoteJob(workspace, urls: [server.url("/status/404/a.jpg")], extra: #", "blacklist": {"ttl": "1s"}"#)
+        #expect(try workspace.run([job]).stdout.contains("1 failed"))
+        #expect(try workspace.run([job]).stdout.contains("1 blocked"), "within the ttl the URL stays blocked")
+        #expect(try server.stats().counts["/status/404/a.jpg"] == 1)
+        usleep(1_200_000)
+        #expect(try workspace.run([job]).stdout.contains("1 failed"), "after the ttl it is asked again")
+        #expect(try server.stats().counts["/status/404/a.jpg"] == 2)
+    }
+
+    @Test("cacheMaxBytes keeps the originals cache small, dropping least recently used originals")
+    func cacheTrimming() throws {
+        let server = try HTTPTestServer()
+        let workspace = try Workspace()
+        // Each original is about 20 KB: the cap holds one.
+        let job = try remoteJob(workspace, urls: [server.url("/img/a.jpg"), server.url("/img/other/b.jpg")],
+                                extra: #", "cacheMaxBytes": 30000, "cache": "originals""#)
+        #expect(try workspace.run([job]).stdout.contains("2 done"))
+        let cached = workspace.files(in: "originals")
+        #expect(cached.count == 1, "\(cached)")
+        // The dropped original is fetched again next time (unconditionally), the kept one revalidated.
+        try server.reset()
+        #expect(try workspace.run([job]).status == 0)
+        let stats = try server.stats()
+        #expect(stats.counts.values.reduce(0, +) == 2)
+        #expect(stats.conditional.count == 1)
+    }
+
     @Test("headers from the job and from the environment are sent and never stored")
     func headers() throws {
         let server = try HTTPTestServer()
