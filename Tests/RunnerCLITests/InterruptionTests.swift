@@ -28,6 +28,11 @@ func itemEvents(_ command: RunningCommand) -> Int {
     command.stdoutSoFar.split(separator: "\n").count { $0.contains("\"event\":\"item\"") }
 }
 
+/// The last line of a `--log-format json` run: its summary event.
+func summaryEvent(_ stdout: String) -> [String: Any]? {
+    stdout.split(separator: "\n").last.flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+}
+
 /// Everything a user checks after any stop: each output opens at the right size, no temporary
 /// file is left, the database is intact.
 func verifyOutputs(_ workspace: Workspace, expected count: Int) throws {
@@ -57,9 +62,7 @@ struct InterruptionTests {
         run.signal(SIGINT)
         let result = run.wait()
         #expect(result.status == 130, "\(result.stderr)")
-        let summary = try #require(result.stdout.split(separator: "\n").last.flatMap {
-            try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
-        })
+        let summary = try #require(summaryEvent(result.stdout))
         #expect(summary["event"] as? String == "summary")
         let done = try #require(summary["done"] as? Int)
         #expect(done >= 6 && done < 120)
@@ -95,9 +98,7 @@ struct InterruptionTests {
 
         let resumed = try workspace.run([job, "--log-format", "json"])
         #expect(resumed.status == 0, "\(resumed.stderr)")
-        let summary = try #require(resumed.stdout.split(separator: "\n").last.flatMap {
-            try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
-        })
+        let summary = try #require(summaryEvent(resumed.stdout))
         let upToDate = try #require(summary["upToDate"] as? Int)
         #expect((summary["done"] as? Int ?? 0) + upToDate == 80)
         if afterItems >= 9 {
@@ -135,9 +136,7 @@ struct InterruptionTests {
         let job = try simpleJob(workspace, extra: #", "concurrency": {"process": 1, "recycleAfter": 2}"#)
         let result = try workspace.run([job, "--log-format", "json"])
         #expect(result.status == 0)
-        let summary = try #require(result.stdout.split(separator: "\n").last.flatMap {
-            try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
-        })
+        let summary = try #require(summaryEvent(result.stdout))
         #expect(summary["workersStarted"] as? Int == 5)
         #expect(summary["done"] as? Int == 9)
     }
