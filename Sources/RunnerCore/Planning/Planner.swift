@@ -21,14 +21,26 @@ struct PlanningState: Sendable {
 struct Planner {
     let job: Job
     let vipsVersion: String
+    /// Each output's recipe and the versions, hashed once rather than once per item.
+    private let outputDigests: [String]
+
+    init(job: Job, vipsVersion: String) {
+        self.job = job
+        self.vipsVersion = vipsVersion
+        outputDigests = job.outputs.map { StableHash.hex($0.recipe, RunnerVersion.string, vipsVersion) }
+    }
 
     /// Every item of the job, all pending: sources expanded, outputs named, collisions and
     /// escapes rejected. Touches nothing on disk, so a bad job fails before any work.
     func expand() throws -> Plan {
+        let discoveredSources = try SourceDiscovery.discover(job.sources)
         var seen: Set<String> = []
         var writers: [String: String] = [:]
         var sources: [PlannedSource] = []
-        for discovered in try SourceDiscovery.discover(job.sources) where seen.insert(discovered.key).inserted {
+        seen.reserveCapacity(discoveredSources.count)
+        writers.reserveCapacity(discoveredSources.count * job.outputs.count)
+        sources.reserveCapacity(discoveredSources.count)
+        for discovered in discoveredSources where seen.insert(discovered.key).inserted {
             let identity: Result<SourceIdentity, SourceMissing>
             switch discovered.origin {
             case .file(let path): identity = Self.identity(of: path)
@@ -61,25 +73,25 @@ struct Planner {
     /// A URL's items are up to date here only when its cached original need not be revalidated.
     func classify(_ plan: Plan, state: PlanningState, retryFailed: Bool, now: Double = Date().timeIntervalSince1970) -> Plan {
         var plan = plan
+        // Mutated in place: copying each source out and back would copy its items too.
         for sourceIndex in plan.sources.indices {
-            var source = plan.sources[sourceIndex]
-            if case .remote(let remote) = source.origin {
+            if case .remote(let remote) = plan.sources[sourceIndex].origin {
                 if !retryFailed, let entry = state.blacklist[remote.url], !isExpired(entry, now: now) {
-                    for index in source.items.indices { source.items[index].status = .blocked }
-                    plan.sources[sourceIndex] = source
+                    for index in plan.sources[sourceIndex].items.indices { plan.sources[sourceIndex].items[index].status = .blocked }
                     continue
                 }
-                guard let original = state.originals[source.key], !needsRevalidation(original, now: now) else { continue }
-                source.identity = .success(.content(original.contentHash))
-                for index in source.items.indices {
-                    source.items[index].fingerprint = fingerprint(source.identity, output: source.items[index].outputIndex)
+                guard let original = state.originals[plan.sources[sourceIndex].key], !needsRevalidation(original, now: now) else { continue }
+                let identity = Result<SourceIdentity, SourceMissing>.success(.content(original.contentHash))
+                plan.sources[sourceIndex].identity = identity
+                for index in plan.sources[sourceIndex].items.indices {
+                    let output = plan.sources[sourceIndex].items[index].outputIndex
+                    plan.sources[sourceIndex].items[index].fingerprint = fingerprint(identity, output: output)
                 }
             }
-            guard case .success(let identity) = source.identity, identity != .unknown else { continue }
-            for index in source.items.indices where isUpToDate(source.items[index], ledger: state.ledger) {
-                source.items[index].status = .upToDate
+            guard case .success(let identity) = plan.sources[sourceIndex].identity, identity != .unknown else { continue }
+            for index in plan.sources[sourceIndex].items.indices where isUpToDate(plan.sources[sourceIndex].items[index], ledger: state.ledger) {
+                plan.sources[sourceIndex].items[index].status = .upToDate
             }
-            plan.sources[sourceIndex] = source
         }
         return plan
     }
@@ -124,9 +136,7 @@ struct Planner {
         case .success(.unknown): hash.combine("unknown")
         case .failure: hash.combine("missing")
         }
-        hash.combine(job.outputs[output].recipe)
-        hash.combine(RunnerVersion.string)
-        hash.combine(vipsVersion)
+        hash.combine(outputDigests[output])
         return hash.hex
     }
 }

@@ -95,6 +95,7 @@ public final class StateStore: Sendable {
     func ledger() throws -> [String: LedgerEntry] {
         try database.read { db in
             var entries: [String: LedgerEntry] = [:]
+            entries.reserveCapacity(try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM item WHERE state = 'done'") ?? 0)
             let rows = try Row.fetchCursor(db, sql: "SELECT key, fingerprint, output_path FROM item WHERE state = 'done'")
             while let row = try rows.next() {
                 entries[row[0]] = LedgerEntry(fingerprint: row[1], outputPath: row[2])
