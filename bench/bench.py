@@ -24,10 +24,13 @@ import datetime
 import json
 import os
 import platform
+import resource
 import shlex
 import shutil
+import signal
 import statistics
 import subprocess
+import tempfile
 import sys
 import threading
 import time
@@ -41,6 +44,7 @@ SETS = {
     "small": "~2,000 JPEGs of 1-2 megapixels (re-encoded Debian wallpaper photos)",
     "quick": "20 synthetic JPEGs of ~1.5 megapixels (smoke test)",
 }
+NOISY = 0.25  # a run during which other work kept more than this many cores busy, on average, is flagged
 PLACEHOLDER = "_To be filled in: a profile of runner against the C reference (see the numbers above)._"
 
 
@@ -108,28 +112,74 @@ class TreeSampler(threading.Thread):
         self.join()
 
 
+def busy_seconds():
+    """CPU seconds the whole machine has spent busy (all cores; steal counts as busy) since boot."""
+    with open("/proc/stat") as handle:
+        fields = [int(x) for x in handle.readline().split()[1:9]]
+    user, nice, system, idle, iowait, irq, softirq, steal = fields
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+def self_cpu():
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+class Settler:
+    """Before a run, waits (up to `per_run` seconds, `budget` in all) for other work on the machine to
+    drop below NOISY cores, so fewer runs share the CPU with someone else's build."""
+
+    def __init__(self, per_run, budget):
+        self.per_run, self.budget, self.waited = per_run, budget, 0.0
+
+    def wait(self):
+        started = time.perf_counter()
+        while min(self.per_run, self.budget) - (time.perf_counter() - started) > 0:
+            busy, own = busy_seconds(), self_cpu()
+            time.sleep(1.0)
+            if (busy_seconds() - busy) - (self_cpu() - own) < NOISY:
+                break
+        spent = time.perf_counter() - started
+        self.waited += spent
+        self.budget = max(0.0, self.budget - spent)
+
+
 def measure(argv, env=None, cwd=None, stderr_path=None, sample_interval=0.25):
-    """Runs argv to the end; returns wall s, cpu s, max single-process RSS MiB, peak tree PSS MiB, exit code."""
+    """Runs argv to the end. Returns wall s, CPU s of its tree, the largest single-process RSS MiB,
+    the peak PSS of the tree MiB, the exit code, and `other`: the average number of cores busy with
+    anything else (other users' work, the hypervisor's steal; not this harness) while it ran."""
     stderr = open(stderr_path, "wb") if stderr_path else subprocess.DEVNULL
     try:
+        busy_before, self_before = busy_seconds(), self_cpu()
         started = time.perf_counter()
+        # Its own process group, so an interrupted benchmark takes its xargs children down with it.
         process = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL,
-                                   stdout=subprocess.DEVNULL, stderr=stderr)
+                                   stdout=subprocess.DEVNULL, stderr=stderr, process_group=0)
         sampler = TreeSampler(process.pid, sample_interval)
         sampler.start()
-        _, status, usage = os.wait4(process.pid, 0)
+        try:
+            _, status, usage = os.wait4(process.pid, 0)
+        except BaseException:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            raise
         wall = time.perf_counter() - started
+        busy_after = busy_seconds()
         sampler.stop()
         process.returncode = os.waitstatus_to_exitcode(status)
     finally:
         if stderr_path:
             stderr.close()
+    cpu = usage.ru_utime + usage.ru_stime
+    harness = self_cpu() - self_before  # mostly the /proc sampler
     return {
         "wall": wall,
-        "cpu": usage.ru_utime + usage.ru_stime,
+        "cpu": cpu,
         "rss": usage.ru_maxrss / 1024,  # KiB on Linux; the largest of the tree's processes
         "pss": sampler.peak_kib / 1024,
         "code": process.returncode,
+        "other": max(0.0, (busy_after - busy_before - cpu - harness) / wall),
+        "harness": harness,
     }
 
 
@@ -366,10 +416,14 @@ def startup_probe(peers, source, workdir, repeats, interval):
     return result
 
 
-def bench_set(name, files, peers, args):
-    workdir = os.path.join(CACHE, "runs", name)
-    shutil.rmtree(workdir, ignore_errors=True)
-    os.makedirs(workdir)
+def bench_set(name, files, peers, args, settler):
+    os.makedirs(os.path.join(CACHE, "runs"), exist_ok=True)
+    if args.quick:  # the test suite runs this: a folder of its own, so runs cannot collide
+        workdir = tempfile.mkdtemp(prefix=f"{name}-", dir=os.path.join(CACHE, "runs"))
+    else:
+        workdir = os.path.join(CACHE, "runs", name)
+        shutil.rmtree(workdir, ignore_errors=True)
+        os.makedirs(workdir)
     listfile = os.path.join(workdir, "files.txt")
     with open(listfile, "w") as handle:
         handle.writelines(f + "\n" for f in files)
@@ -385,12 +439,13 @@ def bench_set(name, files, peers, args):
             if round_index == 0:
                 with open(os.path.join(run_dir, "command.txt"), "w") as handle:
                     handle.write(shlex.join(argv) + "\n")
+            settler.wait()
             run = measure(argv, env=dict(os.environ, **peer.env),
                           stderr_path=os.path.join(run_dir, "stderr.txt"), sample_interval=args.rss_interval)
             run["outputs"] = count_outputs(outdir)
             results[peer.key].append(run)
             log(f"{name} round {round_index + 1}/{args.rounds} {peer.key:9} {run['wall']:7.2f}s "
-                f"{len(files) / run['wall']:7.1f} img/s  cpu {run['cpu']:6.1f}s  exit {run['code']}  "
+                f"{len(files) / run['wall']:7.1f} img/s  cpu {run['cpu']:6.1f}s  other load {run['other']:4.2f}  exit {run['code']}  "
                 f"{run['outputs']}/{len(files)} outputs")
     quality = {}
     if args.samples > 0:
@@ -409,7 +464,9 @@ def bench_set(name, files, peers, args):
                         log(f"quality {peer.key} {os.path.basename(source)}: {error}")
             quality[peer.key] = statistics.mean(scores) if scores else None
         log(f"{name}: quality measured on {len(sample)} images")
-    if not args.keep:
+    if args.quick and not args.keep:
+        shutil.rmtree(workdir, ignore_errors=True)
+    elif not args.keep:
         for peer in peers:  # the thumbnails are no longer needed; keep commands and stderr
             shutil.rmtree(os.path.join(workdir, peer.key, "out"), ignore_errors=True)
     return results, quality
@@ -432,22 +489,26 @@ def summarise(name, files, peers, results, quality):
             "cpu_ms": 1000 * statistics.median(r["cpu"] for r in runs) / len(files),
             "rss": max(r["rss"] for r in runs), "pss": max(r["pss"] for r in runs),
             "mad": quality.get(peer.key), "ok": ok,
+            "other": statistics.median(r["other"] for r in runs),
+            "disturbed": sum(1 for r in runs if r["other"] > NOISY),
             "outputs": min(r["outputs"] for r in runs), "codes": sorted({r["code"] for r in runs}),
+            "runs": len(runs),
         })
     return rows
 
 
 def table(rows, count):
     lines = ["| peer | images/s (median) | min - max | x C ref | wall s | CPU s | CPU ms/image "
-             "| max RSS of one process MB | peak PSS of tree MB | quality MAD | outputs |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "| max RSS of one process MB | peak PSS of tree MB | quality MAD | outputs | other load | disturbed runs |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         ratio = f"{r['ratio']:.2f}" if r["ratio"] is not None else "-"
         mad = f"{r['mad']:.2f}" if r["mad"] is not None else "-"
         outputs = f"{r['outputs']}/{count}" + ("" if r["ok"] else f" FAILED (exit {','.join(map(str, r['codes']))})")
         pss = f"{r['pss']:.0f}" if r["pss"] else "-"  # a run shorter than the sampling interval
         lines.append(f"| {r['label']} | {r['rate']:.1f} | {r['min']:.1f} - {r['max']:.1f} | {ratio} | {r['wall']:.2f} "
-                     f"| {r['cpu']:.1f} | {r['cpu_ms']:.1f} | {r['rss']:.0f} | {pss} | {mad} | {outputs} |")
+                     f"| {r['cpu']:.1f} | {r['cpu_ms']:.1f} | {r['rss']:.0f} | {pss} | {mad} | {outputs} "
+                     f"| {r['other']:.2f} | {r['disturbed']}/{r['runs']} |")
     return "\n".join(lines)
 
 
@@ -460,9 +521,11 @@ def compile_reference():
     flags = run_text(["pkg-config", "--cflags", "--libs", "vips"])
     if not flags:
         sys.exit("bench: pkg-config knows no vips (apt-get install pkg-config libvips-dev)")
-    command = ["cc", "-O2", "-o", binary, source, *shlex.split(flags), "-lpthread"]
+    partial = f"{binary}.{os.getpid()}"
+    command = ["cc", "-O2", "-o", partial, source, *shlex.split(flags), "-lpthread"]
     log("compiling " + shlex.join(command))
     subprocess.run(command, check=True)
+    os.replace(partial, binary)  # atomically: another harness may be starting it
     return binary
 
 
@@ -556,7 +619,7 @@ def analysis(summaries, probe, files_by_set):
     return "\n".join(lines)
 
 
-def write_report(path, args, info, vers, command, set_results, probe, skipped, elapsed, load):
+def write_report(path, args, info, vers, command, set_results, probe, skipped, elapsed, load, settle_waited):
     where = kept_section(path, "## Where the time goes") or PLACEHOLDER
     notes = kept_section(path, "## Notes")  # hand-written; kept across regenerations like the section above
     out = ["# Benchmarks", "",
@@ -576,7 +639,12 @@ def write_report(path, args, info, vers, command, set_results, probe, skipped, e
             "largest ru_maxrss in the tree; \"peak PSS of tree\" sums PSS over the live tree, sampled every "
             f"{args.rss_interval}s (short-lived processes can be missed); quality MAD is the mean absolute "
             f"difference (0-255) from a full-decode lanczos3 resize of the same image, over {args.samples} "
-            "sampled images from the last round. \"x C ref\" is relative to the C reference at 2 threads.", ""]
+            "sampled images from the last round. \"x C ref\" is relative to the C reference at 2 threads. "
+            "\"other load\" is the median over the rounds of how many cores, on average, were busy with "
+            "anything but the peer and this harness while it ran (/proc/stat; steal included); a run with more "
+            f"than {NOISY} is counted in \"disturbed runs\" and its numbers are suspect."
+            + (f" Before each run the harness waited up to {args.settle:g} s for other load to fall below {NOISY} "
+               f"cores ({settle_waited:.0f} s waited in all)." if args.settle else ""), ""]
     for name, (files, rows, megapixels) in set_results.items():
         out += [f"## Results: {name}", "",
                 f"{len(files)} files, {megapixels / len(files):.1f} megapixels on average ({SETS.get(name, '')}).", "",
@@ -622,6 +690,10 @@ def main():
     parser.add_argument("--no-install", action="store_true", help="never apt-get/pip install a peer's needs")
     parser.add_argument("--no-probe", action="store_true", help="skip the single-image start-up probe")
     parser.add_argument("--keep", action="store_true", help="keep the last round's thumbnails under bench/cache/runs")
+    parser.add_argument("--settle", type=float, default=0,
+                        help="before each run, wait up to this many seconds for other load on the machine to "
+                             f"fall below {NOISY} cores (default 0: don't wait)")
+    parser.add_argument("--settle-budget", type=float, default=300, help="total seconds --settle may wait (default 300)")
     parser.add_argument("--rss-interval", type=float, default=0.25, help="seconds between /proc samples (default 0.25)")
     args = parser.parse_args()
     args.runner = os.path.abspath(args.runner)
@@ -650,13 +722,14 @@ def main():
     if not usable:
         sys.exit("bench: no peer can run")
 
+    settler = Settler(args.settle, args.settle_budget)
     summaries, set_results, all_files = {}, {}, {}
     for name in sets:
         files = corpus_files(name)[:args.limit] if args.limit else corpus_files(name)
         if not files:
             sys.exit(f"bench: no files in {os.path.join(CORPUS, name)}: run bench/make-corpus.sh {name}")
         log(f"set {name}: {len(files)} files, {args.rounds} rounds, peers {', '.join(p.key for p in usable)}")
-        results, quality = bench_set(name, files, usable, args)
+        results, quality = bench_set(name, files, usable, args, settler)
         rows = summarise(name, files, usable, results, quality)
         summaries[name] = rows
         all_files[name] = files
@@ -674,8 +747,9 @@ def main():
         except (OSError, subprocess.SubprocessError) as error:
             log(f"start-up probe failed: {error}")
         print("fixed cost (1 image, median of 5): " + ", ".join(f"{k} {1000 * v:.0f} ms" for k, v in probe.items()))
-    with open(os.path.join(CACHE, "runs", "results.json"), "w") as handle:
-        json.dump({"sets": summaries, "probe": probe, "args": vars(args)}, handle, indent=1)
+    if not args.quick:
+        with open(os.path.join(CACHE, "runs", "results.json"), "w") as handle:
+            json.dump({"sets": summaries, "probe": probe, "args": vars(args)}, handle, indent=1)
     for line in analysis(summaries, probe, all_files).splitlines():
         print(line)
     if skipped:
@@ -684,7 +758,8 @@ def main():
     if write:
         command = "python3 bench/bench.py " + shlex.join(sys.argv[1:])
         write_report(args.report, args, machine_info(), versions(args.runner), command.strip(), set_results, probe,
-                     skipped, time.time() - started, (load_before, ", ".join(f"{x:.2f}" for x in os.getloadavg())))
+                     skipped, time.time() - started, (load_before, ", ".join(f"{x:.2f}" for x in os.getloadavg())),
+                     settler.waited)
 
     # Exit status: runner must have succeeded and written every output (what bench-quick checks).
     failed = [f"{name}/{r['label']}" for name, rows in summaries.items() for r in rows
@@ -697,5 +772,13 @@ def main():
     return 0
 
 
+def interrupted(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    signal.signal(signal.SIGTERM, interrupted)
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        sys.exit("bench: interrupted")
