@@ -57,6 +57,12 @@ struct ProcessingTests {
         #expect(ImageProbe.pixel(render.outputPath, x: 50, y: 2) == [255, 0, 0])
         #expect(ImageProbe.pixel(render.outputPath, x: 50, y: 97) == [255, 0, 0])
         #expect(ImageProbe.pixel(render.outputPath, x: 50, y: 50) != [255, 0, 0])
+
+        let clear = try Render("photos/picos-de-europa.jpg",
+                               chain: ##"{"op": "thumbnail", "width": 100, "height": 100, "fit": "contain", "background": "#00000000"}"##)
+        #expect(clear.probe?.hasAlpha == true)
+        #expect(ImageProbe.pixel(clear.outputPath, x: 50, y: 2)?.last == 0, "the bars are transparent")
+        #expect(ImageProbe.pixel(clear.outputPath, x: 50, y: 50)?.last == 255, "the picture is opaque")
     }
 
     @Test("thumbnail never enlarges unless asked")

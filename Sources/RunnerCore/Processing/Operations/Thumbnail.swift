@@ -89,14 +89,11 @@ struct Thumbnail: LoadingOperation {
         return try letterbox(image.derive("thumbnail") { cvips_thumbnail_image($0, $1, box.width, box.height, box.size, box.crop) })
     }
 
-    /// `contain` pads the fitted image to exactly the box, centred, with the background colour.
+    /// `contain` pads the fitted image to exactly the box, centred, with the background colour
+    /// (a translucent one gives the image alpha).
     private func letterbox(_ image: VipsImageHandle) throws(VipsError) -> VipsImageHandle {
         guard fit == .contain, let width, let height, image.width != width || image.height != height else { return image }
-        let values = background.bandValues(bands: image.bands)
-        return try image.derive("gravity") { input, output in
-            values.withUnsafeBufferPointer {
-                cvips_gravity(input, output, VIPS_COMPASS_DIRECTION_CENTRE, Int32(width), Int32(height), $0.baseAddress, Int32($0.count))
-            }
-        }
+        return try image.embedded(x: (width - image.width) / 2, y: (height - image.height) / 2,
+                                  width: width, height: height, background: background)
     }
 }
