@@ -472,35 +472,45 @@ def bench_set(name, files, peers, args, settler):
     return results, quality
 
 
+def undisturbed(runs):
+    """The runs no other work disturbed, or every run when none was spared."""
+    return [r for r in runs if r["other"] <= NOISY] or runs
+
+
 def summarise(name, files, peers, results, quality):
+    """One row per peer. images/s, wall and CPU are medians over the undisturbed runs (all runs when
+    every one was disturbed); min - max, memory and the outputs check cover every run."""
     rows = []
     base = results.get("c2")
-    base_rate = statistics.median(len(files) / r["wall"] for r in base) if base else None
+    base_rate = statistics.median(len(files) / r["wall"] for r in undisturbed(base)) if base else None
     for peer in peers:
         runs = results[peer.key]
+        used = undisturbed(runs)
         rates = [len(files) / r["wall"] for r in runs]
         ok = all(r["code"] == 0 and r["outputs"] == len(files) for r in runs)
-        rate = statistics.median(rates)
+        rate = statistics.median(len(files) / r["wall"] for r in used)
+        cpu = statistics.median(r["cpu"] for r in used)
         rows.append({
             "key": peer.key, "label": peer.label, "rate": rate, "min": min(rates), "max": max(rates),
             "ratio": rate / base_rate if base_rate else None,
-            "wall": statistics.median(r["wall"] for r in runs),
-            "cpu": statistics.median(r["cpu"] for r in runs),
-            "cpu_ms": 1000 * statistics.median(r["cpu"] for r in runs) / len(files),
+            "wall": statistics.median(r["wall"] for r in used),
+            "cpu": cpu, "cpu_ms": 1000 * cpu / len(files),
             "rss": max(r["rss"] for r in runs), "pss": max(r["pss"] for r in runs),
             "mad": quality.get(peer.key), "ok": ok,
             "other": statistics.median(r["other"] for r in runs),
             "disturbed": sum(1 for r in runs if r["other"] > NOISY),
+            "used": len(used),
             "outputs": min(r["outputs"] for r in runs), "codes": sorted({r["code"] for r in runs}),
             "runs": len(runs),
+            "raw": [{k: round(v, 4) if isinstance(v, float) else v for k, v in r.items()} for r in runs],
         })
     return rows
 
 
 def table(rows, count):
-    lines = ["| peer | images/s (median) | min - max | x C ref | wall s | CPU s | CPU ms/image "
-             "| max RSS of one process MB | peak PSS of tree MB | quality MAD | outputs | other load | disturbed runs |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| peer | images/s (median of runs used) | min - max | x C ref | wall s | CPU s | CPU ms/image "
+             "| max RSS of one process MB | peak PSS of tree MB | quality MAD | outputs | other load | disturbed runs | runs used |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         ratio = f"{r['ratio']:.2f}" if r["ratio"] is not None else "-"
         mad = f"{r['mad']:.2f}" if r["mad"] is not None else "-"
@@ -508,7 +518,7 @@ def table(rows, count):
         pss = f"{r['pss']:.0f}" if r["pss"] else "-"  # a run shorter than the sampling interval
         lines.append(f"| {r['label']} | {r['rate']:.1f} | {r['min']:.1f} - {r['max']:.1f} | {ratio} | {r['wall']:.2f} "
                      f"| {r['cpu']:.1f} | {r['cpu_ms']:.1f} | {r['rss']:.0f} | {pss} | {mad} | {outputs} "
-                     f"| {r['other']:.2f} | {r['disturbed']}/{r['runs']} |")
+                     f"| {r['other']:.2f} | {r['disturbed']}/{r['runs']} | {r['used']} |")
     return "\n".join(lines)
 
 
@@ -609,7 +619,11 @@ def analysis(summaries, probe, files_by_set):
             lines.append(f"- **{name}**: runner makes {runner['rate']:.1f} images/s against the C reference's "
                          f"{c2['rate']:.1f} ({runner['ratio']:.2f}x); {runner['cpu_ms']:.1f} CPU ms per image against "
                          f"{c2['cpu_ms']:.1f}; {extra_ms:+.1f} ms of wall time per image over the reference.")
-        ranked = sorted(rows, key=lambda r: -r["rate"])
+        for r in rows:
+            if not r["ok"]:
+                lines.append(f"- **{name}**: {r['label']} FAILED (exit {','.join(map(str, r['codes']))}, "
+                             f"{r['outputs']}/{len(files_by_set[name])} outputs); its numbers mean nothing.")
+        ranked = sorted((r for r in rows if r["ok"]), key=lambda r: -r["rate"])
         if ranked:
             lines.append(f"  Fastest: {ranked[0]['label']} ({ranked[0]['rate']:.1f} images/s); slowest: "
                          f"{ranked[-1]['label']} ({ranked[-1]['rate']:.1f} images/s).")
@@ -642,7 +656,9 @@ def write_report(path, args, info, vers, command, set_results, probe, skipped, e
             "sampled images from the last round. \"x C ref\" is relative to the C reference at 2 threads. "
             "\"other load\" is the median over the rounds of how many cores, on average, were busy with "
             "anything but the peer and this harness while it ran (/proc/stat; steal included); a run with more "
-            f"than {NOISY} is counted in \"disturbed runs\" and its numbers are suspect."
+            f"than {NOISY} is counted in \"disturbed runs\". images/s, wall and CPU are medians over the "
+            "undisturbed runs (\"runs used\"; all runs when every one was disturbed, so read such a row with "
+            "care); min - max covers every run."
             + (f" Before each run the harness waited up to {args.settle:g} s for other load to fall below {NOISY} "
                f"cores ({settle_waited:.0f} s waited in all)." if args.settle else ""), ""]
     for name, (files, rows, megapixels) in set_results.items():
