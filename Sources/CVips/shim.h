@@ -28,22 +28,27 @@ static inline VipsImage *cvips_new_from_file(const char *name, VipsAccess access
     return vips_image_new_from_file(name, "access", access, NULL);
 }
 
-// Sources are opened by name: libvips streams the file itself, so a large original is never
-// copied into memory whole, and every chain of a source reads the same (page-cached) file.
-static inline VipsImage *cvips_open(const char *name, VipsAccess access, VipsFailOn fail_on) {
-    return vips_image_new_from_file(name, "access", access, "fail_on", fail_on, NULL);
+// A source file is opened once as a VipsSource that every decode of it shares: libvips streams
+// it (a large original is never copied whole into memory) and the loader sniffing and file opens
+// happen once per source, not once per decode. The caller owns the source (g_object_unref).
+static inline VipsSource *cvips_source(const char *name) { return vips_source_new_from_file(name); }
+static inline VipsImage *cvips_open(VipsSource *source, VipsAccess access, VipsFailOn fail_on) {
+    return vips_image_new_from_source(source, "", "access", access, "fail_on", fail_on, NULL);
 }
-static inline VipsImage *cvips_open_pages(const char *name, VipsAccess access, VipsFailOn fail_on) {
-    return vips_image_new_from_file(name, "access", access, "fail_on", fail_on, "n", -1, NULL);
+static inline VipsImage *cvips_open_pages(VipsSource *source, VipsAccess access, VipsFailOn fail_on) {
+    return vips_image_new_from_source(source, "", "access", access, "fail_on", fail_on, "n", -1, NULL);
 }
-// export_profile may be NULL: no colour transform beyond what libvips does for CMYK.
-static inline int cvips_thumbnail_file(const char *name, VipsImage **out, int width, int height, VipsSize size,
-                                       VipsInteresting crop, int no_rotate, VipsFailOn fail_on, const char *export_profile) {
+// export_profile may be NULL: no colour transform beyond what libvips does for CMYK. fail_on
+// also travels in the loader's option string: 8.14's thumbnail_buffer ignores the argument.
+static inline int cvips_thumbnail_source(VipsSource *source, VipsImage **out, int width, int height, VipsSize size,
+                                         VipsInteresting crop, int no_rotate, VipsFailOn fail_on,
+                                         const char *loader_options, const char *export_profile) {
     if (export_profile)
-        return vips_thumbnail(name, out, width, "height", height, "size", size, "crop", crop, "no_rotate", no_rotate,
-                              "fail_on", fail_on, "export_profile", export_profile, NULL);
-    return vips_thumbnail(name, out, width, "height", height, "size", size, "crop", crop, "no_rotate", no_rotate,
-                          "fail_on", fail_on, NULL);
+        return vips_thumbnail_source(source, out, width, "height", height, "size", size, "crop", crop,
+                                     "no_rotate", no_rotate, "fail_on", fail_on, "option_string", loader_options,
+                                     "export_profile", export_profile, NULL);
+    return vips_thumbnail_source(source, out, width, "height", height, "size", size, "crop", crop,
+                                 "no_rotate", no_rotate, "fail_on", fail_on, "option_string", loader_options, NULL);
 }
 
 static inline const char *cvips_find_load_buffer(const void *buf, size_t len) {

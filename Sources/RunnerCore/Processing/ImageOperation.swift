@@ -26,7 +26,7 @@ extension ImageOperation {
 /// An op that can replace the decode itself, such as `thumbnail` (shrink-on-load).
 /// As a chain's first step it decodes; anywhere else it runs through `apply` like any op.
 protocol LoadingOperation: ImageOperation {
-    func load(_ path: String, header: ImageHeader, settings: DecodeSettings) throws(VipsError) -> VipsImageHandle
+    func load(_ source: VipsSourceHandle, header: ImageHeader, settings: DecodeSettings) throws(VipsError) -> VipsImageHandle
 }
 
 /// What ops may need from the job while they are being read: where relative paths resolve.

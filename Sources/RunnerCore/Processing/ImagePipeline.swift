@@ -63,12 +63,12 @@ struct ImagePipeline {
     }
 
     func render(sourcePath: String, requests: [Request]) -> [Result<Rendered, ItemFailure>] {
-        let source = sourcePath
+        let source: VipsSourceHandle
         let header: ImageHeader
         var opened: VipsImageHandle?
         do {
-            let (image, imageHeader) = try open(source)
-            (opened, header) = (image, imageHeader)
+            let (file, image, imageHeader) = try open(sourcePath)
+            (source, opened, header) = (file, image, imageHeader)
         } catch {
             return requests.map { _ in .failure(error) }
         }
@@ -174,26 +174,28 @@ struct ImagePipeline {
     }
 
     /// Opens the header (lazily: no pixels yet) and applies the pixel limit.
-    private func open(_ source: String) throws(ItemFailure) -> (VipsImageHandle, ImageHeader) {
+    private func open(_ path: String) throws(ItemFailure) -> (VipsSourceHandle, VipsImageHandle, ImageHeader) {
         var info = stat()
-        guard stat(source, &info) == 0, access(source, R_OK) == 0 else {
-            throw ItemFailure(.unreadable, "\(source): \(String(cString: strerror(errno)))")
+        guard stat(path, &info) == 0, access(path, R_OK) == 0 else {
+            throw ItemFailure(.unreadable, "\(path): \(String(cString: strerror(errno)))")
         }
         guard info.st_size > 0 else { throw ItemFailure(.decode, "empty file (0 bytes)") }
+        let source: VipsSourceHandle
+        do { source = try VipsSourceHandle(path: path) } catch { throw ItemFailure(.unreadable, error.message) }
         let image = try reopen(source, access: VIPS_ACCESS_SEQUENTIAL)
         let header = ImageHeader(image)
         let pixels = header.width * header.height
         if pixels > limits.maxPixels {
             throw ItemFailure(.tooLarge, "image is \(header.width)x\(header.height) (\(pixels) pixels), over limits.maxPixels \(limits.maxPixels)")
         }
-        return (image, header)
+        return (source, image, header)
     }
 
     /// A lazy decoder over the source bytes: streaming top to bottom, or random access;
     /// the first page, or all of them as one strip.
-    private func reopen(_ source: String, access: VipsAccess, allPages: Bool = false) throws(ItemFailure) -> VipsImageHandle {
-        let pointer = allPages ? cvips_open_pages(source, access, limits.failOn.vipsValue)
-            : cvips_open(source, access, limits.failOn.vipsValue)
+    private func reopen(_ source: VipsSourceHandle, access: VipsAccess, allPages: Bool = false) throws(ItemFailure) -> VipsImageHandle {
+        let pointer = allPages ? cvips_open_pages(source.pointer, access, limits.failOn.vipsValue)
+            : cvips_open(source.pointer, access, limits.failOn.vipsValue)
         guard let pointer else { throw ItemFailure(.decode, VipsError.capture("load").message) }
         return VipsImageHandle(taking: pointer, retaining: nil)
     }

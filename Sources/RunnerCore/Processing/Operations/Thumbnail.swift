@@ -70,7 +70,7 @@ struct Thumbnail: LoadingOperation {
         }
     }
 
-    func load(_ path: String, header: ImageHeader, settings: DecodeSettings) throws(VipsError) -> VipsImageHandle {
+    func load(_ source: VipsSourceHandle, header: ImageHeader, settings: DecodeSettings) throws(VipsError) -> VipsImageHandle {
         let box = request(sourceWidth: header.displayWidth(autorotate: settings.autorotate),
                           sourceHeight: header.displayHeight(autorotate: settings.autorotate))
         var output: UnsafeMutablePointer<VipsImage>?
@@ -78,8 +78,9 @@ struct Thumbnail: LoadingOperation {
         // (with colorspace "keep", only CMYK, which no output stores).
         let converts = settings.colourSpace == .srgb || header.interpretation == VIPS_INTERPRETATION_CMYK
         let exportProfile: String? = header.needsColourTransform && converts ? "srgb" : nil
-        let status = cvips_thumbnail_file(path, &output, box.width, box.height, box.size, box.crop,
-                                          settings.autorotate ? 0 : 1, settings.failOn.vipsValue, exportProfile)
+        let status = cvips_thumbnail_source(source.pointer, &output, box.width, box.height, box.size, box.crop,
+                                            settings.autorotate ? 0 : 1, settings.failOn.vipsValue,
+                                            "fail_on=\(settings.failOn.rawValue)", exportProfile)
         guard status == 0, let output else { throw VipsError.capture("thumbnail") }
         return try letterbox(VipsImageHandle(taking: output, retaining: nil))
     }

@@ -107,6 +107,18 @@ final class SourceBytes {
     }
 }
 
+/// The one Swift owner of a source file's `VipsSource`: opened once, read by every decode of it.
+final class VipsSourceHandle {
+    let pointer: UnsafeMutablePointer<VipsSource>
+
+    init(path: String) throws(VipsError) {
+        guard let pointer = cvips_source(path) else { throw VipsError.capture("source") }
+        self.pointer = pointer
+    }
+
+    deinit { g_object_unref(UnsafeMutableRawPointer(pointer)) }
+}
+
 /// A libvips failure with the message libvips gave for it.
 struct VipsError: Error, CustomStringConvertible {
     let operation: String
