@@ -19,11 +19,6 @@ static inline VipsImage *cvips_new_from_buffer(const void *buf, size_t len, Vips
     return vips_image_new_from_buffer(buf, len, "", "access", access, "fail_on", fail_on, NULL);
 }
 
-// Every page of a multi-page source (animated GIF/WebP) as one tall strip with `page-height` set.
-static inline VipsImage *cvips_new_from_buffer_pages(const void *buf, size_t len, VipsAccess access, VipsFailOn fail_on) {
-    return vips_image_new_from_buffer(buf, len, "", "access", access, "fail_on", fail_on, "n", -1, NULL);
-}
-
 static inline VipsImage *cvips_new_from_file(const char *name, VipsAccess access) {
     return vips_image_new_from_file(name, "access", access, NULL);
 }
@@ -49,10 +44,6 @@ static inline int cvips_thumbnail_source(VipsSource *source, VipsImage **out, in
                                      "export_profile", export_profile, NULL);
     return vips_thumbnail_source(source, out, width, "height", height, "size", size, "crop", crop,
                                  "no_rotate", no_rotate, "fail_on", fail_on, "option_string", loader_options, NULL);
-}
-
-static inline const char *cvips_find_load_buffer(const void *buf, size_t len) {
-    return vips_foreign_find_load_buffer(buf, len);
 }
 
 // Shrink-on-load: the decoder itself skips the pixels the thumbnail does not need.
@@ -93,13 +84,6 @@ static inline int cvips_icc_to_srgb(VipsImage *in, VipsImage **out, int depth) {
 }
 static inline int cvips_resize(VipsImage *in, VipsImage **out, double hscale, double vscale, VipsKernel kernel) {
     return vips_resize(in, out, hscale, "vscale", vscale, "kernel", kernel, NULL);
-}
-static inline int cvips_gravity(VipsImage *in, VipsImage **out, VipsCompassDirection direction, int width, int height,
-                                const double *background, int n) {
-    VipsArrayDouble *bg = vips_array_double_new(background, n);
-    int result = vips_gravity(in, out, direction, width, height, "extend", VIPS_EXTEND_BACKGROUND, "background", bg, NULL);
-    vips_area_unref(VIPS_AREA(bg));
-    return result;
 }
 static inline int cvips_flatten(VipsImage *in, VipsImage **out, const double *background, int n) {
     VipsArrayDouble *bg = vips_array_double_new(background, n);

@@ -164,6 +164,18 @@ struct RemoteSourceTests {
         #expect(items["/endless/b.jpg"]?.message?.hasPrefix("larger than limits.maxDownloadBytes (2000000 bytes)") == true)
     }
 
+    @Test("concurrency.perHost caps the transfers one host gets at once")
+    func perHostCap() throws {
+        let server = try HTTPTestServer()
+        let workspace = try Workspace()
+        let job = try remoteJob(workspace, urls: (0..<12).map { server.url("/busy/\($0).jpg") },
+                                extra: #", "concurrency": {"download": 8, "perHost": 2}"#)
+        let result = try workspace.run([job])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("12 done"))
+        #expect(try server.stats().maxInFlight == 2)
+    }
+
     @Test("blacklist entries expire after blacklist.ttl")
     func blacklistTTL() throws {
         let server = try HTTPTestServer()

@@ -46,6 +46,8 @@ public final class HTTPTestServer: @unchecked Sendable {
         public let conditional: [String: Int]
         /// The headers of the last request per path.
         public let headers: [String: [String: String]]
+        /// Most /busy/ requests the server had in flight at once.
+        public let maxInFlight: Int
     }
 
     public func stats() throws -> Stats {
@@ -53,7 +55,8 @@ public final class HTTPTestServer: @unchecked Sendable {
         let object = try JSONSerialization.jsonObject(with: data) as? [String: Any] ?? [:]
         return Stats(counts: object["counts"] as? [String: Int] ?? [:],
                      conditional: object["conditional"] as? [String: Int] ?? [:],
-                     headers: object["headers"] as? [String: [String: String]] ?? [:])
+                     headers: object["headers"] as? [String: [String: String]] ?? [:],
+                     maxInFlight: object["maxInFlight"] as? Int ?? 0)
     }
 
     public func reset() throws { _ = try get("/_reset") }

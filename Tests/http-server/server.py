@@ -14,6 +14,7 @@ LOCK = threading.Lock()
 COUNTS = {}
 CONDITIONAL = {}
 HEADERS = {}
+IN_FLIGHT = {"now": 0, "max": 0}
 ETAG = '"v1"'
 LAST_MODIFIED = "Mon, 02 Nov 2026 10:00:00 GMT"
 
@@ -58,17 +59,26 @@ class Handler(BaseHTTPRequestHandler):
         path = self.path.split("?")[0]
         if path == "/_stats":
             with LOCK:
-                body = json.dumps({"counts": COUNTS, "conditional": CONDITIONAL, "headers": HEADERS}).encode()
+                body = json.dumps({"counts": COUNTS, "conditional": CONDITIONAL, "headers": HEADERS,
+                                   "maxInFlight": IN_FLIGHT["max"]}).encode()
             return self.send(200, body, "application/json")
         if path == "/_reset":
             with LOCK:
-                COUNTS.clear(); CONDITIONAL.clear(); HEADERS.clear()
+                COUNTS.clear(); CONDITIONAL.clear(); HEADERS.clear(); IN_FLIGHT.update(now=0, max=0)
             return self.send(200, b"{}", "application/json")
         n = self.count()
         parts = path.strip("/").split("/")
         kind = parts[0]
         if kind == "img":                      # /img/<anything>.jpg: the image, with validators
             return self.send_image(parts[1] if len(parts) > 2 else "")
+        if kind == "busy":                     # /busy/<anything>: the image after 0.3 s; counts requests in flight
+            with LOCK:
+                IN_FLIGHT["now"] += 1
+                IN_FLIGHT["max"] = max(IN_FLIGHT["max"], IN_FLIGHT["now"])
+            time.sleep(0.3)
+            with LOCK:
+                IN_FLIGHT["now"] -= 1
+            return self.send(200, self.image)
         if kind == "nocache":                  # /nocache/<anything>: the image, no validators
             return self.send(200, self.image)
         if kind == "status":                   # /status/<code>/<anything>

@@ -66,12 +66,12 @@ final class Reporter: Sendable {
 
     func itemFinished(key: String, outputPath: String, outcome: ItemOutcome) {
         counts.withLock { counts in
-            counts.finished += 1
             switch outcome {
             case .done: counts.done += 1
             case .failed: counts.failed += 1
-            case .blocked: counts.finished -= 1
+            case .blocked: return  // never counted as work to do
             }
+            counts.finished += 1
         }
         switch style {
         case .json:

@@ -296,7 +296,7 @@ public final class StateStore: Sendable {
         }
     }
 
-    /// For tests and `runner status`: SQLite's own consistency check.
+    /// SQLite's own consistency check (`PRAGMA integrity_check`): "ok" for an intact file.
     public func integrityCheck() throws -> String {
         try database.read { db in try String.fetchOne(db, sql: "PRAGMA integrity_check") ?? "" }
     }

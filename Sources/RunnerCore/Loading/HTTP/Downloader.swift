@@ -52,6 +52,7 @@ final class Downloader {
 
     private struct Waiting {
         let request: DownloadRequest
+        let host: String
         let attempt: Int
         let due: Double
     }
@@ -81,16 +82,20 @@ final class Downloader {
 
         while !shouldStop() {
             let now = Date().timeIntervalSince1970
-            // Admit: due retries first, then new requests, within the global and per-host caps.
+            // Admit: waiting requests first (due retries, or new ones whose host was full), then new
+            // requests, within the global and per-host caps. New requests are pulled only while few
+            // wait, so a list of one host's URLs is never read ahead into memory.
             while active.count < settings.downloads && canStart() {
-                if let index = waiting.firstIndex(where: { $0.due <= now && perHost[Self.host(of: $0.request.url), default: 0] < settings.perHost }) {
-                    let retry = waiting.remove(at: index)
-                    start(retry.request, attempt: retry.attempt)
+                if let index = waiting.firstIndex(where: { $0.due <= now && perHost[$0.host, default: 0] < settings.perHost }) {
+                    let ready = waiting.remove(at: index)
+                    start(ready.request, attempt: ready.attempt)
                     continue
                 }
-                guard !exhausted, let request = next() else { exhausted = true; break }
-                if perHost[Self.host(of: request.url), default: 0] >= settings.perHost {
-                    waiting.append(Waiting(request: request, attempt: 1, due: now))
+                guard waiting.count < settings.downloads, !exhausted else { break }
+                guard let request = next() else { exhausted = true; break }
+                let host = Self.host(of: request.url)
+                if perHost[host, default: 0] >= settings.perHost {
+                    waiting.append(Waiting(request: request, host: host, attempt: 1, due: now))
                 } else {
                     start(request, attempt: 1)
                 }
@@ -110,7 +115,7 @@ final class Downloader {
                 let result = transfer.finish(ccurl_message_result(message), httpDate: httpDate)
                 if case .failed(let failure, _) = result, failure.isTransient, transfer.attempt < settings.retry.attempts {
                     let delay = settings.retry.delay(after: transfer.attempt, retryAfter: failure.retryAfter)
-                    waiting.append(Waiting(request: transfer.request, attempt: transfer.attempt + 1,
+                    waiting.append(Waiting(request: transfer.request, host: transfer.host, attempt: transfer.attempt + 1,
                                            due: Date().timeIntervalSince1970 + delay))
                 } else {
                     deliver(transfer.request, result)
