@@ -16,6 +16,9 @@ struct Run: ParsableCommand {
     @Option(name: [.customShort("j"), .long], help: "Image worker processes (overrides concurrency.process).")
     var jobs: Int?
 
+    @Flag(help: "Only fetch and revalidate URL sources into the originals cache; process nothing.")
+    var downloadOnly = false
+
     @Flag(name: .shortAndLong, help: "Print only failures and the summary.")
     var quiet = false
 
@@ -39,6 +42,7 @@ struct Run: ParsableCommand {
             options.retryFailed = retryFailed
             options.workers = jobs
             options.verbose = verbose
+            options.downloadOnly = downloadOnly
             options.style = logFormat == .json ? .json : quiet ? .quiet : .text
             let summary = try JobRunner.run(loaded, options: options)
             throw ExitCode(summary.exitCode)

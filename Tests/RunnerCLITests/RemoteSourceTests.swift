@@ -114,6 +114,26 @@ struct RemoteSourceTests {
         #expect(try server.stats().counts.isEmpty)
     }
 
+    @Test("--download-only fills the originals cache and writes nothing; the next run processes without a full fetch")
+    func downloadOnly() throws {
+        let server = try HTTPTestServer()
+        let workspace = try Workspace()
+        let job = try remoteJob(workspace, urls: [server.url("/img/a.jpg"), server.url("/img/b.jpg")],
+                                extra: #", "http": {"revalidate": "1h"}"#)
+        let fetch = try workspace.run([job, "--download-only"])
+        #expect(fetch.status == 0, "\(fetch.stderr)")
+        #expect(fetch.stdout.contains("0 done") && fetch.stdout.contains("2 not started"), "\(fetch.stdout)")
+        #expect(workspace.files(in: "out").isEmpty)
+        #expect(try server.stats().counts["/img/a.jpg"] == 1)
+        #expect(try StateDatabase(path: workspace.path("state.sqlite")).scalar("SELECT count(*) FROM original") == 2)
+
+        try server.reset()
+        let process = try workspace.run([job])
+        #expect(process.stdout.contains("2 done"), "\(process.stdout)")
+        #expect(try server.stats().counts.isEmpty, "fresh originals are not fetched again")
+        #expect(workspace.files(in: "out").count == 2)
+    }
+
     @Test("a URL listed twice, with two outputs, is downloaded once")
     func requestCombining() throws {
         let server = try HTTPTestServer()

@@ -13,6 +13,8 @@ public struct RunOptions: Sendable {
     public var style = ReportStyle.text
     /// Show libvips' own warnings from the workers.
     public var verbose = false
+    /// Fetch and revalidate remote sources into the originals cache, and process nothing.
+    public var downloadOnly = false
 
     public init() {}
 }
@@ -67,10 +69,23 @@ public enum JobRunner {
         // Local files go straight to the workers; files that vanished since listing fail here.
         var local: [ScheduledTask] = []
         var remote: [PlannedSource] = []
+        var localSkipped = 0
+        var freshOriginals: [String] = []
         for source in plan.work {
             switch (source.origin, source.identity) {
+            case (.remote, .success(.content)):
+                // Planning found the cached original fresh (within `revalidate`): no request needed.
+                guard let original = state.originals[source.key], access(original.file, R_OK) == 0 else {
+                    remote.append(source)
+                    continue
+                }
+                if options.downloadOnly { localSkipped += source.items.count; continue }
+                freshOriginals.append(source.key)
+                local.append(scheduledTask(source, path: original.file, id: local.count))
             case (.remote, _):
                 remote.append(source)
+            case (.file, _) where options.downloadOnly:
+                localSkipped += source.items.count
             case (.file, .failure(let missing)):
                 let failure = ItemFailure(.unreadable, missing.message)
                 recorder.record(source.items.map {
@@ -78,18 +93,17 @@ public enum JobRunner {
                 })
                 summary.failed += source.items.count
             case (.file(let path), .success):
-                local.append(ScheduledTask(
-                    task: WorkerTask(id: local.count, source: path,
-                                     requests: source.items.map { .init(outputIndex: $0.outputIndex, path: $0.outputPath) }),
-                    keys: source.items.map(\.key), fingerprints: source.items.map(\.fingerprint)))
+                local.append(scheduledTask(source, path: path, id: local.count))
             }
         }
+        try store.touchOriginals(freshOriginals)
 
         let control = RunControl()
         let handoff = TaskQueue()
         let downloads = RemoteStage(job: job, planner: planner, sources: remote, state: state, store: store,
                                     recorder: recorder, handoff: handoff, control: control,
-                                    retryFailed: options.retryFailed, firstTaskID: local.count)
+                                    retryFailed: options.retryFailed, downloadOnly: options.downloadOnly,
+                                    firstTaskID: local.count)
         let trap = SignalTrap(control) { signal, phase in
             handoff.cancel()
             reporter.notice(phase == .abandoning
@@ -115,7 +129,7 @@ public enum JobRunner {
         summary.done = tally.done
         summary.failed += tally.failed + downloaded.failed
         summary.upToDate += downloaded.unchanged
-        summary.notStarted = scheduler.notStarted
+        summary.notStarted = scheduler.notStarted + localSkipped
             + downloads.totalItems - downloaded.unchanged - downloaded.failed - downloaded.handedOver
         summary.workersStarted = tally.workersStarted
         summary.interrupted = control.stopSignal.flatMap { schedulerResult.failure == nil ? $0 : nil }
@@ -126,6 +140,12 @@ public enum JobRunner {
         reporter.finished(summary)
         _ = try schedulerResult.get()
         return summary
+    }
+
+    private static func scheduledTask(_ source: PlannedSource, path: String, id: Int) -> ScheduledTask {
+        ScheduledTask(task: WorkerTask(id: id, source: path,
+                                       requests: source.items.map { .init(outputIndex: $0.outputIndex, path: $0.outputPath) }),
+                      keys: source.items.map(\.key), fingerprints: source.items.map(\.fingerprint))
     }
 
     private static func planningState(_ store: StateStore, force: Bool) throws -> PlanningState {

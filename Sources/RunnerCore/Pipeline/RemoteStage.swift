@@ -23,12 +23,14 @@ final class RemoteStage: @unchecked Sendable {
     private let handoff: TaskQueue
     private let control: RunControl
     private let retryFailed: Bool
+    private let downloadOnly: Bool
     private let firstTaskID: Int
     private let counts = Mutex(Counts())
     private let finished = DispatchSemaphore(value: 0)
 
     init(job: Job, planner: Planner, sources: [PlannedSource], state: PlanningState, store: StateStore,
-         recorder: Recorder, handoff: TaskQueue, control: RunControl, retryFailed: Bool, firstTaskID: Int) {
+         recorder: Recorder, handoff: TaskQueue, control: RunControl, retryFailed: Bool, downloadOnly: Bool,
+         firstTaskID: Int) {
         self.job = job
         self.planner = planner
         var order: [String] = []
@@ -45,6 +47,7 @@ final class RemoteStage: @unchecked Sendable {
         self.handoff = handoff
         self.control = control
         self.retryFailed = retryFailed
+        self.downloadOnly = downloadOnly
         self.firstTaskID = firstTaskID
     }
 
@@ -163,7 +166,8 @@ final class RemoteStage: @unchecked Sendable {
             recorder.record(unchanged)
             counts.withLock { $0.unchanged += unchanged.count }
         }
-        if !requests.isEmpty {
+        // Download-only: the original is cached and revalidated; its items stay pending (not started).
+        if !requests.isEmpty && !downloadOnly {
             let id = firstTaskID + counts.withLock { counts in
                 counts.handedOver += requests.count
                 counts.tasks += 1

@@ -254,6 +254,16 @@ public final class StateStore: Sendable {
         }
     }
 
+    /// Marks originals used now (the cache trims least recently used first).
+    func touchOriginals(_ sourceKeys: [String]) throws {
+        guard !sourceKeys.isEmpty else { return }
+        try database.write { db in
+            let statement = try db.makeStatement(sql: "UPDATE original SET used_at = ? WHERE source_key = ?")
+            let now = Date().timeIntervalSince1970
+            for key in sourceKeys { try statement.execute(arguments: [now, key]) }
+        }
+    }
+
     func forgetOriginal(_ sourceKey: String) throws {
         try database.write { db in try db.execute(sql: "DELETE FROM original WHERE source_key = ?", arguments: [sourceKey]) }
     }
