@@ -19,11 +19,14 @@ let package = Package(
         // Typed wrappers for libcurl's variadic setopt/getinfo calls.
         .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
                        providers: [.apt(["libcurl4-openssl-dev"])]),
+        // Linux calls the Glibc module leaves out (it is built without _GNU_SOURCE).
+        .systemLibrary(name: "CSystem", path: "Sources/CSystem"),
         .target(
             name: "RunnerCore",
             dependencies: [
                 "CVips",
                 "CCurl",
+                "CSystem",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             path: "Sources/RunnerCore"

@@ -20,8 +20,11 @@ struct Render {
              "outputs": [{"name": "o", "path": "out/{stem}.\(fileExtension)", "chain": [\(chain)], "format": \(format)\(extra)}]}
             """, filePath: workspace.path("job.json"))
         outputPath = workspace.path("out/result.\(fileExtension)")
-        let pipeline = ImagePipeline(outputs: job.outputs, limits: job.limits)
+        let pipeline = ImagePipeline(outputs: job.outputs, limits: job.limits, stagingOwner: getpid())
         result = pipeline.render(sourcePath: Fixtures.path(source), requests: [.init(outputIndex: 0, path: outputPath)])[0]
+        if case .success(let rendered) = result {
+            #expect(AtomicFile.publish([.init(temporary: rendered.temporary, path: outputPath)]) == [nil])
+        }
     }
 
     /// Once per process, after ImageProbe's own start (tests run in parallel).

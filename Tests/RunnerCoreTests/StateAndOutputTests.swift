@@ -39,10 +39,16 @@ struct StateAndOutputTests {
         #expect(try reopened.scalar("SELECT COUNT(*) FROM grdb_migrations") == migrations)
     }
 
-    @Test("atomic writes leave only the final file; stale temporaries of dead processes are removed")
+    @Test("a staged output appears under its final name only once published; stale temporaries of dead processes are removed")
     func atomicFile() throws {
         let workspace = try Workspace()
-        try AtomicFile.write(Data("hello".utf8), to: workspace.path("out/deep/file.bin"))
+        let first = try AtomicFile.stage(Data("hello".utf8), for: workspace.path("out/deep/file.bin"), owner: getpid())
+        let second = try AtomicFile.stage(Data("world".utf8), for: workspace.path("out/other/file.bin"), owner: getpid())
+        #expect(workspace.files(in: "out") == ["deep/.file.bin.runner-tmp-\(getpid())", "other/.file.bin.runner-tmp-\(getpid())"])
+        try FileManager.default.removeItem(atPath: workspace.path("out/other"))
+        let results = AtomicFile.publish([first, second])
+        #expect(results[0] == nil)
+        #expect(results[1]?.kind == .write && results[1]?.message.contains("out/other/file.bin") == true, "\(results)")
         #expect(workspace.files(in: "out") == ["deep/file.bin"])
         #expect(try String(contentsOfFile: workspace.path("out/deep/file.bin"), encoding: .utf8) == "hello")
 
@@ -56,7 +62,7 @@ struct StateAndOutputTests {
     func failedWrite() throws {
         let workspace = try Workspace()
         try workspace.write("not a folder", to: "blocker")
-        #expect(throws: ItemFailure.self) { try AtomicFile.write(Data("x".utf8), to: workspace.path("blocker/file.bin")) }
+        #expect(throws: ItemFailure.self) { try AtomicFile.stage(Data("x".utf8), for: workspace.path("blocker/file.bin"), owner: getpid()) }
         #expect(workspace.files(in: ".") == ["blocker"])
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -41,14 +42,23 @@ public enum JobRunner {
 
         let runID = try store.beginRun(vipsVersion: planner.vipsVersion, plan: plan)
         let reporter = Reporter(style: options.style, jobName: job.name)
-        // Items are reported only once committed: whatever a person saw finish survives a crash.
-        let recorder = Recorder(store: store, runID: runID) { committed in
-            for event in committed {
+        // Items are reported and counted only once committed: whatever a person saw finish survives a crash.
+        let committed = Mutex(RunSummary())
+        let recorder = Recorder(store: store, runID: runID) { events in
+            for event in events {
                 switch event {
                 case .finished(let key, let outputPath, let outcome):
                     reporter.itemFinished(key: key, outputPath: outputPath, outcome: outcome)
+                    committed.withLock { counts in
+                        switch outcome {
+                        case .done: counts.done += 1
+                        case .failed: counts.failed += 1
+                        case .blocked: break
+                        }
+                    }
                 case .unchanged(let key, let outputPath, _):
                     reporter.itemUnchanged(key: key, outputPath: outputPath)
+                    committed.withLock { $0.upToDate += 1 }
                 case .started:
                     break
                 }
@@ -91,7 +101,6 @@ public enum JobRunner {
                 recorder.record(source.items.map {
                     .finished(key: $0.key, outputPath: $0.outputPath, outcome: .failed(failure, duration: 0))
                 })
-                summary.failed += source.items.count
             case (.file(let path), .success):
                 local.append(scheduledTask(source, path: path, id: local.count))
             }
@@ -116,7 +125,7 @@ public enum JobRunner {
             recycleAfter: job.concurrency.recycleAfter,
             executable: currentExecutable(),
             hello: WorkerHello(jobText: job.text, jobFilePath: job.filePath,
-                               threadsPerImage: job.concurrency.threadsPerImage),
+                               threadsPerImage: job.concurrency.threadsPerImage, supervisorPID: getpid()),
             quietWorkerStderr: !options.verbose)
         let scheduler = Scheduler(local: local, downloaded: handoff, settings: settings, control: control,
                                   recorder: recorder, reporter: reporter)
@@ -125,16 +134,16 @@ public enum JobRunner {
         let schedulerResult = Result { try scheduler.run(expectsDownloads: !downloads.isEmpty) }
         if schedulerResult.failure != nil { control.requestStop(signal: SIGTERM) }
         let downloaded = downloads.wait()
-        let tally = (try? schedulerResult.get()) ?? RunSummary()
-        summary.done = tally.done
-        summary.failed += tally.failed + downloaded.failed
-        summary.upToDate += downloaded.unchanged
+        try recorder.close()
+        let counted = committed.withLock { $0 }
+        summary.done = counted.done
+        summary.failed = counted.failed
+        summary.upToDate += counted.upToDate
         summary.notStarted = scheduler.notStarted + localSkipped
             + downloads.totalItems - downloaded.unchanged - downloaded.failed - downloaded.handedOver
-        summary.workersStarted = tally.workersStarted
+        summary.workersStarted = (try? schedulerResult.get()) ?? 0
         summary.interrupted = control.stopSignal.flatMap { schedulerResult.failure == nil ? $0 : nil }
         summary.elapsedSeconds = Date().timeIntervalSince(clock)
-        try recorder.close()
         try store.finishRun(runID, summary: summary)
         try trimCache(job, store: store)
         reporter.finished(summary)

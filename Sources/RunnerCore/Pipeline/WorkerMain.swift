@@ -28,7 +28,7 @@ public enum WorkerMain {
             FileHandle.standardError.write(Data("runner worker: \(error)\n".utf8))
             return 1
         }
-        let pipeline = ImagePipeline(outputs: job.outputs, limits: job.limits)
+        let pipeline = ImagePipeline(outputs: job.outputs, limits: job.limits, stagingOwner: hello.supervisorPID)
         let crashTrigger = ProcessInfo.processInfo.environment[crashTriggerVariable].flatMap { $0.isEmpty ? nil : $0 }
         while let task = channel.receive(WorkerTask.self) {
             if let crashTrigger, task.source.contains(crashTrigger) {

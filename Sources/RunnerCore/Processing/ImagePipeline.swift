@@ -12,6 +12,8 @@ import Glibc
 struct ImagePipeline {
     let outputs: [OutputSpec]
     let limits: Limits
+    /// The supervisor, which publishes the staged outputs (see `AtomicFile`).
+    let stagingOwner: pid_t
 
     struct Request: Sendable, Codable {
         let outputIndex: Int
@@ -22,6 +24,8 @@ struct ImagePipeline {
         let width: Int
         let height: Int
         let bytes: Int
+        /// Where the output waits, complete but not yet durable, for the supervisor to publish it.
+        let temporary: String
     }
 
     /// What one output needs from the source, decided from the header before any pixel is read.
@@ -144,8 +148,9 @@ struct ImagePipeline {
                 } catch {
                     throw ItemFailure(.encode, error.message)
                 }
-                try AtomicFile.write(data, to: request.path)
-                results.append(.success(Rendered(width: pixels.width, height: pixels.height, bytes: data.count)))
+                let staged = try AtomicFile.stage(data, for: request.path, owner: stagingOwner)
+                results.append(.success(Rendered(width: pixels.width, height: pixels.height, bytes: data.count,
+                                                 temporary: staged.temporary)))
             } catch let failure as ItemFailure {
                 results.append(.failure(failure))
             } catch {

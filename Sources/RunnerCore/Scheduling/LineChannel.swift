@@ -55,6 +55,8 @@ struct WorkerHello: Codable {
     let jobText: String
     let jobFilePath: String
     let threadsPerImage: Int
+    /// Owns the outputs the worker stages.
+    let supervisorPID: Int32
 }
 
 /// One source and the outputs to render from it.

@@ -30,7 +30,7 @@ final class Scheduler: Sendable {
     private let control: RunControl
     private let recorder: Recorder
     private let reporter: Reporter
-    private let tally = Mutex(RunSummary())
+    private let workersStarted = Mutex(0)
     private let spawnFailure = Mutex<String?>(nil)
 
     init(local: [ScheduledTask], downloaded: TaskQueue, settings: Settings, control: RunControl,
@@ -43,8 +43,9 @@ final class Scheduler: Sendable {
         self.reporter = reporter
     }
 
-    /// Runs until the work is done or the run is stopped; returns the counts of what finished.
-    func run(expectsDownloads: Bool) throws -> RunSummary {
+    /// Runs until the work is done or the run is stopped; returns how many workers it started.
+    /// What finished is the recorder's to count: an item is done only once committed.
+    func run(expectsDownloads: Bool) throws -> Int {
         let group = DispatchGroup()
         let slots = expectsDownloads ? settings.slots : min(settings.slots, max(local.count, 1))
         for slot in 0..<slots {
@@ -58,7 +59,7 @@ final class Scheduler: Sendable {
         }
         group.wait()
         if let message = spawnFailure.withLock({ $0 }) { throw WorkerProcess.SpawnError(description: message) }
-        return tally.withLock { $0 }
+        return workersStarted.withLock { $0 }
     }
 
     private func nextTask() -> ScheduledTask? {
@@ -96,7 +97,7 @@ final class Scheduler: Sendable {
                     worker = try WorkerProcess(executable: settings.executable, hello: settings.hello,
                                                quietStderr: settings.quietWorkerStderr)
                     control.register(worker: worker!.pid)
-                    tally.withLock { $0.workersStarted += 1 }
+                    workersStarted.withLock { $0 += 1 }
                 } catch {
                     spawnFailure.withLock { $0 = $0 ?? "\(error)" }
                     queue.withLock { $0.retries.append(scheduled) }
@@ -135,20 +136,25 @@ final class Scheduler: Sendable {
 
     private func finish(_ scheduled: ScheduledTask, reply: WorkerReply) {
         let share = reply.seconds / Double(max(scheduled.keys.count, 1))
-        report(scheduled, outcomes: reply.outputs.map { output in
-            if let failure = output.failure { return .failed(failure, duration: share) }
-            return .done(duration: share)
-        })
+        var staged: [Recorder.StagedItem] = []
+        var failed: [ItemEvent] = []
+        for (index, output) in reply.outputs.enumerated() {
+            let path = scheduled.task.requests[index].path
+            if let rendered = output.rendered {
+                staged.append(.init(key: scheduled.keys[index], output: .init(temporary: rendered.temporary, path: path),
+                                    duration: share))
+            } else {
+                let failure = output.failure ?? ItemFailure(.process, "the worker sent no result")
+                failed.append(.finished(key: scheduled.keys[index], outputPath: path, outcome: .failed(failure, duration: share)))
+            }
+        }
+        recorder.record(failed)
+        recorder.record(staged: staged)
     }
 
     private func report(_ scheduled: ScheduledTask, outcomes: [ItemOutcome]) {
         recorder.record(outcomes.enumerated().map { index, outcome in
             ItemEvent.finished(key: scheduled.keys[index], outputPath: scheduled.task.requests[index].path, outcome: outcome)
         })
-        tally.withLock { tally in
-            for outcome in outcomes {
-                if outcome.failure == nil { tally.done += 1 } else { tally.failed += 1 }
-            }
-        }
     }
 }

@@ -2,13 +2,26 @@ import Foundation
 import Synchronization
 
 /// Collects item events from the worker slots and writes them to the state database in batched
-/// transactions, so bookkeeping stays a small part of a run. An item reaches `done` only after
-/// its worker reported the output durable, and is reported to the user only once committed; a
-/// crash loses at most the last unflushed batch, whose outputs are complete and simply made again.
+/// transactions, so bookkeeping stays a small part of a run. Outputs the workers staged are
+/// published (made durable under their final names, `AtomicFile.publish`) as one batch just before
+/// the transaction that records them done; an item is reported to the user only once committed.
+/// A crash loses at most the last unflushed batch, whose outputs are simply made again.
 final class Recorder: Sendable {
+    /// An item whose output a worker staged: done once published.
+    struct StagedItem: Sendable {
+        let key: String
+        let output: AtomicFile.Staged
+        let duration: Double
+    }
+
+    private struct Pending {
+        var events: [ItemEvent] = []
+        var staged: [StagedItem] = []
+    }
+
     private let store: StateStore
     private let runID: Int64
-    private let pending = Mutex<[ItemEvent]>([])
+    private let pending = Mutex(Pending())
     private let wake = NSCondition()
     private let stopped = Mutex(false)
     private let failure = Mutex<(any Error)?>(nil)
@@ -27,7 +40,11 @@ final class Recorder: Sendable {
     }
 
     func record(_ events: [ItemEvent]) {
-        pending.withLock { $0.append(contentsOf: events) }
+        pending.withLock { $0.events.append(contentsOf: events) }
+    }
+
+    func record(staged items: [StagedItem]) {
+        pending.withLock { $0.staged.append(contentsOf: items) }
     }
 
     /// Writes everything still queued and stops the flush thread.
@@ -43,10 +60,20 @@ final class Recorder: Sendable {
     private func flushLoop() {
         while true {
             let isStopping = stopped.withLock { $0 }
-            let batch = pending.withLock { events in
-                defer { events.removeAll(keepingCapacity: true) }
-                return events
+            var (batch, staged) = pending.withLock { pending in
+                defer {
+                    pending.events.removeAll(keepingCapacity: true)
+                    pending.staged.removeAll(keepingCapacity: true)
+                }
+                return (pending.events, pending.staged)
             }
+            // After the events taken with them: an item's `started` always precedes its result.
+            let published = AtomicFile.publish(staged.map(\.output))
+            for (item, failure) in zip(staged, published) {
+                batch.append(.finished(key: item.key, outputPath: item.output.path,
+                                       outcome: failure.map { .failed($0, duration: item.duration) } ?? .done(duration: item.duration)))
+            }
+            staged.removeAll()
             do {
                 try store.record(batch, runID: runID)
                 onCommitted(batch)
