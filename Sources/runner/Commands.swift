@@ -87,20 +87,25 @@ struct PlanCommand: ParsableCommand {
 
     func run() throws {
         do {
-            let plan = try JobRunner.plan(try job.load(), force: force)
-            if json {
-                var object: [String: Any] = Dictionary(uniqueKeysWithValues: PlannedItem.Status.allCases.map { ($0.rawValue, plan.count($0)) })
-                if list {
-                    object["items"] = plan.items.map { ["key": $0.key, "output": $0.outputPath, "status": $0.status.rawValue] }
+            var listed: [[String: String]] = []
+            let counts = try JobRunner.plan(try job.load(), force: force) { source in
+                guard list else { return }
+                for item in source.items {
+                    if json {
+                        listed.append(["key": item.key, "output": item.outputPath, "status": item.status.rawValue])
+                    } else {
+                        print("\(item.status.rawValue)\t\(item.key)\t\(item.outputPath)")
+                    }
                 }
+            }
+            if json {
+                var object: [String: Any] = Dictionary(uniqueKeysWithValues: PlannedItem.Status.allCases.map { ($0.rawValue, counts[$0]) })
+                if list { object["items"] = listed }
                 let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .prettyPrinted])
                 print(String(decoding: data, as: UTF8.self))
                 return
             }
-            if list {
-                for item in plan.items { print("\(item.status.rawValue)\t\(item.key)\t\(item.outputPath)") }
-            }
-            print("\(plan.count(.pending)) to run, \(plan.count(.upToDate)) up to date, \(plan.count(.blocked)) blocked")
+            print("\(counts.pending) to run, \(counts.upToDate) up to date, \(counts.blocked) blocked")
         } catch {
             Runner.exit(for: error)
         }

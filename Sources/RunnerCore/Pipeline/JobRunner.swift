@@ -28,19 +28,45 @@ public enum JobRunner {
     public static func run(_ job: Job, options: RunOptions) throws -> RunSummary {
         let clock = Date()
         let planner = Planner(job: job, vipsVersion: VipsRuntime.version)
-        let everything = try planner.expand()
+        // Later runs plan inside a transaction that a job-file error rolls back; a first run checks
+        // the job before it creates the state database at all.
+        if !FileManager.default.fileExists(atPath: job.statePath) { _ = try validate(job) }
         let lock = try RunLock(statePath: job.statePath)
         defer { withExtendedLifetime(lock) {} }
         let store = try StateStore(path: job.statePath)
-        let state = try planningState(store, force: options.force)
-        let plan = planner.classify(everything, state: state, retryFailed: options.retryFailed)
 
+        // Plan in one streaming pass: each source is classified, recorded and spooled as it is
+        // found, so memory does not grow with the job. Only digests and folder names are kept.
+        let localSources = try PlanSpool(besideStateAt: job.statePath)
+        let remoteSources = try PlanSpool(besideStateAt: job.statePath)
+        var folders: Set<String> = [job.remote.cacheDirectory]
+        var seenURLs = DigestSet()
+        var repeatedURLs = DigestSet()
+        let (runID, planned) = try store.beginRun(vipsVersion: planner.vipsVersion) { pass in
+            var counts = PlanCounts()
+            try planner.forEachSource { found in
+                var source = found
+                try planner.classify(&source, state: pass, retryFailed: options.retryFailed, force: options.force)
+                counts.add(source)
+                source.items.removeAll { $0.status == .upToDate }
+                guard !source.items.isEmpty else { return }
+                try pass.recordPlanned(source)
+                for item in source.items { folders.insert(Paths.directory(of: item.outputPath)) }
+                switch source.origin {
+                case .file:
+                    try localSources.append(source)
+                case .remote(let remote):
+                    if !seenURLs.insert(remote.url) { _ = repeatedURLs.insert(remote.url) }
+                    try remoteSources.append(source)
+                }
+            }
+            return counts
+        }
+        try localSources.finishWriting()
+        try remoteSources.finishWriting()
         // A killed run may have left temporary files beside the outputs and in the originals cache.
-        var folders = Set(plan.items.map { Paths.directory(of: $0.outputPath) })
-        folders.insert(job.remote.cacheDirectory)
         AtomicFile.removeStaleTemporaries(in: folders)
 
-        let runID = try store.beginRun(vipsVersion: planner.vipsVersion, plan: plan)
         let reporter = Reporter(style: options.style, jobName: job.name)
         // Items are reported and counted only once committed: whatever a person saw finish survives a crash.
         let committed = Mutex(RunSummary())
@@ -64,55 +90,30 @@ public enum JobRunner {
                 }
             }
         }
-        var summary = RunSummary()
-        summary.planned = plan.count(.pending)
-        summary.upToDate = plan.count(.upToDate)
-        summary.blocked = plan.count(.blocked)
-        reporter.planned(plan, toRun: summary.planned)
-        recorder.record(plan.sources.flatMap { source in
-            source.items.filter { $0.status == .blocked }.map { item in
-                ItemEvent.finished(key: item.key, outputPath: item.outputPath,
-                                   outcome: .blocked(blockedReason(source, state: state)))
-            }
-        })
+        reporter.planned(planned)
 
         // Local files go straight to the workers; files that vanished since listing fail here.
-        var local: [ScheduledTask] = []
-        var remote: [PlannedSource] = []
-        var localSkipped = 0
-        var freshOriginals: [String] = []
-        for source in plan.work {
-            switch (source.origin, source.identity) {
-            case (.remote, .success(.content)):
-                // Planning found the cached original fresh (within `revalidate`): no request needed.
-                guard let original = state.originals[source.key], access(original.file, R_OK) == 0 else {
-                    remote.append(source)
+        let downloadOnly = options.downloadOnly
+        let nextLocal: Scheduler.LocalSource = {
+            while !downloadOnly, let source = localSources.next() {
+                guard case .file(let path) = source.origin else { continue }
+                if case .missing(let message) = source.identity {
+                    let failure = ItemFailure(.unreadable, message)
+                    recorder.record(source.items.map {
+                        .finished(key: $0.key, outputPath: $0.outputPath, outcome: .failed(failure, duration: 0))
+                    })
                     continue
                 }
-                if options.downloadOnly { localSkipped += source.items.count; continue }
-                freshOriginals.append(source.key)
-                local.append(scheduledTask(source, path: original.file, id: local.count))
-            case (.remote, _):
-                remote.append(source)
-            case (.file, _) where options.downloadOnly:
-                localSkipped += source.items.count
-            case (.file, .failure(let missing)):
-                let failure = ItemFailure(.unreadable, missing.message)
-                recorder.record(source.items.map {
-                    .finished(key: $0.key, outputPath: $0.outputPath, outcome: .failed(failure, duration: 0))
-                })
-            case (.file(let path), .success):
-                local.append(scheduledTask(source, path: path, id: local.count))
+                return ScheduledTask(file: path, items: source.items)
             }
+            return nil
         }
-        try store.touchOriginals(freshOriginals)
 
         let control = RunControl()
         let handoff = TaskQueue()
-        let downloads = RemoteStage(job: job, planner: planner, sources: remote, state: state, store: store,
-                                    recorder: recorder, handoff: handoff, control: control,
-                                    retryFailed: options.retryFailed, downloadOnly: options.downloadOnly,
-                                    firstTaskID: local.count)
+        let downloads = RemoteStage(job: job, planner: planner, sources: remoteSources, repeatedURLs: repeatedURLs,
+                                    store: store, recorder: recorder, handoff: handoff, control: control,
+                                    retryFailed: options.retryFailed, downloadOnly: options.downloadOnly)
         let trap = SignalTrap(control) { signal, phase in
             handoff.cancel()
             reporter.notice(phase == .abandoning
@@ -127,20 +128,20 @@ public enum JobRunner {
             hello: WorkerHello(jobText: job.text, jobFilePath: job.filePath,
                                threadsPerImage: job.concurrency.threadsPerImage, supervisorPID: getpid()),
             quietWorkerStderr: !options.verbose)
-        let scheduler = Scheduler(local: local, downloaded: handoff, settings: settings, control: control,
+        let scheduler = Scheduler(local: nextLocal, downloaded: handoff, settings: settings, control: control,
                                   recorder: recorder, reporter: reporter)
         reporter.startTicker()
         if downloads.isEmpty { handoff.close() } else { downloads.start() }
-        let schedulerResult = Result { try scheduler.run(expectsDownloads: !downloads.isEmpty) }
+        let schedulerResult = Result { try scheduler.run() }
         if schedulerResult.failure != nil { control.requestStop(signal: SIGTERM) }
-        let downloaded = downloads.wait()
+        downloads.wait()
         try recorder.close()
-        let counted = committed.withLock { $0 }
-        summary.done = counted.done
-        summary.failed = counted.failed
-        summary.upToDate += counted.upToDate
-        summary.notStarted = scheduler.notStarted + localSkipped
-            + downloads.totalItems - downloaded.unchanged - downloaded.failed - downloaded.handedOver
+        var summary = committed.withLock { $0 }
+        summary.planned = planned.pending
+        summary.blocked = planned.blocked
+        // Every planned item ends done, failed, revalidated unchanged, or not started.
+        summary.notStarted = planned.pending - summary.done - summary.failed - summary.upToDate
+        summary.upToDate += planned.upToDate
         summary.workersStarted = (try? schedulerResult.get()) ?? 0
         summary.interrupted = control.stopSignal.flatMap { schedulerResult.failure == nil ? $0 : nil }
         summary.elapsedSeconds = Date().timeIntervalSince(clock)
@@ -149,22 +150,6 @@ public enum JobRunner {
         reporter.finished(summary)
         _ = try schedulerResult.get()
         return summary
-    }
-
-    private static func scheduledTask(_ source: PlannedSource, path: String, id: Int) -> ScheduledTask {
-        ScheduledTask(task: WorkerTask(id: id, source: path,
-                                       requests: source.items.map { .init(outputIndex: $0.outputIndex, path: $0.outputPath) }),
-                      keys: source.items.map(\.key), fingerprints: source.items.map(\.fingerprint))
-    }
-
-    private static func planningState(_ store: StateStore, force: Bool) throws -> PlanningState {
-        PlanningState(ledger: force ? [:] : try store.ledger(), originals: try store.originals(),
-                      blacklist: try store.blacklist())
-    }
-
-    private static func blockedReason(_ source: PlannedSource, state: PlanningState) -> String {
-        guard case .remote(let remote) = source.origin, let entry = state.blacklist[remote.url] else { return "blacklisted" }
-        return "blacklisted since \(ISO8601DateFormatter().string(from: entry.firstSeen)): \(entry.message)"
     }
 
     /// Keeps the originals cache under `cacheMaxBytes`, removing least recently used originals.
@@ -188,16 +173,31 @@ public enum JobRunner {
     /// Everything that can be checked before any work: the job file itself, then its sources
     /// and output paths (missing folders, collisions, escapes). Returns the number of items.
     public static func validate(_ job: Job) throws -> Int {
-        try Planner(job: job, vipsVersion: VipsRuntime.version).expand().items.count
+        var items = 0
+        try Planner(job: job, vipsVersion: VipsRuntime.version).forEachSource { items += $0.items.count }
+        return items
     }
 
-    /// What a run would do, without running it.
-    public static func plan(_ job: Job, force: Bool = false, retryFailed: Bool = false) throws -> Plan {
+    /// What a run would do, without running it: each source as it is planned, then the counts.
+    @discardableResult
+    public static func plan(_ job: Job, force: Bool = false, retryFailed: Bool = false,
+                            _ visit: (PlannedSource) throws -> Void = { _ in }) throws -> PlanCounts {
         let planner = Planner(job: job, vipsVersion: VipsRuntime.version)
-        let everything = try planner.expand()
-        guard FileManager.default.fileExists(atPath: job.statePath) else { return everything }
-        let state = try planningState(try StateStore(path: job.statePath), force: force)
-        return planner.classify(everything, state: state, retryFailed: retryFailed)
+        var counts = PlanCounts()
+        func planAll(_ state: some PlanningLookup) throws {
+            try planner.forEachSource { found in
+                var source = found
+                try planner.classify(&source, state: state, retryFailed: retryFailed, force: force)
+                counts.add(source)
+                try visit(source)
+            }
+        }
+        if FileManager.default.fileExists(atPath: job.statePath) {
+            try StateStore(path: job.statePath).plan { try planAll($0) }
+        } else {
+            try planAll(PlanningState())
+        }
+        return counts
     }
 }
 

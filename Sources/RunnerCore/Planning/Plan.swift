@@ -1,32 +1,61 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
-/// What a run would do, computed without decoding anything.
+/// What a run would do, computed without decoding anything. Runs never hold one: they stream
+/// sources through `Planner.forEachSource`; a whole `Plan` is for `runner plan` and tests.
 public struct Plan: Sendable {
     public var sources: [PlannedSource]
 
     public var items: [PlannedItem] { sources.flatMap(\.items) }
 
-    public func count(_ status: PlannedItem.Status) -> Int {
-        sources.reduce(0) { $0 + $1.items.count { $0.status == status } }
+    public var counts: PlanCounts {
+        sources.reduce(into: PlanCounts()) { $0.add($1) }
     }
 
-    /// Sources with at least one item to run, each carrying only those items.
-    var work: [PlannedSource] {
-        sources.compactMap { source in
-            var pending = source
-            pending.items = source.items.filter { $0.status == .pending }
-            return pending.items.isEmpty ? nil : pending
+    public func count(_ status: PlannedItem.Status) -> Int { counts[status] }
+}
+
+/// How many items a plan has in each status.
+public struct PlanCounts: Sendable {
+    public var pending = 0
+    public var upToDate = 0
+    public var blocked = 0
+
+    public init() {}
+
+    public subscript(status: PlannedItem.Status) -> Int {
+        switch status {
+        case .pending: pending
+        case .upToDate: upToDate
+        case .blocked: blocked
+        }
+    }
+
+    mutating func add(_ source: PlannedSource) {
+        for item in source.items {
+            switch item.status {
+            case .pending: pending += 1
+            case .upToDate: upToDate += 1
+            case .blocked: blocked += 1
+            }
         }
     }
 }
 
-/// One source and the items (one per output) planned for it.
-public struct PlannedSource: Sendable {
+/// One source and the items (one per output) planned for it. Codable: runs spool the sources
+/// they will work on to a file (`PlanSpool`) rather than hold them.
+public struct PlannedSource: Sendable, Codable {
     /// The source key: a file's absolute path, a URL's normalized form, or an explicit key.
     public let key: String
     let origin: SourceOrigin
     /// What the fingerprint knows of the source's content, or why a file could not be read.
-    var identity: Result<SourceIdentity, SourceMissing>
+    var identity: SourceIdentity
+    /// A URL source's original in the cache, as the state database records it.
+    var cachedOriginal: CachedOriginal?
+    /// Why a blocked source's URL is blacklisted.
+    var blockedReason: String?
     public var items: [PlannedItem]
 
     /// The file path or URL, for people.
@@ -38,22 +67,20 @@ public struct PlannedSource: Sendable {
     }
 }
 
-enum SourceIdentity: Sendable, Equatable {
+enum SourceIdentity: Sendable, Equatable, Codable {
     /// A local file: size and modification time.
     case file(size: Int64, modifiedNanoseconds: Int64)
     /// A downloaded original: a hash of its bytes.
     case content(String)
     /// A remote source not downloaded yet: nothing can be up to date.
     case unknown
-}
-
-struct SourceMissing: Error, Sendable, Equatable {
-    let message: String
+    /// A local file that cannot be read, and why.
+    case missing(String)
 }
 
 /// (source, output): the unit of progress.
-public struct PlannedItem: Sendable {
-    public enum Status: String, Sendable, CaseIterable {
+public struct PlannedItem: Sendable, Codable {
+    public enum Status: String, Sendable, CaseIterable, Codable {
         /// Needs to run (or, for a URL, to be revalidated): new, changed, failed before, or missing its output.
         case pending
         /// Recorded done with the same fingerprint, and the output file exists.
@@ -69,4 +96,11 @@ public struct PlannedItem: Sendable {
     public let outputPath: String
     public internal(set) var fingerprint: String
     public internal(set) var status: Status
+    /// The fingerprint recorded when this item was last done at this same output path.
+    var recordedFingerprint: String?
+
+    /// Up to date: recorded done with this fingerprint, and the output is still there.
+    var isUpToDate: Bool {
+        recordedFingerprint == fingerprint && access(outputPath, F_OK) == 0
+    }
 }

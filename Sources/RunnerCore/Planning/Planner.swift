@@ -3,21 +3,36 @@ import Foundation
 import Glibc
 #endif
 
-/// What the state database says about items finished earlier.
+/// What the state database says about an item finished earlier.
 struct LedgerEntry: Sendable {
     let fingerprint: String
     let outputPath: String
 }
 
-/// What the state database knows that decides whether an item runs.
-struct PlanningState: Sendable {
+/// The recorded state that decides whether an item runs, looked up one key at a time so a
+/// plan never needs the whole ledger in memory. `StateStore.PlanningPass` reads the database;
+/// `PlanningState` holds a few entries in memory.
+protocol PlanningLookup {
+    /// The item's entry if it was recorded done.
+    func recordedDone(_ itemKey: String) throws -> LedgerEntry?
+    func original(_ sourceKey: String) throws -> CachedOriginal?
+    func blacklistEntry(_ url: String) throws -> BlacklistEntry?
+}
+
+struct PlanningState: PlanningLookup, Sendable {
     var ledger: [String: LedgerEntry] = [:]
     var originals: [String: CachedOriginal] = [:]
     var blacklist: [String: BlacklistEntry] = [:]
+
+    func recordedDone(_ itemKey: String) -> LedgerEntry? { ledger[itemKey] }
+    func original(_ sourceKey: String) -> CachedOriginal? { originals[sourceKey] }
+    func blacklistEntry(_ url: String) -> BlacklistEntry? { blacklist[url] }
 }
 
-/// Turns a job into a `Plan`: expands sources, names every output, fingerprints every item and
-/// decides from the recorded state which are up to date or blocked. Reads file metadata only; never decodes.
+/// Turns a job into planned sources: expands sources, names every output, fingerprints every
+/// item and decides from the recorded state which are up to date or blocked. Streams: a source
+/// is visited as soon as it is found, and only digests of keys and paths are kept. Reads file
+/// metadata only; never decodes.
 struct Planner {
     let job: Job
     let vipsVersion: String
@@ -30,75 +45,107 @@ struct Planner {
         outputDigests = job.outputs.map { StableHash.hex($0.recipe, RunnerVersion.string, vipsVersion) }
     }
 
-    /// Every item of the job, all pending: sources expanded, outputs named, collisions and
-    /// escapes rejected. Touches nothing on disk, so a bad job fails before any work.
-    func expand() throws -> Plan {
-        let discoveredSources = try SourceDiscovery.discover(job.sources)
-        var seen: Set<String> = []
-        var writers: [String: String] = [:]
-        var sources: [PlannedSource] = []
-        seen.reserveCapacity(discoveredSources.count)
-        writers.reserveCapacity(discoveredSources.count * job.outputs.count)
-        sources.reserveCapacity(discoveredSources.count)
-        for discovered in discoveredSources where seen.insert(discovered.key).inserted {
-            let identity: Result<SourceIdentity, SourceMissing>
-            switch discovered.origin {
-            case .file(let path): identity = Self.identity(of: path)
-            case .remote: identity = .success(.unknown)
+    /// Visits every source of the job once, in order, with all its items pending: sources
+    /// deduplicated, outputs named, collisions and escapes rejected (as `JobFileError`).
+    func forEachSource(_ visit: (PlannedSource) throws -> Void) throws {
+        var seenSources = DigestSet()
+        var writtenPaths = DigestSet()
+        try SourceDiscovery.discover(job.sources) { discovered in
+            guard seenSources.insert(discovered.key) else { return }
+            let source = try planned(discovered)
+            for item in source.items where !writtenPaths.insert(item.outputPath) {
+                throw JobFileError("outputs[\(item.outputIndex)].path",
+                                   "two items would write \(item.outputPath): \(firstWriter(of: item.outputPath) ?? "another") and \(item.key); add {dir} or {key} to the template")
             }
-            let (stem, ext) = Paths.splitExtension(discovered.fileName)
-            let sourceHash = StableHash.hex(discovered.key)
-            var items: [PlannedItem] = []
-            for (index, output) in job.outputs.enumerated() {
-                let values = PathTemplate.Values(stem: stem, ext: ext, dir: discovered.relativeDirectory,
-                                                 name: output.name, key: String(sourceHash.prefix(12)))
-                guard let outputPath = output.template.expand(values) else {
-                    throw JobFileError("outputs[\(index)].path", "\(discovered.key) would be written outside \(output.template.root)")
-                }
-                let key = "\(discovered.key)@\(output.name)"
-                if let other = writers.updateValue(key, forKey: outputPath) {
-                    throw JobFileError("outputs[\(index)].path",
-                                       "two items would write \(outputPath): \(other) and \(key); add {dir} or {key} to the template")
-                }
-                items.append(PlannedItem(key: key, outputName: output.name, outputIndex: index, outputPath: outputPath,
-                                         fingerprint: fingerprint(identity, output: index), status: .pending))
-            }
-            sources.append(PlannedSource(key: discovered.key, origin: discovered.origin, identity: identity, items: items))
+            try visit(source)
         }
+    }
+
+    /// The whole plan at once: for `runner plan` and tests. Runs stream instead.
+    func expand() throws -> Plan {
+        var sources: [PlannedSource] = []
+        try forEachSource { sources.append($0) }
         return Plan(sources: sources)
+    }
+
+    private func planned(_ discovered: DiscoveredSource) throws -> PlannedSource {
+        let identity: SourceIdentity
+        switch discovered.origin {
+        case .file(let path): identity = Self.identity(of: path)
+        case .remote: identity = .unknown
+        }
+        let (stem, ext) = Paths.splitExtension(discovered.fileName)
+        let sourceHash = StableHash.hex(discovered.key)
+        var items: [PlannedItem] = []
+        items.reserveCapacity(job.outputs.count)
+        for (index, output) in job.outputs.enumerated() {
+            let values = PathTemplate.Values(stem: stem, ext: ext, dir: discovered.relativeDirectory,
+                                             name: output.name, key: String(sourceHash.prefix(12)))
+            guard let outputPath = output.template.expand(values) else {
+                throw JobFileError("outputs[\(index)].path", "\(discovered.key) would be written outside \(output.template.root)")
+            }
+            items.append(PlannedItem(key: "\(discovered.key)@\(output.name)", outputName: output.name, outputIndex: index,
+                                     outputPath: outputPath, fingerprint: fingerprint(identity, output: index), status: .pending))
+        }
+        return PlannedSource(key: discovered.key, origin: discovered.origin, identity: identity, items: items)
+    }
+
+    /// The key of the first item that writes `path`: the error path only, so it re-discovers.
+    private func firstWriter(of path: String) -> String? {
+        struct Found: Error { let key: String }
+        var seen = DigestSet()
+        do {
+            try SourceDiscovery.discover(job.sources) { discovered in
+                guard seen.insert(discovered.key) else { return }
+                if let item = try planned(discovered).items.first(where: { $0.outputPath == path }) { throw Found(key: item.key) }
+            }
+        } catch let found as Found {
+            return found.key
+        } catch {}
+        return nil
     }
 
     /// Marks items up to date whose recorded fingerprint and output path match and whose output
     /// file still exists, and items of blacklisted URLs blocked. Nothing is decoded or downloaded.
-    /// A URL's items are up to date here only when its cached original need not be revalidated.
-    func classify(_ plan: Plan, state: PlanningState, retryFailed: Bool, now: Double = Date().timeIntervalSince1970) -> Plan {
-        var plan = plan
-        // Mutated in place: copying each source out and back would copy its items too.
-        for sourceIndex in plan.sources.indices {
-            if case .remote(let remote) = plan.sources[sourceIndex].origin {
-                if !retryFailed, let entry = state.blacklist[remote.url], !isExpired(entry, now: now) {
-                    for index in plan.sources[sourceIndex].items.indices { plan.sources[sourceIndex].items[index].status = .blocked }
-                    continue
-                }
-                guard let original = state.originals[plan.sources[sourceIndex].key], !needsRevalidation(original, now: now) else { continue }
-                let identity = Result<SourceIdentity, SourceMissing>.success(.content(original.contentHash))
-                plan.sources[sourceIndex].identity = identity
-                for index in plan.sources[sourceIndex].items.indices {
-                    let output = plan.sources[sourceIndex].items[index].outputIndex
-                    plan.sources[sourceIndex].items[index].fingerprint = fingerprint(identity, output: output)
-                }
+    /// A URL's items are up to date here only when its cached original need not be revalidated;
+    /// otherwise the download stage decides, from what this records on the source.
+    func classify(_ source: inout PlannedSource, state: some PlanningLookup, retryFailed: Bool, force: Bool = false,
+                  now: Double = Date().timeIntervalSince1970) throws {
+        if case .remote(let remote) = source.origin {
+            if !retryFailed, let entry = try state.blacklistEntry(remote.url), !isExpired(entry, now: now) {
+                source.blockedReason = "blacklisted since \(ISO8601DateFormatter().string(from: entry.firstSeen)): \(entry.message)"
+                for index in source.items.indices { source.items[index].status = .blocked }
+                return
             }
-            guard case .success(let identity) = plan.sources[sourceIndex].identity, identity != .unknown else { continue }
-            for index in plan.sources[sourceIndex].items.indices where isUpToDate(plan.sources[sourceIndex].items[index], ledger: state.ledger) {
-                plan.sources[sourceIndex].items[index].status = .upToDate
+            source.cachedOriginal = try state.original(source.key)
+            if let original = source.cachedOriginal, !needsRevalidation(original, now: now) {
+                source.identity = .content(original.contentHash)
+                for index in source.items.indices {
+                    source.items[index].fingerprint = fingerprint(source.identity, output: source.items[index].outputIndex)
+                }
             }
         }
-        return plan
+        for index in source.items.indices where !force {
+            if let entry = try state.recordedDone(source.items[index].key), entry.outputPath == source.items[index].outputPath {
+                source.items[index].recordedFingerprint = entry.fingerprint
+            }
+        }
+        switch source.identity {
+        case .file, .content: break
+        case .unknown, .missing: return
+        }
+        for index in source.items.indices where source.items[index].isUpToDate {
+            source.items[index].status = .upToDate
+        }
     }
 
-    func isUpToDate(_ item: PlannedItem, ledger: [String: LedgerEntry]) -> Bool {
-        guard let entry = ledger[item.key] else { return false }
-        return entry.fingerprint == item.fingerprint && entry.outputPath == item.outputPath && access(item.outputPath, F_OK) == 0
+    /// `classify` over a whole plan (for `runner plan` and tests).
+    func classify(_ plan: Plan, state: some PlanningLookup, retryFailed: Bool, force: Bool = false) throws -> Plan {
+        var plan = plan
+        for index in plan.sources.indices {
+            try classify(&plan.sources[index], state: state, retryFailed: retryFailed, force: force)
+        }
+        return plan
     }
 
     private func isExpired(_ entry: BlacklistEntry, now: Double) -> Bool {
@@ -114,27 +161,23 @@ struct Planner {
         }
     }
 
-    static func identity(of path: String) -> Result<SourceIdentity, SourceMissing> {
+    static func identity(of path: String) -> SourceIdentity {
         var info = stat()
-        guard stat(path, &info) == 0 else {
-            return .failure(SourceMissing(message: "\(path): \(String(cString: strerror(errno)))"))
-        }
-        guard (info.st_mode & S_IFMT) == S_IFREG else {
-            return .failure(SourceMissing(message: "\(path): not a regular file"))
-        }
+        guard stat(path, &info) == 0 else { return .missing("\(path): \(String(cString: strerror(errno)))") }
+        guard (info.st_mode & S_IFMT) == S_IFREG else { return .missing("\(path): not a regular file") }
         let nanoseconds = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
-        return .success(.file(size: Int64(info.st_size), modifiedNanoseconds: nanoseconds))
+        return .file(size: Int64(info.st_size), modifiedNanoseconds: nanoseconds)
     }
 
     /// Covers the source's identity, the output's whole recipe (chain, format, load options) and
     /// the versions of runner and libvips: change any of them and the item runs again.
-    func fingerprint(_ identity: Result<SourceIdentity, SourceMissing>, output: Int) -> String {
+    func fingerprint(_ identity: SourceIdentity, output: Int) -> String {
         var hash = StableHash()
         switch identity {
-        case .success(.file(let size, let modified)): hash.combine("file:\(size):\(modified)")
-        case .success(.content(let digest)): hash.combine("content:\(digest)")
-        case .success(.unknown): hash.combine("unknown")
-        case .failure: hash.combine("missing")
+        case .file(let size, let modified): hash.combine("file:\(size):\(modified)")
+        case .content(let digest): hash.combine("content:\(digest)")
+        case .unknown: hash.combine("unknown")
+        case .missing: hash.combine("missing")
         }
         hash.combine(outputDigests[output])
         return hash.hex

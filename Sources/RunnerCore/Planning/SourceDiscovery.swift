@@ -28,12 +28,12 @@ struct DiscoveredSource: Sendable {
     }
 }
 
-enum SourceOrigin: Sendable, Equatable {
+enum SourceOrigin: Sendable, Equatable, Codable {
     case file(String)
     case remote(RemoteSource)
 }
 
-struct RemoteSource: Sendable, Equatable {
+struct RemoteSource: Sendable, Equatable, Codable {
     let url: String
     /// The source's own headers, on top of `http.headers`.
     let headers: [String: String]
@@ -41,40 +41,41 @@ struct RemoteSource: Sendable, Equatable {
 
 /// Expands `path`, `glob` and `list` sources into files, in a stable order.
 struct SourceDiscovery {
-    /// Every file the sources name; `location` in errors names the source (`sources[1].path`).
-    static func discover(_ specs: [SourceSpec]) throws -> [DiscoveredSource] {
-        var found: [DiscoveredSource] = []
+    /// Visits every source the specs name, in order, one at a time (a list of a million URLs is
+    /// never held whole); errors name the spec's location (`sources[1].path`).
+    static func discover(_ specs: [SourceSpec], _ visit: Visitor) throws {
         for (index, spec) in specs.enumerated() {
             switch spec {
             case .path(let path, let recursive, let include, let exclude):
                 try expandPath(path, recursive: recursive, include: include, exclude: exclude,
-                               location: "sources[\(index)].path", into: &found)
+                               location: "sources[\(index)].path", visit)
             case .glob(let pattern):
-                expandGlob(pattern, into: &found)
+                try expandGlob(pattern, visit)
             case .list(let listPath):
-                try expandList(listPath, location: "sources[\(index)].list", into: &found)
+                try expandList(listPath, location: "sources[\(index)].list", visit)
             case .url(let url, let key, let headers):
-                found.append(.remote(url, key: key, headers: headers))
+                try visit(.remote(url, key: key, headers: headers))
             }
         }
-        return found
     }
 
+    typealias Visitor = (DiscoveredSource) throws -> Void
+
     private static func expandPath(_ path: String, recursive: Bool, include: [String], exclude: [String],
-                                   location: String, into found: inout [DiscoveredSource]) throws {
+                                   location: String, _ visit: Visitor) throws {
         var info = stat()
         guard stat(path, &info) == 0 else {
             throw JobFileError(location, "\(path): \(String(cString: strerror(errno)))")
         }
         if (info.st_mode & S_IFMT) != S_IFDIR {
-            found.append(.file(path, relativeDirectory: ""))
+            try visit(.file(path, relativeDirectory: ""))
             return
         }
-        walk(path, relative: "", recursive: recursive) { name, relative in
+        try walk(path, relative: "", recursive: recursive) { name, relative in
             let wanted = include.contains { matches($0, name, caseInsensitive: true) }
                 && !exclude.contains { matches($0, name, caseInsensitive: true) || matches($0, relative.isEmpty ? name : relative + "/" + name, caseInsensitive: true) }
             if wanted {
-                found.append(.file(path + "/" + (relative.isEmpty ? name : relative + "/" + name),
+                try visit(.file(path + "/" + (relative.isEmpty ? name : relative + "/" + name),
                                    relativeDirectory: relative))
             }
         }
@@ -82,16 +83,16 @@ struct SourceDiscovery {
 
     /// Visits the regular files below `root` (hidden entries skipped), sorted by name.
     private static func walk(_ root: String, relative: String, recursive: Bool,
-                             _ visit: (_ name: String, _ relativeDirectory: String) -> Void) {
+                             _ visit: (_ name: String, _ relativeDirectory: String) throws -> Void) throws {
         let folder = relative.isEmpty ? root : root + "/" + relative
         for entry in listDirectory(folder) where !entry.name.hasPrefix(".") {
             if entry.isDirectory {
                 if recursive {
-                    walk(root, relative: relative.isEmpty ? entry.name : relative + "/" + entry.name,
-                         recursive: true, visit)
+                    try walk(root, relative: relative.isEmpty ? entry.name : relative + "/" + entry.name,
+                             recursive: true, visit)
                 }
             } else {
-                visit(entry.name, relative)
+                try visit(entry.name, relative)
             }
         }
     }
@@ -127,30 +128,29 @@ struct SourceDiscovery {
 
     // MARK: Globs
 
-    private static func expandGlob(_ pattern: String, into found: inout [DiscoveredSource]) {
+    private static func expandGlob(_ pattern: String, _ visit: Visitor) throws {
         let segments = pattern.split(separator: "/").map(String.init)
         let firstWild = segments.firstIndex { $0.contains { "*?[".contains($0) } } ?? segments.count
         let root = "/" + segments[..<firstWild].joined(separator: "/")
         if firstWild == segments.count {
             if FileManager.default.fileExists(atPath: root) {
-                found.append(.file(root, relativeDirectory: ""))
+                try visit(.file(root, relativeDirectory: ""))
             }
             return
         }
-        matchGlob(Array(segments[firstWild...]), root: root, relative: "", into: &found)
+        try matchGlob(Array(segments[firstWild...]), root: root, relative: "", visit)
     }
 
-    private static func matchGlob(_ segments: [String], root: String, relative: String,
-                                  into found: inout [DiscoveredSource]) {
+    private static func matchGlob(_ segments: [String], root: String, relative: String, _ visit: Visitor) throws {
         guard let segment = segments.first else { return }
         let rest = Array(segments.dropFirst())
         let folder = relative.isEmpty ? root : root + "/" + relative
         let entries = listDirectory(folder)
         func child(_ name: String) -> String { relative.isEmpty ? name : relative + "/" + name }
         if segment == "**" {
-            matchGlob(rest, root: root, relative: relative, into: &found)
+            try matchGlob(rest, root: root, relative: relative, visit)
             for entry in entries where entry.isDirectory && !entry.name.hasPrefix(".") {
-                matchGlob(segments, root: root, relative: child(entry.name), into: &found)
+                try matchGlob(segments, root: root, relative: child(entry.name), visit)
             }
             return
         }
@@ -159,18 +159,17 @@ struct SourceDiscovery {
             guard matches(segment, entry.name, caseInsensitive: false) else { continue }
             if rest.isEmpty {
                 if !entry.isDirectory {
-                    found.append(.file(folder + "/" + entry.name, relativeDirectory: relative))
+                    try visit(.file(folder + "/" + entry.name, relativeDirectory: relative))
                 }
             } else if entry.isDirectory {
-                matchGlob(rest, root: root, relative: child(entry.name), into: &found)
+                try matchGlob(rest, root: root, relative: child(entry.name), visit)
             }
         }
     }
 
     // MARK: Lists
 
-    private static func expandList(_ listPath: String, location: String,
-                                   into found: inout [DiscoveredSource]) throws {
+    private static func expandList(_ listPath: String, location: String, _ visit: Visitor) throws {
         // Read line by line: lists of hundreds of thousands of URLs never sit in memory as text.
         guard let file = fopen(listPath, "r") else {
             throw JobFileError(location, "cannot read list file \(listPath): \(String(cString: strerror(errno)))")
@@ -184,14 +183,14 @@ struct SourceDiscovery {
             let line = String(cString: buffer).trimmingCharacters(in: .whitespacesAndNewlines)
             if line.isEmpty || line.hasPrefix("#") { continue }
             if RemoteURL.looksRemote(line) {
-                found.append(.remote(line, key: nil, headers: [:]))
+                try visit(.remote(line, key: nil, headers: [:]))
                 continue
             }
             let path = Paths.resolve(line, against: listFolder)
             let folder = Paths.directory(of: path)
             // Inside the list's folder `{dir}` is relative to it; elsewhere the absolute folder, minus its leading slash.
             let relative = Paths.relative(folder, to: listFolder) ?? String(folder.dropFirst())
-            found.append(.file(path, relativeDirectory: relative))
+            try visit(.file(path, relativeDirectory: relative))
         }
     }
 }

@@ -40,14 +40,14 @@ final class Reporter: Sendable {
         isTerminal = isatty(STDERR_FILENO) == 1
     }
 
-    func planned(_ plan: Plan, toRun: Int) {
-        counts.withLock { $0.total = toRun }
+    func planned(_ planned: PlanCounts) {
+        counts.withLock { $0.total = planned.pending }
         switch style {
         case .json:
-            emit(["event": "plan", "job": jobName, "pending": toRun, "upToDate": plan.count(.upToDate),
-                  "blocked": plan.count(.blocked)])
+            emit(["event": "plan", "job": jobName, "pending": planned.pending, "upToDate": planned.upToDate,
+                  "blocked": planned.blocked])
         case .text:
-            writeLine("\(jobName): \(toRun) to run, \(plan.count(.upToDate)) up to date, \(plan.count(.blocked)) blocked")
+            writeLine("\(jobName): \(planned.pending) to run, \(planned.upToDate) up to date, \(planned.blocked) blocked")
         case .quiet:
             break
         }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -61,9 +62,18 @@ struct WorkerHello: Codable {
 
 /// One source and the outputs to render from it.
 struct WorkerTask: Codable, Sendable {
+    /// Unique in the run; echoed in the reply.
     let id: Int
     let source: String
     let requests: [ImagePipeline.Request]
+
+    private static let lastID = Atomic(0)
+
+    init(source: String, requests: [ImagePipeline.Request]) {
+        id = Self.lastID.add(1, ordering: .relaxed).newValue
+        self.source = source
+        self.requests = requests
+    }
 }
 
 struct WorkerReply: Codable {

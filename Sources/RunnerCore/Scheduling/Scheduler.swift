@@ -18,13 +18,16 @@ final class Scheduler: Sendable {
         let quietWorkerStderr: Bool
     }
 
+    /// Local sources, read in plan order; nil once they run out.
+    typealias LocalSource = @Sendable () -> ScheduledTask?
+
     private struct Queue {
-        var next = 0
+        var localExhausted = false
         var retries: [ScheduledTask] = []
     }
 
     private let settings: Settings
-    private let local: [ScheduledTask]
+    private let local: LocalSource
     private let downloaded: TaskQueue
     private let queue = Mutex(Queue())
     private let control: RunControl
@@ -33,7 +36,7 @@ final class Scheduler: Sendable {
     private let workersStarted = Mutex(0)
     private let spawnFailure = Mutex<String?>(nil)
 
-    init(local: [ScheduledTask], downloaded: TaskQueue, settings: Settings, control: RunControl,
+    init(local: @escaping LocalSource, downloaded: TaskQueue, settings: Settings, control: RunControl,
          recorder: Recorder, reporter: Reporter) {
         self.settings = settings
         self.local = local
@@ -45,10 +48,10 @@ final class Scheduler: Sendable {
 
     /// Runs until the work is done or the run is stopped; returns how many workers it started.
     /// What finished is the recorder's to count: an item is done only once committed.
-    func run(expectsDownloads: Bool) throws -> Int {
+    func run() throws -> Int {
         let group = DispatchGroup()
-        let slots = expectsDownloads ? settings.slots : min(settings.slots, max(local.count, 1))
-        for slot in 0..<slots {
+        // Workers start lazily, on a slot's first task: a small job starts only as many as it needs.
+        for slot in 0..<settings.slots {
             group.enter()
             let thread = Thread { [self] in
                 runSlot()
@@ -67,19 +70,12 @@ final class Scheduler: Sendable {
         let immediate: ScheduledTask? = queue.withLock { queue in
             if !queue.retries.isEmpty { return queue.retries.removeFirst() }
             if let ready = downloaded.tryPop() { return ready }
-            guard queue.next < local.count else { return nil }
-            defer { queue.next += 1 }
-            return local[queue.next]
+            guard !queue.localExhausted else { return nil }
+            if let task = local() { return task }
+            queue.localExhausted = true
+            return nil
         }
         return immediate ?? downloaded.pop()
-    }
-
-    /// Items never handed to a worker because the run stopped early.
-    var notStarted: Int {
-        queue.withLock { queue in
-            queue.retries.reduce(0) { $0 + $1.keys.count }
-                + local[min(queue.next, local.count)...].reduce(0) { $0 + $1.keys.count }
-        } + downloaded.remainingItems
     }
 
     private func runSlot() {

@@ -7,6 +7,13 @@ struct ScheduledTask: Sendable {
     let keys: [String]
     let fingerprints: [String]
     var crashes = 0
+
+    /// `items` of one source, whose image is at `file`.
+    init(file: String, items: [PlannedItem]) {
+        task = WorkerTask(source: file, requests: items.map { .init(outputIndex: $0.outputIndex, path: $0.outputPath) })
+        keys = items.map(\.key)
+        fingerprints = items.map(\.fingerprint)
+    }
 }
 
 /// The hand-off from the download stage to the image workers: producers push ready sources,
@@ -64,13 +71,6 @@ final class TaskQueue: @unchecked Sendable {
         cancelled = true
         condition.broadcast()
         condition.unlock()
-    }
-
-    /// Items of the tasks never taken.
-    var remainingItems: Int {
-        condition.lock()
-        defer { condition.unlock() }
-        return items[head...].reduce(0) { $0 + $1.keys.count }
     }
 
     private func takeLocked() -> ScheduledTask? {

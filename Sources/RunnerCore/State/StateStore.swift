@@ -91,30 +91,31 @@ public final class StateStore: Sendable {
 
     // MARK: Planning
 
-    /// Fingerprint and output path of every item recorded done.
-    func ledger() throws -> [String: LedgerEntry] {
-        try database.read { db in
-            var entries: [String: LedgerEntry] = [:]
-            entries.reserveCapacity(try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM item WHERE state = 'done'") ?? 0)
-            let rows = try Row.fetchCursor(db, sql: "SELECT key, fingerprint, output_path FROM item WHERE state = 'done'")
-            while let row = try rows.next() {
-                entries[row[0]] = LedgerEntry(fingerprint: row[1], outputPath: row[2])
-            }
-            return entries
+    /// The state database seen by a planning pass: point lookups inside one transaction, so a
+    /// plan of any size reads only the rows of its own items.
+    struct PlanningPass: PlanningLookup {
+        fileprivate let db: Database
+        fileprivate let runID: Int64?
+
+        func recordedDone(_ itemKey: String) throws -> LedgerEntry? {
+            let statement = try db.cachedStatement(sql: "SELECT fingerprint, output_path FROM item WHERE key = ? AND state = 'done'")
+            return try Row.fetchOne(statement, arguments: [itemKey]).map { LedgerEntry(fingerprint: $0[0], outputPath: $0[1]) }
         }
-    }
 
-    // MARK: Runs
+        func original(_ sourceKey: String) throws -> CachedOriginal? {
+            let statement = try db.cachedStatement(sql: "SELECT * FROM original WHERE source_key = ?")
+            return try Row.fetchOne(statement, arguments: [sourceKey]).map(CachedOriginal.init)
+        }
 
-    func beginRun(vipsVersion: String, plan: Plan) throws -> Int64 {
-        try database.write { db in
-            try db.execute(sql: """
-                INSERT INTO run (started_at, pid, runner_version, vips_version, planned, up_to_date, blocked)
-                VALUES (?, ?, ?, ?, ?, ?, ?)
-                """, arguments: [Date().timeIntervalSince1970, Int(getpid()), RunnerVersion.string, vipsVersion,
-                                 plan.count(.pending), plan.count(.upToDate), plan.count(.blocked)])
-            let runID = db.lastInsertedRowID
-            let statement = try db.makeStatement(sql: """
+        func blacklistEntry(_ url: String) throws -> BlacklistEntry? {
+            let statement = try db.cachedStatement(sql: "SELECT * FROM blacklist WHERE url = ?")
+            return try Row.fetchOne(statement, arguments: [url]).map(BlacklistEntry.init)
+        }
+
+        /// Records the run's items of `source` that are not up to date as pending or blocked.
+        func recordPlanned(_ source: PlannedSource) throws {
+            guard let runID else { return }
+            let statement = try db.cachedStatement(sql: """
                 INSERT INTO item (key, source_key, output_name, state, fingerprint, output_path, run_id, updated_at)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT(key) DO UPDATE SET
@@ -124,13 +125,33 @@ public final class StateStore: Sendable {
                     fingerprint = excluded.fingerprint
                 """)
             let now = Date().timeIntervalSince1970
-            for source in plan.sources {
-                for item in source.items where item.status != .upToDate {
-                    try statement.execute(arguments: [item.key, source.key, item.outputName, item.status.rawValue,
-                                                      item.fingerprint, item.outputPath, runID, now])
-                }
+            for item in source.items where item.status != .upToDate {
+                try statement.execute(arguments: [item.key, source.key, item.outputName, item.status.rawValue,
+                                                  item.fingerprint, item.outputPath, runID, now])
             }
-            return runID
+        }
+    }
+
+    /// Plans without running: `body` gets read-only lookups.
+    func plan<T>(_ body: (PlanningPass) throws -> T) throws -> T {
+        try database.read { db in try body(PlanningPass(db: db, runID: nil)) }
+    }
+
+    // MARK: Runs
+
+    /// Starts a run: `body` plans it with lookups and `recordPlanned`, all in one transaction, so
+    /// a job-file error found halfway leaves no trace. Returns the run's id and what `body` returned.
+    func beginRun(vipsVersion: String, _ body: (PlanningPass) throws -> PlanCounts) throws -> (Int64, PlanCounts) {
+        try database.write { db in
+            try db.execute(sql: """
+                INSERT INTO run (started_at, pid, runner_version, vips_version, planned, up_to_date, blocked)
+                VALUES (?, ?, ?, ?, 0, 0, 0)
+                """, arguments: [Date().timeIntervalSince1970, Int(getpid()), RunnerVersion.string, vipsVersion])
+            let runID = db.lastInsertedRowID
+            let counts = try body(PlanningPass(db: db, runID: runID))
+            try db.execute(sql: "UPDATE run SET planned = ?, up_to_date = ?, blocked = ? WHERE id = ?",
+                           arguments: [counts.pending, counts.upToDate, counts.blocked, runID])
+            return (runID, counts)
         }
     }
 
@@ -186,18 +207,6 @@ public final class StateStore: Sendable {
     }
 
     // MARK: Blacklist (SDWebImage's failedURLs, persistent)
-
-    /// Blacklisted URLs with when they were last seen failing.
-    func blacklist() throws -> [String: BlacklistEntry] {
-        try database.read { db in
-            var entries: [String: BlacklistEntry] = [:]
-            for row in try Row.fetchAll(db, sql: "SELECT * FROM blacklist") {
-                let entry = BlacklistEntry(row)
-                entries[entry.url] = entry
-            }
-            return entries
-        }
-    }
 
     func blacklist(url: String, kind: String, status: Int?, message: String) throws {
         try database.write { db in
@@ -333,7 +342,7 @@ public struct BlacklistEntry: Sendable, Codable {
 }
 
 /// A downloaded original in the cache folder, with the validators for conditional requests.
-struct CachedOriginal: Sendable {
+struct CachedOriginal: Sendable, Codable {
     let sourceKey: String
     let url: String
     let file: String

@@ -25,6 +25,8 @@ public struct StableHash: Sendable {
         self.state = state
     }
 
+    public var value: UInt64 { state }
+
     public var hex: String {
         let digits = String(state, radix: 16)
         return String(repeating: "0", count: 16 - digits.count) + digits

@@ -1,0 +1,24 @@
+/// A set of strings held as 128-bit digests, so planning a million sources and output paths
+/// costs tens of megabytes rather than hundreds. The two halves come from unrelated hashes
+/// (FNV-1a and the standard library's seeded SipHash): a false match needs both to collide at
+/// once, about n²/2¹²⁹ (10⁻²⁷ for a million strings).
+struct DigestSet {
+    private var digests: Set<UInt128> = []
+
+    /// True if `text` was not in the set yet.
+    mutating func insert(_ text: String) -> Bool {
+        digests.insert(Self.digest(text)).inserted
+    }
+
+    func contains(_ text: String) -> Bool {
+        digests.contains(Self.digest(text))
+    }
+
+    private static func digest(_ text: String) -> UInt128 {
+        var stable = StableHash()
+        stable.combine(text)
+        var seeded = Hasher()
+        seeded.combine(text)
+        return UInt128(stable.value) << 64 | UInt128(UInt64(bitPattern: Int64(seeded.finalize())))
+    }
+}
