@@ -26,7 +26,20 @@ enum DownloadResult: Sendable {
 /// Fetches URLs with libcurl's multi interface on the calling thread: one connection pool,
 /// HTTP/2 multiplexing where the server offers it, at most `downloads` transfers at once and
 /// `perHost` per host, transient failures retried with backoff and jitter.
+///
+/// The transfer thread only moves bytes. A body up to `memoryLimit` stays in memory until its
+/// transfer ends; a larger one spills to its temporary file as it arrives. A few store threads
+/// then put each verified body into the cache: write (what is still in memory), hash, fsync, and
+/// rename to its final name, so a cached original is never partial under that name and no
+/// transfer waits for the disk.
 final class Downloader {
+    /// Bodies up to this size are buffered in memory until their transfer ends.
+    static let memoryLimit = 1 << 20
+    /// libcurl's receive buffer per transfer (its default is 16 KiB): fewer, larger reads.
+    static let receiveBuffer = 256 << 10
+    /// Threads that write, hash, fsync and rename finished bodies.
+    static let storeThreads = 4
+
     private let settings: RemoteSettings
     private let userAgent: String
     private let multi: UnsafeMutableRawPointer
@@ -59,19 +72,27 @@ final class Downloader {
 
     /// Runs until `next` is exhausted and every transfer has ended, or `shouldStop` says so.
     /// `canStart` applies back-pressure (the hand-off to image workers is full); `deliver` gets
-    /// each request's final result, on this thread.
+    /// each request's final result, on this thread. After a stop, bodies already received are
+    /// still stored and delivered; transfers in flight are abandoned.
     func run(next: () -> DownloadRequest?, canStart: () -> Bool, shouldStop: () -> Bool,
              deliver: (DownloadRequest, DownloadResult) -> Void) {
         var active: [ObjectIdentifier: Transfer] = [:]
         var perHost: [String: Int] = [:]
         var waiting: [Waiting] = []
         var exhausted = false
+        // Bodies handed to the store threads and not yet collected: at most `downloads`, so the
+        // memory and temporary files they hold stay bounded when the disk is slow.
+        var storing = 0
+        // Emptied body buffers, reused so that each body is not copied into fresh pages.
+        var spareBuffers: [[UInt8]] = []
+        let store = OriginalStore(threads: min(Self.storeThreads, settings.downloads), wake: MultiWaker(multi: multi))
 
-        func start(_ request: DownloadRequest, attempt: Int) {
+        func start(_ request: DownloadRequest, host: String, attempt: Int) {
             do {
-                let transfer = try Transfer(request: request, attempt: attempt, settings: settings, userAgent: userAgent)
+                let transfer = try Transfer(request: request, host: host, attempt: attempt, settings: settings,
+                                            userAgent: userAgent, buffer: spareBuffers.popLast() ?? [])
                 active[ObjectIdentifier(transfer)] = transfer
-                perHost[transfer.host, default: 0] += 1
+                perHost[host, default: 0] += 1
                 curl_multi_add_handle(multi, transfer.easy)
             } catch let failure as DownloadFailure {
                 deliver(request, .failed(failure, attempts: attempt))
@@ -80,15 +101,31 @@ final class Downloader {
             }
         }
 
+        /// A transient failure waits for its retry; anything else is final.
+        func conclude(_ request: DownloadRequest, host: String, attempt: Int, _ result: DownloadResult) {
+            if case .failed(let failure, _) = result, failure.isTransient, attempt < settings.retry.attempts {
+                let delay = settings.retry.delay(after: attempt, retryAfter: failure.retryAfter)
+                waiting.append(Waiting(request: request, host: host, attempt: attempt + 1,
+                                       due: Date().timeIntervalSince1970 + delay))
+            } else {
+                deliver(request, result)
+            }
+        }
+
         while !shouldStop() {
+            for body in store.collect() {
+                storing -= 1
+                if spareBuffers.count < settings.downloads, let buffer = body.takeBuffer() { spareBuffers.append(buffer) }
+                conclude(body.request, host: body.host, attempt: body.attempt, body.result)
+            }
             let now = Date().timeIntervalSince1970
             // Admit: waiting requests first (due retries, or new ones whose host was full), then new
             // requests, within the global and per-host caps. New requests are pulled only while few
             // wait, so a list of one host's URLs is never read ahead into memory.
-            while active.count < settings.downloads && canStart() {
+            while active.count < settings.downloads && storing < settings.downloads && canStart() {
                 if let index = waiting.firstIndex(where: { $0.due <= now && perHost[$0.host, default: 0] < settings.perHost }) {
                     let ready = waiting.remove(at: index)
-                    start(ready.request, attempt: ready.attempt)
+                    start(ready.request, host: ready.host, attempt: ready.attempt)
                     continue
                 }
                 guard waiting.count < settings.downloads, !exhausted else { break }
@@ -97,44 +134,231 @@ final class Downloader {
                 if perHost[host, default: 0] >= settings.perHost {
                     waiting.append(Waiting(request: request, host: host, attempt: 1, due: now))
                 } else {
-                    start(request, attempt: 1)
+                    start(request, host: host, attempt: 1)
                 }
             }
-            if active.isEmpty && waiting.isEmpty && exhausted { break }
+            if active.isEmpty && waiting.isEmpty && exhausted && storing == 0 { break }
 
             var running: Int32 = 0
             curl_multi_perform(multi, &running)
             var queued: Int32 = 0
+            var ended = false
             while let message = curl_multi_info_read(multi, &queued) {
+                ended = true
                 guard ccurl_message_is_done(message) != 0, let easy = ccurl_message_handle(message),
                       let context = ccurl_info_private(easy) else { continue }
                 let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
                 curl_multi_remove_handle(multi, easy)
                 active[ObjectIdentifier(transfer)] = nil
                 perHost[transfer.host, default: 1] -= 1
-                let result = transfer.finish(ccurl_message_result(message), httpDate: httpDate)
-                if case .failed(let failure, _) = result, failure.isTransient, transfer.attempt < settings.retry.attempts {
-                    let delay = settings.retry.delay(after: transfer.attempt, retryAfter: failure.retryAfter)
-                    waiting.append(Waiting(request: transfer.request, host: transfer.host, attempt: transfer.attempt + 1,
-                                           due: Date().timeIntervalSince1970 + delay))
-                } else {
-                    deliver(transfer.request, result)
+                switch transfer.finish(ccurl_message_result(message), httpDate: httpDate) {
+                case .ended(let result):
+                    conclude(transfer.request, host: transfer.host, attempt: transfer.attempt, result)
+                case .store(let body):
+                    storing += 1
+                    store.submit(body)
                 }
             }
-            // Sleep until curl has something, a retry falls due, or 100 ms pass (to notice a stop).
+            // A transfer ended: admit the next one at once. Nothing in flight, nothing waiting and
+            // nothing left: the loop ends at the top, without sleeping.
+            if ended || (active.isEmpty && storing == 0 && waiting.isEmpty && exhausted) { continue }
+            // Sleep until curl has something, a store thread finishes, a retry falls due, or
+            // 100 ms pass (to notice a stop).
             let nextDue = waiting.map(\.due).min().map { max(0, $0 - Date().timeIntervalSince1970) } ?? 0.1
             var ready: Int32 = 0
             curl_multi_poll(multi, nil, 0, Int32(min(nextDue, 0.1) * 1000), &ready)
         }
         for transfer in active.values { curl_multi_remove_handle(multi, transfer.easy) }
+        // Stopped (or done): bodies already received finish storing; stored ones are delivered,
+        // failed ones are not retried.
+        store.close()
+        for body in store.collect() {
+            if case .fetched = body.result { deliver(body.request, body.result) }
+        }
     }
 
     static func host(of url: String) -> String { URLComponents(string: url)?.host ?? "" }
+
+    /// The temporary name a cache file is written under, naming this process (while it lives,
+    /// no other run removes the file).
+    static func temporaryPath(for destination: String) -> String {
+        Paths.directory(of: destination) + "/." + Paths.lastComponent(destination) + AtomicFile.temporaryMarker + String(getpid())
+    }
+
+    /// Creates (truncates) a temporary file for reading and writing, creating its folder if missing.
+    static func createTemporary(_ path: String) -> Int32 {
+        var descriptor = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        if descriptor < 0 && errno == ENOENT {
+            try? FileManager.default.createDirectory(atPath: Paths.directory(of: path), withIntermediateDirectories: true)
+            descriptor = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        }
+        return descriptor
+    }
+
+    /// Writes all of `bytes`; nil, or errno.
+    static func writeAll(_ descriptor: Int32, _ bytes: UnsafeRawBufferPointer) -> Int32? {
+        guard let data = bytes.baseAddress else { return nil }
+        var written = 0
+        while written < bytes.count {
+            let result = write(descriptor, data + written, bytes.count - written)
+            if result < 0 { if errno == EINTR { continue }; return errno }
+            written += result
+        }
+        return nil
+    }
 }
 
-/// One transfer in flight: owns its curl easy handle, header list, error buffer and the
-/// temporary file the body streams into.
+/// Lets a store thread wake the transfer thread out of `curl_multi_poll` (thread-safe in libcurl).
+private struct MultiWaker: @unchecked Sendable {
+    let multi: UnsafeMutableRawPointer
+    func wake() { _ = curl_multi_wakeup(multi) }
+}
+
+/// A verified body on its way into the cache. Built on the transfer thread, stored on a store
+/// thread, collected back on the transfer thread; never touched by two threads at once.
+private final class ReceivedBody: @unchecked Sendable {
+    let request: DownloadRequest
+    let host: String
+    let attempt: Int
+    private let temporary: String
+    /// The temporary file, when the body spilled there; else -1 and the body is in `memory`.
+    private var descriptor: Int32
+    private var memory: [UInt8]
+    private let size: Int
+    private let etag: String?
+    private let lastModified: String?
+    private(set) var result = DownloadResult.notModified
+
+    init(request: DownloadRequest, host: String, attempt: Int, temporary: String, descriptor: Int32, memory: [UInt8],
+         size: Int, etag: String?, lastModified: String?) {
+        (self.request, self.host, self.attempt) = (request, host, attempt)
+        (self.temporary, self.descriptor, self.memory, self.size) = (temporary, descriptor, memory, size)
+        (self.etag, self.lastModified) = (etag, lastModified)
+    }
+
+    /// The original enters the cache complete and durable, or not at all.
+    func store() {
+        var digest = StableHash()
+        if descriptor < 0 {
+            descriptor = Downloader.createTemporary(temporary)
+            guard descriptor >= 0 else { return fail("cannot create \(temporary)") }
+            let failure = memory.withUnsafeBytes { bytes in
+                digest.combine(bytes: bytes)
+                return Downloader.writeAll(descriptor, bytes)
+            }
+            memory.removeAll(keepingCapacity: true)
+            if let failure { errno = failure; return fail("cannot write \(temporary)") }
+        } else {
+            // Spilled: hash what was written, read back from the page cache.
+            let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: Downloader.receiveBuffer, alignment: 16)
+            defer { chunk.deallocate() }
+            var offset = 0
+            while offset < size {
+                let count = pread(descriptor, chunk.baseAddress, chunk.count, off_t(offset))
+                if count < 0 && errno == EINTR { continue }
+                guard count > 0 else { return fail("cannot read back \(temporary)") }
+                digest.combine(bytes: UnsafeRawBufferPointer(rebasing: chunk[0..<count]))
+                offset += count
+            }
+        }
+        guard fsync(descriptor) == 0 else { return fail("cannot store \(request.destination)") }
+        close(descriptor)
+        descriptor = -1
+        guard rename(temporary, request.destination) == 0 else { return fail("cannot store \(request.destination)") }
+        result = .fetched(etag: etag, lastModified: lastModified, contentHash: digest.hex, size: size)
+    }
+
+    /// The emptied memory buffer, for another transfer.
+    func takeBuffer() -> [UInt8]? {
+        guard memory.isEmpty, memory.capacity > 0 else { return nil }
+        defer { memory = [] }
+        return memory
+    }
+
+    private func fail(_ message: String) {
+        let reason = String(cString: strerror(errno))
+        if descriptor >= 0 { close(descriptor); descriptor = -1 }
+        unlink(temporary)
+        result = .failed(DownloadFailure(reason: .other(code: -1), detail: "\(message): \(reason)"), attempts: attempt)
+    }
+
+    deinit {
+        if descriptor >= 0 { close(descriptor); unlink(temporary) }
+    }
+}
+
+/// The store threads: take received bodies, store them, hand them back and wake the transfer thread.
+private final class OriginalStore: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var queue: [ReceivedBody] = []
+    private var done: [ReceivedBody] = []
+    private var closed = false
+    private var running = 0
+    private let waker: MultiWaker
+
+    init(threads: Int, wake waker: MultiWaker) {
+        self.waker = waker
+        running = threads
+        for index in 0..<threads {
+            let thread = Thread { [self] in work() }
+            thread.name = "runner.store.\(index)"
+            thread.start()
+        }
+    }
+
+    func submit(_ body: ReceivedBody) {
+        condition.lock()
+        queue.append(body)
+        condition.signal()
+        condition.unlock()
+    }
+
+    /// Bodies stored (or failed) since the last call.
+    func collect() -> [ReceivedBody] {
+        condition.lock()
+        defer { condition.unlock() }
+        let finished = done
+        done.removeAll()
+        return finished
+    }
+
+    /// Stores what was submitted, then ends the threads.
+    func close() {
+        condition.lock()
+        closed = true
+        condition.broadcast()
+        while running > 0 { condition.wait() }
+        condition.unlock()
+    }
+
+    private func work() {
+        condition.lock()
+        while true {
+            while queue.isEmpty && !closed { condition.wait() }
+            guard !queue.isEmpty else { break }
+            let body = queue.removeFirst()
+            condition.unlock()
+            body.store()
+            condition.lock()
+            done.append(body)
+            waker.wake()
+        }
+        running -= 1
+        condition.broadcast()
+        condition.unlock()
+    }
+}
+
+/// One transfer in flight: owns its curl easy handle, header list, error buffer, and the body
+/// received so far (in memory, or spilled to the temporary file).
 private final class Transfer {
+    enum Completion {
+        /// The request's result, with nothing to store.
+        case ended(DownloadResult)
+        /// A verified 2xx body, for a store thread.
+        case store(ReceivedBody)
+    }
+
     let request: DownloadRequest
     let attempt: Int
     let host: String
@@ -144,31 +368,29 @@ private final class Transfer {
     private var headerList: UnsafeMutablePointer<curl_slist>?
     private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
     private let temporary: String
-    private var descriptor: Int32
+    /// The temporary file, once the body outgrew `Downloader.memoryLimit`.
+    private var descriptor: Int32 = -1
+    private var memory: [UInt8]
     private var received = 0
-    private var digest = StableHash()
     private var head: [UInt8] = []
     private var exceeded = false
-    private var writeFailed = false
+    /// Why the body could not be written to its temporary file, if it could not.
+    private var writeFailure: String?
     /// Headers of the last response (after redirects), names lower-cased.
     private var headers: [String: String] = [:]
 
-    init(request: DownloadRequest, attempt: Int, settings: RemoteSettings, userAgent: String) throws {
+    init(request: DownloadRequest, host: String, attempt: Int, settings: RemoteSettings, userAgent: String,
+         buffer: [UInt8]) throws {
         self.request = request
+        memory = buffer
         self.attempt = attempt
-        host = Downloader.host(of: request.url)
+        self.host = host
         limit = settings.maxDownloadBytes
         timeout = settings.timeout
         guard let easy = curl_easy_init() else { throw DownloadFailure(reason: .other(code: -1), detail: "curl_easy_init failed") }
         self.easy = easy
         errorBuffer.initialize(to: 0)
-        let folder = Paths.directory(of: request.destination)
-        try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        temporary = folder + "/." + Paths.lastComponent(request.destination) + AtomicFile.temporaryMarker + String(getpid())
-        descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else {
-            throw DownloadFailure(reason: .other(code: -1), detail: "cannot create \(temporary): \(String(cString: strerror(errno)))")
-        }
+        temporary = Downloader.temporaryPath(for: request.destination)
 
         var lines = request.headers.map { "\($0.key): \($0.value)" }
         if let etag = request.etag { lines.append("If-None-Match: \(etag)") }
@@ -203,68 +425,96 @@ private final class Transfer {
         _ = ccurl_set_headers(easy, headerList)
         _ = ccurl_set_long(easy, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
         _ = ccurl_set_long(easy, CURLOPT_PIPEWAIT, 1)
+        _ = ccurl_set_long(easy, CURLOPT_BUFFERSIZE, Downloader.receiveBuffer)
     }
 
     deinit {
         curl_easy_cleanup(easy)
         curl_slist_free_all(headerList)
         errorBuffer.deallocate()
-        if descriptor >= 0 { close(descriptor) }
-        unlink(temporary)
+        if descriptor >= 0 {
+            close(descriptor)
+            unlink(temporary)
+        }
     }
 
     private func receive(_ data: UnsafeMutablePointer<CChar>, _ count: Int) -> Int {
         guard received + count <= limit else { exceeded = true; return 0 }
         let bytes = UnsafeRawBufferPointer(start: data, count: count)
         if head.count < ImageSignature.prefixLength { head += bytes.prefix(ImageSignature.prefixLength - head.count) }
-        digest.combine(bytes: bytes)
-        var written = 0
-        while written < count {
-            let result = write(descriptor, data + written, count - written)
-            if result < 0 { if errno == EINTR { continue }; writeFailed = true; return 0 }
-            written += result
+        if descriptor < 0 && received + count <= Downloader.memoryLimit {
+            if memory.isEmpty {
+                // Room for the announced length (within the limit), so the body is copied once.
+                let announced = Int(ccurl_info_offset(easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T))
+                memory.reserveCapacity(min(max(announced, count), Downloader.memoryLimit))
+            }
+            memory.append(contentsOf: bytes)
+        } else {
+            if descriptor < 0 {
+                // Too big for memory: from here on the body streams into its temporary file.
+                descriptor = Downloader.createTemporary(temporary)
+                guard descriptor >= 0 else {
+                    writeFailure = "cannot create \(temporary): \(String(cString: strerror(errno)))"
+                    return 0
+                }
+                let failure = memory.withUnsafeBytes { Downloader.writeAll(descriptor, $0) }
+                memory = []
+                if let failure { writeFailure = "cannot write \(temporary): \(String(cString: strerror(failure)))"; return 0 }
+            }
+            if let failure = Downloader.writeAll(descriptor, bytes) {
+                writeFailure = "cannot write \(temporary): \(String(cString: strerror(failure)))"
+                return 0
+            }
         }
         received += count
         return count
     }
 
+    /// The response headers runner reads; the others are not kept.
+    private static let wantedHeaders: Set<String> = ["etag", "last-modified", "retry-after", "content-type"]
+
     private func header(_ data: UnsafeMutablePointer<CChar>, _ count: Int) -> Int {
-        let line = String(decoding: UnsafeRawBufferPointer(start: data, count: count), as: UTF8.self)
-        if line.hasPrefix("HTTP/") {
-            headers = [:]
-        } else if let colon = line.firstIndex(of: ":") {
-            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines)
+        let line = UnsafeRawBufferPointer(start: data, count: count)
+        if line.starts(with: "HTTP/".utf8) {
+            headers = [:]  // a new response (after a redirect, or a 100 Continue)
+        } else if let colon = line.firstIndex(of: UInt8(ascii: ":")) {
+            let name = String(decoding: line[..<colon], as: UTF8.self).lowercased()
+            guard Self.wantedHeaders.contains(name) else { return count }
+            // The value without the blanks (SP, HTAB) and line end around it.
+            func isBlank(_ byte: UInt8) -> Bool { byte == 0x20 || (0x09...0x0D).contains(byte) }
+            var start = colon + 1
+            var end = count
+            while start < end && isBlank(line[start]) { start += 1 }
+            while end > start && isBlank(line[end - 1]) { end -= 1 }
+            headers[name] = String(decoding: line[start..<end], as: UTF8.self)
         }
         return count
     }
 
-    /// Classifies the ended transfer; on success the verified original is in its cache file.
-    func finish(_ code: CURLcode, httpDate: DateFormatter) -> DownloadResult {
+    /// Classifies the ended transfer; a verified 2xx body goes on to be stored.
+    func finish(_ code: CURLcode, httpDate: DateFormatter) -> Completion {
         let status = ccurl_info_long(easy, CURLINFO_RESPONSE_CODE)
         let elapsed = Double(ccurl_info_offset(easy, CURLINFO_TOTAL_TIME_T)) / 1e6
         let detail = String(cString: errorBuffer)
         guard code == CURLE_OK else {
-            if exceeded { return .failed(DownloadFailure(reason: .tooLarge(limit: limit), detail: ""), attempts: attempt) }
-            return .failed(.transport(code, detail: detail, elapsed: elapsed, timeout: timeout, limit: limit), attempts: attempt)
+            if exceeded { return .ended(.failed(DownloadFailure(reason: .tooLarge(limit: limit), detail: ""), attempts: attempt)) }
+            if let writeFailure { return .ended(.failed(DownloadFailure(reason: .other(code: -1), detail: writeFailure), attempts: attempt)) }
+            return .ended(.failed(.transport(code, detail: detail, elapsed: elapsed, timeout: timeout, limit: limit), attempts: attempt))
         }
-        if status == 304 && (request.etag != nil || request.lastModified != nil) { return .notModified }
+        if status == 304 && (request.etag != nil || request.lastModified != nil) { return .ended(.notModified) }
         guard (200..<300).contains(status) else {
             var failure = DownloadFailure(reason: .httpStatus(status), detail: "")
             failure.retryAfter = headers["retry-after"].flatMap { retryAfter($0, httpDate: httpDate) }
-            return .failed(failure, attempts: attempt)
+            return .ended(.failed(failure, attempts: attempt))
         }
         guard ImageSignature.looksLikeImage(head) else {
-            return .failed(DownloadFailure(reason: .notAnImage(contentType: headers["content-type"]), detail: ""), attempts: attempt)
+            return .ended(.failed(DownloadFailure(reason: .notAnImage(contentType: headers["content-type"]), detail: ""), attempts: attempt))
         }
-        // The original enters the cache complete and durable, or not at all.
-        let synced = fsync(descriptor) == 0
-        close(descriptor)
-        descriptor = -1
-        guard !writeFailed, synced, rename(temporary, request.destination) == 0 else {
-            return .failed(DownloadFailure(reason: .other(code: -1), detail: "cannot store \(request.destination): \(String(cString: strerror(errno)))"),
-                           attempts: attempt)
-        }
-        return .fetched(etag: headers["etag"], lastModified: headers["last-modified"], contentHash: digest.hex, size: received)
+        let body = ReceivedBody(request: request, host: host, attempt: attempt, temporary: temporary, descriptor: descriptor,
+                                memory: memory, size: received, etag: headers["etag"], lastModified: headers["last-modified"])
+        descriptor = -1  // the body owns the temporary file now
+        memory = []
+        return .store(body)
     }
 
     /// Retry-After as seconds or as an HTTP date.
