@@ -40,6 +40,8 @@ public enum JobRunner {
         let localSources = try PlanSpool(besideStateAt: job.statePath)
         let remoteSources = try PlanSpool(besideStateAt: job.statePath)
         var folders: Set<String> = [job.remote.cacheDirectory]
+        // Two sources share a URL only under different keys, which only an explicit `key` gives.
+        let urlsCanRepeat = job.sources.contains { if case .url(_, let key, _) = $0 { key != nil } else { false } }
         var seenURLs = DigestSet()
         var repeatedURLs = DigestSet()
         let (runID, planned) = try store.beginRun(vipsVersion: planner.vipsVersion) { pass in
@@ -56,7 +58,7 @@ public enum JobRunner {
                 case .file:
                     try localSources.append(source)
                 case .remote(let remote):
-                    if !seenURLs.insert(remote.url) { _ = repeatedURLs.insert(remote.url) }
+                    if urlsCanRepeat && !seenURLs.insert(remote.url) { _ = repeatedURLs.insert(remote.url) }
                     try remoteSources.append(source)
                 }
             }

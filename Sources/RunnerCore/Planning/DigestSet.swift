@@ -15,10 +15,8 @@ struct DigestSet {
     }
 
     private static func digest(_ text: String) -> UInt128 {
-        var stable = StableHash()
-        stable.combine(text)
         var seeded = Hasher()
         seeded.combine(text)
-        return UInt128(stable.value) << 64 | UInt128(UInt64(bitPattern: Int64(seeded.finalize())))
+        return UInt128(StableHash.value(text)) << 64 | UInt128(UInt64(bitPattern: Int64(seeded.finalize())))
     }
 }

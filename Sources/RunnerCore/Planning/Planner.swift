@@ -48,16 +48,28 @@ struct Planner {
     /// Visits every source of the job once, in order, with all its items pending: sources
     /// deduplicated, outputs named, collisions and escapes rejected (as `JobFileError`).
     func forEachSource(_ visit: (PlannedSource) throws -> Void) throws {
-        var seenSources = DigestSet()
-        var writtenPaths = DigestSet()
-        try SourceDiscovery.discover(job.sources) { discovered in
-            guard seenSources.insert(discovered.key) else { return }
+        var writtenPaths = Set<UInt64>()
+        try forEachUniqueSource { discovered in
             let source = try planned(discovered)
-            for item in source.items where !writtenPaths.insert(item.outputPath) {
-                throw JobFileError("outputs[\(item.outputIndex)].path",
-                                   "two items would write \(item.outputPath): \(firstWriter(of: item.outputPath) ?? "another") and \(item.key); add {dir} or {key} to the template")
+            for item in source.items where !writtenPaths.insert(StableHash.value(item.outputPath)).inserted {
+                // A 64-bit digest can match by chance: only a real earlier writer is an error.
+                if let other = firstWriter(of: item.outputPath), other != item.key {
+                    throw JobFileError("outputs[\(item.outputIndex)].path",
+                                       "two items would write \(item.outputPath): \(other) and \(item.key); add {dir} or {key} to the template")
+                }
             }
             try visit(source)
+        }
+    }
+
+    /// Discovered sources, each key once. One folder walk or one glob cannot name a file twice,
+    /// so only jobs with lists or several sources pay for remembering the keys.
+    private func forEachUniqueSource(_ visit: SourceDiscovery.Visitor) throws {
+        let canRepeat = job.sources.count > 1 || job.sources.contains { if case .list = $0 { true } else { false } }
+        var seen = DigestSet()
+        try SourceDiscovery.discover(job.sources) { discovered in
+            guard !canRepeat || seen.insert(discovered.key) else { return }
+            try visit(discovered)
         }
     }
 
@@ -90,13 +102,12 @@ struct Planner {
         return PlannedSource(key: discovered.key, origin: discovered.origin, identity: identity, items: items)
     }
 
-    /// The key of the first item that writes `path`: the error path only, so it re-discovers.
+    /// The key of the first item that writes `path`. Re-discovers, so it is only for the rare
+    /// digest match (which is almost always a real collision, and then an error).
     private func firstWriter(of path: String) -> String? {
         struct Found: Error { let key: String }
-        var seen = DigestSet()
         do {
-            try SourceDiscovery.discover(job.sources) { discovered in
-                guard seen.insert(discovered.key) else { return }
+            try forEachUniqueSource { discovered in
                 if let item = try planned(discovered).items.first(where: { $0.outputPath == path }) { throw Found(key: item.key) }
             }
         } catch let found as Found {

@@ -32,6 +32,12 @@ public struct StableHash: Sendable {
         return String(repeating: "0", count: 16 - digits.count) + digits
     }
 
+    public static func value(_ text: String) -> UInt64 {
+        var hash = StableHash()
+        hash.combine(text)
+        return hash.value
+    }
+
     public static func hex(_ parts: String...) -> String {
         var hash = StableHash()
         for part in parts { hash.combine(part) }
