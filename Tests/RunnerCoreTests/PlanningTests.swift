@@ -57,6 +57,14 @@ struct PlanningTests {
         #expect(throws: JobFileError.self) { try PathTemplate("out/", baseDirectory: "/job", location: "x") }
     }
 
+    @Test("paths normalize to absolute, without empty, . or .. components, keeping names made of dots", arguments: [
+        ("/a/b.jpg", "/a/b.jpg"), ("/a//b/", "/a/b"), ("/a/./b", "/a/b"), ("/a/x/../b", "/a/b"), ("/../a", "/a"),
+        ("/a/.../b", "/a/.../b"), ("/a/..b/.c", "/a/..b/.c"), ("/", "/"), ("/a/.", "/a"), ("/a/..", "/"),
+    ])
+    func normalize(path: String, expected: String) {
+        #expect(Paths.normalize(path) == expected)
+    }
+
     @Test("URL sources: normalized keys, {dir} from host and folder, nothing escapes the output folder")
     func urlSources() throws {
         let workspace = try Workspace()

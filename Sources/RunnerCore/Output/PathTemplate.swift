@@ -62,6 +62,9 @@ struct PathTemplate: Sendable {
 
     /// One path component: no separators, never `.` or `..`.
     private static func component(_ value: String) -> String {
+        if !value.utf8.contains(where: { $0 == UInt8(ascii: "/") || $0 == 0 }) {
+            return value == "." || value == ".." ? "_" : value
+        }
         let cleaned = value.replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "\0", with: "")
         return cleaned == "." || cleaned == ".." ? "_" : cleaned
     }

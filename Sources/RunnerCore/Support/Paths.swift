@@ -8,6 +8,7 @@ enum Paths {
     }
 
     static func normalize(_ path: String) -> String {
+        if isNormal(path) { return path }
         var parts: [Substring] = []
         for part in path.split(separator: "/", omittingEmptySubsequences: true) {
             switch part {
@@ -17,6 +18,28 @@ enum Paths {
             }
         }
         return "/" + parts.joined(separator: "/")
+    }
+
+    /// Absolute, with no empty, `.` or `..` component and no trailing slash: what `normalize` makes.
+    /// Planning checks every output path, and most are already normal.
+    private static func isNormal(_ path: String) -> Bool {
+        let slash = UInt8(ascii: "/"), dot = UInt8(ascii: ".")
+        var bytes = path.utf8.makeIterator()
+        guard bytes.next() == slash else { return false }
+        var componentLength = 0
+        var componentDots = 0
+        func componentIsFine() -> Bool { componentLength > 0 && !(componentDots == componentLength && componentLength <= 2) }
+        while let byte = bytes.next() {
+            if byte == slash {
+                guard componentIsFine() else { return false }
+                componentLength = 0
+                componentDots = 0
+            } else {
+                componentLength += 1
+                if byte == dot { componentDots += 1 }
+            }
+        }
+        return componentIsFine() || path == "/"
     }
 
     static func directory(of path: String) -> String {
