@@ -39,6 +39,8 @@ final class Downloader {
     static let receiveBuffer = 256 << 10
     /// Threads that write, hash, fsync and rename finished bodies.
     static let storeThreads = 4
+    /// Most bodies a store thread takes at once: they are hashed together (see `FNV1a`).
+    static let storeBatch = 4
 
     private let settings: RemoteSettings
     private let userAgent: String
@@ -223,10 +225,13 @@ private final class ReceivedBody: @unchecked Sendable {
     private let temporary: String
     /// The temporary file, when the body spilled there; else -1 and the body is in `memory`.
     private var descriptor: Int32
+    private let spilled: Bool
     private var memory: [UInt8]
     private let size: Int
     private let etag: String?
     private let lastModified: String?
+    /// The content hash, once known.
+    private var digest: String?
     private(set) var result = DownloadResult.notModified
 
     init(request: DownloadRequest, host: String, attempt: Int, temporary: String, descriptor: Int32, memory: [UInt8],
@@ -234,38 +239,64 @@ private final class ReceivedBody: @unchecked Sendable {
         (self.request, self.host, self.attempt) = (request, host, attempt)
         (self.temporary, self.descriptor, self.memory, self.size) = (temporary, descriptor, memory, size)
         (self.etag, self.lastModified) = (etag, lastModified)
+        spilled = descriptor >= 0
     }
 
-    /// The original enters the cache complete and durable, or not at all.
-    func store() {
-        var digest = StableHash()
-        if descriptor < 0 {
-            descriptor = Downloader.createTemporary(temporary)
-            guard descriptor >= 0 else { return fail("cannot create \(temporary)") }
-            let failure = memory.withUnsafeBytes { bytes in
-                digest.combine(bytes: bytes)
-                return Downloader.writeAll(descriptor, bytes)
-            }
-            memory.removeAll(keepingCapacity: true)
-            if let failure { errno = failure; return fail("cannot write \(temporary)") }
-        } else {
-            // Spilled: hash what was written, read back from the page cache.
-            let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: Downloader.receiveBuffer, alignment: 16)
-            defer { chunk.deallocate() }
-            var offset = 0
-            while offset < size {
-                let count = pread(descriptor, chunk.baseAddress, chunk.count, off_t(offset))
-                if count < 0 && errno == EINTR { continue }
-                guard count > 0 else { return fail("cannot read back \(temporary)") }
-                digest.combine(bytes: UnsafeRawBufferPointer(rebasing: chunk[0..<count]))
-                offset += count
-            }
+    /// Stores a few bodies at once: each one's bytes go to its temporary file, the ones in memory
+    /// are hashed together (`FNV1a`), then each is fsynced and renamed to its final name. An
+    /// original enters the cache complete and durable, or not at all.
+    static func store(_ bodies: [ReceivedBody]) {
+        let written = bodies.filter { $0.write() }
+        let inMemory = written.filter { !$0.spilled }
+        let digests = withBytes(of: inMemory[...], []) { FNV1a.hash($0) }
+        for (body, digest) in zip(inMemory, digests) { body.digest = FNV1a.hex(digest) }
+        for body in written where body.spilled { body.hashReadingBack() }
+        for body in written where body.digest != nil { body.commit() }
+    }
+
+    /// The bytes of every body in memory, at once.
+    private static func withBytes<R>(of bodies: ArraySlice<ReceivedBody>, _ gathered: [UnsafeRawBufferPointer],
+                                      _ work: ([UnsafeRawBufferPointer]) -> R) -> R {
+        guard let first = bodies.first else { return work(gathered) }
+        return first.memory.withUnsafeBytes { withBytes(of: bodies.dropFirst(), gathered + [$0], work) }
+    }
+
+    /// A body still in memory goes to its temporary file; a spilled one is there already.
+    private func write() -> Bool {
+        guard !spilled else { return true }
+        descriptor = Downloader.createTemporary(temporary)
+        guard descriptor >= 0 else { fail("cannot create \(temporary)"); return false }
+        if let failure = memory.withUnsafeBytes({ Downloader.writeAll(descriptor, $0) }) {
+            errno = failure
+            fail("cannot write \(temporary)")
+            return false
         }
-        guard fsync(descriptor) == 0 else { return fail("cannot store \(request.destination)") }
+        return true
+    }
+
+    /// Hashes a spilled body, read back from the page cache.
+    private func hashReadingBack() {
+        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: Downloader.receiveBuffer, alignment: 16)
+        defer { chunk.deallocate() }
+        var hash = StableHash()
+        var offset = 0
+        while offset < size {
+            let count = pread(descriptor, chunk.baseAddress, chunk.count, off_t(offset))
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { return fail("cannot read back \(temporary)") }
+            hash.combine(bytes: UnsafeRawBufferPointer(rebasing: chunk[0..<count]))
+            offset += count
+        }
+        digest = hash.hex
+    }
+
+    private func commit() {
+        guard let digest, fsync(descriptor) == 0 else { return fail("cannot store \(request.destination)") }
         close(descriptor)
         descriptor = -1
+        memory.removeAll(keepingCapacity: true)
         guard rename(temporary, request.destination) == 0 else { return fail("cannot store \(request.destination)") }
-        result = .fetched(etag: etag, lastModified: lastModified, contentHash: digest.hex, size: size)
+        result = .fetched(etag: etag, lastModified: lastModified, contentHash: digest, size: size)
     }
 
     /// The emptied memory buffer, for another transfer.
@@ -336,11 +367,12 @@ private final class OriginalStore: @unchecked Sendable {
         while true {
             while queue.isEmpty && !closed { condition.wait() }
             guard !queue.isEmpty else { break }
-            let body = queue.removeFirst()
+            let batch = Array(queue.prefix(Downloader.storeBatch))
+            queue.removeFirst(batch.count)
             condition.unlock()
-            body.store()
+            ReceivedBody.store(batch)
             condition.lock()
-            done.append(body)
+            done.append(contentsOf: batch)
             waker.wake()
         }
         running -= 1
@@ -523,3 +555,57 @@ private final class Transfer {
         return httpDate.date(from: value).map { $0.timeIntervalSinceNow }
     }
 }
+
+/// FNV-1a 64 of whole buffers: the value, and the hex digest, that `StableHash.combine(bytes:)`
+/// gives from a fresh hash (the content hash of a downloaded original). One buffer's hash is a
+/// single dependency chain, a multiply per byte (~4 cycles a byte, ~0.5 s for 2,000 small images),
+/// so up to four buffers are hashed at once, interleaved, their chains running side by side in the
+/// same cycles: four together take about half the time of one after another.
+private enum FNV1a {
+    static let offset: UInt64 = 0xcbf2_9ce4_8422_2325
+    static let prime: UInt64 = 0x0000_0100_0000_01b3
+
+    static func hash(_ buffers: [UnsafeRawBufferPointer]) -> [UInt64] {
+        var states = [UInt64](repeating: offset, count: buffers.count)
+        var lanes: [(index: Int, position: Int)] = []
+        var next = 0
+        while true {
+            while lanes.count < 4 && next < buffers.count {
+                lanes.append((next, 0))
+                next += 1
+            }
+            guard !lanes.isEmpty else { break }
+            let step = lanes.map { buffers[$0.index].count - $0.position }.min()!
+            if step > 0 {
+                // Four lanes; missing ones repeat lane 0 and their results are dropped.
+                func start(_ lane: Int) -> UnsafePointer<UInt8> {
+                    let (index, position) = lanes[min(lane, lanes.count - 1)]
+                    return buffers[index].baseAddress!.assumingMemoryBound(to: UInt8.self) + position
+                }
+                let (p0, p1, p2, p3) = (start(0), start(1), start(2), start(3))
+                var s0 = states[lanes[0].index]
+                var s1 = lanes.count > 1 ? states[lanes[1].index] : offset
+                var s2 = lanes.count > 2 ? states[lanes[2].index] : offset
+                var s3 = lanes.count > 3 ? states[lanes[3].index] : offset
+                for i in 0..<step {
+                    s0 = (s0 ^ UInt64(p0[i])) &* prime
+                    s1 = (s1 ^ UInt64(p1[i])) &* prime
+                    s2 = (s2 ^ UInt64(p2[i])) &* prime
+                    s3 = (s3 ^ UInt64(p3[i])) &* prime
+                }
+                states[lanes[0].index] = s0
+                if lanes.count > 1 { states[lanes[1].index] = s1 }
+                if lanes.count > 2 { states[lanes[2].index] = s2 }
+                if lanes.count > 3 { states[lanes[3].index] = s3 }
+            }
+            lanes = lanes.map { ($0.index, $0.position + step) }.filter { $0.position < buffers[$0.index].count }
+        }
+        return states
+    }
+
+    static func hex(_ value: UInt64) -> String {
+        let digits = String(value, radix: 16)
+        return String(repeating: "0", count: 16 - digits.count) + digits
+    }
+}
+
