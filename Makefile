@@ -24,12 +24,14 @@ test: deps
 	$(SWIFT) test --skip-build
 
 # Full benchmark: builds the photo corpus from Debian wallpaper packages (once; then a checksum
-# check), runs runner against the C reference and its peers in interleaved rounds, writes BENCHMARKS.md.
+# check), times runner's downloads against curl (nginx on 127.0.0.1), runs runner against the C
+# reference and its peers in interleaved rounds, writes BENCHMARKS.md.
 bench: build
 	bench/make-corpus.sh all
 	python3 bench/bench.py --runner .build/release/runner
 
-# A few seconds: the C reference and runner on 20 synthetic images (the tests run this too).
+# A few seconds: the C reference and runner on 20 synthetic images, then the same 20 as a downloads
+# set (the tests run this too).
 bench-quick: build
 	python3 bench/bench.py --quick --runner .build/release/runner
 

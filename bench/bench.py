@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """Benchmark harness: runner against a C reference and other thumbnailers (issue 5).
 
-    python3 bench/bench.py                 # full: sets large+small, every peer, 3 rounds,
+    python3 bench/bench.py                 # full: sets downloads+large+small, every peer, 3 rounds,
                                            # writes BENCHMARKS.md (run bench/make-corpus.sh first)
-    python3 bench/bench.py --quick         # smoke: quick set, 1 round, C reference + runner only;
-                                           # exits non-zero if runner fails or writes no outputs
+    python3 bench/bench.py --quick         # smoke: quick set, 1 round, C reference + runner only, and
+                                           # a 20-file downloads set; exits non-zero if runner fails
+                                           # or writes no outputs
+    python3 bench/bench.py --sets downloads  # one set; the report keeps the other sets' last results
 
 Every peer makes the same thumbnails: fit inside 256x256, JPEG quality 80, metadata stripped,
 2 workers (threads or processes) unless its name says otherwise. For each set, peers run in
@@ -15,25 +17,38 @@ peak RSS (ru_maxrss from wait4), and the peak PSS summed over the process tree (
 by decoding the full image and resizing it with lanczos3 to the same size (vips resize
 --kernel lanczos3 --gap 0): mean absolute difference per pixel and band, 0-255.
 
+The downloads set (issue 5) serves the small set's first 2,000 files from nginx on 127.0.0.1 and
+compares `runner run --download-only` with one `curl --parallel --parallel-max 16` process, and
+runner's download-and-thumbnail run with curl followed by the C reference (see bench/README.md).
+
 The harness itself needs only python3 (stdlib), cc, pkg-config, libvips-dev and libvips-tools.
-Peers that need more (ImageMagick, Pillow, pyvips) are installed with apt-get/pip in full mode
-unless --no-install, and skipped with a note when that fails. --quick never installs anything.
+Peers that need more (ImageMagick, Pillow, pyvips, curl, nginx) are installed with apt-get/pip in
+full mode unless --no-install, and skipped with a note when that fails (without nginx, the
+downloads set is served by bench/serve.py instead). --quick never installs anything.
 """
 import argparse
+import collections
 import datetime
+import filecmp
+import glob
+import grp
 import json
 import os
 import platform
+import pwd
+import re
 import resource
 import shlex
 import shutil
 import signal
+import socket
 import statistics
 import subprocess
 import tempfile
 import sys
 import threading
 import time
+import urllib.parse
 
 BENCH = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(BENCH)
@@ -43,6 +58,7 @@ SETS = {
     "large": "~200 JPEGs of 8-20 megapixels (re-encoded Debian wallpaper photos)",
     "small": "~2,000 JPEGs of 1-2 megapixels (re-encoded Debian wallpaper photos)",
     "quick": "20 synthetic JPEGs of ~1.5 megapixels (smoke test)",
+    "downloads": "the first 2,000 JPEGs of the small set, fetched from nginx on 127.0.0.1 (20 of the quick set with --quick)",
 }
 NOISY = 0.25  # a run during which other work kept more than this many cores busy, on average, is flagged
 PLACEHOLDER = "_To be filled in: a profile of runner against the C reference (see the numbers above)._"
@@ -63,6 +79,41 @@ def run_text(argv, **kwargs):
 
 # --- measuring ------------------------------------------------------------------------------------
 
+def process_tree(root):
+    """`root` and every live descendant of it, from /proc."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                stat = handle.read()
+        except OSError:
+            continue
+        ppid = int(stat[stat.rindex(b")") + 2:].split()[1])
+        children.setdefault(ppid, []).append(int(entry))
+    found, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo.extend(children.get(pid, []))
+    return found
+
+
+def tree_cpu_seconds(root):
+    """User + system CPU seconds the live processes of `root`'s tree have used so far."""
+    total = 0
+    for pid in process_tree(root):
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as handle:
+                stat = handle.read()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(b")") + 2:].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat)
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 class TreeSampler(threading.Thread):
     """Polls /proc for the process tree under `root` and keeps the peak of its summed PSS."""
 
@@ -73,23 +124,7 @@ class TreeSampler(threading.Thread):
         self.stopping = threading.Event()
 
     def tree(self):
-        children = {}
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            try:
-                with open(f"/proc/{entry}/stat", "rb") as handle:
-                    stat = handle.read()
-            except OSError:
-                continue
-            ppid = int(stat[stat.rindex(b")") + 2:].split()[1])
-            children.setdefault(ppid, []).append(int(entry))
-        found, todo = [], [self.root]
-        while todo:
-            pid = todo.pop()
-            found.append(pid)
-            todo.extend(children.get(pid, []))
-        return found
+        return process_tree(self.root)
 
     @staticmethod
     def pss_kib(pid):
@@ -144,12 +179,15 @@ class Settler:
         self.budget = max(0.0, self.budget - spent)
 
 
-def measure(argv, env=None, cwd=None, stderr_path=None, sample_interval=0.25):
+def measure(argv, env=None, cwd=None, stderr_path=None, sample_interval=0.25, server=None):
     """Runs argv to the end. Returns wall s, CPU s of its tree, the largest single-process RSS MiB,
     the peak PSS of the tree MiB, the exit code, and `other`: the average number of cores busy with
-    anything else (other users' work, the hypervisor's steal; not this harness) while it ran."""
+    anything else (other users' work, the hypervisor's steal; not this harness) while it ran.
+    `server`, a function giving the CPU seconds a server the command talks to has used so far: its
+    share is reported as `server` and not counted as other load."""
     stderr = open(stderr_path, "wb") if stderr_path else subprocess.DEVNULL
     try:
+        server_before = server() if server else 0.0
         busy_before, self_before = busy_seconds(), self_cpu()
         started = time.perf_counter()
         # Its own process group, so an interrupted benchmark takes its xargs children down with it.
@@ -165,6 +203,7 @@ def measure(argv, env=None, cwd=None, stderr_path=None, sample_interval=0.25):
             raise
         wall = time.perf_counter() - started
         busy_after = busy_seconds()
+        served = (server() - server_before) if server else 0.0
         sampler.stop()
         process.returncode = os.waitstatus_to_exitcode(status)
     finally:
@@ -178,8 +217,9 @@ def measure(argv, env=None, cwd=None, stderr_path=None, sample_interval=0.25):
         "rss": usage.ru_maxrss / 1024,  # KiB on Linux; the largest of the tree's processes
         "pss": sampler.peak_kib / 1024,
         "code": process.returncode,
-        "other": max(0.0, (busy_after - busy_before - cpu - harness) / wall),
+        "other": max(0.0, (busy_after - busy_before - cpu - harness - served) / wall),
         "harness": harness,
+        "server": served,
     }
 
 
@@ -554,6 +594,407 @@ def default_runner():
     return os.path.join(ROOT, ".build", "release", "runner")
 
 
+# --- downloads ----------------------------------------------------------------------------------
+
+DOWNLOADS_PARALLEL = 16  # curl --parallel-max, runner's concurrency.download and concurrency.perHost
+
+
+def find_nginx():
+    for candidate in (shutil.which("nginx"), "/usr/sbin/nginx"):
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class StaticServer:
+    """Serves the files of `root` on 127.0.0.1 over HTTP/1.1 keep-alive, so the clients are what is
+    measured: nginx with a generated minimal config (its own pid, log and temp paths in `workdir`,
+    run as the current user, no root needed) when nginx is installed, else bench/serve.py (Python's
+    ThreadingHTTPServer, slower). `cpu_seconds()` is what the server has used so far."""
+
+    def __init__(self, root, workdir, allow_nginx=True):
+        self.root, self.workdir, self.allow_nginx = root, workdir, allow_nginx
+        self.process, self.port, self.description, self.fallback_reason = None, None, "", None
+
+    def start(self):
+        nginx = find_nginx() if self.allow_nginx else None
+        if nginx:
+            try:
+                self.start_nginx(nginx)
+                return self
+            except (OSError, RuntimeError) as error:
+                self.fallback_reason = f"nginx did not start ({error})"
+                log(f"{self.fallback_reason}; serving with Python instead")
+                self.stop()
+        else:
+            self.fallback_reason = "nginx is not installed" if self.allow_nginx else "nginx not allowed"
+        self.start_python()
+        return self
+
+    def start_nginx(self, nginx):
+        folder = os.path.join(self.workdir, "nginx")
+        os.makedirs(folder, exist_ok=True)
+        user = ""
+        if os.geteuid() == 0:  # workers would switch to nobody, who may not read the corpus
+            info = os.stat(self.root)
+            user = f"user {pwd.getpwuid(info.st_uid).pw_name} {grp.getgrgid(info.st_gid).gr_name};"
+        for attempt in range(3):
+            self.port = free_port()
+            config = os.path.join(folder, "nginx.conf")
+            with open(config, "w") as handle:
+                handle.write(f"""# Generated by bench/bench.py for the downloads benchmark.
+daemon off;
+master_process on;
+worker_processes 2;
+pid {folder}/nginx.pid;
+error_log {folder}/error.log warn;
+{user}
+events {{ worker_connections 1024; }}
+http {{
+    access_log off;
+    sendfile on;
+    tcp_nopush on;
+    tcp_nodelay on;
+    keepalive_timeout 60s;
+    keepalive_requests 100000;
+    open_file_cache max=10000 inactive=60s;
+    client_body_temp_path {folder}/client_body;
+    proxy_temp_path {folder}/proxy;
+    fastcgi_temp_path {folder}/fastcgi;
+    uwsgi_temp_path {folder}/uwsgi;
+    scgi_temp_path {folder}/scgi;
+    types {{ image/jpeg jpg jpeg; }}
+    default_type application/octet-stream;
+    server {{
+        listen 127.0.0.1:{self.port};
+        root {self.root};
+    }}
+}}
+""")
+            log_path = os.path.join(folder, "error.log")
+            self.process = subprocess.Popen([nginx, "-p", folder, "-c", config, "-e", log_path],
+                                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                            stderr=open(os.path.join(folder, "stderr.txt"), "wb"), process_group=0)
+            if self.wait_ready():
+                version = run_text([nginx, "-v"]).replace("nginx version: ", "")
+                self.description = (f"{version} on 127.0.0.1 (generated config: 2 worker processes, sendfile, "
+                                    "keep-alive up to 100,000 requests per connection, open_file_cache, no access log)")
+                return
+            self.stop()
+            try:
+                with open(log_path) as handle:
+                    detail = handle.read().strip().splitlines()[-1:]
+            except OSError:
+                detail = []
+            if attempt == 2:
+                raise RuntimeError("; ".join(detail) or "it exited")
+
+    def start_python(self):
+        self.process = subprocess.Popen([sys.executable, os.path.join(BENCH, "serve.py"), self.root],
+                                        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                        process_group=0)
+        self.port = int(self.process.stdout.readline())
+        if not self.wait_ready():
+            raise RuntimeError("bench/serve.py did not start")
+        self.description = (f"Python {platform.python_version()} ThreadingHTTPServer (bench/serve.py) on 127.0.0.1, "
+                            f"because {self.fallback_reason}: it may be slower than the clients")
+
+    def wait_ready(self, seconds=5.0):
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                return False
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+                    return True
+            except OSError:
+                time.sleep(0.05)
+        return False
+
+    def url(self, name):
+        return f"http://127.0.0.1:{self.port}/{urllib.parse.quote(name)}"
+
+    def cpu_seconds(self):
+        return tree_cpu_seconds(self.process.pid) if self.process else 0.0
+
+    def stop(self):
+        if self.process and self.process.poll() is None:
+            self.process.terminate()  # nginx: fast shutdown of master and workers
+            try:
+                self.process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+        self.process = None
+
+
+class DownloadPeer:
+    """A contender of the downloads set. `command(run_dir)` gives argv; `check(run_dir)` counts the
+    files it got right; `group` is "fetch" (download only) or "thumbs" (download + thumbnail)."""
+
+    def __init__(self, key, label, group, command, check, available=lambda: None):
+        self.key, self.label, self.group = key, label, group
+        self.command, self.check, self.available = command, check, available
+
+
+def make_download_peers(args, reference_bin, server, files):
+    names = [os.path.basename(f) for f in files]
+    sizes = {os.path.basename(f): os.path.getsize(f) for f in files}
+    workers = args.workers
+    install = not args.no_install and not args.quick
+
+    def curl_config(run_dir, folder):
+        """A curl config naming each URL and the file it goes to; curl writes nothing else."""
+        path = os.path.join(run_dir, "curl.cfg")
+        with open(path, "w") as handle:
+            for name in names:
+                handle.write(f'url = "{server.url(name)}"\noutput = "{os.path.join(folder, name)}"\n')
+        return path
+
+    def curl_argv(config):
+        # --no-progress-meter: curl 7.88 draws its --parallel meter even with --silent
+        return ["curl", "--silent", "--show-error", "--no-progress-meter", "--fail", "--parallel",
+                "--parallel-max", str(DOWNLOADS_PARALLEL), "-K", config]
+
+    def runner_job(run_dir, download_only):
+        with open(os.path.join(run_dir, "urls.txt"), "w") as handle:
+            handle.writelines(server.url(name) + "\n" for name in names)
+        job = {
+            "version": 1,
+            "name": "bench-downloads",
+            "sources": [{"list": "urls.txt"}],
+            "outputs": [{
+                "name": "thumb",
+                "path": "out/{stem}.jpg",
+                "chain": [{"op": "thumbnail", "width": 256, "height": 256, "fit": "inside"}],
+                "format": {"type": "jpeg", "quality": 80},
+            }],
+            "concurrency": {"process": workers, "download": DOWNLOADS_PARALLEL, "perHost": DOWNLOADS_PARALLEL},
+            "state": "state.sqlite",  # fresh each run, like the originals cache
+            "cache": "cache",
+        }
+        path = os.path.join(run_dir, "job.json")
+        with open(path, "w") as handle:
+            json.dump(job, handle, indent=2)
+        return [args.runner, "run", path, "--quiet"] + (["--download-only"] if download_only else [])
+
+    def copies(folder):
+        """Files in `folder` with the size of their source; every 50th is compared byte for byte."""
+        good = 0
+        for index, name in enumerate(names):
+            path = os.path.join(folder, name)
+            if os.path.exists(path) and os.path.getsize(path) == sizes[name]:
+                if index % 50 == 0 and not filecmp.cmp(path, files[index], shallow=False):
+                    continue
+                good += 1
+        return good
+
+    def cached(folder):
+        """Originals in runner's cache (named by key hash): as many as their sizes match the sources'.
+        A temporary file left behind counts against it."""
+        if not os.path.isdir(folder):
+            return 0
+        entries = os.listdir(folder)
+        if any(e.startswith(".") for e in entries):
+            return 0
+        found = collections.Counter(os.path.getsize(os.path.join(folder, e)) for e in entries)
+        return sum((found & collections.Counter(sizes.values())).values())
+
+    def need_curl():
+        return ensure_apt("curl", lambda: shutil.which("curl") is not None, install)
+
+    def curl_fetch(run_dir):
+        folder = os.path.join(run_dir, "files")
+        os.makedirs(folder, exist_ok=True)
+        return curl_argv(curl_config(run_dir, folder))
+
+    def curl_then_sync(run_dir):
+        folder = os.path.join(run_dir, "files")
+        os.makedirs(folder, exist_ok=True)
+        return ["sh", "-c", 'curl "$@" && exec sync -f "$0"', folder, *curl_argv(curl_config(run_dir, folder))[1:]]
+
+    def curl_then_reference(run_dir):
+        folder, out = os.path.join(run_dir, "files"), os.path.join(run_dir, "out")
+        os.makedirs(folder, exist_ok=True)
+        os.makedirs(out, exist_ok=True)
+        listfile = os.path.join(run_dir, "files.txt")
+        with open(listfile, "w") as handle:
+            handle.writelines(os.path.join(folder, name) + "\n" for name in names)
+        return ["sh", "-c", 'curl "$@" && exec "$0" ' + f"{workers} {shlex.quote(out)} {shlex.quote(listfile)}",
+                reference_bin, *curl_argv(curl_config(run_dir, folder))[1:]]
+
+    def runner_ok():
+        return None if os.access(args.runner, os.X_OK) else f"no runner binary at {args.runner}"
+
+    return [
+        DownloadPeer("curl", f"curl --parallel --parallel-max {DOWNLOADS_PARALLEL} (one process)", "fetch", curl_fetch,
+                     lambda d: copies(os.path.join(d, "files")), need_curl),
+        DownloadPeer("curl+sync", "curl --parallel, then sync -f (its files on disk, like runner's)", "fetch",
+                     curl_then_sync, lambda d: copies(os.path.join(d, "files")), need_curl),
+        DownloadPeer("runner-dl", f"runner run --download-only (concurrency.download {DOWNLOADS_PARALLEL})", "fetch",
+                     lambda d: runner_job(d, True), lambda d: cached(os.path.join(d, "cache")), runner_ok),
+        DownloadPeer("curl+c2", f"curl --parallel, then the C reference at {workers} threads", "thumbs",
+                     curl_then_reference, lambda d: count_outputs(os.path.join(d, "out")), need_curl),
+        DownloadPeer("runner-e2e", f"runner run ({workers} worker processes, downloads overlapping)", "thumbs",
+                     lambda d: runner_job(d, False), lambda d: count_outputs(os.path.join(d, "out")), runner_ok),
+    ]
+
+
+def bench_downloads(files, args, settler, reference_bin, cleanup):
+    """The downloads set: every peer fetches `files` from a local server, in interleaved rounds.
+    Returns (rows, skipped, server description). Folders are not deleted between runs (see README):
+    `cleanup` gets the work folder to remove once every set has run."""
+    runs = os.path.join(CACHE, "runs")
+    os.makedirs(runs, exist_ok=True)
+    if args.quick:
+        workdir = tempfile.mkdtemp(prefix="downloads-", dir=runs)
+    else:
+        workdir = os.path.join(runs, "downloads")
+        if os.path.exists(workdir):  # an earlier run's: removed at the end, not now (see README)
+            stale = tempfile.mkdtemp(prefix="downloads.old-", dir=runs)
+            os.rename(workdir, os.path.join(stale, "downloads"))
+            cleanup.append(stale)
+        os.makedirs(workdir)
+    root = os.path.dirname(files[0])
+    server = StaticServer(root, workdir, allow_nginx=True)
+    if not args.quick and not args.no_install:
+        reason = ensure_apt("nginx", lambda: find_nginx() is not None, True)
+        if reason:
+            log(f"nginx: {reason}")
+    peers = make_download_peers(args, reference_bin, server, files)
+    skipped, usable = [], []
+    for peer in peers:
+        reason = peer.available()
+        if reason:
+            log(f"skipping {peer.label}: {reason}")
+            skipped.append((peer.label, reason))
+        else:
+            usable.append(peer)
+    total_bytes = sum(os.path.getsize(f) for f in files)
+    need = (args.rounds * len(usable) + 1) * total_bytes  # every run's files, and the warm-up's
+    keep_all = shutil.disk_usage(workdir).free > 1.5 * need + (2 << 30)
+    if not keep_all:
+        log(f"downloads: {need / 2**30:.1f} GiB for every round's files does not fit; each run's files are "
+            "deleted right after it (creating files soon after deleting many is slower on some filesystems)")
+    warm(files)
+    results = {p.key: [] for p in usable}
+    server.start()
+    log(f"downloads: serving {len(files)} files ({total_bytes / 2**20:.0f} MiB) with {server.description}")
+    try:
+        if not args.quick and usable:
+            # One unmeasured fetch first: the first run after many files were deleted (an earlier
+            # run's clean-up) writes into pages the VM has just freed, and was up to 2x faster.
+            warmup = os.path.join(workdir, "warmup", usable[0].key)
+            os.makedirs(warmup)
+            os.sync()
+            subprocess.run(usable[0].command(warmup), cwd=warmup, stdin=subprocess.DEVNULL,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for round_index in range(args.rounds):
+            for peer in usable:
+                run_dir = os.path.join(workdir, f"round{round_index + 1}", peer.key)
+                os.makedirs(run_dir)
+                argv = peer.command(run_dir)
+                with open(os.path.join(run_dir, "command.txt"), "w") as handle:
+                    handle.write(shlex.join(argv) + "\n")
+                # Flush what earlier runs left unwritten, so it is not written back while this run
+                # fsyncs (runner does, per original; curl does not): each run pays for its own data.
+                os.sync()
+                settler.wait()
+                run = measure(argv, cwd=run_dir, stderr_path=os.path.join(run_dir, "stderr.txt"),
+                              sample_interval=args.rss_interval, server=server.cpu_seconds)
+                run["outputs"] = peer.check(run_dir)
+                results[peer.key].append(run)
+                log(f"downloads round {round_index + 1}/{args.rounds} {peer.key:10} {run['wall']:6.2f}s "
+                    f"{len(files) / run['wall']:7.1f} files/s  cpu {run['cpu']:5.1f}s  server {run['server']:4.2f}s  "
+                    f"other load {run['other']:4.2f}  exit {run['code']}  {run['outputs']}/{len(files)} right")
+                if not keep_all:
+                    for data in ("files", "cache", "out"):
+                        shutil.rmtree(os.path.join(run_dir, data), ignore_errors=True)
+    finally:
+        server.stop()
+    last = os.path.join(workdir, f"round{args.rounds}")
+    if args.quick and not args.keep:
+        cleanup.append(workdir)
+    elif not args.keep:
+        cleanup.append(lambda: [shutil.rmtree(os.path.join(folder, peer, data), ignore_errors=True)
+                                for folder in glob.glob(os.path.join(workdir, "round*")) + [os.path.join(workdir, "warmup")]
+                                if os.path.isdir(folder)
+                                for peer in os.listdir(folder) for data in ("files", "cache", "out")])
+    else:  # --keep: the last round's files stay
+        cleanup.append(lambda: [shutil.rmtree(os.path.join(folder, peer, data), ignore_errors=True)
+                                for folder in glob.glob(os.path.join(workdir, "round*")) + [os.path.join(workdir, "warmup")]
+                                if folder != last and os.path.isdir(folder)
+                                for peer in os.listdir(folder) for data in ("files", "cache", "out")])
+    rows = summarise_downloads(files, usable, results)
+    return rows, skipped, server.description
+
+
+def summarise_downloads(files, peers, results):
+    """One row per peer, like `summarise`; each peer's ratio is to its group's curl peer."""
+    count = len(files)
+    base_rate = {}
+    for peer in peers:
+        if peer.key in ("curl", "curl+c2"):
+            base_rate[peer.group] = statistics.median(count / r["wall"] for r in undisturbed(results[peer.key]))
+    rows = []
+    for peer in peers:
+        runs = results[peer.key]
+        used = undisturbed(runs)
+        rate = statistics.median(count / r["wall"] for r in used)
+        cpu = statistics.median(r["cpu"] for r in used)
+        rows.append({
+            "key": peer.key, "label": peer.label, "group": peer.group, "rate": rate,
+            "min": min(count / r["wall"] for r in runs), "max": max(count / r["wall"] for r in runs),
+            "ratio": rate / base_rate[peer.group] if peer.group in base_rate else None,
+            "ratio_min": (min(count / r["wall"] for r in runs) / base_rate[peer.group]) if peer.group in base_rate else None,
+            "ratio_max": (max(count / r["wall"] for r in runs) / base_rate[peer.group]) if peer.group in base_rate else None,
+            "wall": statistics.median(r["wall"] for r in used), "cpu": cpu, "cpu_ms": 1000 * cpu / count,
+            "server": statistics.median(r["server"] for r in used),
+            "rss": max(r["rss"] for r in runs), "pss": max(r["pss"] for r in runs),
+            "ok": all(r["code"] == 0 and r["outputs"] == count for r in runs),
+            "other": statistics.median(r["other"] for r in runs),
+            "disturbed": sum(1 for r in runs if r["other"] > NOISY), "used": len(used),
+            "outputs": min(r["outputs"] for r in runs), "codes": sorted({r["code"] for r in runs}), "runs": len(runs),
+            "raw": [{k: round(v, 4) if isinstance(v, float) else v for k, v in r.items()} for r in runs],
+        })
+    return rows
+
+
+DOWNLOAD_GROUPS = {
+    "fetch": ("Download only", "x curl", "files/s"),
+    "thumbs": ("Download + thumbnail (256x256 inside, JPEG q80)", "x curl + C ref", "images/s"),
+}
+
+
+def downloads_table(rows, count):
+    out = []
+    for group, (title, ratio_name, unit) in DOWNLOAD_GROUPS.items():
+        members = [r for r in rows if r.get("group") == group]
+        if not members:
+            continue
+        out += [f"**{title}**", "",
+                f"| peer | {unit} (median of runs used) | min - max | {ratio_name} (min - max) | wall s | CPU s "
+                "| CPU ms/file | max RSS of one process MB | peak PSS of tree MB | server CPU s | right | other load "
+                "| disturbed runs | runs used |",
+                "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for r in members:
+            ratio = (f"{r['ratio']:.2f} ({r['ratio_min']:.2f} - {r['ratio_max']:.2f})"
+                     if r.get("ratio") is not None else "-")
+            right = f"{r['outputs']}/{count}" + ("" if r["ok"] else f" FAILED (exit {','.join(map(str, r['codes']))})")
+            pss = f"{r['pss']:.0f}" if r["pss"] else "-"
+            out.append(f"| {r['label']} | {r['rate']:.1f} | {r['min']:.1f} - {r['max']:.1f} | {ratio} | {r['wall']:.2f} "
+                       f"| {r['cpu']:.1f} | {r['cpu_ms']:.2f} | {r['rss']:.0f} | {pss} | {r['server']:.2f} | {right} "
+                       f"| {r['other']:.2f} | {r['disturbed']}/{r['runs']} | {r['used']} |")
+        out.append("")
+    return "\n".join(out).rstrip()
+
+
 # --- report ---------------------------------------------------------------------------------------
 
 def machine_info():
@@ -608,13 +1049,31 @@ def kept_section(path, heading):
     return body if body and body != PLACEHOLDER else None
 
 
-def analysis(summaries, probe, files_by_set):
+def analysis(records, probe):
     lines = []
-    for name, rows in summaries.items():
+    for name, record in records.items():
+        rows, count = record["rows"], record["count"]
         by_key = {r["key"]: r for r in rows}
+        if name == "downloads":
+            curl, fetch, durable = by_key.get("curl"), by_key.get("runner-dl"), by_key.get("curl+sync")
+            both, e2e = by_key.get("curl+c2"), by_key.get("runner-e2e")
+            if curl and fetch:
+                lines.append(f"- **downloads**: `runner run --download-only` fetches {fetch['rate']:.0f} files/s against "
+                             f"{curl['rate']:.0f} for one `curl --parallel` process: {fetch['ratio']:.2f}x (rounds: "
+                             f"{fetch['ratio_min']:.2f} - {fetch['ratio_max']:.2f}; issue 5 asks for at least 0.9x). "
+                             f"CPU {fetch['cpu']:.1f} s against {curl['cpu']:.1f} s; the server used "
+                             f"{fetch['server']:.2f} and {curl['server']:.2f} s.")
+                if durable:
+                    lines.append(f"  runner fsyncs every original before recording it; curl followed by `sync -f` (its files "
+                                 f"on disk too) makes {durable['rate']:.0f} files/s, and runner "
+                                 f"{fetch['rate'] / durable['rate']:.2f}x that.")
+            if count < 200:
+                lines.append(f"  ({count} files: start-up and tear-down weigh more than the transfers; the ratio says little.)")
+            if both and e2e:
+                lines.append(f"  End to end (download and a thumbnail of each): runner {e2e['rate']:.1f} images/s against "
+                             f"{both['rate']:.1f} for curl followed by the C reference ({e2e['ratio']:.2f}x).")
         c2, runner = by_key.get("c2"), by_key.get("runner")
         if c2 and runner:
-            count = len(files_by_set[name])
             extra_ms = 1000 * (runner["wall"] - c2["wall"]) / count
             lines.append(f"- **{name}**: runner makes {runner['rate']:.1f} images/s against the C reference's "
                          f"{c2['rate']:.1f} ({runner['ratio']:.2f}x); {runner['cpu_ms']:.1f} CPU ms per image against "
@@ -622,18 +1081,48 @@ def analysis(summaries, probe, files_by_set):
         for r in rows:
             if not r["ok"]:
                 lines.append(f"- **{name}**: {r['label']} FAILED (exit {','.join(map(str, r['codes']))}, "
-                             f"{r['outputs']}/{len(files_by_set[name])} outputs); its numbers mean nothing.")
+                             f"{r['outputs']}/{count} outputs); its numbers mean nothing.")
         ranked = sorted((r for r in rows if r["ok"]), key=lambda r: -r["rate"])
-        if ranked:
+        if ranked and name != "downloads":
             lines.append(f"  Fastest: {ranked[0]['label']} ({ranked[0]['rate']:.1f} images/s); slowest: "
                          f"{ranked[-1]['label']} ({ranked[-1]['rate']:.1f} images/s).")
+        if record.get("carried"):
+            lines.append(f"  ({name}: measured on {record['carried']['date']}, not by this command.)")
     if probe:
-        parts = ", ".join(f"{key} {1000 * wall:.0f} ms" for key, wall in probe.items())
-        lines.append(f"- Fixed cost (wall time for a run of a single image, median): {parts}.")
+        parts = ", ".join(f"{key} {1000 * wall:.0f} ms" for key, wall in probe.items() if key != "carried")
+        when = f"; measured on {probe['carried']}, not by this command" if probe.get("carried") else ""
+        lines.append(f"- Fixed cost (wall time for a run of a single image, median{when}): {parts}.")
     return "\n".join(lines)
 
 
-def write_report(path, args, info, vers, command, set_results, probe, skipped, elapsed, load, settle_waited):
+def previous_facts(report_path):
+    """What an existing report says about the run that made it: date, command, runner, rounds (for
+    sets whose results are carried over from results.json written before it kept them per set)."""
+    facts = {"date": "an earlier run", "command": "", "runner": "", "rounds": None}
+    try:
+        with open(report_path) as handle:
+            text = handle.read()
+    except OSError:
+        return facts
+    made = re.search(r"Made by `bench/bench.py` on (\S+)", text)
+    command = re.search(r"## Command\n\n```\n(.*?)\n```", text, re.S)
+    runner = re.search(r"^- runner: (.*)$", text, re.M)
+    rounds = re.search(r"^(\d+) interleaved rounds per set", text, re.M)
+    if made:
+        facts["date"] = made.group(1)
+    if command:
+        facts["command"] = command.group(1).strip()
+    if runner:
+        facts["runner"] = runner.group(1).strip()
+    if rounds:
+        facts["rounds"] = int(rounds.group(1))
+    return facts
+
+
+SET_ORDER = ["large", "small", "downloads", "quick"]
+
+
+def write_report(path, args, info, vers, command, records, probe, skipped, elapsed, load, settle_waited):
     where = kept_section(path, "## Where the time goes") or PLACEHOLDER
     notes = kept_section(path, "## Notes")  # hand-written; kept across regenerations like the section above
     out = ["# Benchmarks", "",
@@ -661,14 +1150,33 @@ def write_report(path, args, info, vers, command, set_results, probe, skipped, e
             "care); min - max covers every run."
             + (f" Before each run the harness waited up to {args.settle:g} s for other load to fall below {NOISY} "
                f"cores ({settle_waited:.0f} s waited in all)." if args.settle else ""), ""]
-    for name, (files, rows, megapixels) in set_results.items():
-        out += [f"## Results: {name}", "",
-                f"{len(files)} files, {megapixels / len(files):.1f} megapixels on average ({SETS.get(name, '')}).", "",
-                table(rows, len(files)), ""]
+    for name, record in records.items():
+        out += [f"## Results: {name}", ""]
+        carried = record.get("carried")
+        if carried:
+            out += [f"_Carried over from the run of {carried['date']}"
+                    + (f" (`{carried['command']}`" + (f", {carried['rounds']} rounds" if carried.get("rounds") else "")
+                       + ")" if carried.get("command") else "")
+                    + (f", runner {carried['runner']}" if carried.get("runner") else "")
+                    + "; not measured by the command above._", ""]
+        count = record["count"]
+        if name == "downloads":
+            out += [f"{count} files, {record['megapixels'] / count:.1f} megapixels and "
+                    f"{record['bytes'] / count / 1024:.0f} KiB on average (the first {count} JPEGs of the small set), "
+                    f"served by {record['server']}. Each run writes into fresh folders and, for runner, a fresh state "
+                    "database and originals cache; folders are removed only after the last set (see bench/README.md). "
+                    f"files/s is {count} / wall time of the whole command; \"x curl\" divides by the median of one "
+                    f"`curl --parallel --parallel-max {DOWNLOADS_PARALLEL}` process; \"right\" counts files whose size "
+                    "matches the source (curl's: every 50th compared byte for byte; runner's: originals in its cache, "
+                    "none left under a temporary name) or thumbnails written; \"server CPU s\" is the server's, not "
+                    "counted in CPU s or other load.", "", downloads_table(record["rows"], count), ""]
+        else:
+            mp = f", {record['megapixels'] / count:.1f} megapixels on average" if record.get("megapixels") else ""
+            out += [f"{count} files{mp} ({record.get('description') or SETS.get(name, '')}).", "",
+                    table(record["rows"], count), ""]
     if skipped:
         out += ["## Skipped peers", ""] + [f"- {label}: {reason}" for label, reason in skipped] + [""]
-    out += ["## Analysis", "", analysis({n: r for n, (f, r, m) in set_results.items()}, probe,
-                                        {n: f for n, (f, r, m) in set_results.items()}), "",
+    out += ["## Analysis", "", analysis(records, probe), "",
             "## Where the time goes", "", where, ""]
     if notes:
         out += ["## Notes", "", notes, ""]
@@ -692,14 +1200,15 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true",
                         help="quick set, 1 round, C reference + runner, no report; fails if runner fails")
-    parser.add_argument("--sets", help="comma-separated sets (default: large,small; quick with --quick)")
+    parser.add_argument("--sets", help="comma-separated sets: downloads, large, small, quick (default: "
+                                       "downloads,large,small; quick,downloads with --quick)")
     parser.add_argument("--rounds", type=int, help="interleaved rounds per set (default 3; 1 with --quick)")
     parser.add_argument("--peers", help="comma-separated peer keys: c2,c4,runner,vt1,vt50,im,imsize,pillow,pyvips-t,pyvips-p")
     parser.add_argument("--runner", default=os.environ.get("BENCH_RUNNER") or default_runner(),
                         help="runner binary (default: $BENCH_RUNNER, else .build/release/runner)")
     parser.add_argument("--workers", type=int, default=2, help="threads/processes per peer (default 2)")
     parser.add_argument("--samples", type=int, help="images per set for the quality score (default 20; 3 with --quick)")
-    parser.add_argument("--limit", type=int, help="use only the first N files of each set")
+    parser.add_argument("--limit", type=int, help="use only the first N files of each set (downloads: of its 2,000)")
     parser.add_argument("--report", default=os.path.join(ROOT, "BENCHMARKS.md"),
                         help="where the full run writes its report (default BENCHMARKS.md)")
     parser.add_argument("--no-report", action="store_true", help="print the tables only")
@@ -713,75 +1222,140 @@ def main():
     parser.add_argument("--rss-interval", type=float, default=0.25, help="seconds between /proc samples (default 0.25)")
     args = parser.parse_args()
     args.runner = os.path.abspath(args.runner)
-    sets = (args.sets or ("quick" if args.quick else "large,small")).split(",")
+    sets = (args.sets or ("quick,downloads" if args.quick else "downloads,large,small")).split(",")
+    unknown = set(sets) - set(SETS)
+    if unknown:
+        sys.exit(f"bench: unknown sets {', '.join(sorted(unknown))} (have {', '.join(SETS)})")
     args.rounds = args.rounds or (1 if args.quick else 3)
     args.samples = args.samples if args.samples is not None else (3 if args.quick else 20)
     write = not (args.quick or args.no_report)
+    image_sets = [name for name in sets if name != "downloads"]
 
     started = time.time()
     load_before = ", ".join(f"{x:.2f}" for x in os.getloadavg())
-    if args.quick and "quick" in sets:
+    if args.quick and ("quick" in sets or "downloads" in sets):
         # The quick set is synthetic and needs only the vips CLI: make (or verify) it here.
         subprocess.run([os.path.join(BENCH, "make-corpus.sh"), "quick"], check=True)
     if runner_is_stale(args.runner):
         log(f"warning: {args.runner} is older than Sources/ (rebuild it to measure the current code)")
     reference_bin = compile_reference()
-    peers = make_peers(args, reference_bin)
-    skipped, usable = [], []
-    for peer in peers:
-        reason = peer.check()
-        if reason:
-            log(f"skipping {peer.label}: {reason}")
-            skipped.append((peer.label, reason))
-        else:
-            usable.append(peer)
-    if not usable:
-        sys.exit("bench: no peer can run")
+    skipped, usable, peers = [], [], []
+    if image_sets:
+        peers = make_peers(args, reference_bin)
+        for peer in peers:
+            reason = peer.check()
+            if reason:
+                log(f"skipping {peer.label}: {reason}")
+                skipped.append((peer.label, reason))
+            else:
+                usable.append(peer)
+        if not usable:
+            sys.exit("bench: no peer can run")
 
     settler = Settler(args.settle, args.settle_budget)
-    summaries, set_results, all_files = {}, {}, {}
-    for name in sets:
-        files = corpus_files(name)[:args.limit] if args.limit else corpus_files(name)
-        if not files:
-            sys.exit(f"bench: no files in {os.path.join(CORPUS, name)}: run bench/make-corpus.sh {name}")
-        log(f"set {name}: {len(files)} files, {args.rounds} rounds, peers {', '.join(p.key for p in usable)}")
-        results, quality = bench_set(name, files, usable, args, settler)
-        rows = summarise(name, files, usable, results, quality)
-        summaries[name] = rows
-        all_files[name] = files
-        set_results[name] = (files, rows, megapixels(files) if write else 0)
-        print(f"\n{name}: {len(files)} files, {args.rounds} round(s)\n")
-        print(table(rows, len(files)))
-        print()
+    records = {}
+    cleanup = []  # folders (or functions) to remove once every set has run
+    try:
+        for name in sets:
+            if name == "downloads":
+                # The small set's first files (the quick set's with --quick), fetched from a local server.
+                corpus = corpus_files("quick" if args.quick else "small")
+                files = corpus[:args.limit or (len(corpus) if args.quick else 2000)]
+            else:
+                files = corpus_files(name)[:args.limit] if args.limit else corpus_files(name)
+            if not files:
+                source = "quick" if args.quick else "small" if name == "downloads" else name
+                sys.exit(f"bench: no files in {os.path.join(CORPUS, source)}: run bench/make-corpus.sh {source}")
+            record = {"count": len(files), "megapixels": megapixels(files) if write else 0,
+                      "description": SETS.get(name, ""), "date": datetime.date.today().isoformat()}
+            if name == "downloads":
+                log(f"set downloads: {len(files)} files, {args.rounds} rounds")
+                rows, dl_skipped, server = bench_downloads(files, args, settler, reference_bin, cleanup)
+                skipped += dl_skipped
+                record.update(rows=rows, server=server, bytes=sum(os.path.getsize(f) for f in files))
+                rendered = downloads_table(rows, len(files))
+            else:
+                log(f"set {name}: {len(files)} files, {args.rounds} rounds, peers {', '.join(p.key for p in usable)}")
+                results, quality = bench_set(name, files, usable, args, settler)
+                record["rows"] = summarise(name, files, usable, results, quality)
+                rendered = table(record["rows"], len(files))
+            records[name] = record
+            print(f"\n{name}: {len(files)} files, {args.rounds} round(s)\n")
+            print(rendered)
+            print()
+    finally:
+        for item in cleanup:
+            item() if callable(item) else shutil.rmtree(item, ignore_errors=True)
 
     probe = {}
-    if not args.no_probe and not args.quick:
+    if not args.no_probe and not args.quick and image_sets:
         keys = [p for p in usable if p.key in ("c2", "runner", "vt1", "pyvips-t")]
-        source = all_files[sets[-1]][0]
+        source = corpus_files(image_sets[-1])[0]
         try:
             probe = startup_probe(keys, source, os.path.join(CACHE, "runs", "probe"), 5, args.rss_interval)
         except (OSError, subprocess.SubprocessError) as error:
             log(f"start-up probe failed: {error}")
         print("fixed cost (1 image, median of 5): " + ", ".join(f"{k} {1000 * v:.0f} ms" for k, v in probe.items()))
-    if not args.quick:
-        with open(os.path.join(CACHE, "runs", "results.json"), "w") as handle:
-            json.dump({"sets": summaries, "probe": probe, "args": vars(args)}, handle, indent=1)
-    for line in analysis(summaries, probe, all_files).splitlines():
+    command = ("python3 bench/bench.py " + shlex.join(sys.argv[1:])).strip()
+    report_records = dict(records)
+    if not args.quick and not write:
+        # A run that writes no report (exploring with --no-report) leaves results.json, what the
+        # report is made of, alone.
+        with open(os.path.join(CACHE, "runs", "results-no-report.json"), "w") as handle:
+            json.dump({"sets": {n: r["rows"] for n, r in records.items()}, "probe": probe, "args": vars(args)},
+                      handle, indent=1)
+    if write:
+        # results.json keeps every set's latest results, so a run of some sets does not lose the others'.
+        path = os.path.join(CACHE, "runs", "results.json")
+        try:
+            with open(path) as handle:
+                previous = json.load(handle)
+        except (OSError, ValueError):
+            previous = {}
+        facts = previous_facts(args.report)
+        kept_sets, kept_meta = previous.get("sets", {}), previous.get("meta", {})
+        merged_sets, merged_meta = {}, {}
+        for name in sorted(set(kept_sets) | set(records), key=lambda n: (SET_ORDER + [n]).index(n)):
+            if name in records:
+                merged_sets[name] = records[name]["rows"]
+                merged_meta[name] = {k: v for k, v in records[name].items() if k != "rows"}
+                merged_meta[name].update(command=command, rounds=args.rounds, runner=versions(args.runner)["runner"])
+            else:
+                merged_sets[name] = kept_sets[name]
+                meta = kept_meta.get(name) or {
+                    "count": max(r["outputs"] for r in kept_sets[name]), "description": SETS.get(name, ""),
+                    "date": facts["date"], "command": facts["command"], "runner": facts["runner"],
+                    "rounds": facts["rounds"]}
+                if "megapixels" not in meta and write:
+                    meta["megapixels"] = megapixels(corpus_files(name)[:meta["count"]])
+                merged_meta[name] = meta
+                report_records[name] = dict(meta, rows=kept_sets[name], carried=meta)
+        probe_date, carried_probe = datetime.date.today().isoformat(), False
+        if not probe and previous.get("probe"):
+            probe, probe_date, carried_probe = previous["probe"], previous.get("probe_date") or facts["date"], True
+        with open(path, "w") as handle:
+            json.dump({"sets": merged_sets, "meta": merged_meta, "probe": probe, "probe_date": probe_date,
+                       "args": vars(args)}, handle, indent=1)
+        if carried_probe:
+            probe = dict(probe, carried=probe_date)
+        report_records = {n: report_records[n] for n in merged_sets}
+    for line in analysis(records, probe).splitlines():
         print(line)
     if skipped:
         print("skipped: " + "; ".join(f"{label}: {reason}" for label, reason in skipped))
 
     if write:
-        command = "python3 bench/bench.py " + shlex.join(sys.argv[1:])
-        write_report(args.report, args, machine_info(), versions(args.runner), command.strip(), set_results, probe,
+        write_report(args.report, args, machine_info(), versions(args.runner), command, report_records, probe,
                      skipped, time.time() - started, (load_before, ", ".join(f"{x:.2f}" for x in os.getloadavg())),
                      settler.waited)
 
     # Exit status: runner must have succeeded and written every output (what bench-quick checks).
-    failed = [f"{name}/{r['label']}" for name, rows in summaries.items() for r in rows
-              if not r["ok"] and (r["key"] == "runner" or args.quick)]
+    failed = [f"{name}/{r['label']}" for name, record in records.items() for r in record["rows"]
+              if not r["ok"] and (r["key"].startswith("runner") or args.quick)]
     if "runner" not in {p.key for p in usable} and any(p.key == "runner" for p in peers):
         failed.append("runner could not run")
+    if "downloads" in records and not any(r["key"].startswith("runner") for r in records["downloads"]["rows"]):
+        failed.append("runner could not run the downloads set")
     if failed:
         log("FAILED: " + ", ".join(failed))
         return 1

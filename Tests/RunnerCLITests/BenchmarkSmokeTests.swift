@@ -4,7 +4,7 @@ import TestSupport
 
 @Suite("make bench-quick cannot rot")
 struct BenchmarkSmokeTests {
-    @Test("the quick benchmark runs runner and the C reference and checks their outputs")
+    @Test("the quick benchmark runs runner and the C reference, and the downloads set, and checks their outputs")
     func quickBenchmark() throws {
         let repository = (Fixtures.root as NSString).deletingLastPathComponent
         let process = Process()
@@ -21,5 +21,6 @@ struct BenchmarkSmokeTests {
         let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
         #expect(process.terminationStatus == 0, "\(text)")
         #expect(text.contains("| runner, ") && text.contains("20/20"), "\(text)")
+        #expect(text.contains("| runner run --download-only") && text.contains("| runner run (2 worker processes"), "\(text)")
     }
 }
