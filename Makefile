@@ -1,13 +1,14 @@
 # runner: set-up, build, run and test. `make run` and `make test` work on a fresh Debian machine.
 SWIFT ?= swift
-DEBIAN_PACKAGES := pkg-config libvips-dev libvips-tools libcurl4-openssl-dev libsqlite3-dev
+DEBIAN_PACKAGES := pkg-config libvips-dev libvips-tools libcurl4-openssl-dev libsqlite3-dev curl
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: deps build run test bench bench-quick clean
 
-# Installs the Debian packages when pkg-config (or the vips CLI the tests compare against) is missing them.
+# Installs the Debian packages when pkg-config is missing them, or the CLIs the tests compare against
+# (vipsthumbnail; curl, the quick benchmark's downloads reference).
 deps:
-	@if ! command -v pkg-config >/dev/null || ! pkg-config --exists vips libcurl sqlite3 || ! command -v vipsthumbnail >/dev/null; then \
+	@if ! command -v pkg-config >/dev/null || ! pkg-config --exists vips libcurl sqlite3 || ! command -v vipsthumbnail >/dev/null || ! command -v curl >/dev/null; then \
 		echo "installing $(DEBIAN_PACKAGES)"; \
 		$(SUDO) apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(DEBIAN_PACKAGES); \
