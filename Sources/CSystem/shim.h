@@ -4,6 +4,10 @@
 /* glibc declares these only under _GNU_SOURCE, which the Swift Glibc module is not built with. */
 extern int syncfs(int fd);
 extern int mkostemp(char *template, int flags);
+extern int sync_file_range(int fd, long long offset, long long nbytes, unsigned int flags);
+
+/* Start writeback of a file's dirty pages without waiting for it. */
+#define CSYSTEM_SYNC_FILE_RANGE_WRITE 2
 
 
 #endif

@@ -139,7 +139,7 @@ final class RemoteStage: @unchecked Sendable {
             guard let original = primary.cachedOriginal else { return }
             content = original
         }
-        if retryFailed && firstTime { try? store.unblock([url]) }
+        if retryFailed && firstTime { _ = try? store.unblock([url]) }
         for source in sources {
             let file = cacheFile(for: source.key)
             if file != primaryFile { unlink(file); link(primaryFile, file) }
