@@ -57,6 +57,23 @@ struct PlanningTests {
         #expect(throws: JobFileError.self) { try PathTemplate("out/", baseDirectory: "/job", location: "x") }
     }
 
+    @Test("content hashes taken four buffers at a time equal the streamed hash of each")
+    func contentHashes() {
+        var generator = SystemRandomNumberGenerator()
+        let buffers = [0, 1, 7, 4096, 100_000, 333].map { count in (0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) } }
+        let streamed = buffers.map { bytes in
+            var hash = StableHash()
+            bytes.withUnsafeBytes { hash.combine(bytes: $0) }
+            return hash.hex
+        }
+        let pointers = buffers.map { bytes in UnsafeRawBufferPointer(UnsafeMutableRawBufferPointer.allocate(byteCount: bytes.count, alignment: 8)) }
+        defer { pointers.forEach { $0.deallocate() } }
+        for (pointer, bytes) in zip(pointers, buffers) {
+            UnsafeMutableRawBufferPointer(mutating: pointer).copyBytes(from: bytes)
+        }
+        #expect(StableHash.contentHashes(of: pointers).map(\.hex) == streamed)
+    }
+
     @Test("paths normalize to absolute, without empty, . or .. components, keeping names made of dots", arguments: [
         ("/a/b.jpg", "/a/b.jpg"), ("/a//b/", "/a/b"), ("/a/./b", "/a/b"), ("/a/x/../b", "/a/b"), ("/../a", "/a"),
         ("/a/.../b", "/a/.../b"), ("/a/..b/.c", "/a/..b/.c"), ("/", "/"), ("/a/.", "/a"), ("/a/..", "/"),

@@ -60,20 +60,17 @@ final class Recorder: Sendable {
     private func flushLoop() {
         while true {
             let isStopping = stopped.withLock { $0 }
-            var (batch, staged) = pending.withLock { pending in
-                defer {
-                    pending.events.removeAll(keepingCapacity: true)
-                    pending.staged.removeAll(keepingCapacity: true)
-                }
-                return (pending.events, pending.staged)
+            let taken = pending.withLock { pending in
+                defer { pending = Pending() }
+                return pending
             }
+            var batch = taken.events
             // After the events taken with them: an item's `started` always precedes its result.
-            let published = AtomicFile.publish(staged.map(\.output))
-            for (item, failure) in zip(staged, published) {
+            let published = AtomicFile.publish(taken.staged.map(\.output))
+            for (item, failure) in zip(taken.staged, published) {
                 batch.append(.finished(key: item.key, outputPath: item.output.path,
                                        outcome: failure.map { .failed($0, duration: item.duration) } ?? .done(duration: item.duration)))
             }
-            staged.removeAll()
             do {
                 try store.record(batch, runID: runID)
                 onCommitted(batch)

@@ -40,7 +40,7 @@ final class Downloader {
     static let receiveBuffer = 256 << 10
     /// Threads that write, hash, fsync and rename finished bodies.
     static let storeThreads = 4
-    /// Most bodies a store thread takes at once: they are hashed together (see `FNV1a`).
+    /// Most bodies a store thread takes at once: they are hashed together (see `StableHash.contentHashes`).
     static let storeBatch = 4
 
     private let settings: RemoteSettings
@@ -250,13 +250,13 @@ private final class ReceivedBody: @unchecked Sendable {
     }
 
     /// Stores a few bodies at once: each one's bytes go to its temporary file, the ones in memory
-    /// are hashed together (`FNV1a`), then each is fsynced and renamed to its final name. An
+    /// are hashed together (`StableHash.contentHashes`), then each is fsynced and renamed to its final name. An
     /// original enters the cache complete and durable, or not at all.
     static func store(_ bodies: [ReceivedBody]) {
         let written = bodies.filter { $0.write() }
         let inMemory = written.filter { !$0.spilled }
-        let digests = withBytes(of: inMemory[...], []) { FNV1a.hash($0) }
-        for (body, digest) in zip(inMemory, digests) { body.digest = FNV1a.hex(digest) }
+        let digests = withBytes(of: inMemory[...], []) { StableHash.contentHashes(of: $0) }
+        for (body, digest) in zip(inMemory, digests) { body.digest = digest.hex }
         for body in written where body.spilled { body.hashReadingBack() }
         for body in written where body.digest != nil { body.commit() }
     }
@@ -565,57 +565,3 @@ private final class Transfer {
         return httpDate.date(from: value).map { $0.timeIntervalSinceNow }
     }
 }
-
-/// FNV-1a 64 of whole buffers: the value, and the hex digest, that `StableHash.combine(bytes:)`
-/// gives from a fresh hash (the content hash of a downloaded original). One buffer's hash is a
-/// single dependency chain, a multiply per byte (~4 cycles a byte, ~0.5 s for 2,000 small images),
-/// so up to four buffers are hashed at once, interleaved, their chains running side by side in the
-/// same cycles: four together take about half the time of one after another.
-private enum FNV1a {
-    static let offset: UInt64 = 0xcbf2_9ce4_8422_2325
-    static let prime: UInt64 = 0x0000_0100_0000_01b3
-
-    static func hash(_ buffers: [UnsafeRawBufferPointer]) -> [UInt64] {
-        var states = [UInt64](repeating: offset, count: buffers.count)
-        var lanes: [(index: Int, position: Int)] = []
-        var next = 0
-        while true {
-            while lanes.count < 4 && next < buffers.count {
-                lanes.append((next, 0))
-                next += 1
-            }
-            guard !lanes.isEmpty else { break }
-            let step = lanes.map { buffers[$0.index].count - $0.position }.min()!
-            if step > 0 {
-                // Four lanes; missing ones repeat lane 0 and their results are dropped.
-                func start(_ lane: Int) -> UnsafePointer<UInt8> {
-                    let (index, position) = lanes[min(lane, lanes.count - 1)]
-                    return buffers[index].baseAddress!.assumingMemoryBound(to: UInt8.self) + position
-                }
-                let (p0, p1, p2, p3) = (start(0), start(1), start(2), start(3))
-                var s0 = states[lanes[0].index]
-                var s1 = lanes.count > 1 ? states[lanes[1].index] : offset
-                var s2 = lanes.count > 2 ? states[lanes[2].index] : offset
-                var s3 = lanes.count > 3 ? states[lanes[3].index] : offset
-                for i in 0..<step {
-                    s0 = (s0 ^ UInt64(p0[i])) &* prime
-                    s1 = (s1 ^ UInt64(p1[i])) &* prime
-                    s2 = (s2 ^ UInt64(p2[i])) &* prime
-                    s3 = (s3 ^ UInt64(p3[i])) &* prime
-                }
-                states[lanes[0].index] = s0
-                if lanes.count > 1 { states[lanes[1].index] = s1 }
-                if lanes.count > 2 { states[lanes[2].index] = s2 }
-                if lanes.count > 3 { states[lanes[3].index] = s3 }
-            }
-            lanes = lanes.map { ($0.index, $0.position + step) }.filter { $0.position < buffers[$0.index].count }
-        }
-        return states
-    }
-
-    static func hex(_ value: UInt64) -> String {
-        let digits = String(value, radix: 16)
-        return String(repeating: "0", count: 16 - digits.count) + digits
-    }
-}
-
