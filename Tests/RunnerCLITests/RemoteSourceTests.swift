@@ -154,6 +154,24 @@ struct RemoteSourceTests {
         #expect(workspace.files(in: "out").count == 4)
     }
 
+    @Test("a URL named again after its download finished reuses that download")
+    func requestCombiningAcrossTheList() throws {
+        let server = try HTTPTestServer()
+        let workspace = try Workspace()
+        // One transfer at a time: the explicit-key source is read only after a.jpg is settled.
+        try workspace.write([server.url("/nocache/a.jpg"), server.url("/nocache/b.jpg")].joined(separator: "\n"), to: "urls.txt")
+        let job = try workspace.writeJob("""
+        {"version": 1, "sources": [{"list": "urls.txt"}, {"url": "\(server.url("/nocache/a.jpg"))", "key": "product-1"}],
+         "outputs": [{"name": "t", "path": "out/{key}.jpg", "chain": [{"op": "thumbnail", "width": 32, "height": 32}], "format": {"type": "jpeg"}}],
+         "concurrency": {"download": 1}, "state": "state.sqlite"}
+        """)
+        let result = try workspace.run([job])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("3 done"), "\(result.stdout)")
+        #expect(try server.stats().counts["/nocache/a.jpg"] == 1)
+        #expect(workspace.files(in: "out").count == 3)
+    }
+
     @Test("Retry-After is honoured, in seconds and as an HTTP date")
     func retryAfter() throws {
         let server = try HTTPTestServer()
