@@ -3,20 +3,6 @@ import Foundation
 import Glibc
 #endif
 
-/// What a run would do, computed without decoding anything. Runs never hold one: they stream
-/// sources through `Planner.forEachSource`; a whole `Plan` is for `runner plan` and tests.
-public struct Plan: Sendable {
-    public var sources: [PlannedSource]
-
-    public var items: [PlannedItem] { sources.flatMap(\.items) }
-
-    public var counts: PlanCounts {
-        sources.reduce(into: PlanCounts()) { $0.add($1) }
-    }
-
-    public func count(_ status: PlannedItem.Status) -> Int { counts[status] }
-}
-
 /// How many items a plan has in each status.
 public struct PlanCounts: Sendable {
     public var pending = 0

@@ -73,13 +73,6 @@ struct Planner {
         }
     }
 
-    /// The whole plan at once: for `runner plan` and tests. Runs stream instead.
-    func expand() throws -> Plan {
-        var sources: [PlannedSource] = []
-        try forEachSource { sources.append($0) }
-        return Plan(sources: sources)
-    }
-
     private func planned(_ discovered: DiscoveredSource) throws -> PlannedSource {
         let identity: SourceIdentity
         switch discovered.origin {
@@ -148,15 +141,6 @@ struct Planner {
         for index in source.items.indices where source.items[index].isUpToDate {
             source.items[index].status = .upToDate
         }
-    }
-
-    /// `classify` over a whole plan (for `runner plan` and tests).
-    func classify(_ plan: Plan, state: some PlanningLookup, retryFailed: Bool, force: Bool = false) throws -> Plan {
-        var plan = plan
-        for index in plan.sources.indices {
-            try classify(&plan.sources[index], state: state, retryFailed: retryFailed, force: force)
-        }
-        return plan
     }
 
     private func isExpired(_ entry: BlacklistEntry, now: Double) -> Bool {
