@@ -157,13 +157,9 @@ public enum JobRunner {
     /// Keeps the originals cache under `cacheMaxBytes`, removing least recently used originals.
     private static func trimCache(_ job: Job, store: StateStore) throws {
         guard let limit = job.remote.cacheMaxBytes else { return }
-        var originals = try store.originals().values.sorted { $0.usedAt < $1.usedAt }
-        var total = originals.reduce(0) { $0 + $1.size }
-        while total > limit, !originals.isEmpty {
-            let oldest = originals.removeFirst()
+        for oldest in try store.originalsBeyond(limit) {
             unlink(oldest.file)
             try store.forgetOriginal(oldest.sourceKey)
-            total -= oldest.size
         }
     }
 

@@ -240,14 +240,18 @@ public final class StateStore: Sendable {
 
     // MARK: Originals (downloaded sources)
 
-    func originals() throws -> [String: CachedOriginal] {
+    /// The least recently used originals to drop so the rest total at most `limit` bytes.
+    func originalsBeyond(_ limit: Int) throws -> [CachedOriginal] {
         try database.read { db in
-            var entries: [String: CachedOriginal] = [:]
-            for row in try Row.fetchAll(db, sql: "SELECT * FROM original") {
-                let entry = CachedOriginal(row)
-                entries[entry.sourceKey] = entry
+            var total = try Int.fetchOne(db, sql: "SELECT COALESCE(SUM(size), 0) FROM original") ?? 0
+            var dropped: [CachedOriginal] = []
+            let rows = try Row.fetchCursor(db, sql: "SELECT * FROM original ORDER BY used_at")
+            while total > limit, let row = try rows.next() {
+                let oldest = CachedOriginal(row)
+                dropped.append(oldest)
+                total -= oldest.size
             }
-            return entries
+            return dropped
         }
     }
 
