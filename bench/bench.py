@@ -64,6 +64,19 @@ NOISY = 0.25  # a run during which other work kept more than this many cores bus
 PLACEHOLDER = "_To be filled in: a profile of runner against the C reference (see the numbers above)._"
 
 
+def split_runnable(peers, reason_not_to_run):
+    """(peers that can run, [(label, why not)] for the others), logging each one skipped."""
+    usable, skipped = [], []
+    for peer in peers:
+        reason = reason_not_to_run(peer)
+        if reason:
+            log(f"skipping {peer.label}: {reason}")
+            skipped.append((peer.label, reason))
+        else:
+            usable.append(peer)
+    return usable, skipped
+
+
 def log(message):
     print(f"bench: {message}", file=sys.stderr, flush=True)
 
@@ -868,14 +881,7 @@ def bench_downloads(files, args, settler, reference_bin, cleanup):
         if reason:
             log(f"nginx: {reason}")
     peers = make_download_peers(args, reference_bin, server, files)
-    skipped, usable = [], []
-    for peer in peers:
-        reason = peer.available()
-        if reason:
-            log(f"skipping {peer.label}: {reason}")
-            skipped.append((peer.label, reason))
-        else:
-            usable.append(peer)
+    usable, skipped = split_runnable(peers, lambda peer: peer.available())
     total_bytes = sum(os.path.getsize(f) for f in files)
     need = (args.rounds * len(usable) + 1) * total_bytes  # every run's files, and the warm-up's
     keep_all = shutil.disk_usage(workdir).free > 1.5 * need + (2 << 30)
@@ -1242,13 +1248,7 @@ def main():
     skipped, usable, peers = [], [], []
     if image_sets:
         peers = make_peers(args, reference_bin)
-        for peer in peers:
-            reason = peer.check()
-            if reason:
-                log(f"skipping {peer.label}: {reason}")
-                skipped.append((peer.label, reason))
-            else:
-                usable.append(peer)
+        usable, skipped = split_runnable(peers, lambda peer: peer.check())
         if not usable:
             sys.exit("bench: no peer can run")
 
