@@ -170,6 +170,15 @@ static inline int cvips_extract_band(VipsImage *in, VipsImage **out, int band) {
 static inline int cvips_subtract(VipsImage *left, VipsImage *right, VipsImage **out) { return vips_subtract(left, right, out, NULL); }
 static inline int cvips_abs(VipsImage *in, VipsImage **out) { return vips_abs(in, out, NULL); }
 
+// MARK: - Rendering on the calling thread (macros Swift cannot import)
+
+static inline size_t cvips_sizeof_line(VipsImage *image) { return VIPS_IMAGE_SIZEOF_LINE(image); }
+static inline VipsPel *cvips_image_addr(VipsImage *image, int x, int y) { return VIPS_IMAGE_ADDR(image, x, y); }
+static inline VipsPel *cvips_region_addr(VipsRegion *region, int x, int y) { return VIPS_REGION_ADDR(region, x, y); }
+static inline int cvips_pipeline_from(VipsImage *image, VipsImage *input) {
+    return vips_image_pipelinev(image, VIPS_DEMAND_STYLE_THINSTRIP, input, NULL);
+}
+
 // MARK: - Saving (to memory; runner writes the bytes itself, atomically)
 // `strip` drops every metadata item (EXIF, XMP, ICC, comments) from the file.
 
