@@ -9,5 +9,8 @@ extern int sync_file_range(int fd, long long offset, long long nbytes, unsigned 
 /* Start writeback of a file's dirty pages without waiting for it. */
 #define CSYSTEM_SYNC_FILE_RANGE_WRITE 2
 
+/* glibc malloc tuning (malloc.h is not in the Glibc module). */
+#include <malloc.h>
+
 
 #endif

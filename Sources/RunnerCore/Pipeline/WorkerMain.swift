@@ -1,3 +1,4 @@
+internal import CSystem
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -15,6 +16,7 @@ public enum WorkerMain {
     public static func run() -> Int32 {
         signal(SIGINT, SIG_IGN)
         signal(SIGTERM, SIG_IGN)
+        keepFreedMemory()
         // The protocol owns the original stdout; anything a library prints goes to stderr instead.
         let protocolOutput = dup(STDOUT_FILENO)
         dup2(STDERR_FILENO, STDOUT_FILENO)
@@ -48,5 +50,15 @@ public enum WorkerMain {
             guard channel.send(WorkerReply(id: task.id, outputs: outputs, seconds: seconds)) else { break }
         }
         return 0
+    }
+
+    /// Every image allocates and frees the same few megabytes of decode and region buffers.
+    /// With glibc's defaults those pages go back to the kernel after each image and fault in
+    /// again, zeroed, for the next (about 7% of a small thumbnail's time). Freed memory up to
+    /// 128 MiB stays for reuse; blocks of 32 MiB or more are still mapped and unmapped on their
+    /// own, so one huge image does not pin its memory, and workers are recycled anyway.
+    private static func keepFreedMemory() {
+        mallopt(M_MMAP_THRESHOLD, 32 << 20)
+        mallopt(M_TRIM_THRESHOLD, 128 << 20)
     }
 }
