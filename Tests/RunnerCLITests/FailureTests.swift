@@ -63,6 +63,9 @@ struct CorruptInputTests {
         #expect(kind == "crashed")
         let attempts: Int? = try state.scalar("SELECT attempts FROM item WHERE state = 'failed'")
         #expect(attempts == 2)
+        // The next source was already queued to the worker that died; it was not attempted then.
+        let doneAttempts: Int? = try state.scalar("SELECT MAX(attempts) FROM item WHERE state = 'done'")
+        #expect(doneAttempts == 1)
     }
 }
 

@@ -123,6 +123,9 @@ public enum JobRunner {
                 : "stopping: finishing items in flight (signal again to abandon them)")
         }
         defer { withExtendedLifetime(trap) {} }
+        // A worker can die with a task queued for it: writing to its pipe must fail (EPIPE, the slot
+        // then finds the death), not kill the supervisor. Workers inherit this and stop the same way.
+        signal(SIGPIPE, SIG_IGN)
         let settings = Scheduler.Settings(
             slots: options.workers ?? job.concurrency.process,
             recycleAfter: job.concurrency.recycleAfter,

@@ -67,11 +67,11 @@ final class WorkerProcess {
         if !reaped { _ = waitStatus() }
     }
 
-    /// Sends a task and waits for its reply; nil when the worker died first.
-    func perform(_ task: WorkerTask) -> WorkerReply? {
-        guard channel.send(task) else { return nil }
-        return channel.receive(WorkerReply.self)
-    }
+    /// Queues a task in the worker's input; false when the worker is gone.
+    func send(_ task: WorkerTask) -> Bool { channel.send(task) }
+
+    /// Waits for the reply to the oldest task sent; nil when the worker died first.
+    func receiveReply() -> WorkerReply? { channel.receive(WorkerReply.self) }
 
     /// Asks the worker to exit (end of input) and waits for it.
     func finish() {
