@@ -87,22 +87,27 @@ struct PlanCommand: ParsableCommand {
 
     func run() throws {
         do {
-            var listed: [[String: String]] = []
+            // Items are printed as they are planned, JSON included, so listing millions stays flat
+            // in memory. A job-file error found part way cuts the listing short (exit status 2).
+            var itemsPrinted = 0
+            if json && list { print("{\n  \"items\" : [", terminator: "") }
             let counts = try JobRunner.plan(try job.load(), force: force) { source in
                 guard list else { return }
                 for item in source.items {
                     if json {
-                        listed.append(["key": item.key, "output": item.outputPath, "status": item.status.rawValue])
+                        let object = ["key": item.key, "output": item.outputPath, "status": item.status.rawValue]
+                        let line = String(decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), as: UTF8.self)
+                        print((itemsPrinted == 0 ? "\n    " : ",\n    ") + line, terminator: "")
                     } else {
                         print("\(item.status.rawValue)\t\(item.key)\t\(item.outputPath)")
                     }
+                    itemsPrinted += 1
                 }
             }
             if json {
-                var object: [String: Any] = Dictionary(uniqueKeysWithValues: PlannedItem.Status.allCases.map { ($0.rawValue, counts[$0]) })
-                if list { object["items"] = listed }
-                let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .prettyPrinted])
-                print(String(decoding: data, as: UTF8.self))
+                let countLines = PlannedItem.Status.allCases.map { "  \"\($0.rawValue)\" : \(counts[$0])" }
+                print(list ? (itemsPrinted == 0 ? "]," : "\n  ],") : "{")
+                print(countLines.joined(separator: ",\n") + "\n}")
                 return
             }
             print("\(counts.pending) to run, \(counts.upToDate) up to date, \(counts.blocked) blocked")

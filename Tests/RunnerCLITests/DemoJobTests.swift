@@ -79,6 +79,17 @@ struct DemoJobTests {
         let text = try String(contentsOfFile: job, encoding: .utf8)
             .replacingOccurrences(of: "{\"op\": \"sharpen\", \"sigma\": 0.5}", with: "{\"op\": \"sharpen\", \"sigma\": 0.8}")
         try workspace.writeJob(text)
+
+        // The plan, listed as JSON (streamed item by item), says which items will run.
+        let plan = try workspace.run(["plan", job, "--json", "--list"])
+        #expect(plan.status == 0, "\(plan.stderr)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(plan.stdout.utf8)) as? [String: Any])
+        #expect(object["pending"] as? Int == 12)
+        #expect(object["up-to-date"] as? Int == 12)
+        let items = try #require(object["items"] as? [[String: String]])
+        #expect(items.count == 24)
+        let pendingOutputs = items.filter { $0["status"] == "pending" }.compactMap { $0["output"] }
+        #expect(pendingOutputs.count == 12 && !pendingOutputs.contains { $0.contains("/thumbs/") })
         let result = try workspace.run([job])
         #expect(result.status == 0)
         #expect(result.stdout.contains("12 done, 0 failed, 12 up to date"), "\(result.stdout)")
