@@ -21,6 +21,12 @@ enum AtomicFile {
         let path: String
     }
 
+    /// The name a file is written under beside `path` until it is complete: hidden, and naming
+    /// `owner`, so `removeStaleTemporaries` can tell a dead run's leftovers from a live one's.
+    static func temporaryPath(for path: String, owner: pid_t) -> String {
+        Paths.directory(of: path) + "/." + Paths.lastComponent(path) + temporaryMarker + String(owner)
+    }
+
     /// Writes `data` beside `path` under a temporary name that names `owner`, the process that
     /// will publish it (while it lives, no other run removes the file).
     static func stage(_ data: Data, for path: String, owner: pid_t) throws(ItemFailure) -> Staged {
@@ -30,18 +36,10 @@ enum AtomicFile {
         } catch {
             throw ItemFailure(.write, "cannot create \(folder): \(error.localizedDescription)")
         }
-        let temporary = folder + "/." + Paths.lastComponent(path) + temporaryMarker + String(owner)
+        let temporary = temporaryPath(for: path, owner: owner)
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else { throw systemFailure("cannot create \(temporary)") }
-        var written = 0
-        let failure: Int32? = data.withUnsafeBytes { buffer in
-            while written < buffer.count {
-                let count = Glibc.write(descriptor, buffer.baseAddress! + written, buffer.count - written)
-                if count < 0 { if errno == EINTR { continue }; return errno }
-                written += count
-            }
-            return nil
-        }
+        let failure = data.withUnsafeBytes { FileDescriptor.writeAll(descriptor, $0) }
         let closed = close(descriptor) == 0 ? nil : errno
         if let failure = failure ?? closed {
             unlink(temporary)

@@ -50,14 +50,8 @@ final class PlanSpool: @unchecked Sendable {
     }
 
     private func flush() throws {
-        try pendingWrite.withUnsafeBytes { bytes in
-            var written = 0
-            while written < bytes.count {
-                let count = write(descriptor, bytes.baseAddress! + written, bytes.count - written)
-                if count < 0 && errno == EINTR { continue }
-                guard count > 0 else { throw PlanSpool.Failure(description: "cannot write the plan file: \(String(cString: strerror(errno)))") }
-                written += count
-            }
+        if let failure = pendingWrite.withUnsafeBytes({ FileDescriptor.writeAll(descriptor, $0) }) {
+            throw PlanSpool.Failure(description: "cannot write the plan file: \(String(cString: strerror(failure)))")
         }
         pendingWrite.removeAll(keepingCapacity: true)
     }

@@ -39,15 +39,7 @@ final class LineChannel {
     func send<Message: Encodable>(_ message: Message) -> Bool {
         guard var line = try? JSONEncoder().encode(message) else { return false }
         line.append(UInt8(ascii: "\n"))
-        return line.withUnsafeBytes { bytes in
-            var sent = 0
-            while sent < bytes.count {
-                let count = write(output, bytes.baseAddress! + sent, bytes.count - sent)
-                if count < 0 { if errno == EINTR { continue }; return false }
-                sent += count
-            }
-            return true
-        }
+        return line.withUnsafeBytes { FileDescriptor.writeAll(output, $0) } == nil
     }
 }
 

@@ -182,12 +182,6 @@ final class Downloader {
 
     static func host(of url: String) -> String { URLComponents(string: url)?.host ?? "" }
 
-    /// The temporary name a cache file is written under, naming this process (while it lives,
-    /// no other run removes the file).
-    static func temporaryPath(for destination: String) -> String {
-        Paths.directory(of: destination) + "/." + Paths.lastComponent(destination) + AtomicFile.temporaryMarker + String(getpid())
-    }
-
     /// Creates (truncates) a temporary file for reading and writing, creating its folder if missing.
     static func createTemporary(_ path: String) -> Int32 {
         var descriptor = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
@@ -196,18 +190,6 @@ final class Downloader {
             descriptor = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         }
         return descriptor
-    }
-
-    /// Writes all of `bytes`; nil, or errno.
-    static func writeAll(_ descriptor: Int32, _ bytes: UnsafeRawBufferPointer) -> Int32? {
-        guard let data = bytes.baseAddress else { return nil }
-        var written = 0
-        while written < bytes.count {
-            let result = write(descriptor, data + written, bytes.count - written)
-            if result < 0 { if errno == EINTR { continue }; return errno }
-            written += result
-        }
-        return nil
     }
 }
 
@@ -274,7 +256,7 @@ private final class ReceivedBody: @unchecked Sendable {
         if !spilled {
             descriptor = Downloader.createTemporary(temporary)
             guard descriptor >= 0 else { fail("cannot create \(temporary)"); return false }
-            if let failure = memory.withUnsafeBytes({ Downloader.writeAll(descriptor, $0) }) {
+            if let failure = memory.withUnsafeBytes({ FileDescriptor.writeAll(descriptor, $0) }) {
                 errno = failure
                 fail("cannot write \(temporary)")
                 return false
@@ -432,7 +414,8 @@ private final class Transfer {
         guard let easy = curl_easy_init() else { throw DownloadFailure(reason: .other(code: -1), detail: "curl_easy_init failed") }
         self.easy = easy
         errorBuffer.initialize(to: 0)
-        temporary = Downloader.temporaryPath(for: request.destination)
+        // Named after this process: while it lives, no other run removes the file.
+        temporary = AtomicFile.temporaryPath(for: request.destination, owner: getpid())
 
         var lines = request.headers.map { "\($0.key): \($0.value)" }
         if let etag = request.etag { lines.append("If-None-Match: \(etag)") }
@@ -499,11 +482,11 @@ private final class Transfer {
                     writeFailure = "cannot create \(temporary): \(String(cString: strerror(errno)))"
                     return 0
                 }
-                let failure = memory.withUnsafeBytes { Downloader.writeAll(descriptor, $0) }
+                let failure = memory.withUnsafeBytes { FileDescriptor.writeAll(descriptor, $0) }
                 memory = []
                 if let failure { writeFailure = "cannot write \(temporary): \(String(cString: strerror(failure)))"; return 0 }
             }
-            if let failure = Downloader.writeAll(descriptor, bytes) {
+            if let failure = FileDescriptor.writeAll(descriptor, bytes) {
                 writeFailure = "cannot write \(temporary): \(String(cString: strerror(failure)))"
                 return 0
             }
