@@ -12,5 +12,4 @@ extern int sync_file_range(int fd, long long offset, long long nbytes, unsigned 
 /* glibc malloc tuning (malloc.h is not in the Glibc module). */
 #include <malloc.h>
 
-
 #endif

@@ -5,8 +5,9 @@ import Synchronization
 ///
 /// Each slot is a thread that owns at most one worker at a time: it takes the next source,
 /// sends it with every output that needs it (one load feeds every chain), and records the
-/// replies; a second source waits in the worker's pipe so it goes on without a round trip. Local sources are taken in plan order; downloaded ones as the download stage hands
-/// them over (first, so the originals cache stays small). A worker that dies fails only the
+/// replies; a second source waits in the worker's pipe so it goes on without a round trip.
+/// Local sources are taken in plan order; downloaded ones as the download stage hands them
+/// over (first, so the originals cache stays small). A worker that dies fails only the
 /// source it held (kind `crashed`, retried once in the run); a fresh worker takes its place.
 /// Workers are replaced after `recycleAfter` sources so memory stays flat over long runs.
 final class Scheduler: Sendable {
@@ -68,13 +69,15 @@ final class Scheduler: Sendable {
     /// The next task, waiting for a download when nothing else is ready; nil when the work is done
     /// or the run is stopping.
     private func nextTask() -> ScheduledTask? {
-        guard control.phase == .running, spawnFailure.withLock({ $0 == nil }) else { return nil }
+        guard takingWork else { return nil }
         return readyTask() ?? downloaded.pop()
     }
 
+    private var takingWork: Bool { control.phase == .running && spawnFailure.withLock { $0 == nil } }
+
     /// The next task only if one is ready now: a retry, a finished download, or a local file.
     private func readyTask() -> ScheduledTask? {
-        guard control.phase == .running, spawnFailure.withLock({ $0 == nil }) else { return nil }
+        guard takingWork else { return nil }
         return queue.withLock { queue in
             if !queue.retries.isEmpty { return queue.retries.removeFirst() }
             if let ready = downloaded.tryPop() { return ready }
