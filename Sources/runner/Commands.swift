@@ -10,17 +10,23 @@ struct Run: ParsableCommand {
     @Flag(help: "Redo every item, even those up to date.")
     var force = false
 
-    @Flag(help: "Try blacklisted URLs again; a success takes them off the blacklist.")
-    var retryFailed = false
-
     @Option(name: [.customShort("j"), .long], help: "Image worker processes (overrides concurrency.process).")
     var jobs: Int?
 
     @Flag(help: "Only fetch and revalidate URL sources into the originals cache; process nothing.")
     var downloadOnly = false
 
-    @Flag(name: .shortAndLong, help: "Print only failures and the summary.")
+    @Flag(help: "Try failed items again: blacklisted URLs, and sources whose content failed to decode before.")
+    var retryFailed = false
+
+    @Flag(help: "Exit 1 when any failure is on record, not only when this run recorded a new one.")
+    var strict = false
+
+    @Flag(name: .shortAndLong, help: "Print only this run's failures and the summary.")
     var quiet = false
+
+    @Option(help: "Seconds between progress lines (JSON progress events) when not on a terminal.")
+    var progressInterval = 5.0
 
     @Option(help: "text or json (one JSON event per line on stdout).")
     var logFormat: LogFormat = .text
@@ -32,6 +38,7 @@ struct Run: ParsableCommand {
 
     func validate() throws {
         if let jobs, jobs < 1 { throw ValidationError("--jobs must be at least 1") }
+        if !(progressInterval > 0) { throw ValidationError("--progress-interval must be more than 0 seconds") }
     }
 
     func run() throws {
@@ -43,6 +50,8 @@ struct Run: ParsableCommand {
             options.workers = jobs
             options.verbose = verbose
             options.downloadOnly = downloadOnly
+            options.strict = strict
+            options.progressInterval = progressInterval
             options.style = logFormat == .json ? .json : quiet ? .quiet : .text
             let summary = try JobRunner.run(loaded, options: options)
             throw ExitCode(summary.exitCode)
@@ -82,6 +91,9 @@ struct PlanCommand: ParsableCommand {
     @Flag(help: "Plan as if --force were given.")
     var force = false
 
+    @Flag(help: "Plan as if --retry-failed were given.")
+    var retryFailed = false
+
     @Flag(help: "Print JSON.")
     var json = false
 
@@ -91,7 +103,7 @@ struct PlanCommand: ParsableCommand {
             // in memory. A job-file error found part way cuts the listing short (exit status 2).
             var itemsPrinted = 0
             if json && list { print("{\n  \"items\" : [", terminator: "") }
-            let counts = try JobRunner.plan(try job.load(), force: force) { source in
+            let counts = try JobRunner.plan(try job.load(), force: force, retryFailed: retryFailed) { source in
                 guard list else { return }
                 for item in source.items {
                     if json {
@@ -110,7 +122,9 @@ struct PlanCommand: ParsableCommand {
                 print(countLines.joined(separator: ",\n") + "\n}")
                 return
             }
-            print("\(counts.pending) to run, \(counts.upToDate) up to date, \(counts.blocked) blocked")
+            var line = "\(counts.pending) to run, \(counts.upToDate) up to date, \(counts.blocked) blocked"
+            if counts.knownFailures > 0 { line += ", \(counts.knownFailures) known failures (not retried without --retry-failed)" }
+            print(line)
         } catch {
             Runner.exit(for: error)
         }

@@ -115,7 +115,8 @@ struct InterruptionTests {
         let run = try workspace.start([job, "--log-format", "json"])
         #expect(run.waitUntil { itemEvents(run) >= 2 })
         run.signal(SIGTERM)
-        usleep(20_000)
+        // Two signals delivered before the first is handled merge into one: wait for its notice.
+        #expect(run.waitUntil { run.stdoutSoFar.contains("finishing items in flight") })
         run.signal(SIGTERM)
         let result = run.wait()
         #expect(result.status == 143, "\(result.stderr)")

@@ -16,7 +16,7 @@ struct StateAndOutputTests {
             """, filePath: workspace.path("job.json"))
         let plan = try Planner(job: job, vipsVersion: "test").expand()
         let store = try StateStore(path: workspace.path("state/s.sqlite"))
-        let (run, counts) = try store.beginRun(vipsVersion: "test") { pass in
+        let (run, counts) = try store.beginRun(vipsVersion: "test", limitsDigest: "test") { pass in
             for source in plan.sources { try pass.recordPlanned(source) }
             return plan.counts
         }
@@ -27,8 +27,11 @@ struct StateAndOutputTests {
                           .finished(key: first.key, outputPath: first.outputPath, outcome: .done(duration: 0.1)),
                           .finished(key: second.key, outputPath: second.outputPath,
                                     outcome: .failed(ItemFailure(.decode, "bad"), duration: 0.1))], runID: run)
-        #expect(try store.plan { try $0.recordedDone(first.key) }?.fingerprint == first.fingerprint)
-        #expect(try store.plan { try $0.recordedDone(second.key) } == nil)
+        #expect(try store.plan { try $0.recorded(first.key) }?.fingerprint == first.fingerprint)
+        #expect(try store.plan { try $0.recorded(first.key) }?.failureKind == nil)
+        // A decode failure is decided by the content: recorded, with the fingerprint it failed under.
+        #expect(try store.plan { try $0.recorded(second.key) }?.failureKind == .decode)
+        #expect(try store.plan { try $0.recorded(second.key) }?.fingerprint == second.fingerprint)
         #expect(try store.stateCounts() == ["done": 1, "failed": 1])
         #expect(try store.failedItems().map(\.kind) == ["decode"])
         #expect(try store.integrityCheck() == "ok")
@@ -38,7 +41,7 @@ struct StateAndOutputTests {
         let mode: String? = try reopened.scalar("PRAGMA journal_mode")
         #expect(mode == "wal")
         let migrations: Int? = try reopened.scalar("SELECT COUNT(*) FROM grdb_migrations")
-        #expect(migrations == 2)
+        #expect(migrations == 3)
         _ = try StateStore(path: workspace.path("state/s.sqlite"))
         #expect(try reopened.scalar("SELECT COUNT(*) FROM grdb_migrations") == migrations)
     }

@@ -78,6 +78,12 @@ public struct Limits: Sendable {
     public let blockUntrustedLoaders: Bool
     /// Most frames an animated output may have (a guard against frame bombs).
     public let frames: Int
+
+    /// Every setting that can decide whether a source fails to decode or is too large. A failure
+    /// its content decided stands only while these stay the same (raise `maxPixels` and it is retried).
+    var identifier: String {
+        "maxPixels:\(maxPixels),failOn:\(failOn.rawValue),blockUntrusted:\(blockUntrustedLoaders),frames:\(frames)"
+    }
 }
 
 /// How much damage a decoder tolerates before an image fails (libvips `fail_on`).

@@ -32,7 +32,15 @@ public struct ItemFailure: Error, Sendable, Codable, Equatable, CustomStringConv
     /// need not reproduce. Everything else fails the same way until the source changes.
     public var isTransient: Bool { kind == .crashed }
 
+    /// Decided by the source's bytes alone (corrupt, not an image, over a limit): the same content
+    /// fails the same way, so the failure stands until the source changes or `--retry-failed`.
+    public var isDecidedByContent: Bool { kind.isDecidedByContent }
+
     public var description: String { "\(kind.rawValue): \(message)" }
+}
+
+extension ItemFailure.Kind {
+    public var isDecidedByContent: Bool { self == .decode || self == .tooLarge }
 }
 
 /// How one item ended.
@@ -54,4 +62,11 @@ enum ItemEvent: Sendable {
     case finished(key: String, outputPath: String, outcome: ItemOutcome)
     /// A remote source revalidated unchanged: its outputs are still up to date.
     case unchanged(key: String, outputPath: String, fingerprint: String)
+    /// A remote source revalidated unchanged whose item failed on this same content before: the
+    /// recorded failure stands, nothing is decoded.
+    case stillFailed(key: String, outputPath: String)
+    /// A URL goes on the failed-URL blacklist (recorded in the same transaction as its items).
+    case blacklisted(url: String, kind: String, httpStatus: Int?, message: String)
+    /// A URL comes off the blacklist (a retried download succeeded).
+    case unblocked(url: String)
 }

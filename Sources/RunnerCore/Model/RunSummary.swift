@@ -5,6 +5,8 @@ public struct RunSummary: Sendable, Codable {
     public var done = 0
     public var failed = 0
     public var blocked = 0
+    /// Items that failed in an earlier run on the same content and were not tried again.
+    public var knownFailures = 0
     /// Items not started because the run was interrupted.
     public var notStarted = 0
     /// The signal that interrupted the run, if one did.
@@ -13,12 +15,18 @@ public struct RunSummary: Sendable, Codable {
     /// Worker processes started: one per slot, plus replacements after crashes and recycling.
     public var workersStarted = 0
 
+    /// `--strict`: failures carried over from earlier runs (known failures, blocked URLs) exit 1 too.
+    public var strict = false
+
     public init() {}
 
-    /// 0 all done or up to date; 1 some failed or blocked; 130/143 interrupted (SIGINT/SIGTERM).
+    /// 0 nothing new failed; 1 this run recorded a failure (or, with `strict`, any failure is on
+    /// record); 130/143 interrupted (SIGINT/SIGTERM). Failures carried over unchanged leave it 0,
+    /// so a nightly cron job with one corrupt file does not fail every night.
     public var exitCode: Int32 {
         if let interrupted { return 128 + interrupted }
-        return failed > 0 || blocked > 0 ? ExitStatus.someItemsFailed : ExitStatus.success
+        let carriedOver = knownFailures + blocked
+        return failed > 0 || (strict && carriedOver > 0) ? ExitStatus.someItemsFailed : ExitStatus.success
     }
 }
 

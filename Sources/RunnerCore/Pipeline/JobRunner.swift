@@ -16,6 +16,10 @@ public struct RunOptions: Sendable {
     public var verbose = false
     /// Fetch and revalidate remote sources into the originals cache, and process nothing.
     public var downloadOnly = false
+    /// Exit 1 for failures carried over from earlier runs too, not only for new ones.
+    public var strict = false
+    /// Seconds between progress lines (or JSON progress events) when stderr is not a terminal.
+    public var progressInterval = 5.0
 
     public init() {}
 }
@@ -44,13 +48,13 @@ public enum JobRunner {
         let urlsCanRepeat = job.sources.contains { if case .url(_, let key, _) = $0 { key != nil } else { false } }
         var seenURLs = DigestSet()
         var repeatedURLs = DigestSet()
-        let (runID, planned) = try store.beginRun(vipsVersion: planner.vipsVersion) { pass in
+        let (runID, planned) = try store.beginRun(vipsVersion: planner.vipsVersion, limitsDigest: planner.limitsDigest) { pass in
             var counts = PlanCounts()
             try planner.forEachSource { found in
                 var source = found
                 try planner.classify(&source, state: pass, retryFailed: options.retryFailed, force: options.force)
                 counts.add(source)
-                source.items.removeAll { $0.status == .upToDate }
+                source.items.removeAll { $0.status == .upToDate || $0.status == .knownFailure }
                 guard !source.items.isEmpty else { return }
                 try pass.recordPlanned(source)
                 for item in source.items { folders.insert(Paths.directory(of: item.outputPath)) }
@@ -69,7 +73,8 @@ public enum JobRunner {
         // A killed run may have left temporary files beside the outputs and in the originals cache.
         AtomicFile.removeStaleTemporaries(in: folders)
 
-        let reporter = Reporter(style: options.style, jobName: job.name)
+        let reporter = Reporter(style: options.style, jobName: job.name, jobFile: job.filePath,
+                                interval: options.progressInterval)
         // Items are reported and counted only once committed: whatever a person saw finish survives a crash.
         let committed = Mutex(RunSummary())
         let recorder = Recorder(store: store, runID: runID) { events in
@@ -87,7 +92,10 @@ public enum JobRunner {
                 case .unchanged(let key, let outputPath, _):
                     reporter.itemUnchanged(key: key, outputPath: outputPath)
                     committed.withLock { $0.upToDate += 1 }
-                case .started:
+                case .stillFailed(let key, let outputPath):
+                    reporter.itemStillFailed(key: key, outputPath: outputPath)
+                    committed.withLock { $0.knownFailures += 1 }
+                case .started, .blacklisted, .unblocked:
                     break
                 }
             }
@@ -144,9 +152,11 @@ public enum JobRunner {
         var summary = committed.withLock { $0 }
         summary.planned = planned.pending
         summary.blocked = planned.blocked
-        // Every planned item ends done, failed, revalidated unchanged, or not started.
-        summary.notStarted = planned.pending - summary.done - summary.failed - summary.upToDate
+        // Every planned item ends done, failed, revalidated unchanged (up to date or still failed), or not started.
+        summary.notStarted = planned.pending - summary.done - summary.failed - summary.upToDate - summary.knownFailures
         summary.upToDate += planned.upToDate
+        summary.knownFailures += planned.knownFailures
+        summary.strict = options.strict
         summary.workersStarted = (try? schedulerResult.get()) ?? 0
         summary.interrupted = control.stopSignal.flatMap { schedulerResult.failure == nil ? $0 : nil }
         summary.elapsedSeconds = Date().timeIntervalSince(clock)

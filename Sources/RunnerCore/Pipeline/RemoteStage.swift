@@ -118,16 +118,18 @@ final class RemoteStage: @unchecked Sendable {
         switch result {
         case .failed(let failure, let attempts):
             var message = failure.description
+            var events: [ItemEvent] = []
             if failure.isTransient {
                 message += " (after \(attempts) attempts; retried next run)"
             } else {
                 message += " (blacklisted)"
                 if firstTime {
-                    try? store.blacklist(url: url, kind: failure.kind, status: failure.httpStatus, message: failure.description)
+                    events.append(.blacklisted(url: url, kind: failure.kind, httpStatus: failure.httpStatus,
+                                               message: failure.description))
                 }
             }
             let itemFailure = ItemFailure(.download, message)
-            recorder.record(sources.flatMap { source in
+            recorder.record(events + sources.flatMap { source in
                 source.items.map { ItemEvent.finished(key: $0.key, outputPath: $0.outputPath, outcome: .failed(itemFailure, duration: 0)) }
             })
             return
@@ -139,7 +141,7 @@ final class RemoteStage: @unchecked Sendable {
             guard let original = primary.cachedOriginal else { return }
             content = original
         }
-        if retryFailed && firstTime { _ = try? store.unblock([url]) }
+        if retryFailed && firstTime { recorder.record([.unblocked(url: url)]) }
         for source in sources {
             let file = cacheFile(for: source.key)
             if file != primaryFile { unlink(file); link(primaryFile, file) }
@@ -151,22 +153,24 @@ final class RemoteStage: @unchecked Sendable {
         }
     }
 
-    /// With the content known: items whose outputs are current are done again; the rest go to a
-    /// worker (or, with --download-only, stay pending).
+    /// With the content known: items whose outputs are current are done again, items that failed
+    /// on this same content stay failed; the rest go to a worker (or, with --download-only, stay pending).
     private func dispatch(_ source: PlannedSource, identity: SourceIdentity, file: String) {
         var work: [PlannedItem] = []
-        var unchanged: [ItemEvent] = []
+        var settled: [ItemEvent] = []
         for var item in source.items {
             item.fingerprint = planner.fingerprint(identity, output: item.outputIndex)
             if item.isUpToDate {
-                unchanged.append(.unchanged(key: item.key, outputPath: item.outputPath, fingerprint: item.fingerprint))
+                settled.append(.unchanged(key: item.key, outputPath: item.outputPath, fingerprint: item.fingerprint))
+            } else if item.isKnownFailure {
+                settled.append(.stillFailed(key: item.key, outputPath: item.outputPath))
             } else {
                 work.append(item)
             }
         }
-        recorder.record(unchanged)
-        if !work.isEmpty && !downloadOnly {
-            handoff.push(ScheduledTask(file: file, items: work))
+        recorder.record(settled)
+        if !work.isEmpty && !downloadOnly, case .remote(let remote) = source.origin {
+            handoff.push(ScheduledTask(file: file, url: remote.url, items: work))
         }
     }
 }

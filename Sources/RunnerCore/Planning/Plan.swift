@@ -8,6 +8,7 @@ public struct PlanCounts: Sendable {
     public var pending = 0
     public var upToDate = 0
     public var blocked = 0
+    public var knownFailures = 0
 
     public init() {}
 
@@ -16,6 +17,7 @@ public struct PlanCounts: Sendable {
         case .pending: pending
         case .upToDate: upToDate
         case .blocked: blocked
+        case .knownFailure: knownFailures
         }
     }
 
@@ -25,6 +27,7 @@ public struct PlanCounts: Sendable {
             case .pending: pending += 1
             case .upToDate: upToDate += 1
             case .blocked: blocked += 1
+            case .knownFailure: knownFailures += 1
             }
         }
     }
@@ -73,6 +76,8 @@ public struct PlannedItem: Sendable, Codable {
         case upToDate = "up-to-date"
         /// Will not run: its URL is blacklisted.
         case blocked
+        /// Will not run: it failed on this same content and recipe before (see `ItemFailure.isDecidedByContent`).
+        case knownFailure = "known-failure"
     }
 
     /// `sourceKey@outputName`.
@@ -82,11 +87,19 @@ public struct PlannedItem: Sendable, Codable {
     public let outputPath: String
     public internal(set) var fingerprint: String
     public internal(set) var status: Status
-    /// The fingerprint recorded when this item was last done at this same output path.
-    var recordedFingerprint: String?
+    /// What the state database recorded for this item: done at this same output path, or failed
+    /// in a way its content decided.
+    var recorded: LedgerEntry?
 
     /// Up to date: recorded done with this fingerprint, and the output is still there.
     var isUpToDate: Bool {
-        recordedFingerprint == fingerprint && access(outputPath, F_OK) == 0
+        guard let recorded, recorded.failureKind == nil else { return false }
+        return recorded.fingerprint == fingerprint && access(outputPath, F_OK) == 0
+    }
+
+    /// Failed before on the same source content and recipe, for a reason the content decides.
+    var isKnownFailure: Bool {
+        guard let recorded, recorded.failureKind != nil else { return false }
+        return recorded.fingerprint == fingerprint
     }
 }

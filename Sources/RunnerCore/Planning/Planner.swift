@@ -3,18 +3,21 @@ import Foundation
 import Glibc
 #endif
 
-/// What the state database says about an item finished earlier.
-struct LedgerEntry: Sendable {
+/// What the state database says about an item finished earlier: done, or failed for a reason
+/// its content decides (`failureKind`) under the limits `failedUnder` (`Planner.limitsDigest`).
+struct LedgerEntry: Sendable, Codable {
     let fingerprint: String
     let outputPath: String
+    var failureKind: ItemFailure.Kind? = nil
+    var failedUnder: String? = nil
 }
 
 /// The recorded state that decides whether an item runs, looked up one key at a time so a
 /// plan never needs the whole ledger in memory. `StateStore.PlanningPass` reads the database;
 /// `PlanningState` holds a few entries in memory.
 protocol PlanningLookup {
-    /// The item's entry if it was recorded done.
-    func recordedDone(_ itemKey: String) throws -> LedgerEntry?
+    /// The item's entry if it was recorded done, or failed for a reason its content decides.
+    func recorded(_ itemKey: String) throws -> LedgerEntry?
     func original(_ sourceKey: String) throws -> CachedOriginal?
     func blacklistEntry(_ url: String) throws -> BlacklistEntry?
 }
@@ -24,7 +27,7 @@ struct PlanningState: PlanningLookup, Sendable {
     var originals: [String: CachedOriginal] = [:]
     var blacklist: [String: BlacklistEntry] = [:]
 
-    func recordedDone(_ itemKey: String) -> LedgerEntry? { ledger[itemKey] }
+    func recorded(_ itemKey: String) -> LedgerEntry? { ledger[itemKey] }
     func original(_ sourceKey: String) -> CachedOriginal? { originals[sourceKey] }
     func blacklistEntry(_ url: String) -> BlacklistEntry? { blacklist[url] }
 }
@@ -38,11 +41,15 @@ struct Planner {
     let vipsVersion: String
     /// Each output's recipe and the versions, hashed once rather than once per item.
     private let outputDigests: [String]
+    /// The limits a content-decided failure was recorded under (`Limits.identifier`, with each
+    /// output's own frame limit): a failure stands only while they are the same.
+    let limitsDigest: String
 
     init(job: Job, vipsVersion: String) {
         self.job = job
         self.vipsVersion = vipsVersion
         outputDigests = job.outputs.map { StableHash.hex($0.recipe, RunnerVersion.string, vipsVersion) }
+        limitsDigest = StableHash.hex(job.limits.identifier, job.outputs.map { $0.frames.map(String.init) ?? "-" }.joined(separator: ","))
     }
 
     /// Visits every source of the job once, in order, with all its items pending: sources
@@ -110,9 +117,10 @@ struct Planner {
     }
 
     /// Marks items up to date whose recorded fingerprint and output path match and whose output
-    /// file still exists, and items of blacklisted URLs blocked. Nothing is decoded or downloaded.
-    /// A URL's items are up to date here only when its cached original need not be revalidated;
-    /// otherwise the download stage decides, from what this records on the source.
+    /// file still exists, items that failed before on the same content known failures (unless
+    /// `retryFailed`), and items of blacklisted URLs blocked. Nothing is decoded or downloaded.
+    /// A URL's items are decided here only when its cached original need not be revalidated;
+    /// otherwise the download stage decides, from what this records on the items.
     func classify(_ source: inout PlannedSource, state: some PlanningLookup, retryFailed: Bool, force: Bool = false,
                   now: Double = Date().timeIntervalSince1970) throws {
         if case .remote(let remote) = source.origin {
@@ -130,16 +138,24 @@ struct Planner {
             }
         }
         for index in source.items.indices where !force {
-            if let entry = try state.recordedDone(source.items[index].key), entry.outputPath == source.items[index].outputPath {
-                source.items[index].recordedFingerprint = entry.fingerprint
+            guard let entry = try state.recorded(source.items[index].key) else { continue }
+            // A failure does not depend on where the output goes, but on the limits; a done item's output does.
+            let stands = entry.failureKind != nil ? !retryFailed && entry.failedUnder == limitsDigest
+                : entry.outputPath == source.items[index].outputPath
+            if stands {
+                source.items[index].recorded = entry
             }
         }
         switch source.identity {
         case .file, .content: break
         case .unknown, .missing: return
         }
-        for index in source.items.indices where source.items[index].isUpToDate {
-            source.items[index].status = .upToDate
+        for index in source.items.indices {
+            if source.items[index].isUpToDate {
+                source.items[index].status = .upToDate
+            } else if source.items[index].isKnownFailure {
+                source.items[index].status = .knownFailure
+            }
         }
     }
 

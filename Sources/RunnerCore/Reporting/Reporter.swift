@@ -27,16 +27,20 @@ final class Reporter: Sendable {
 
     private let style: ReportStyle
     private let jobName: String
+    /// The job file as given, for the hint that names `runner failed`.
+    private let jobFile: String
     private let isTerminal: Bool
+    /// Seconds between progress lines (and JSON progress events) when stderr is not a terminal.
+    private let interval: Double
     private let counts = Mutex(Counts())
     private let started = Date()
     private let stopped = Mutex(false)
-    /// Seconds between progress lines when stderr is not a terminal.
-    static let plainInterval = 5.0
 
-    init(style: ReportStyle, jobName: String) {
+    init(style: ReportStyle, jobName: String, jobFile: String, interval: Double) {
         self.style = style
         self.jobName = jobName
+        self.jobFile = jobFile
+        self.interval = interval
         isTerminal = isatty(STDERR_FILENO) == 1
     }
 
@@ -45,19 +49,21 @@ final class Reporter: Sendable {
         switch style {
         case .json:
             emit(["event": "plan", "job": jobName, "pending": planned.pending, "upToDate": planned.upToDate,
-                  "blocked": planned.blocked])
+                  "blocked": planned.blocked, "knownFailures": planned.knownFailures])
         case .text:
-            writeLine("\(jobName): \(planned.pending) to run, \(planned.upToDate) up to date, \(planned.blocked) blocked")
+            var line = "\(jobName): \(planned.pending) to run, \(planned.upToDate) up to date, \(planned.blocked) blocked"
+            if planned.knownFailures > 0 { line += ", \(Self.plural(planned.knownFailures, "known failure")) (not retried)" }
+            writeLine(line)
         case .quiet:
             break
         }
     }
 
     func startTicker() {
-        guard style == .text else { return }
+        guard style != .quiet else { return }
         let thread = Thread { [self] in
             while !stopped.withLock({ $0 }) {
-                Thread.sleep(forTimeInterval: isTerminal ? 0.5 : 1)
+                Thread.sleep(forTimeInterval: isTerminal && style == .text ? 0.5 : min(interval, 1))
                 tick()
             }
         }
@@ -93,8 +99,9 @@ final class Reporter: Sendable {
         case .text, .quiet:
             switch outcome {
             case .failed(let failure, _): writeLine("failed: \(key): \(failure.kind.rawValue): \(failure.message)")
-            case .blocked(let reason): writeLine("blocked: \(key): \(reason)")
-            case .done: break
+            // Blocked is old news (the URL failed in an earlier run): quiet leaves it to the summary.
+            case .blocked(let reason) where style == .text: writeLine("blocked: \(key): \(reason)")
+            case .blocked, .done: break
             }
         }
     }
@@ -102,6 +109,11 @@ final class Reporter: Sendable {
     /// A URL source revalidated unchanged: its item is up to date without any work.
     func itemUnchanged(key: String, outputPath: String) {
         if style == .json { emit(["event": "item", "key": key, "output": outputPath, "state": "up-to-date"]) }
+    }
+
+    /// A URL source revalidated unchanged whose item failed on this content before: not retried.
+    func itemStillFailed(key: String, outputPath: String) {
+        if style == .json { emit(["event": "item", "key": key, "output": outputPath, "state": "known-failure"]) }
     }
 
     func notice(_ message: String) {
@@ -117,7 +129,8 @@ final class Reporter: Sendable {
         switch style {
         case .json:
             emit(["event": "summary", "job": jobName, "done": summary.done, "failed": summary.failed,
-                  "upToDate": summary.upToDate, "blocked": summary.blocked, "notStarted": summary.notStarted,
+                  "upToDate": summary.upToDate, "blocked": summary.blocked, "knownFailures": summary.knownFailures,
+                  "notStarted": summary.notStarted,
                   "seconds": summary.elapsedSeconds, "exitCode": Int(summary.exitCode),
                   "workersStarted": summary.workersStarted,
                   "interrupted": summary.interrupted.map { Int($0) as Any } ?? NSNull()])
@@ -130,6 +143,9 @@ final class Reporter: Sendable {
                 line += String(format: " (%.1f items/s)", Double(summary.done + summary.failed) / summary.elapsedSeconds)
             }
             if let signal = summary.interrupted { line += "; interrupted by \(String(cString: strsignal(signal)))" }
+            if summary.knownFailures > 0 {
+                line += "; \(Self.plural(summary.knownFailures, "known failure")): runner failed \(jobFile)"
+            }
             FileHandle.standardOutput.write(Data((line + "\n").utf8))
         }
     }
@@ -138,24 +154,36 @@ final class Reporter: Sendable {
 
     private func tick() {
         let now = Date().timeIntervalSince(started)
-        let line: String? = counts.withLock { counts in
-            if !isTerminal && now - counts.lastLine < Self.plainInterval { return nil }
+        let live = isTerminal && style == .text
+        let snapshot: Counts? = counts.withLock { counts in
+            if !live && now - counts.lastLine < interval { return nil }
             counts.lastLine = now
-            let rate = Double(counts.finished) / max(now, 0.001)
-            let remaining = counts.total - counts.finished
-            let eta = rate > 0 ? Double(remaining) / rate : 0
-            var text = "\(jobName): \(counts.finished)/\(counts.total)"
-            text += String(format: " · %.1f items/s · ETA %@", rate, Self.clock(eta))
-            if counts.failed > 0 { text += " · \(counts.failed) failed" }
-            return text
+            return counts
         }
-        guard let line else { return }
-        if isTerminal {
+        guard let snapshot else { return }
+        if style == .json {
+            emit(["event": "progress", "job": jobName, "finished": snapshot.finished, "total": snapshot.total,
+                  "failed": snapshot.failed, "seconds": now])
+            return
+        }
+        let line = Self.progressLine(job: jobName, finished: snapshot.finished, total: snapshot.total,
+                                     failed: snapshot.failed, elapsed: now)
+        if live {
             counts.withLock { $0.liveLineShown = true }
             FileHandle.standardError.write(Data("\r\u{1B}[2K\(line)".utf8))
         } else {
-            FileHandle.standardError.write(Data((line + "\n").utf8))
+            writeLine(line)
         }
+    }
+
+    /// `job: 12/40 · 3.1 items/s · ETA 0:09`; the ETA reads `--` until an item has finished,
+    /// since no rate is known before.
+    static func progressLine(job: String, finished: Int, total: Int, failed: Int, elapsed: Double) -> String {
+        let rate = Double(finished) / max(elapsed, 0.001)
+        let eta = finished > 0 ? clock(Double(total - finished) / rate) : "--"
+        var text = "\(job): \(finished)/\(total)" + String(format: " · %.1f items/s · ETA ", rate) + eta
+        if failed > 0 { text += " · \(failed) failed" }
+        return text
     }
 
     private static func clock(_ seconds: Double) -> String {
@@ -164,17 +192,30 @@ final class Reporter: Sendable {
             : String(format: "%d:%02d", total / 60, total % 60)
     }
 
+    private static func plural(_ count: Int, _ noun: String) -> String { "\(count) \(noun)\(count == 1 ? "" : "s")" }
+
     private func clearLiveLine() {
         if counts.withLock({ $0.liveLineShown }) { FileHandle.standardError.write(Data("\r\u{1B}[2K".utf8)) }
     }
 
+    /// A line on stderr. Off a terminal (cron's log) each line starts with the time, so a log
+    /// read the morning after says when each thing happened.
     private func writeLine(_ text: String) {
         clearLiveLine()
-        FileHandle.standardError.write(Data((text + "\n").utf8))
+        let line = isTerminal ? text : Self.timestamp() + " " + text
+        FileHandle.standardError.write(Data((line + "\n").utf8))
     }
 
+    /// One JSON object per line on stdout, each with the time it was written.
     private func emit(_ event: [String: Any]) {
+        var event = event
+        event["time"] = Self.timestamp()
         guard let data = try? JSONSerialization.data(withJSONObject: event, options: [.sortedKeys]) else { return }
         FileHandle.standardOutput.write(data + Data("\n".utf8))
+    }
+
+    /// ISO 8601 in UTC with milliseconds, e.g. `2026-11-23T02:30:05.123Z`.
+    static func timestamp(_ date: Date = Date()) -> String {
+        date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
     }
 }

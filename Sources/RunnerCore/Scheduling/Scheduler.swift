@@ -187,6 +187,12 @@ final class Scheduler: Sendable {
                 failed.append(.finished(key: scheduled.keys[index], outputPath: path, outcome: .failed(failure, duration: share)))
             }
         }
+        // A downloaded body that no output could decode is bad image data: blacklisted like a 404
+        // (SDWebImage's BadImageData), so the next run sends no request for it.
+        let contentFailures = reply.outputs.compactMap { $0.failure }.filter(\.isDecidedByContent)
+        if let url = scheduled.url, let first = contentFailures.first, contentFailures.count == reply.outputs.count {
+            failed.insert(.blacklisted(url: url, kind: first.kind.rawValue, httpStatus: nil, message: first.description), at: 0)
+        }
         recorder.record(failed)
         recorder.record(staged: staged)
     }

@@ -6,13 +6,16 @@ struct ScheduledTask: Sendable {
     /// Item keys and fingerprints, parallel to `task.requests`.
     let keys: [String]
     let fingerprints: [String]
+    /// The URL a downloaded source came from: content it cannot decode blacklists it.
+    let url: String?
     var crashes = 0
 
-    /// `items` of one source, whose image is at `file`.
-    init(file: String, items: [PlannedItem]) {
+    /// `items` of one source, whose image is at `file` (downloaded from `url`).
+    init(file: String, url: String? = nil, items: [PlannedItem]) {
         task = WorkerTask(source: file, requests: items.map { .init(outputIndex: $0.outputIndex, path: $0.outputPath) })
         keys = items.map(\.key)
         fingerprints = items.map(\.fingerprint)
+        self.url = url
     }
 }
 

@@ -86,6 +86,11 @@ public final class StateStore: Sendable {
                 CREATE INDEX original_used_at ON original(used_at);
                 """)
         }
+        migrator.registerMigration("v4: run limits") { db in
+            // The limits a run decoded under (`Planner.limitsDigest`): a failure its content decided
+            // stands only while they are the same.
+            try db.execute(sql: "ALTER TABLE run ADD COLUMN limits TEXT")
+        }
         return migrator
     }
 
@@ -97,9 +102,16 @@ public final class StateStore: Sendable {
         fileprivate let db: Database
         fileprivate let runID: Int64?
 
-        func recordedDone(_ itemKey: String) throws -> LedgerEntry? {
-            let statement = try db.cachedStatement(sql: "SELECT fingerprint, output_path FROM item WHERE key = ? AND state = 'done'")
-            return try Row.fetchOne(statement, arguments: [itemKey]).map { LedgerEntry(fingerprint: $0[0], outputPath: $0[1]) }
+        func recorded(_ itemKey: String) throws -> LedgerEntry? {
+            let statement = try db.cachedStatement(sql: """
+                SELECT item.fingerprint, item.output_path, item.state, item.error_kind, run.limits
+                FROM item LEFT JOIN run ON run.id = item.run_id
+                WHERE item.key = ? AND item.state IN ('done', 'failed')
+                """)
+            guard let row = try Row.fetchOne(statement, arguments: [itemKey]) else { return nil }
+            if row[2] == "done" { return LedgerEntry(fingerprint: row[0], outputPath: row[1]) }
+            guard let kind = (row[3] as String?).flatMap(ItemFailure.Kind.init(rawValue:)), kind.isDecidedByContent else { return nil }
+            return LedgerEntry(fingerprint: row[0], outputPath: row[1], failureKind: kind, failedUnder: row[4])
         }
 
         func original(_ sourceKey: String) throws -> CachedOriginal? {
@@ -125,7 +137,8 @@ public final class StateStore: Sendable {
                     fingerprint = excluded.fingerprint
                 """)
             let now = Date().timeIntervalSince1970
-            for item in source.items where item.status != .upToDate {
+            // Up-to-date items and known failures keep the rows that decided them.
+            for item in source.items where item.status == .pending || item.status == .blocked {
                 try statement.execute(arguments: [item.key, source.key, item.outputName, item.status.rawValue,
                                                   item.fingerprint, item.outputPath, runID, now])
             }
@@ -141,12 +154,13 @@ public final class StateStore: Sendable {
 
     /// Starts a run: `body` plans it with lookups and `recordPlanned`, all in one transaction, so
     /// a job-file error found halfway leaves no trace. Returns the run's id and what `body` returned.
-    func beginRun(vipsVersion: String, _ body: (PlanningPass) throws -> PlanCounts) throws -> (Int64, PlanCounts) {
+    func beginRun(vipsVersion: String, limitsDigest: String,
+                  _ body: (PlanningPass) throws -> PlanCounts) throws -> (Int64, PlanCounts) {
         try database.write { db in
             try db.execute(sql: """
-                INSERT INTO run (started_at, pid, runner_version, vips_version, planned, up_to_date, blocked)
-                VALUES (?, ?, ?, ?, 0, 0, 0)
-                """, arguments: [Date().timeIntervalSince1970, Int(getpid()), RunnerVersion.string, vipsVersion])
+                INSERT INTO run (started_at, pid, runner_version, vips_version, limits, planned, up_to_date, blocked)
+                VALUES (?, ?, ?, ?, ?, 0, 0, 0)
+                """, arguments: [Date().timeIntervalSince1970, Int(getpid()), RunnerVersion.string, vipsVersion, limitsDigest])
             let runID = db.lastInsertedRowID
             let counts = try body(PlanningPass(db: db, runID: runID))
             try db.execute(sql: "UPDATE run SET planned = ?, up_to_date = ?, blocked = ? WHERE id = ?",
@@ -191,6 +205,16 @@ public final class StateStore: Sendable {
                     try started.execute(arguments: [fingerprint, runID, now, key])
                 case .unchanged(let key, _, let fingerprint):
                     try unchanged.execute(arguments: [fingerprint, runID, now, key])
+                case .stillFailed:
+                    break  // the recorded failure stands as it is
+                case .blacklisted(let url, let kind, let httpStatus, let message):
+                    try db.execute(sql: """
+                        INSERT INTO blacklist (url, kind, http_status, message, first_seen, last_seen) VALUES (?, ?, ?, ?, ?, ?)
+                        ON CONFLICT(url) DO UPDATE SET kind = excluded.kind, http_status = excluded.http_status,
+                            message = excluded.message, last_seen = excluded.last_seen, count = count + 1
+                        """, arguments: [url, kind, httpStatus, message, now, now])
+                case .unblocked(let url):
+                    try db.execute(sql: "DELETE FROM blacklist WHERE url = ?", arguments: [url])
                 case .finished(let key, _, let outcome):
                     switch outcome {
                     case .done(let duration):
@@ -208,16 +232,7 @@ public final class StateStore: Sendable {
 
     // MARK: Blacklist (SDWebImage's failedURLs, persistent)
 
-    func blacklist(url: String, kind: String, status: Int?, message: String) throws {
-        try database.write { db in
-            let now = Date().timeIntervalSince1970
-            try db.execute(sql: """
-                INSERT INTO blacklist (url, kind, http_status, message, first_seen, last_seen) VALUES (?, ?, ?, ?, ?, ?)
-                ON CONFLICT(url) DO UPDATE SET kind = excluded.kind, http_status = excluded.http_status,
-                    message = excluded.message, last_seen = excluded.last_seen, count = count + 1
-                """, arguments: [url, kind, status, message, now, now])
-        }
-    }
+    // URLs go on the blacklist through `record` (`ItemEvent.blacklisted`), with their items.
 
     /// Removes URLs from the blacklist (all of them when `urls` is nil); returns how many were removed.
     @discardableResult

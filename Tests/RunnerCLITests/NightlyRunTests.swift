@@ -1,0 +1,127 @@
+import Foundation
+@testable import RunnerCore
+import Testing
+import TestSupport
+
+/// Every JSON object printed on stdout, in order.
+func jsonEvents(_ stdout: String) -> [[String: Any]] {
+    stdout.split(separator: "\n").compactMap {
+        try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+    }
+}
+
+/// Attempts recorded for the item of the source whose file name is `name`.
+func attempts(_ workspace: Workspace, source name: String) throws -> Int? {
+    try StateDatabase(path: workspace.path("state.sqlite"))
+        .scalar("SELECT attempts FROM item WHERE source_key LIKE ?", ["%/" + name])
+}
+
+/// What a nightly cron job sees: failures its sources' content decided are reported once, then
+/// carried over quietly until the content changes; exit 1 means something new failed.
+@Suite("Nightly runs go quiet", .serialized)
+struct NightlyRunTests {
+    @Test("a corrupt file fails once; later runs carry it over (exit 0, counted) until it changes or --retry-failed")
+    func contentFailureIsFinal() throws {
+        let workspace = try Workspace()
+        try workspace.copyFixtures(["broken/truncated.jpg", "photos/friends.jpg"], to: "in")
+        let job = try simpleJob(workspace)
+
+        let first = try workspace.run([job])
+        #expect(first.status == 1, "a new failure exits 1")
+        #expect(first.stdout.contains("1 done, 1 failed"), "\(first.stdout)")
+
+        let second = try workspace.run([job])
+        #expect(second.status == 0, "a failure carried over unchanged leaves the exit 0: \(second.stdout)")
+        #expect(second.stdout.contains("0 done, 0 failed, 1 up to date"), "\(second.stdout)")
+        #expect(second.stdout.contains("1 known failure: runner failed \(job)"), "\(second.stdout)")
+        #expect(try attempts(workspace, source: "truncated.jpg") == 1, "the corrupt file is not decoded again")
+        let plan = try workspace.run(["plan", job])
+        #expect(plan.stdout.contains("0 to run, 1 up to date, 0 blocked, 1 known failures"), "\(plan.stdout)")
+        // `runner failed` still lists it, with the decoder's message.
+        #expect(try workspace.run(["failed", job]).stdout.contains("truncated.jpg -> t: decode: "))
+
+        let strict = try workspace.run([job, "--strict"])
+        #expect(strict.status == 1, "--strict exits 1 for any failure on record")
+        #expect(try attempts(workspace, source: "truncated.jpg") == 1)
+
+        // The source changed (a new modification time): its content may decode now, so it is tried.
+        let changed = Date().addingTimeInterval(-60)
+        try FileManager.default.setAttributes([.modificationDate: changed], ofItemAtPath: workspace.path("in/truncated.jpg"))
+        let afterChange = try workspace.run([job])
+        #expect(afterChange.status == 1, "a retried failure that fails again is new")
+        #expect(afterChange.stdout.contains("0 done, 1 failed"), "\(afterChange.stdout)")
+        #expect(try attempts(workspace, source: "truncated.jpg") == 1, "attempts count per content")
+
+        let retried = try workspace.run([job, "--retry-failed"])
+        #expect(retried.status == 1)
+        #expect(try attempts(workspace, source: "truncated.jpg") == 2)
+    }
+
+    @Test("a too-large failure stands while the limits stay; raising limits.maxPixels tries it again")
+    func limitsDecideToo() throws {
+        let workspace = try Workspace()
+        try workspace.copyFixtures(["photos/friends.jpg"], to: "in")
+        let tight = try simpleJob(workspace, extra: #", "limits": {"maxPixels": 1000}"#)
+        #expect(try workspace.run([tight]).status == 1)
+        let again = try workspace.run([tight])
+        #expect(again.status == 0)
+        #expect(again.stdout.contains("1 known failure"), "\(again.stdout)")
+        let roomy = try simpleJob(workspace, extra: #", "limits": {"maxPixels": 100000000}"#)
+        let raised = try workspace.run([roomy])
+        #expect(raised.status == 0)
+        #expect(raised.stdout.contains("1 done, 0 failed"), "\(raised.stdout)")
+    }
+
+    @Test("a downloaded body that does not decode is blacklisted: the next run sends no request; --quiet prints nothing but the summary")
+    func badImageDataBlacklisted() throws {
+        let server = try HTTPTestServer()
+        let workspace = try Workspace()
+        let job = try remoteJob(workspace, urls: [server.url("/corrupt/a.jpg"), server.url("/img/b.jpg")])
+        let first = try workspace.run([job, "--quiet"])
+        #expect(first.status == 1)
+        #expect(first.stderr.contains("failed: \(server.url("/corrupt/a.jpg"))@t: decode: "), "\(first.stderr)")
+
+        try server.reset()
+        let second = try workspace.run([job, "--quiet"])
+        #expect(try server.stats().counts["/corrupt/a.jpg"] == nil, "a blacklisted URL gets no request")
+        #expect(second.status == 0, "a blocked URL is a failure carried over: \(second.stdout)")
+        #expect(second.stdout.contains("1 blocked"), "\(second.stdout)")
+        #expect(second.stderr.isEmpty, "quiet prints only this run's failures: \(second.stderr)")
+        #expect(second.stdout.split(separator: "\n").count == 1, "quiet prints the summary alone: \(second.stdout)")
+        let failed = try workspace.run(["failed", job])
+        #expect(failed.stdout.contains("blocked: \(server.url("/corrupt/a.jpg")): decode: "), "\(failed.stdout)")
+        #expect(try workspace.run([job, "--strict", "--quiet"]).status == 1)
+    }
+
+    @Test("off a terminal, progress lines start with an ISO 8601 time; JSON runs emit progress events; every event has a time")
+    func progressOffTerminal() throws {
+        let workspace = try Workspace()
+        try FileManager.default.createDirectory(atPath: workspace.path("in"), withIntermediateDirectories: true)
+        for index in 0..<12 {
+            try FileManager.default.linkItem(atPath: Fixtures.path("extra/ladybird.jpg"), toPath: workspace.path("in/\(index).jpg"))
+        }
+        let job = try simpleJob(workspace)
+        let text = try workspace.run([job, "-j", "1", "--progress-interval", "0.05"])
+        #expect(text.status == 0)
+        let iso = #/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z /#
+        let lines = text.stderr.split(separator: "\n")
+        let progress = lines.filter { $0.contains("items/s") }
+        #expect(!progress.isEmpty, "progress lines every 0.05 s: \(text.stderr)")
+        for line in lines { #expect(line.contains(iso), "\(line)") }
+
+        let json = try workspace.run([job, "-j", "1", "--force", "--log-format", "json", "--progress-interval", "0.05"])
+        let events = jsonEvents(json.stdout)
+        #expect(events.contains { $0["event"] as? String == "progress" && $0["total"] as? Int == 12 }, "\(json.stdout)")
+        for event in events {
+            let time = event["time"] as? String ?? ""
+            #expect(time.contains(#/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/#), "\(event)")
+        }
+    }
+
+    @Test("the ETA reads -- until an item has finished, then the time left")
+    func etaUnknownAtFirst() {
+        #expect(Reporter.progressLine(job: "j", finished: 0, total: 10, failed: 0, elapsed: 3).hasSuffix("ETA --"))
+        #expect(Reporter.progressLine(job: "j", finished: 5, total: 10, failed: 1, elapsed: 5)
+            == "j: 5/10 · 1.0 items/s · ETA 0:05 · 1 failed")
+    }
+}
