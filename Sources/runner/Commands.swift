@@ -28,6 +28,15 @@ struct Run: ParsableCommand {
     @Option(help: "Seconds between progress lines (JSON progress events) when not on a terminal.")
     var progressInterval = 5.0
 
+    @Option(help: ArgumentHelp("Stop handing out work at this local time (24-hour HH:MM, the next one to come); items in flight finish; exit 124.", valueName: "HH:MM"))
+    var deadline: String?
+
+    @Option(help: ArgumentHelp("Stop handing out work after this long (90s, 30m, 4h, 1d); items in flight finish; exit 124.", valueName: "duration"))
+    var maxDuration: String?
+
+    @Option(help: ArgumentHelp("Write Prometheus metrics (text format) to this file at the end of the run.", valueName: "file"))
+    var metrics: String?
+
     @Option(help: "text or json (one JSON event per line on stdout).")
     var logFormat: LogFormat = .text
 
@@ -39,6 +48,12 @@ struct Run: ParsableCommand {
     func validate() throws {
         if let jobs, jobs < 1 { throw ValidationError("--jobs must be at least 1") }
         if !(progressInterval > 0) { throw ValidationError("--progress-interval must be more than 0 seconds") }
+        if let deadline, Durations.nextOccurrence(of: deadline) == nil {
+            throw ValidationError("--deadline must be a time of day as HH:MM (24-hour), not \"\(deadline)\"")
+        }
+        if let maxDuration, Durations.seconds(maxDuration) == nil {
+            throw ValidationError("--max-duration must be a duration such as 90s, 30m, 4h or 1d, not \"\(maxDuration)\"")
+        }
     }
 
     func run() throws {
@@ -52,6 +67,11 @@ struct Run: ParsableCommand {
             options.downloadOnly = downloadOnly
             options.strict = strict
             options.progressInterval = progressInterval
+            options.metricsPath = metrics
+            // Whichever budget ends first.
+            let ends = [deadline.flatMap { Durations.nextOccurrence(of: $0) },
+                        maxDuration.flatMap(Durations.seconds).map { Date().addingTimeInterval($0) }]
+            options.deadline = ends.compactMap { $0 }.min()
             options.style = logFormat == .json ? .json : quiet ? .quiet : .text
             let summary = try JobRunner.run(loaded, options: options)
             throw ExitCode(summary.exitCode)

@@ -69,7 +69,7 @@ extension Job {
                 case "always": settings.revalidate = .always
                 case "never": settings.revalidate = .never
                 default:
-                    guard let seconds = parseDuration(text) else {
+                    guard let seconds = Durations.seconds(text) else {
                         throw http.error("revalidate", "must be \"always\", \"never\" or a duration such as \"12h\"")
                     }
                     settings.revalidate = .after(seconds)
@@ -85,7 +85,7 @@ extension Job {
         }
         if let blacklist = try root.object("blacklist") {
             if let text = try blacklist.string("ttl") {
-                guard let seconds = parseDuration(text) else {
+                guard let seconds = Durations.seconds(text) else {
                     throw blacklist.error("ttl", "must be a duration such as \"7d\", \"12h\", \"30m\" or \"90s\"")
                 }
                 settings.blacklistTTL = seconds
@@ -113,14 +113,5 @@ extension Job {
             headers[name] = try object.string(name)
         }
         return headers
-    }
-
-    /// "7d", "12h", "30m", "90s" or a plain number of seconds.
-    static func parseDuration(_ text: String) -> Double? {
-        let units: [Character: Double] = ["s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604_800]
-        if let unit = text.last, let scale = units[unit], let value = Double(text.dropLast()), value >= 0 {
-            return value * scale
-        }
-        return Double(text).flatMap { $0 >= 0 ? $0 : nil }
     }
 }

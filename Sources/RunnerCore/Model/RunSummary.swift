@@ -11,9 +11,16 @@ public struct RunSummary: Sendable, Codable {
     public var notStarted = 0
     /// The signal that interrupted the run, if one did.
     public var interrupted: Int32?
+    /// The time budget ran out: work was left for the next run.
+    public var stoppedByBudget = false
     public var elapsedSeconds = 0.0
     /// Worker processes started: one per slot, plus replacements after crashes and recycling.
     public var workersStarted = 0
+
+    /// How the run ended, as the `run` table and `runner status` say it.
+    public var outcome: String {
+        interrupted != nil ? "interrupted" : stoppedByBudget ? "stopped-by-budget" : "finished"
+    }
 
     /// `--strict`: failures carried over from earlier runs (known failures, blocked URLs) exit 1 too.
     public var strict = false
@@ -21,10 +28,11 @@ public struct RunSummary: Sendable, Codable {
     public init() {}
 
     /// 0 nothing new failed; 1 this run recorded a failure (or, with `strict`, any failure is on
-    /// record); 130/143 interrupted (SIGINT/SIGTERM). Failures carried over unchanged leave it 0,
+    /// record); 124 stopped by the time budget; 130/143 interrupted (SIGINT/SIGTERM). Failures carried over unchanged leave it 0,
     /// so a nightly cron job with one corrupt file does not fail every night.
     public var exitCode: Int32 {
         if let interrupted { return 128 + interrupted }
+        if stoppedByBudget { return ExitStatus.budgetExhausted }
         let carriedOver = knownFailures + blocked
         return failed > 0 || (strict && carriedOver > 0) ? ExitStatus.someItemsFailed : ExitStatus.success
     }
@@ -37,4 +45,6 @@ public enum ExitStatus {
     public static let usage: Int32 = 2
     /// EX_TEMPFAIL: another run holds the job's state database.
     public static let locked: Int32 = 75
+    /// The time budget ran out with work left (GNU timeout's code for "time ran out"); run again to continue.
+    public static let budgetExhausted: Int32 = 124
 }

@@ -48,6 +48,12 @@ enum AtomicFile {
         return Staged(temporary: temporary, path: path)
     }
 
+    /// Writes one whole file (a report, a metrics file) so readers see the old one or the new one,
+    /// never half of it.
+    static func write(_ data: Data, to path: String) throws(ItemFailure) {
+        if let failure = publish([try stage(data, for: path, owner: getpid())])[0] { throw failure }
+    }
+
     /// Makes staged files durable under their final names; one result per file, in order.
     /// A file whose data or rename cannot be made durable fails alone and leaves nothing behind.
     static func publish(_ batch: [Staged]) -> [ItemFailure?] {

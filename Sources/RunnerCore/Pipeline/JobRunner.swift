@@ -20,6 +20,10 @@ public struct RunOptions: Sendable {
     public var strict = false
     /// Seconds between progress lines (or JSON progress events) when stderr is not a terminal.
     public var progressInterval = 5.0
+    /// When to stop handing out work (`--deadline`, `--max-duration`); in-flight items finish.
+    public var deadline: Date?
+    /// Where to write Prometheus metrics at the end of the run (`--metrics`).
+    public var metricsPath: String?
 
     public init() {}
 }
@@ -131,6 +135,14 @@ public enum JobRunner {
                 : "stopping: finishing items in flight (signal again to abandon them)")
         }
         defer { withExtendedLifetime(trap) {} }
+        let budget = options.deadline.map { deadline in
+            scheduleBudgetStop(at: deadline) {
+                guard control.stopForBudget() else { return }
+                handoff.cancel()
+                reporter.notice("time budget reached: finishing items in flight; run again to continue")
+            }
+        }
+        defer { budget?.cancel() }
         // A worker can die with a task queued for it: writing to its pipe must fail (EPIPE, the slot
         // then finds the death), not kill the supervisor. Workers inherit this and stop the same way.
         signal(SIGPIPE, SIG_IGN)
@@ -159,12 +171,23 @@ public enum JobRunner {
         summary.strict = options.strict
         summary.workersStarted = (try? schedulerResult.get()) ?? 0
         summary.interrupted = control.stopSignal.flatMap { schedulerResult.failure == nil ? $0 : nil }
+        summary.stoppedByBudget = control.budgetReached
         summary.elapsedSeconds = Date().timeIntervalSince(clock)
         try store.finishRun(runID, summary: summary)
         try trimCache(job, store: store)
+        if let path = options.metricsPath { try MetricsFile(job: job, summary: summary, store: store).write(to: path) }
         reporter.finished(summary)
         _ = try schedulerResult.get()
         return summary
+    }
+
+    /// Calls `stop` once at `deadline` (at once if it has passed), on a timer that lives until cancelled.
+    private static func scheduleBudgetStop(at deadline: Date, _ stop: @escaping @Sendable () -> Void) -> any DispatchSourceTimer {
+        let timer = DispatchSource.makeTimerSource(queue: .global())
+        timer.schedule(wallDeadline: .now() + max(deadline.timeIntervalSinceNow, 0))
+        timer.setEventHandler(handler: stop)
+        timer.resume()
+        return timer
     }
 
     /// Keeps the originals cache under `cacheMaxBytes`, removing least recently used originals.

@@ -133,7 +133,8 @@ final class Reporter: Sendable {
                   "notStarted": summary.notStarted,
                   "seconds": summary.elapsedSeconds, "exitCode": Int(summary.exitCode),
                   "workersStarted": summary.workersStarted,
-                  "interrupted": summary.interrupted.map { Int($0) as Any } ?? NSNull()])
+                  "interrupted": summary.interrupted.map { Int($0) as Any } ?? NSNull(),
+                  "stoppedByBudget": summary.stoppedByBudget])
         case .text, .quiet:
             var line = "\(jobName): \(summary.done) done, \(summary.failed) failed, \(summary.upToDate) up to date"
             if summary.blocked > 0 { line += ", \(summary.blocked) blocked" }
@@ -143,6 +144,7 @@ final class Reporter: Sendable {
                 line += String(format: " (%.1f items/s)", Double(summary.done + summary.failed) / summary.elapsedSeconds)
             }
             if let signal = summary.interrupted { line += "; interrupted by \(String(cString: strsignal(signal)))" }
+            if summary.stoppedByBudget { line += "; stopped by the time budget, run again to continue" }
             if summary.knownFailures > 0 {
                 line += "; \(Self.plural(summary.knownFailures, "known failure")): runner failed \(jobFile)"
             }

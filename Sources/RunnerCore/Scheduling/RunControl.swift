@@ -4,15 +4,16 @@ import Synchronization
 import Glibc
 #endif
 
-/// Shared stop state of a run. The first SIGINT/SIGTERM drains (no new items; in-flight ones
-/// finish and are recorded); a second abandons (workers are killed; their items stay `running`
-/// in the database and run again next time).
+/// Shared stop state of a run. The first SIGINT/SIGTERM, or the end of the time budget, drains
+/// (no new items; in-flight ones finish and are recorded); a second signal abandons (workers are
+/// killed; their items stay `running` in the database and run again next time).
 final class RunControl: Sendable {
     enum Phase: Sendable { case running, draining, abandoning }
 
     private struct State {
         var phase = Phase.running
         var signal: Int32?
+        var budgetReached = false
         var workers: Set<pid_t> = []
     }
 
@@ -20,6 +21,18 @@ final class RunControl: Sendable {
 
     var phase: Phase { state.withLock { $0.phase } }
     var stopSignal: Int32? { state.withLock { $0.signal } }
+    var budgetReached: Bool { state.withLock { $0.budgetReached } }
+
+    /// The time budget (`--deadline`, `--max-duration`) ran out: drain, as the first signal does.
+    /// Returns false when the run was already stopping.
+    func stopForBudget() -> Bool {
+        state.withLock { state in
+            guard state.phase == .running else { return false }
+            state.phase = .draining
+            state.budgetReached = true
+            return true
+        }
+    }
 
     func requestStop(signal: Int32) {
         let victims: Set<pid_t> = state.withLock { state in

@@ -175,7 +175,7 @@ public final class StateStore: Sendable {
                 UPDATE run SET ended_at = ?, done = ?, failed = ?, blocked = ?, outcome = ?, exit_code = ?
                 WHERE id = ?
                 """, arguments: [Date().timeIntervalSince1970, summary.done, summary.failed, summary.blocked,
-                                 summary.interrupted == nil ? "finished" : "interrupted", summary.exitCode, runID])
+                                 summary.outcome, summary.exitCode, runID])
         }
     }
 
@@ -318,6 +318,24 @@ public final class StateStore: Sendable {
                           failed: row["failed"], blocked: row["blocked"], outcome: row["outcome"],
                           exitCode: row["exit_code"])
             }
+        }
+    }
+
+    /// Failed items by failure kind.
+    func failureCounts() throws -> [String: Int] {
+        try database.read { db in
+            var counts: [String: Int] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT error_kind, COUNT(*) FROM item WHERE state = 'failed' GROUP BY error_kind") {
+                counts[row[0] ?? "unknown"] = row[1]
+            }
+            return counts
+        }
+    }
+
+    /// When the last run that exited 0 ended.
+    func lastSuccess() throws -> Date? {
+        try database.read { db in
+            try Double.fetchOne(db, sql: "SELECT MAX(ended_at) FROM run WHERE exit_code = 0").map(Date.init(timeIntervalSince1970:))
         }
     }
 

@@ -1,0 +1,25 @@
+import Foundation
+
+/// Durations and clock times as people write them in job files and on the command line.
+public enum Durations {
+    /// "7d", "12h", "30m", "90s", "2w" or a plain number of seconds; nil for anything else.
+    public static func seconds(_ text: String) -> Double? {
+        let units: [Character: Double] = ["s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604_800]
+        if let unit = text.last, let scale = units[unit], let value = Double(text.dropLast()), value >= 0 {
+            return value * scale
+        }
+        return Double(text).flatMap { $0 >= 0 ? $0 : nil }
+    }
+
+    /// The next time the local clock reads `text` ("06:30", 24-hour) after `now`: a run started at
+    /// 23:00 with deadline 06:30 stops the next morning.
+    public static func nextOccurrence(of text: String, after now: Date = Date(),
+                                      calendar: Calendar = .current) -> Date? {
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count == 2, parts.allSatisfy({ $0.count == 2 }),
+              let hour = Int(parts[0]), let minute = Int(parts[1]), (0..<24).contains(hour), (0..<60).contains(minute)
+        else { return nil }
+        return calendar.nextDate(after: now, matching: DateComponents(hour: hour, minute: minute, second: 0),
+                                 matchingPolicy: .nextTime)
+    }
+}
