@@ -3,7 +3,17 @@ SWIFT ?= swift
 DEBIAN_PACKAGES := pkg-config libvips-dev libvips-tools libcurl4-openssl-dev libsqlite3-dev curl python3-prometheus-client
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: deps build run test bench bench-quick clean
+PREFIX ?= /usr/local
+# The build `make install` installs: release by default (the tests install a debug build they already have).
+CONFIG ?= release
+BIN_PATH = $(shell $(SWIFT) build -c $(CONFIG) --show-bin-path)
+MANUAL := .build/plugins/GenerateManual/outputs/runner/runner.1
+INSTALLED := $(DESTDIR)$(PREFIX)/bin/runner $(DESTDIR)$(PREFIX)/share/man/man1/runner.1 \
+	$(DESTDIR)$(PREFIX)/share/bash-completion/completions/runner \
+	$(DESTDIR)$(PREFIX)/share/zsh/site-functions/_runner \
+	$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/runner.fish
+
+.PHONY: deps build run test bench bench-quick clean install uninstall
 
 # Installs the Debian packages when pkg-config is missing them, or the CLIs the tests compare against
 # (vipsthumbnail; curl, the quick benchmark's downloads reference), or the Prometheus parser the
@@ -24,6 +34,7 @@ run: build
 test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+	Tests/install/check.sh
 
 # Full benchmark: builds the photo corpus from Debian wallpaper packages (once; then a checksum
 # check), times runner's downloads against curl (nginx on 127.0.0.1), runs runner against the C
@@ -36,6 +47,21 @@ bench: build
 # set (the tests run this too).
 bench-quick: build
 	python3 bench/bench.py --quick --runner .build/release/runner
+
+# The binary, a man page from swift-argument-parser's manual plugin, and bash/zsh/fish completions.
+install: deps
+	$(SWIFT) build -c $(CONFIG) --product runner
+	$(SWIFT) package generate-manual --configuration $(CONFIG)
+	install -D -m 755 $(BIN_PATH)/runner $(DESTDIR)$(PREFIX)/bin/runner
+	install -D -m 644 $(MANUAL) $(DESTDIR)$(PREFIX)/share/man/man1/runner.1
+	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions \
+		$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
+	$(BIN_PATH)/runner --generate-completion-script bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/runner
+	$(BIN_PATH)/runner --generate-completion-script zsh > $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_runner
+	$(BIN_PATH)/runner --generate-completion-script fish > $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/runner.fish
+
+uninstall:
+	rm -f $(INSTALLED)
 
 clean:
 	rm -rf .build out state

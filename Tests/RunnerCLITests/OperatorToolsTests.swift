@@ -106,3 +106,4 @@ struct OperatorToolsTests {
         #expect(abs(lastSuccess - Date().timeIntervalSince1970) < 120)
     }
 }
+
