@@ -128,7 +128,14 @@ struct ImagePipeline {
                 case .loader(let loader):
                     steps = steps.dropFirst()
                     let settings = DecodeSettings(failOn: limits.failOn, autorotate: output.autorotate, colourSpace: output.colourSpace)
-                    frames = [try decodeStep { () throws(VipsError) in try loader.load(source, header: header, settings: settings) }]
+                    var image = try decodeStep { () throws(VipsError) in try loader.load(source, header: header, settings: settings) }
+                    // The loader streams the source top to bottom; a later step that reads out of order
+                    // (smart crop, trim, rotation) gets the result rendered to memory first, as libvips'
+                    // own thumbnail does before its smart crop. The copy is thumbnail-sized.
+                    if steps.contains(where: \.needsRandomAccess) {
+                        image = try decodeStep { () throws(VipsError) in try image.copiedToMemory() }
+                    }
+                    frames = [image]
                 }
                 for step in steps {
                     frames = try frames.map { frame throws(ItemFailure) in
