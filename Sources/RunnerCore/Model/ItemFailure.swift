@@ -37,7 +37,8 @@ public struct ItemFailure: Error, Sendable, Codable, Equatable, CustomStringConv
 
 /// How one item ended.
 public enum ItemOutcome: Sendable {
-    case done(duration: Double)
+    /// `warning`: something to say though it rendered (an ignored ICC profile).
+    case done(duration: Double, warning: String?)
     case failed(ItemFailure, duration: Double)
     /// Not attempted: its URL is blacklisted.
     case blocked(String)

@@ -77,9 +77,10 @@ final class Reporter: Sendable {
         case .json:
             var event: [String: Any] = ["event": "item", "key": key, "output": outputPath]
             switch outcome {
-            case .done(let duration):
+            case .done(let duration, let warning):
                 event["state"] = "done"
                 event["seconds"] = duration
+                if let warning { event["warning"] = warning }
             case .failed(let failure, let duration):
                 event["state"] = "failed"
                 event["kind"] = failure.kind.rawValue
@@ -94,6 +95,7 @@ final class Reporter: Sendable {
             switch outcome {
             case .failed(let failure, _): writeLine("failed: \(key): \(failure.kind.rawValue): \(failure.message)")
             case .blocked(let reason): writeLine("blocked: \(key): \(reason)")
+            case .done(_, let warning?) where style == .text: writeLine("warning: \(key): \(warning)")
             case .done: break
             }
         }
