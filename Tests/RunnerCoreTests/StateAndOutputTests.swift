@@ -24,7 +24,7 @@ struct StateAndOutputTests {
         let (first, second) = (plan.items[0], plan.items[1])
         try store.record([.started(key: first.key, fingerprint: first.fingerprint),
                           .started(key: second.key, fingerprint: second.fingerprint),
-                          .finished(key: first.key, outputPath: first.outputPath, outcome: .done(duration: 0.1)),
+                          .finished(key: first.key, outputPath: first.outputPath, outcome: .done(duration: 0.1, warning: nil)),
                           .finished(key: second.key, outputPath: second.outputPath,
                                     outcome: .failed(ItemFailure(.decode, "bad"), duration: 0.1))], runID: run)
         #expect(try store.plan { try $0.recorded(first.key) }?.fingerprint == first.fingerprint)
@@ -41,7 +41,7 @@ struct StateAndOutputTests {
         let mode: String? = try reopened.scalar("PRAGMA journal_mode")
         #expect(mode == "wal")
         let migrations: Int? = try reopened.scalar("SELECT COUNT(*) FROM grdb_migrations")
-        #expect(migrations == 3)
+        #expect(migrations == 4)
         _ = try StateStore(path: workspace.path("state/s.sqlite"))
         #expect(try reopened.scalar("SELECT COUNT(*) FROM grdb_migrations") == migrations)
     }

@@ -45,7 +45,8 @@ extension ItemFailure.Kind {
 
 /// How one item ended.
 public enum ItemOutcome: Sendable {
-    case done(duration: Double)
+    /// `warning`: something to say though it rendered (an ignored ICC profile).
+    case done(duration: Double, warning: String?)
     case failed(ItemFailure, duration: Double)
     /// Not attempted: its URL is blacklisted.
     case blocked(String)

@@ -5,7 +5,10 @@ struct ImageHeader {
     let width: Int
     let height: Int
     let orientation: Int
+    /// A profile libvips can use; an unusable one counts as absent (sRGB assumed), as in browsers.
     let hasICCProfile: Bool
+    /// The size of an embedded profile libvips cannot use; nil when there is none or it is usable.
+    let unusableProfileBytes: Int?
     let interpretation: VipsInterpretation
     /// Frames in the file (GIF, WebP, multi-page TIFF or HEIF); 1 for everything else.
     let pages: Int
@@ -15,7 +18,8 @@ struct ImageHeader {
         width = image.width
         height = image.height
         orientation = image.orientation
-        hasICCProfile = image.hasICCProfile
+        unusableProfileBytes = image.unusableICCProfileBytes
+        hasICCProfile = image.hasICCProfile && unusableProfileBytes == nil
         interpretation = image.interpretation
         pages = max(image.int("n-pages") ?? 1, 1)
         format = SourceFormat(loader: image.string("vips-loader") ?? "", heifCompression: image.string("heif-compression"))
@@ -24,6 +28,11 @@ struct ImageHeader {
     /// Orientations 5-8 swap width and height when applied.
     func displayWidth(autorotate: Bool) -> Int { autorotate && orientation >= 5 ? height : width }
     func displayHeight(autorotate: Bool) -> Int { autorotate && orientation >= 5 ? width : height }
+
+    /// What every item of this source should say though it renders.
+    var warning: String? {
+        unusableProfileBytes.map { "ignored the embedded ICC profile (\($0) bytes): it is damaged or not for these pixels; colours taken as sRGB" }
+    }
 
     /// An embedded profile or CMYK pixels: converting to sRGB takes real work.
     var needsColourTransform: Bool { hasICCProfile || interpretation == VIPS_INTERPRETATION_CMYK }

@@ -26,6 +26,8 @@ struct ImagePipeline {
         let bytes: Int
         /// Where the output waits, complete but not yet durable, for the supervisor to publish it.
         let temporary: String
+        /// Something the item should say though it rendered (an ignored ICC profile).
+        let warning: String?
     }
 
     /// What one output needs from the source, decided from the header before any pixel is read.
@@ -67,6 +69,8 @@ struct ImagePipeline {
     }
 
     func render(sourcePath: String, requests: [Request]) -> [Result<Rendered, ItemFailure>] {
+        // Calls that succeed can leave text in libvips' error buffer (lcms does); it is not this source's.
+        vips_error_clear()
         let source: VipsSourceHandle
         let header: ImageHeader
         var opened: VipsImageHandle?
@@ -92,12 +96,15 @@ struct ImagePipeline {
             } else {
                 image = try reopen(source, access: random ? VIPS_ACCESS_RANDOM : VIPS_ACCESS_SEQUENTIAL)
             }
-            return try decodeStep { () throws(VipsError) in try normalizeColour(image, decode.colourSpace) }
+            return try decodeStep { () throws(VipsError) in
+                try normalizeColour(droppingUnusableProfile(image, header), decode.colourSpace)
+            }
         }
 
         var results: [Result<Rendered, ItemFailure>] = []
         for (request, plan) in zip(requests, plans) {
             let output = plan.output
+            vips_error_clear()  // nor is it this output's
             do {
                 var frames: [VipsImageHandle]
                 var steps = output.chain.steps[...]
@@ -128,7 +135,16 @@ struct ImagePipeline {
                 case .loader(let loader):
                     steps = steps.dropFirst()
                     let settings = DecodeSettings(failOn: limits.failOn, autorotate: output.autorotate, colourSpace: output.colourSpace)
-                    frames = [try decodeStep { () throws(VipsError) in try loader.load(source, header: header, settings: settings) }]
+                    var image = try decodeStep { () throws(VipsError) in
+                        try droppingUnusableProfile(loader.load(source, header: header, settings: settings), header)
+                    }
+                    // The loader streams the source top to bottom; a later step that reads out of order
+                    // (smart crop, trim, rotation) gets the result rendered to memory first, as libvips'
+                    // own thumbnail does before its smart crop. The copy is thumbnail-sized.
+                    if steps.contains(where: \.needsRandomAccess) {
+                        image = try decodeStep { () throws(VipsError) in try image.copiedToMemory() }
+                    }
+                    frames = [image]
                 }
                 for step in steps {
                     frames = try frames.map { frame throws(ItemFailure) in
@@ -150,7 +166,7 @@ struct ImagePipeline {
                 }
                 let staged = try AtomicFile.stage(data, for: request.path, owner: stagingOwner)
                 results.append(.success(Rendered(width: pixels.width, height: pixels.height, bytes: data.count,
-                                                 temporary: staged.temporary)))
+                                                 temporary: staged.temporary, warning: header.warning)))
             } catch let failure as ItemFailure {
                 results.append(.failure(failure))
             } catch {
@@ -203,6 +219,15 @@ struct ImagePipeline {
             : cvips_open(source.pointer, access, limits.failOn.vipsValue)
         guard let pointer else { throw ItemFailure(.decode, VipsError.capture("load").message) }
         return VipsImageHandle(taking: pointer, retaining: nil)
+    }
+
+    /// A profile libvips cannot use counts as absent (the header's warning says so): without it no
+    /// transform trips over it and no output keeps it. The header spares the common case a profile check.
+    private func droppingUnusableProfile(_ image: VipsImageHandle, _ header: ImageHeader) throws(VipsError) -> VipsImageHandle {
+        guard header.unusableProfileBytes != nil, image.unusableICCProfileBytes != nil else { return image }
+        let copy = try image.derive("copy") { cvips_copy($0, $1) }
+        _ = cvips_remove(copy.pointer, "icc-profile-data")
+        return copy
     }
 
     /// Brings a fully decoded image to sRGB (or grey) from any profile, CMYK included. With

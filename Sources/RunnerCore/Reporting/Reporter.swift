@@ -83,9 +83,10 @@ final class Reporter: Sendable {
         case .json:
             var event: [String: Any] = ["event": "item", "key": key, "output": outputPath]
             switch outcome {
-            case .done(let duration):
+            case .done(let duration, let warning):
                 event["state"] = "done"
                 event["seconds"] = duration
+                if let warning { event["warning"] = warning }
             case .failed(let failure, let duration):
                 event["state"] = "failed"
                 event["kind"] = failure.kind.rawValue
@@ -101,6 +102,7 @@ final class Reporter: Sendable {
             case .failed(let failure, _): writeLine("failed: \(key): \(failure.kind.rawValue): \(failure.message)")
             // Blocked is old news (the URL failed in an earlier run): quiet leaves it to the summary.
             case .blocked(let reason) where style == .text: writeLine("blocked: \(key): \(reason)")
+            case .done(_, let warning?) where style == .text: writeLine("warning: \(key): \(warning)")
             case .blocked, .done: break
             }
         }

@@ -181,7 +181,7 @@ final class Scheduler: Sendable {
             let path = scheduled.task.requests[index].path
             if let rendered = output.rendered {
                 staged.append(.init(key: scheduled.keys[index], output: .init(temporary: rendered.temporary, path: path),
-                                    duration: share))
+                                    duration: share, warning: rendered.warning))
             } else {
                 let failure = output.failure ?? ItemFailure(.process, "the worker sent no result")
                 failed.append(.finished(key: scheduled.keys[index], outputPath: path, outcome: .failed(failure, duration: share)))

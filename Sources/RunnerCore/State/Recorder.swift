@@ -12,6 +12,7 @@ final class Recorder: Sendable {
         let key: String
         let output: AtomicFile.Staged
         let duration: Double
+        let warning: String?
     }
 
     private struct Pending {
@@ -69,7 +70,7 @@ final class Recorder: Sendable {
             let published = AtomicFile.publish(taken.staged.map(\.output))
             for (item, failure) in zip(taken.staged, published) {
                 batch.append(.finished(key: item.key, outputPath: item.output.path,
-                                       outcome: failure.map { .failed($0, duration: item.duration) } ?? .done(duration: item.duration)))
+                                       outcome: failure.map { .failed($0, duration: item.duration) } ?? .done(duration: item.duration, warning: item.warning)))
             }
             do {
                 try store.record(batch, runID: runID)

@@ -86,6 +86,10 @@ public final class StateStore: Sendable {
                 CREATE INDEX original_used_at ON original(used_at);
                 """)
         }
+        migrator.registerMigration("v3: item warnings") { db in
+            // What a done item should say though it rendered (an ignored ICC profile); NULL when nothing.
+            try db.execute(sql: "ALTER TABLE item ADD COLUMN warning TEXT")
+        }
         migrator.registerMigration("v4: run limits") { db in
             // The limits a run decoded under (`Planner.limitsDigest`): a failure its content decided
             // stands only while they are the same.
@@ -196,7 +200,8 @@ public final class StateStore: Sendable {
                 WHERE key = ?
                 """)
             let finished = try db.cachedStatement(sql: """
-                UPDATE item SET state = ?, error_kind = ?, error_message = ?, duration = ?, run_id = ?, updated_at = ?
+                UPDATE item SET state = ?, error_kind = ?, error_message = ?, warning = ?, duration = ?, run_id = ?,
+                    updated_at = ?
                 WHERE key = ?
                 """)
             for event in events {
@@ -217,12 +222,12 @@ public final class StateStore: Sendable {
                     try db.execute(sql: "DELETE FROM blacklist WHERE url = ?", arguments: [url])
                 case .finished(let key, _, let outcome):
                     switch outcome {
-                    case .done(let duration):
-                        try finished.execute(arguments: ["done", nil, nil, duration, runID, now, key])
+                    case .done(let duration, let warning):
+                        try finished.execute(arguments: ["done", nil, nil, warning, duration, runID, now, key])
                     case .blocked(let message):
-                        try finished.execute(arguments: ["blocked", "blacklisted", message, 0, runID, now, key])
+                        try finished.execute(arguments: ["blocked", "blacklisted", message, nil, 0, runID, now, key])
                     case .failed(let failure, let duration):
-                        try finished.execute(arguments: ["failed", failure.kind.rawValue, failure.message, duration,
+                        try finished.execute(arguments: ["failed", failure.kind.rawValue, failure.message, nil, duration,
                                                          runID, now, key])
                     }
                 }
@@ -339,6 +344,20 @@ public final class StateStore: Sendable {
         }
     }
 
+    /// Done items that rendered with a warning.
+    public func warnedItems() throws -> [WarnedItemRecord] {
+        try database.read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT key, source_key, output_name, warning FROM item
+                WHERE state = 'done' AND warning IS NOT NULL ORDER BY source_key, output_name
+                """).map { WarnedItemRecord(key: $0["key"], source: $0["source_key"], output: $0["output_name"], warning: $0["warning"]) }
+        }
+    }
+
+    public func warnedItemCount() throws -> Int {
+        try database.read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM item WHERE state = 'done' AND warning IS NOT NULL") ?? 0 }
+    }
+
     public func failedItems() throws -> [FailedItemRecord] {
         try database.read { db in
             try Row.fetchAll(db, sql: """
@@ -418,6 +437,13 @@ public struct RunRecord: Sendable, Codable {
     public let blocked: Int
     public let outcome: String
     public let exitCode: Int?
+}
+
+public struct WarnedItemRecord: Sendable, Codable {
+    public let key: String
+    public let source: String
+    public let output: String
+    public let warning: String
 }
 
 public struct FailedItemRecord: Sendable, Codable {

@@ -25,6 +25,17 @@ final class VipsImageHandle {
     var bandFormat: VipsBandFormat { vips_image_get_format(pointer) }
     var hasICCProfile: Bool { cvips_image_has(pointer, "icc-profile-data") != 0 }
 
+    /// The size of an embedded ICC profile libvips cannot use for these pixels (damaged, or made
+    /// for another colour space); nil when there is none or it is usable.
+    var unusableICCProfileBytes: Int? {
+        var data: UnsafeRawPointer?
+        var length = 0
+        guard hasICCProfile, vips_image_get_blob(pointer, "icc-profile-data", &data, &length) == 0 else { return nil }
+        // lcms reports a damaged profile through libvips' error buffer; that is an answer, not a failure.
+        defer { vips_error_clear() }
+        return vips_icc_is_compatible_profile(pointer, data, length) == 0 ? length : nil
+    }
+
     func int(_ name: String) -> Int? {
         var value: Int32 = 0
         guard cvips_image_has(pointer, name) != 0, vips_image_get_int(pointer, name, &value) == 0 else { return nil }
@@ -157,8 +168,10 @@ struct VipsError: Error, CustomStringConvertible {
             message = String(cString: raw)
             g_free(raw)
         }
+        // Each distinct line once: lcms, for one, reports the same damage on every read of a profile.
+        var seen: Set<String> = []
         let lines = message.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
-        let text = lines.filter { !$0.isEmpty }.joined(separator: "; ")
+        let text = lines.filter { !$0.isEmpty && seen.insert($0).inserted }.joined(separator: "; ")
         return VipsError(operation: operation, message: text.isEmpty ? "\(operation) failed" : text)
     }
 
