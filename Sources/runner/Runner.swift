@@ -28,11 +28,11 @@ struct JobArgument: ParsableArguments {
     }
 }
 
-/// A rejected job file: printed with its location, exit code 2.
+/// A rejected job file: printed after its path, exit code 2.
 struct JobFileFailure: Error, CustomStringConvertible {
     let path: String
     let error: JobFileError
-    var description: String { "\(path): \(error)" }
+    var description: String { error.described(in: path) }
 }
 
 extension Runner {

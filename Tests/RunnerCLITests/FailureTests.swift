@@ -131,7 +131,9 @@ struct ValidationTests {
             .stderr.contains("http.headersFromEnv.Authorization: environment variable RUNNER_TEST_UNSET_VARIABLE is not set"))
         #expect(try rejection(job(output: #"{"name": "a", "path": "o/x.jpg", "chain": [], "format": {"type": "jpeg"}}"#))
             .stderr.contains("outputs[0].path: two items would write"))
-        #expect(try rejection("{not json").stderr.contains("not valid JSON"))
+        #expect(try rejection("{not json").stderr.contains("job.json:1:2: expected a key in double quotes or '}'"))
+        #expect(try rejection("{\"version\": 1,\n  \"sources\": []\n  \"outputs\": []}").stderr
+            .contains("job.json:3:3: expected ',' or '}'\n"))
         #expect(try rejection(#"{"version": 1, "sources": [{"path": "/nonexistent/folder"}], "outputs": [\#(output)]}"#)
             .stderr.contains("sources[0].path: /nonexistent/folder: No such file or directory"))
     }

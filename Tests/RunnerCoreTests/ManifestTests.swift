@@ -3,6 +3,24 @@ import Foundation
 import Testing
 import TestSupport
 
+/// What `Job.parse` says about `text`: its error, or "accepted".
+private func verdict(_ text: String) -> String {
+    do {
+        _ = try Job.parse(text: text, filePath: "/j/job.json")
+        return "accepted"
+    } catch {
+        return "\(error)"
+    }
+}
+
+/// A job with one output whose chain is `steps`, `format` and extra output keys.
+private func job(chain steps: String = "", format: String = #"{"type": "jpeg"}"#, output extra: String = "", top: String = "") -> String {
+    """
+    {"version": 1, "sources": [{"path": "p"}]\(top),
+     "outputs": [{"name": "t", "path": "o/{stem}.jpg", "chain": [\(steps)], "format": \(format)\(extra)}]}
+    """
+}
+
 @Suite("Manifest: job files decode into fully defaulted values")
 struct ManifestTests {
     let minimal = """
@@ -87,5 +105,33 @@ struct ManifestTests {
         #expect(Colour(hex: "#0000ff80")?.alpha == 128)
         #expect(Colour(hex: "#12") == nil)
         #expect(Colour(hex: "00ff00") == nil)
+    }
+
+    @Test("a JSON syntax error names its line and column and what was expected there", arguments: [
+        ("{\"version\": 1,\n  \"sources\": [{\"path\": \"a\"}]\n  \"outputs\": []}", "3:3: expected ',' or '}'"),
+        (#"{"version": 1, "sources": [{"path": "a"},]}"#, "1:42: expected a value"),
+        ("{version: 1}", "1:2: expected a key in double quotes or '}'"),
+        (#"{"version": 1, "name": thumbs}"#, "1:24: expected a value (text is written in double quotes)"),
+        ("{\"version\": 1,\n \"name\": \"été\", \"x\" 1}", "2:21: expected ':'"),
+        ("{\"name\": \"a\n\"}", "1:12: expected '\"' to end the string before the end of the line"),
+        (#"{"version": 01}"#, "1:14: a number must not start with 0"),
+        (#"{"version": 1e999}"#, "1:13: number out of range"),
+        (#"{"name": "\q"}"#, "1:12: unknown escape '\\q'"),
+        ("{\"version\": 1", "1:14: expected ',' or '}' before the end of the file"),
+        (#"{"version": 1} {}"#, "1:16: expected the end of the file after the JSON value"),
+        ("", "1:1: expected a value before the end of the file"),
+    ])
+    func syntaxErrors(text: String, message: String) {
+        #expect(verdict(text) == message)
+    }
+
+    @Test("strings, escapes and numbers parse as JSON says")
+    func jsonValues() throws {
+        let parsed = try Job.parse(text: "\u{FEFF}" + job(chain: #"{"op": "blur", "sigma": 25e-1}"#, top: #", "name": "a\"\\\/\u00e9\ud83d\ude00\n\tb""#),
+                                   filePath: "/j/job.json")
+        #expect(parsed.name == "a\"\\/é😀\n\tb")
+        #expect(parsed.outputs[0].chain.identifier == "blur(sigma:2.5)")
+        #expect(verdict(job(chain: #"{"op": "rotate", "angle": -0.0E+0}"#)) == "accepted")
+        #expect(verdict(job(top: #", "name": "\ud83d""#)) == "1:59: expected a low surrogate \\uDC00-\\uDFFF")
     }
 }

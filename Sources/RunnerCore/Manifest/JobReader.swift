@@ -17,9 +17,9 @@ extension Job {
     public static func parse(text: String, filePath: String) throws -> Job {
         let document: JSONValue
         do {
-            document = try JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))
+            document = try JSONValue(parsing: text)
         } catch {
-            throw JobFileError("", "not valid JSON: \(describeJSONError(error))")
+            throw JobFileError(syntax: error)
         }
         let root = try ObjectReader(document, path: "")
         let baseDirectory = Paths.directory(of: filePath)
@@ -144,15 +144,4 @@ extension Job {
     public static let defaultMaxPixels = 268_402_689
 
     public static let defaultMaxFrames = 300
-}
-
-private func describeJSONError(_ error: any Error) -> String {
-    if case DecodingError.dataCorrupted(let context) = error {
-        if let underlying = context.underlyingError as NSError?,
-           let detail = underlying.userInfo[NSDebugDescriptionErrorKey] as? String {
-            return detail
-        }
-        return context.debugDescription
-    }
-    return "\(error)"
 }
