@@ -134,4 +134,29 @@ struct ManifestTests {
         #expect(verdict(job(chain: #"{"op": "rotate", "angle": -0.0E+0}"#)) == "accepted")
         #expect(verdict(job(top: #", "name": "\ud83d""#)) == "1:59: expected a low surrogate \\uDC00-\\uDFFF")
     }
+
+    @Test("an unknown key is reported before any other rule of its object, with the nearest known key", arguments: [
+        (job(chain: #"{"op": "thumbnail", "widht": 100}"#), #"outputs[0].chain[0]: unknown key "widht" (did you mean "width"?)"#),
+        (job(chain: #"{"op": "resize", "Height": 100}"#), #"outputs[0].chain[0]: unknown key "Height" (did you mean "height"?)"#),
+        (job(chain: #"{"op": "blur", "sigm": 2}"#), #"outputs[0].chain[0]: unknown key "sigm" (did you mean "sigma"?)"#),
+        (job(chain: #"{"op": "blur", "sigma": -1, "radius": 2}"#), #"outputs[0].chain[0]: unknown key "radius" (known: op, sigma)"#),
+        (job(chain: #"{"opp": "blur", "sigma": 2}"#), #"outputs[0].chain[0]: unknown key "opp" (did you mean "op"?)"#),
+        (job(chain: #"{"op": "blurr", "sigma": 2}"#), #"outputs[0].chain[0].op: unknown op "blurr" (did you mean "blur"?)"#),
+        (job(format: #"{"type": "jpeg", "qualty": 101}"#), #"outputs[0].format: unknown key "qualty" (did you mean "quality"?)"#),
+        (job(format: #"{"tpye": "webp"}"#), #"outputs[0].format: unknown key "tpye" (did you mean "type"?)"#),
+        (job(format: #"{"type": "jpg"}"#), #"outputs[0].format.type: unknown format "jpg" (did you mean "jpeg"?)"#),
+        (job(format: #"{"type": "auto", "jpeg": {"quallity": 0}}"#), #"outputs[0].format.jpeg: unknown key "quallity" (did you mean "quality"?)"#),
+        (job(output: #", "chian": []"#), #"outputs[0]: unknown key "chian" (did you mean "chain"?)"#),
+        (job(top: #", "concurency": {}"#), #"unknown key "concurency" (did you mean "concurrency"?)"#),
+        (job(top: #", "limits": {"maxpixels": 0}"#), #"limits: unknown key "maxpixels" (did you mean "maxPixels"?)"#),
+        (job(top: #", "http": {"timout": 0}"#), #"http: unknown key "timout" (did you mean "timeout"?)"#),
+        (#"{"version": 1, "sources": [{"paht": "p", "recursive": 1}], "outputs": []}"#, #"sources[0]: unknown key "paht" (did you mean "path"?)"#),
+        (#"{"version": 1, "sources": [{"glob": "p/*.jpg", "recursive": true}], "outputs": []}"#,
+         "sources[0].recursive: does not apply here (this object uses: glob)"),
+        (job(chain: #"{"op": "rotate", "angle": 90}, {"op": "crop", "width": 5, "height": 5}, {"op": "blur", "sigma": -1}"#),
+         "outputs[0].chain[2].sigma: must be > 0"),
+    ])
+    func unknownKeysFirst(text: String, message: String) {
+        #expect(verdict(text) == message)
+    }
 }
