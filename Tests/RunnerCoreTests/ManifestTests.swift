@@ -159,4 +159,30 @@ struct ManifestTests {
     func unknownKeysFirst(text: String, message: String) {
         #expect(verdict(text) == message)
     }
+
+    @Test("color and colour are one key: same identifier, errors in the job's own spelling")
+    func colorSpelling() throws {
+        func identifier(_ text: String) throws -> String {
+            let output = try Job.parse(text: text, filePath: "/j/job.json").outputs[0]
+            return output.chain.identifier + " " + output.encoder.identifier + " \(output.colourSpace)"
+        }
+        let pairs = [
+            (##"{"op": "tint", "colour": "#ff000080"}"##, ##"{"op": "tint", "color": "#ff000080"}"##),
+            (##"{"op": "overlay", "colour": "#00f", "opacity": 0.25}"##, ##"{"op": "overlay", "color": "#0000ff", "opacity": 0.25}"##),
+            (##"{"op": "border", "width": 3, "colour": "#fff"}"##, ##"{"op": "border", "width": 3, "color": "#fff"}"##),
+        ]
+        for (british, american) in pairs {
+            #expect(try identifier(job(chain: british)) == identifier(job(chain: american)))
+            #expect(try identifier(job(chain: american)).contains("colour:"))
+        }
+        #expect(try identifier(job(format: #"{"type": "png", "palette": true, "colors": 16}"#))
+            == identifier(job(format: #"{"type": "png", "palette": true, "colours": 16}"#)))
+        #expect(try identifier(job(output: #", "colourspace": "keep""#)) == identifier(job(output: #", "colorspace": "keep""#)))
+        #expect(verdict(job(chain: #"{"op": "tint", "color": "red"}"#))
+            == #"outputs[0].chain[0].color: must be a colour as #rgb, #rrggbb or #rrggbbaa, not "red""#)
+        #expect(verdict(job(chain: ##"{"op": "tint", "colour": "#f00", "color": "#f00"}"##))
+            == #"outputs[0].chain[0].colour: is the same key as "color"; give it once"#)
+        #expect(verdict(job(chain: ##"{"op": "tint", "colur": "#f00"}"##))
+            == #"outputs[0].chain[0]: unknown key "colur" (did you mean "colour"?)"#)
+    }
 }

@@ -1,4 +1,5 @@
-/// Reads one JSON object of a job file, checking types and ranges. Every error names the exact location.
+/// Reads one JSON object of a job file, checking types and ranges. Every error names the exact
+/// location, in the spelling the job file used.
 ///
 /// An object with fixed keys declares them all before any rule reads a value (`keys:` or
 /// `declare`), so a misspelled key is reported as such, with the nearest known key, rather than
@@ -10,6 +11,8 @@ public final class ObjectReader {
     private var fields: [String: JSONValue]
     /// Nil until declared, and for objects whose keys are data.
     private var declared: Set<String>?
+    /// Declared key -> the spelling the job file used (`color` for `colour`), for locations.
+    private var spellings: [String: String] = [:]
     private var consumed: Set<String> = []
 
     public init(_ value: JSONValue, path: String) throws {
@@ -25,19 +28,38 @@ public final class ObjectReader {
         try declare(keys)
     }
 
-    /// Checks every key of the object against `keys` before any value is read.
+    /// Checks every key of the object against `keys` before any value is read, and files
+    /// alternative spellings under the declared key (see `sameKey`), so identifiers never depend
+    /// on the spelling.
     public func declare(_ keys: [String]) throws {
-        let known = Set(keys)
-        if let unknown = fields.keys.sorted().first(where: { !known.contains($0) }) {
-            throw JobFileError(path, Suggestion.unknown("key", unknown, known: known))
+        var filed: [String: JSONValue] = [:]
+        for written in fields.keys.sorted() {
+            guard let key = keys.first(where: { Self.sameKey($0, written) }) else {
+                throw JobFileError(path, Suggestion.unknown("key", written, known: Set(keys)))
+            }
+            if let earlier = spellings[key] {
+                throw JobFileError(member(written), "is the same key as \"\(earlier)\"; give it once")
+            }
+            spellings[key] = written
+            filed[key] = fields[written]
         }
-        declared = known
+        fields = filed
+        declared = Set(keys)
+    }
+
+    /// Keys differ only in spelling when they read the same with `color` for `colour`: most of the
+    /// ecosystem spells it `color`, runner's documentation `colour`, and both are accepted.
+    static func sameKey(_ declared: String, _ written: String) -> Bool {
+        declared == written
+            || declared.replacingOccurrences(of: "olour", with: "olor") == written.replacingOccurrences(of: "olour", with: "olor")
     }
 
     /// Every key the object has, for objects whose keys are data (header names).
     public var keys: [String] { fields.keys.sorted() }
 
-    public func location(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
+    public func location(_ key: String) -> String { member(spellings[key] ?? key) }
+
+    private func member(_ written: String) -> String { path.isEmpty ? written : "\(path).\(written)" }
 
     public func has(_ key: String) -> Bool {
         assertDeclared(key)
