@@ -11,6 +11,27 @@ struct Runner: ParsableCommand {
         subcommands: [Run.self, Validate.self, PlanCommand.self, Status.self, Failed.self, Unblock.self, Worker.self],
         defaultSubcommand: Run.self
     )
+
+    static func main() {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        if let word = arguments.first, let problem = unknownCommand(word) {
+            printError(problem)
+            Foundation.exit(ExitStatus.commandLine)
+        }
+        main(arguments)
+    }
+
+    /// `run` is the default command, so the first word may be a job file; but `runner stauts job.json`
+    /// must not read `stauts` as one. A first word that is no command, no existing file and not
+    /// written like a path (no `/` or `.`) is an unknown command.
+    static func unknownCommand(_ word: String) -> String? {
+        let commands = configuration.subcommands
+        let names = Set(commands.map { $0._commandName } + ["help"])
+        guard !word.hasPrefix("-"), !names.contains(word), !FileManager.default.fileExists(atPath: word),
+              !word.contains("/"), !word.contains(".") else { return nil }
+        let shown = commands.filter { $0.configuration.shouldDisplay }.map { $0._commandName }
+        return Suggestion.unknown("command", word, known: shown) + ", and no file of that name exists"
+    }
 }
 
 /// The job file every subcommand takes.
@@ -18,7 +39,7 @@ struct JobArgument: ParsableArguments {
     @Argument(help: "The job file (JSON).", completion: .file(extensions: ["json"]))
     var job: String
 
-    /// Loads the job, or exits 2 naming the exact problem.
+    /// Loads the job, or throws naming the exact problem (exit status 2).
     func load() throws -> Job {
         do {
             return try Job.load(path: job)
@@ -28,11 +49,11 @@ struct JobArgument: ParsableArguments {
     }
 }
 
-/// A rejected job file: printed with its location, exit code 2.
+/// A rejected job file: printed after its path, exit code 2.
 struct JobFileFailure: Error, CustomStringConvertible {
     let path: String
     let error: JobFileError
-    var description: String { "\(path): \(error)" }
+    var description: String { error.described(in: path) }
 }
 
 extension Runner {
@@ -41,10 +62,10 @@ extension Runner {
         switch error {
         case let failure as JobFileFailure:
             printError(failure.description)
-            Foundation.exit(ExitStatus.usage)
+            Foundation.exit(ExitStatus.jobFile)
         case let failure as JobFileError:
             printError(failure.description)
-            Foundation.exit(ExitStatus.usage)
+            Foundation.exit(ExitStatus.jobFile)
         case let held as RunLock.Held:
             printError(held.description)
             Foundation.exit(ExitStatus.locked)

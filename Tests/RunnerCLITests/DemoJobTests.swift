@@ -101,6 +101,26 @@ struct DemoJobTests {
         #expect(try workspace.run([job]).stdout.contains("0 done, 0 failed, 24 up to date"))
     }
 
+    @Test("spelling colour as color, or colours as colors, re-runs nothing")
+    func colourSpelling() throws {
+        let workspace = try Workspace()
+        try workspace.copyFixtures(["photos/friends.jpg", "extra/ladybird.jpg"], to: "in")
+        func job(_ colour: String, _ colours: String) throws -> String {
+            try workspace.writeJob("""
+            {"version": 1, "sources": [{"path": "in"}], "state": "state.sqlite",
+             "outputs": [{"name": "t", "path": "out/{stem}.png",
+                          "chain": [{"op": "thumbnail", "width": 32, "fit": "inside"}, {"op": "tint", "\(colour)": "#ff000040"},
+                                    {"op": "border", "width": 2, "\(colour)": "#00f"}],
+                          "format": {"type": "png", "palette": true, "\(colours)": 16}}]}
+            """)
+        }
+        let british = try workspace.run([try job("colour", "colours")])
+        #expect(british.stdout.contains("2 done, 0 failed"), "\(british.stdout) \(british.stderr)")
+        let american = try workspace.run([try job("color", "colors")])
+        #expect(american.status == 0)
+        #expect(american.stdout.contains("0 done, 0 failed, 2 up to date"), "\(american.stdout) \(american.stderr)")
+    }
+
     @Test("--force redoes everything; a deleted output is redone alone")
     func forceAndMissingOutput() throws {
         let workspace = try Workspace()

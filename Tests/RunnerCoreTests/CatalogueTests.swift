@@ -394,7 +394,7 @@ struct CatalogueTests {
         (#"{"op": "resize", "width": 10, "kernel": "mitchell"}"#, "outputs[0].chain[0].kernel: must be one of nearest, linear, cubic, lanczos3, not \"mitchell\""),
         (#"{"op": "crop", "trim": true, "width": 10}"#, "outputs[0].chain[0].width: does not apply to trim"),
         (#"{"op": "crop", "trim": true, "threshold": -1}"#, "outputs[0].chain[0].threshold: must be >= 0"),
-        (#"{"op": "crop", "width": 10, "height": 10, "threshold": 5}"#, "outputs[0].chain[0].threshold: unknown key (expected one of: gravity, height, op, trim, width)"),
+        (#"{"op": "crop", "width": 10, "height": 10, "threshold": 5}"#, "outputs[0].chain[0].threshold: does not apply here (this object uses: gravity, height, op, trim, width)"),
         (#"{"op": "rotate", "angle": 30, "background": "black"}"#, "outputs[0].chain[0].background: must be a colour as #rgb, #rrggbb or #rrggbbaa, not \"black\""),
         (#"{"op": "flip"}"#, "outputs[0].chain[0].direction: is required (horizontal or vertical)"),
         (#"{"op": "flip", "direction": "diagonal"}"#, "outputs[0].chain[0].direction: must be one of horizontal, vertical, not \"diagonal\""),

@@ -58,7 +58,7 @@ struct FormatTests {
          "outputs[0].format.compression: must be one of none, jpeg, deflate, packbits, lzw, webp, zstd, not \"ccittfax4\""),
         (#""format": {"type": "gif", "colours": 300}"#, "outputs[0].format.colours: must be between 2 and 256"),
         (#""format": {"type": "auto", "jpeg": {"quality": 0}}"#, "outputs[0].format.jpeg.quality: must be between 1 and 100"),
-        (#""format": {"type": "auto", "heic": {}}"#, "outputs[0].format.heic: unknown key (expected one of: avif, gif, jpeg, png, tiff, type, webp)"),
+        (#""format": {"type": "auto", "heic": {}}"#, "outputs[0].format: unknown key \"heic\" (known: avif, gif, jpeg, png, tiff, type, webp)"),
         (#""format": {"type": "bmp"}"#, "outputs[0].format.type: unknown format \"bmp\" (known: auto, avif, gif, jpeg, png, tiff, webp)"),
         (#""format": {"type": "png"}, "colorspace": "p3""#, "outputs[0].colorspace: must be one of srgb, keep, not \"p3\""),
         (#""format": {"type": "png"}, "keepIcc": "yes""#, "outputs[0].keepIcc: must be true or false, not a string"),

@@ -3,6 +3,24 @@ import Foundation
 import Testing
 import TestSupport
 
+/// What `Job.parse` says about `text`: its error, or "accepted".
+private func verdict(_ text: String) -> String {
+    do {
+        _ = try Job.parse(text: text, filePath: "/j/job.json")
+        return "accepted"
+    } catch {
+        return "\(error)"
+    }
+}
+
+/// A job with one output whose chain is `steps`, `format` and extra output keys.
+private func job(chain steps: String = "", format: String = #"{"type": "jpeg"}"#, output extra: String = "", top: String = "") -> String {
+    """
+    {"version": 1, "sources": [{"path": "p"}]\(top),
+     "outputs": [{"name": "t", "path": "o/{stem}.jpg", "chain": [\(steps)], "format": \(format)\(extra)}]}
+    """
+}
+
 @Suite("Manifest: job files decode into fully defaulted values")
 struct ManifestTests {
     let minimal = """
@@ -87,5 +105,84 @@ struct ManifestTests {
         #expect(Colour(hex: "#0000ff80")?.alpha == 128)
         #expect(Colour(hex: "#12") == nil)
         #expect(Colour(hex: "00ff00") == nil)
+    }
+
+    @Test("a JSON syntax error names its line and column and what was expected there", arguments: [
+        ("{\"version\": 1,\n  \"sources\": [{\"path\": \"a\"}]\n  \"outputs\": []}", "3:3: expected ',' or '}'"),
+        (#"{"version": 1, "sources": [{"path": "a"},]}"#, "1:42: expected a value"),
+        ("{version: 1}", "1:2: expected a key in double quotes or '}'"),
+        (#"{"version": 1, "name": thumbs}"#, "1:24: expected a value (text is written in double quotes)"),
+        ("{\"version\": 1,\n \"name\": \"été\", \"x\" 1}", "2:21: expected ':'"),
+        ("{\"name\": \"a\n\"}", "1:12: expected '\"' to end the string before the end of the line"),
+        (#"{"version": 01}"#, "1:14: a number must not start with 0"),
+        (#"{"version": 1e999}"#, "1:13: number out of range"),
+        (#"{"name": "\q"}"#, "1:12: unknown escape '\\q'"),
+        ("{\"version\": 1", "1:14: expected ',' or '}' before the end of the file"),
+        (#"{"version": 1} {}"#, "1:16: expected the end of the file after the JSON value"),
+        ("", "1:1: expected a value before the end of the file"),
+    ])
+    func syntaxErrors(text: String, message: String) {
+        #expect(verdict(text) == message)
+    }
+
+    @Test("strings, escapes and numbers parse as JSON says")
+    func jsonValues() throws {
+        let parsed = try Job.parse(text: "\u{FEFF}" + job(chain: #"{"op": "blur", "sigma": 25e-1}"#, top: #", "name": "a\"\\\/\u00e9\ud83d\ude00\n\tb""#),
+                                   filePath: "/j/job.json")
+        #expect(parsed.name == "a\"\\/é😀\n\tb")
+        #expect(parsed.outputs[0].chain.identifier == "blur(sigma:2.5)")
+        #expect(verdict(job(chain: #"{"op": "rotate", "angle": -0.0E+0}"#)) == "accepted")
+        #expect(verdict(job(top: #", "name": "\ud83d""#)) == "1:59: expected a low surrogate \\uDC00-\\uDFFF")
+    }
+
+    @Test("an unknown key is reported before any other rule of its object, with the nearest known key", arguments: [
+        (job(chain: #"{"op": "thumbnail", "widht": 100}"#), #"outputs[0].chain[0]: unknown key "widht" (did you mean "width"?)"#),
+        (job(chain: #"{"op": "resize", "Height": 100}"#), #"outputs[0].chain[0]: unknown key "Height" (did you mean "height"?)"#),
+        (job(chain: #"{"op": "blur", "sigm": 2}"#), #"outputs[0].chain[0]: unknown key "sigm" (did you mean "sigma"?)"#),
+        (job(chain: #"{"op": "blur", "sigma": -1, "radius": 2}"#), #"outputs[0].chain[0]: unknown key "radius" (known: op, sigma)"#),
+        (job(chain: #"{"opp": "blur", "sigma": 2}"#), #"outputs[0].chain[0]: unknown key "opp" (did you mean "op"?)"#),
+        (job(chain: #"{"op": "blurr", "sigma": 2}"#), #"outputs[0].chain[0].op: unknown op "blurr" (did you mean "blur"?)"#),
+        (job(format: #"{"type": "jpeg", "qualty": 101}"#), #"outputs[0].format: unknown key "qualty" (did you mean "quality"?)"#),
+        (job(format: #"{"tpye": "webp"}"#), #"outputs[0].format: unknown key "tpye" (did you mean "type"?)"#),
+        (job(format: #"{"type": "jpg"}"#), #"outputs[0].format.type: unknown format "jpg" (did you mean "jpeg"?)"#),
+        (job(format: #"{"type": "auto", "jpeg": {"quallity": 0}}"#), #"outputs[0].format.jpeg: unknown key "quallity" (did you mean "quality"?)"#),
+        (job(output: #", "chian": []"#), #"outputs[0]: unknown key "chian" (did you mean "chain"?)"#),
+        (job(top: #", "concurency": {}"#), #"unknown key "concurency" (did you mean "concurrency"?)"#),
+        (job(top: #", "limits": {"maxpixels": 0}"#), #"limits: unknown key "maxpixels" (did you mean "maxPixels"?)"#),
+        (job(top: #", "http": {"timout": 0}"#), #"http: unknown key "timout" (did you mean "timeout"?)"#),
+        (#"{"version": 1, "sources": [{"paht": "p", "recursive": 1}], "outputs": []}"#, #"sources[0]: unknown key "paht" (did you mean "path"?)"#),
+        (#"{"version": 1, "sources": [{"glob": "p/*.jpg", "recursive": true}], "outputs": []}"#,
+         "sources[0].recursive: does not apply here (this object uses: glob)"),
+        (job(chain: #"{"op": "rotate", "angle": 90}, {"op": "crop", "width": 5, "height": 5}, {"op": "blur", "sigma": -1}"#),
+         "outputs[0].chain[2].sigma: must be > 0"),
+    ])
+    func unknownKeysFirst(text: String, message: String) {
+        #expect(verdict(text) == message)
+    }
+
+    @Test("color and colour are one key: same identifier, errors in the job's own spelling")
+    func colorSpelling() throws {
+        func identifier(_ text: String) throws -> String {
+            let output = try Job.parse(text: text, filePath: "/j/job.json").outputs[0]
+            return output.chain.identifier + " " + output.encoder.identifier + " \(output.colourSpace)"
+        }
+        let pairs = [
+            (##"{"op": "tint", "colour": "#ff000080"}"##, ##"{"op": "tint", "color": "#ff000080"}"##),
+            (##"{"op": "overlay", "colour": "#00f", "opacity": 0.25}"##, ##"{"op": "overlay", "color": "#0000ff", "opacity": 0.25}"##),
+            (##"{"op": "border", "width": 3, "colour": "#fff"}"##, ##"{"op": "border", "width": 3, "color": "#fff"}"##),
+        ]
+        for (british, american) in pairs {
+            #expect(try identifier(job(chain: british)) == identifier(job(chain: american)))
+            #expect(try identifier(job(chain: american)).contains("colour:"))
+        }
+        #expect(try identifier(job(format: #"{"type": "png", "palette": true, "colors": 16}"#))
+            == identifier(job(format: #"{"type": "png", "palette": true, "colours": 16}"#)))
+        #expect(try identifier(job(output: #", "colourspace": "keep""#)) == identifier(job(output: #", "colorspace": "keep""#)))
+        #expect(verdict(job(chain: #"{"op": "tint", "color": "red"}"#))
+            == #"outputs[0].chain[0].color: must be a colour as #rgb, #rrggbb or #rrggbbaa, not "red""#)
+        #expect(verdict(job(chain: ##"{"op": "tint", "colour": "#f00", "color": "#f00"}"##))
+            == #"outputs[0].chain[0].colour: is the same key as "color"; give it once"#)
+        #expect(verdict(job(chain: ##"{"op": "tint", "colur": "#f00"}"##))
+            == #"outputs[0].chain[0]: unknown key "colur" (did you mean "colour"?)"#)
     }
 }

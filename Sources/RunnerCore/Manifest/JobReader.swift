@@ -17,11 +17,14 @@ extension Job {
     public static func parse(text: String, filePath: String) throws -> Job {
         let document: JSONValue
         do {
-            document = try JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))
+            document = try JSONValue(parsing: text)
         } catch {
-            throw JobFileError("", "not valid JSON: \(describeJSONError(error))")
+            throw JobFileError(syntax: error)
         }
-        let root = try ObjectReader(document, path: "")
+        let root = try ObjectReader(document, path: "", keys: [
+            "version", "name", "sources", "outputs", "state", "concurrency", "limits",
+            "http", "retry", "blacklist", "cache", "cacheMaxBytes",
+        ])
         let baseDirectory = Paths.directory(of: filePath)
 
         let version = try root.int("version")
@@ -35,8 +38,10 @@ extension Job {
         let sources = try readSources(root, baseDirectory: baseDirectory)
         let outputs = try readOutputs(root, baseDirectory: baseDirectory)
         let statePath = Paths.resolve(try root.string("state") ?? "\(defaultName).sqlite", against: baseDirectory)
-        let concurrencySection = try root.object("concurrency")
-        let limitsSection = try root.object("limits")
+        let concurrencySection = try root.object("concurrency",
+                                                 keys: ["process", "threadsPerImage", "recycleAfter", "download", "perHost"])
+        let limitsSection = try root.object("limits",
+                                            keys: ["maxPixels", "failOn", "blockUntrusted", "frames", "maxDownloadBytes"])
         let concurrency = try readConcurrency(concurrencySection)
         let limits = try readLimits(limitsSection)
         let remote = try readRemote(root, statePath: statePath, concurrency: concurrencySection, limits: limitsSection)
@@ -52,7 +57,9 @@ extension Job {
         guard let elements = try root.array("sources") else { throw root.error("sources", "is required") }
         guard !elements.isEmpty else { throw root.error("sources", "must list at least one source") }
         return try elements.map { element in
-            let source = try ObjectReader(element.value, path: element.path)
+            let source = try ObjectReader(element.value, path: element.path, keys: [
+                "path", "recursive", "include", "exclude", "glob", "list", "url", "key", "headers",
+            ])
             let kinds = ["path", "glob", "list", "url"].filter(source.has)
             guard kinds.count == 1 else {
                 throw JobFileError(element.path, "must have exactly one of path, glob, list, url")
@@ -97,7 +104,9 @@ extension Job {
         var seen: Set<String> = []
         let context = OperationContext(baseDirectory: baseDirectory)
         return try elements.map { element in
-            let output = try ObjectReader(element.value, path: element.path)
+            let output = try ObjectReader(element.value, path: element.path, keys: [
+                "name", "path", "chain", "format", "autorotate", "keepMetadata", "keepIcc", "colorspace", "frames",
+            ])
             let name = try output.requiredString("name")
             guard name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" || $0 == "." }) else {
                 throw output.error("name", "may contain only letters, digits, '-', '_' and '.'")
@@ -144,15 +153,4 @@ extension Job {
     public static let defaultMaxPixels = 268_402_689
 
     public static let defaultMaxFrames = 300
-}
-
-private func describeJSONError(_ error: any Error) -> String {
-    if case DecodingError.dataCorrupted(let context) = error {
-        if let underlying = context.underlyingError as NSError?,
-           let detail = underlying.userInfo[NSDebugDescriptionErrorKey] as? String {
-            return detail
-        }
-        return context.debugDescription
-    }
-    return "\(error)"
 }

@@ -1,8 +1,18 @@
-/// Reads one JSON object of a job file, checking types and ranges and remembering which keys
-/// it read, so `finish()` can reject keys nobody asked for. Every error names the exact location.
+/// Reads one JSON object of a job file, checking types and ranges. Every error names the exact
+/// location, in the spelling the job file used.
+///
+/// An object with fixed keys declares them all before any rule reads a value (`keys:` or
+/// `declare`), so a misspelled key is reported as such, with the nearest known key, rather than
+/// through a rule it defeats (`"widht": 100` is not "width or height is required"). `finish()`
+/// then rejects the known keys that nothing read because other values make them inapplicable.
+/// Objects whose keys are data (header names) declare none.
 public final class ObjectReader {
     public let path: String
-    private let fields: [String: JSONValue]
+    private var fields: [String: JSONValue]
+    /// Nil until declared, and for objects whose keys are data.
+    private var declared: Set<String>?
+    /// Declared key -> the spelling the job file used (`color` for `colour`), for locations.
+    private var spellings: [String: String] = [:]
     private var consumed: Set<String> = []
 
     public init(_ value: JSONValue, path: String) throws {
@@ -13,22 +23,84 @@ public final class ObjectReader {
         self.fields = fields
     }
 
+    public convenience init(_ value: JSONValue, path: String, keys: [String]) throws {
+        try self.init(value, path: path)
+        try declare(keys)
+    }
+
+    /// Checks every key of the object against `keys` before any value is read, and files
+    /// alternative spellings under the declared key (see `sameKey`), so identifiers never depend
+    /// on the spelling.
+    public func declare(_ keys: [String]) throws {
+        var filed: [String: JSONValue] = [:]
+        for written in fields.keys.sorted() {
+            guard let key = keys.first(where: { Self.sameKey($0, written) }) else {
+                throw JobFileError(path, Suggestion.unknown("key", written, known: Set(keys)))
+            }
+            if let earlier = spellings[key] {
+                throw JobFileError(member(written), "is the same key as \"\(earlier)\"; give it once")
+            }
+            spellings[key] = written
+            filed[key] = fields[written]
+        }
+        fields = filed
+        declared = Set(keys)
+    }
+
+    /// Keys differ only in spelling when they read the same with `color` for `colour`: most of the
+    /// ecosystem spells it `color`, runner's documentation `colour`, and both are accepted.
+    static func sameKey(_ declared: String, _ written: String) -> Bool {
+        declared == written
+            || declared.replacingOccurrences(of: "olour", with: "olor") == written.replacingOccurrences(of: "olour", with: "olor")
+    }
+
     /// Every key the object has, for objects whose keys are data (header names).
     public var keys: [String] { fields.keys.sorted() }
 
-    public func location(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
+    public func location(_ key: String) -> String { member(spellings[key] ?? key) }
 
-    public func has(_ key: String) -> Bool { fields[key] != nil && fields[key] != .null }
+    private func member(_ written: String) -> String { path.isEmpty ? written : "\(path).\(written)" }
+
+    public func has(_ key: String) -> Bool {
+        assertDeclared(key)
+        return fields[key] != nil && fields[key] != .null
+    }
 
     /// The raw value, marked as read.
     public func value(_ key: String) -> JSONValue? {
+        assertDeclared(key)
         consumed.insert(key)
         guard let value = fields[key], value != .null else { return nil }
         return value
     }
 
+    /// A string value without reading it: the key that decides which other keys an object has.
+    public func peekString(_ key: String) -> String? {
+        if case .string(let text)? = fields[key] { return text }
+        return nil
+    }
+
+    /// Declares the keys of an object whose `key` (`op`, `type`) picks what it is, and returns the
+    /// pick. While the pick is missing or unknown every choice's keys count as known, so a
+    /// misspelled key is still reported first, and a misspelled `key` itself is not taken for data.
+    public func declareChoice<Choice>(_ key: String, noun: String, among choices: [String: Choice],
+                                      keys: (Choice) -> [String]) throws -> Choice {
+        let picked = peekString(key).flatMap { choices[$0] }
+        let known = picked.map(keys) ?? choices.values.flatMap(keys)
+        try declare([key] + Set(known).sorted())
+        let name = try requiredString(key)
+        guard let picked else { throw error(key, Suggestion.unknown(noun, name, known: choices.keys)) }
+        return picked
+    }
+
     public func error(_ key: String, _ message: String) -> JobFileError {
         JobFileError(location(key), message)
+    }
+
+    /// Reading a key that was not declared is a programming error: the declaration has drifted
+    /// from the reads, and a user's spelling of that key would be rejected as unknown.
+    private func assertDeclared(_ key: String) {
+        assert(declared?.contains(key) ?? true, "\(path): reads undeclared key \(key)")
     }
 
     // MARK: Scalars
@@ -112,6 +184,14 @@ public final class ObjectReader {
 
     // MARK: Nesting
 
+    /// A nested object with fixed keys.
+    public func object(_ key: String, keys: [String]) throws -> ObjectReader? {
+        guard let value = value(key) else { return nil }
+        return try ObjectReader(value, path: location(key), keys: keys)
+    }
+
+    /// A nested object that declares its keys once it knows what it is (`declareChoice`),
+    /// or whose keys are data (header names).
     public func object(_ key: String) throws -> ObjectReader? {
         guard let value = value(key) else { return nil }
         return try ObjectReader(value, path: location(key))
@@ -124,11 +204,11 @@ public final class ObjectReader {
         return elements.enumerated().map { ($0.element, "\(location(key))[\($0.offset)]") }
     }
 
-    /// Rejects keys that were never read: a typo must not silently fall back to a default.
+    /// Rejects known keys that were never read because the object's other values rule them out
+    /// (`recursive` on a glob source): a key must never be silently ignored.
     public func finish() throws {
-        if let unknown = fields.keys.filter({ !consumed.contains($0) }).sorted().first {
-            let known = consumed.sorted().joined(separator: ", ")
-            throw error(unknown, "unknown key" + (known.isEmpty ? "" : " (expected one of: \(known))"))
+        if let unread = fields.keys.filter({ !consumed.contains($0) }).sorted().first {
+            throw error(unread, "does not apply here (this object uses: \(consumed.sorted().joined(separator: ", ")))")
         }
     }
 }

@@ -51,7 +51,9 @@ extension Job {
     static func readRemote(_ root: ObjectReader, statePath: String, concurrency: ObjectReader?,
                            limits: ObjectReader?) throws -> RemoteSettings {
         var settings = RemoteSettings()
-        if let http = try root.object("http") {
+        if let http = try root.object("http", keys: [
+            "timeout", "connectTimeout", "maxRedirects", "lowSpeedLimit", "lowSpeedTime", "headers", "headersFromEnv", "revalidate",
+        ]) {
             settings.timeout = try http.double("timeout", default: settings.timeout, .positive)
             settings.connectTimeout = try http.double("connectTimeout", default: settings.connectTimeout, .positive)
             settings.maxRedirects = try http.int("maxRedirects", default: settings.maxRedirects, .range(0, 50))
@@ -77,13 +79,13 @@ extension Job {
             }
             try http.finish()
         }
-        if let retry = try root.object("retry") {
+        if let retry = try root.object("retry", keys: ["attempts", "initialDelay", "maxDelay"]) {
             settings.retry.attempts = try retry.int("attempts", default: settings.retry.attempts, .range(1, 100))
             settings.retry.initialDelay = try retry.double("initialDelay", default: settings.retry.initialDelay, .nonNegative)
             settings.retry.maxDelay = try retry.double("maxDelay", default: settings.retry.maxDelay, .nonNegative)
             try retry.finish()
         }
-        if let blacklist = try root.object("blacklist") {
+        if let blacklist = try root.object("blacklist", keys: ["ttl"]) {
             if let text = try blacklist.string("ttl") {
                 guard let seconds = Durations.seconds(text) else {
                     throw blacklist.error("ttl", "must be a duration such as \"7d\", \"12h\", \"30m\" or \"90s\"")

@@ -42,7 +42,10 @@ public struct RunSummary: Sendable, Codable {
 public enum ExitStatus {
     public static let success: Int32 = 0
     public static let someItemsFailed: Int32 = 1
-    public static let usage: Int32 = 2
+    /// The job file is invalid or unreadable; nothing was run.
+    public static let jobFile: Int32 = 2
+    /// EX_USAGE: the command line is wrong (swift-argument-parser's code for its own errors too).
+    public static let commandLine: Int32 = 64
     /// EX_TEMPFAIL: another run holds the job's state database.
     public static let locked: Int32 = 75
     /// The time budget ran out with work left (GNU timeout's code for "time ran out"); run again to continue.

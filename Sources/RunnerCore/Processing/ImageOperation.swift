@@ -9,6 +9,8 @@ protocol ImageOperation: Sendable {
     static var name: String { get }
     /// Other `op` values that mean the same op (the identifier always uses `name`).
     static var aliases: [String] { get }
+    /// Every parameter key it may read (besides `op`), declared so typos are caught first.
+    static var keys: [String] { get }
     /// Reads and validates the op's parameters; errors name the exact key.
     init(reading parameters: ObjectReader, context: OperationContext) throws
     var identifier: String { get }
@@ -79,10 +81,7 @@ struct OperationChain: Sendable {
         var steps: [any ImageOperation] = []
         for element in elements {
             let reader = try ObjectReader(element.value, path: element.path)
-            let name = try reader.requiredString("op")
-            guard let type = types[name] else {
-                throw reader.error("op", "unknown op \"\(name)\" (known: \(types.keys.sorted().joined(separator: ", ")))")
-            }
+            let type = try reader.declareChoice("op", noun: "op", among: types) { $0.keys }
             let step = try type.init(reading: reader, context: context)
             try reader.finish()
             steps.append(step)

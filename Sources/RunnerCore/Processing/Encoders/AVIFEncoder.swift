@@ -4,6 +4,7 @@ import Foundation
 /// AVIF through libvips' heifsave with AV1 compression (libheif + aom in this build).
 struct AVIFEncoder: OutputEncoder {
     static let type = "avif"
+    static let keys = ["quality", "effort", "lossless"]
     let quality: Int
     let effort: Int
     let lossless: Bool

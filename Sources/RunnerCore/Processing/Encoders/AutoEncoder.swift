@@ -5,6 +5,7 @@ import Foundation
 /// under its name (`{"type": "auto", "jpeg": {"quality": 90}}`); the rest take their defaults.
 struct AutoEncoder: OutputEncoder {
     static let type = "auto"
+    static let keys = [JPEGEncoder.type, PNGEncoder.type, WebPEncoder.type, AVIFEncoder.type, TIFFEncoder.type, GIFEncoder.type]
     let jpeg: JPEGEncoder
     let png: PNGEncoder
     let webp: WebPEncoder
@@ -14,7 +15,8 @@ struct AutoEncoder: OutputEncoder {
 
     init(reading options: ObjectReader) throws {
         func read<Encoder: OutputEncoder>(_ type: Encoder.Type) throws -> Encoder {
-            let nested = try options.object(type.type) ?? ObjectReader(.object([:]), path: options.location(type.type))
+            let nested = try options.object(type.type, keys: type.keys)
+                ?? ObjectReader(.object([:]), path: options.location(type.type), keys: type.keys)
             let encoder = try Encoder(reading: nested)
             try nested.finish()
             return encoder

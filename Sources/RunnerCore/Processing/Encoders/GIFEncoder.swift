@@ -4,6 +4,7 @@ import Foundation
 /// GIF through libvips' cgif saver: quantised to a palette; alpha becomes 1-bit transparency.
 struct GIFEncoder: OutputEncoder {
     static let type = "gif"
+    static let keys = ["colours", "bitdepth", "dither", "effort"]
     /// 1-8: the palette has 2^bitdepth entries.
     let bitdepth: Int
     let dither: Double

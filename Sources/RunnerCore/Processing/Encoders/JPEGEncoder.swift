@@ -3,6 +3,7 @@ import Foundation
 
 struct JPEGEncoder: OutputEncoder {
     static let type = "jpeg"
+    static let keys = ["quality", "progressive", "chromaSubsampling", "optimizeCoding"] + mozjpegOptions
 
     enum ChromaSubsampling: String, CaseIterable, Sendable {
         /// libvips' choice: 4:2:0, or 4:4:4 at quality 90 and above.

@@ -5,6 +5,8 @@ import Foundation
 protocol OutputEncoder: Sendable {
     /// The `type` value in a job file.
     static var type: String { get }
+    /// Every option key it may read (besides `type`), declared so typos are caught first.
+    static var keys: [String] { get }
     init(reading options: ObjectReader) throws
     var identifier: String { get }
     /// Whether the format stores an alpha band; if not, alpha is flattened onto white first.
@@ -38,10 +40,7 @@ let encoderCatalogue: [any OutputEncoder.Type] = [
 
 func readEncoder(_ reader: ObjectReader) throws -> any OutputEncoder {
     let types = Dictionary(uniqueKeysWithValues: encoderCatalogue.map { ($0.type, $0) })
-    let name = try reader.requiredString("type")
-    guard let type = types[name] else {
-        throw reader.error("type", "unknown format \"\(name)\" (known: \(types.keys.sorted().joined(separator: ", ")))")
-    }
+    let type = try reader.declareChoice("type", noun: "format", among: types) { $0.keys }
     let encoder = try type.init(reading: reader)
     try reader.finish()
     return encoder

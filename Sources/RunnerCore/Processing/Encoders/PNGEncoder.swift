@@ -3,6 +3,7 @@ import Foundation
 
 struct PNGEncoder: OutputEncoder {
     static let type = "png"
+    static let keys = ["compression", "palette", "colours", "bitdepth", "dither"]
     let compression: Int
     let palette: Bool
     /// 1, 2, 4, 8 or 16. Below 8, libvips writes colour images with a palette.

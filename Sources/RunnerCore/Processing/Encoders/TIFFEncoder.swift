@@ -4,6 +4,7 @@ import Foundation
 /// A single-image TIFF (no pyramid).
 struct TIFFEncoder: OutputEncoder {
     static let type = "tiff"
+    static let keys = ["compression", "quality"]
 
     enum Compression: String, CaseIterable, Sendable {
         case none, jpeg, deflate, packbits, lzw, webp, zstd

@@ -3,6 +3,7 @@ import Foundation
 
 struct WebPEncoder: OutputEncoder {
     static let type = "webp"
+    static let keys = ["quality", "lossless", "nearLossless", "effort", "alphaQuality"]
     let quality: Int
     let lossless: Bool
     /// Lossless after a lossy pre-pass whose strength `quality` sets (libvips turns lossless on).

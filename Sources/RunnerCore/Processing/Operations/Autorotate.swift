@@ -4,6 +4,7 @@ internal import CVips
 /// `"autorotate": false`; then this step places the rotation where the chain needs it.
 struct Autorotate: ImageOperation {
     static let name = "autorotate"
+    static let keys: [String] = []
 
     init(reading parameters: ObjectReader, context: OperationContext) throws {}
 

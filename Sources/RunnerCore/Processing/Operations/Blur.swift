@@ -3,6 +3,7 @@ internal import CVips
 /// Gaussian blur with standard deviation `sigma` (pixels).
 struct Blur: ImageOperation {
     static let name = "blur"
+    static let keys = ["sigma"]
     let sigma: Double
 
     init(reading parameters: ObjectReader, context: OperationContext) throws {

@@ -5,6 +5,7 @@ internal import CVips
 /// A translucent colour is blended over the edge pixels.
 struct Border: ImageOperation {
     static let name = "border"
+    static let keys = ["width", "colour"]
     let width: Int
     let colour: Colour
 

@@ -5,6 +5,7 @@ internal import CVips
 /// then contrast scales around mid-grey. Alpha is left alone.
 struct ColorControls: ImageOperation {
     static let name = "colorControls"
+    static let keys = ["brightness", "contrast", "saturation"]
     let brightness: Double
     let contrast: Double
     let saturation: Double

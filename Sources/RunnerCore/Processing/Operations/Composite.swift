@@ -11,6 +11,7 @@ import Foundation
 struct Composite: ImageOperation {
     static let name = "composite"
     static let aliases = ["watermark"]
+    static let keys = ["image", "gravity", "offsetX", "offsetY", "opacity", "blend", "scale"]
 
     /// libvips' VipsBlendMode, by its own names.
     enum Blend: String, CaseIterable, Sendable {

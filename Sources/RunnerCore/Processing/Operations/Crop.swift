@@ -5,6 +5,7 @@ internal import CVips
 /// chain works on mixed sizes.
 struct Crop: ImageOperation {
     static let name = "crop"
+    static let keys = ["width", "height", "x", "y", "gravity", "trim", "threshold", "background"]
 
     enum Gravity: String, CaseIterable, Sendable {
         case centre, north, northeast, east, southeast, south, southwest, west, northwest

@@ -4,6 +4,7 @@ internal import CVips
 /// runner flattens onto for formats without alpha). Images without alpha pass unchanged.
 struct Flatten: ImageOperation {
     static let name = "flatten"
+    static let keys = ["background"]
     let background: Colour
 
     init(reading parameters: ObjectReader, context: OperationContext) throws {

@@ -3,6 +3,7 @@ internal import CVips
 /// Mirror the image: `horizontal` swaps left and right, `vertical` swaps top and bottom.
 struct Flip: ImageOperation {
     static let name = "flip"
+    static let keys = ["direction"]
 
     enum Direction: String, CaseIterable, Sendable { case horizontal, vertical }
 

@@ -4,6 +4,7 @@ internal import CVips
 /// v^(1/exponent), so exponents above 1 brighten the mid-tones. Alpha is left alone.
 struct Gamma: ImageOperation {
     static let name = "gamma"
+    static let keys = ["exponent"]
     let exponent: Double
 
     init(reading parameters: ObjectReader, context: OperationContext) throws {

@@ -3,6 +3,7 @@ internal import CVips
 /// Convert to one band of lightness (alpha, if any, is kept).
 struct Grayscale: ImageOperation {
     static let name = "grayscale"
+    static let keys: [String] = []
 
     init(reading parameters: ObjectReader, context: OperationContext) throws {}
 

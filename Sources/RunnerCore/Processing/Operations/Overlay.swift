@@ -4,6 +4,7 @@ internal import CVips
 /// `fraction` is 1 - opacity). Only where the image is: transparent areas stay transparent.
 struct Overlay: ImageOperation {
     static let name = "overlay"
+    static let keys = ["colour", "opacity"]
     let colour: Colour
     let opacity: Double
 

@@ -4,6 +4,7 @@ internal import CVips
 /// `gravity`, or by `top`/`right`/`bottom`/`left` margins. Never crops.
 struct Pad: ImageOperation {
     static let name = "pad"
+    static let keys = ["width", "height", "gravity", "background"] + marginKeys
 
     enum Extent: Sendable, Equatable {
         case size(width: Int?, height: Int?, gravity: Crop.Gravity)

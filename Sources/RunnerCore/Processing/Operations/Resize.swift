@@ -5,6 +5,7 @@ internal import CVips
 /// and pads at `position`, fill stretches, inside fits within, outside covers without cropping.
 struct Resize: ImageOperation {
     static let name = "resize"
+    static let keys = ["width", "height", "fit", "position", "enlarge", "kernel", "background"]
 
     enum Kernel: String, CaseIterable, Sendable {
         case nearest, linear, cubic, lanczos3

@@ -4,6 +4,7 @@ internal import CVips
 /// angle resamples and grows the canvas to hold the whole image, filled with `background`.
 struct Rotate: ImageOperation {
     static let name = "rotate"
+    static let keys = ["angle", "background"]
     /// In [0, 360).
     let angle: Double
     let background: Colour

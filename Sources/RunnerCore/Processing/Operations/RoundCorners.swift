@@ -4,6 +4,7 @@ internal import CVips
 /// (Kingfisher's RoundCornerImageProcessor). The output gains an alpha band; edges are antialiased.
 struct RoundCorners: ImageOperation {
     static let name = "roundCorners"
+    static let keys = ["radius", "corners"]
 
     enum Corner: String, CaseIterable, Sendable { case topLeft, topRight, bottomLeft, bottomRight }
 

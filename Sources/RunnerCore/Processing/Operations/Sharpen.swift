@@ -4,6 +4,7 @@ internal import CVips
 /// edge gains. Defaults are libvips' own.
 struct Sharpen: ImageOperation {
     static let name = "sharpen"
+    static let keys = ["sigma", "m1", "m2"]
     let sigma: Double
     let m1: Double
     let m2: Double

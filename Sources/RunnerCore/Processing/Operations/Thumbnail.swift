@@ -5,6 +5,7 @@ internal import CVips
 /// stretches, inside fits within, outside covers without cropping.
 struct Thumbnail: LoadingOperation {
     static let name = "thumbnail"
+    static let keys = ["width", "height", "fit", "position", "enlarge", "background"]
 
     enum Fit: String, CaseIterable, Sendable { case cover, contain, fill, inside, outside }
     enum Position: String, CaseIterable, Sendable { case centre, attention, entropy }

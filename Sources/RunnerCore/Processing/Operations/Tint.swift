@@ -4,6 +4,7 @@ internal import CVips
 /// a flat colour, source-over). `#ff000040` reddens a little; an opaque colour covers everything.
 struct Tint: ImageOperation {
     static let name = "tint"
+    static let keys = ["colour"]
     let colour: Colour
 
     init(reading parameters: ObjectReader, context: OperationContext) throws {

@@ -1,0 +1,210 @@
+/// A JSON syntax error at a 1-based line and column (the column counts characters).
+public struct JSONSyntaxError: Error, Equatable, Sendable {
+    public let line: Int
+    public let column: Int
+    public let message: String
+}
+
+extension JSONValue {
+    /// Parses a JSON text (RFC 8259; a leading byte order mark is skipped). Job files are parsed
+    /// here rather than by JSONDecoder because a syntax error must say where it is and what was
+    /// expected there, and Foundation's error on Linux names neither line nor column.
+    /// A key given twice keeps its last value, as JSONDecoder does.
+    public init(parsing text: String) throws(JSONSyntaxError) {
+        var parser = JSONParser(bytes: Array(text.utf8))
+        self = try parser.document()
+    }
+}
+
+private struct JSONParser {
+    let bytes: [UInt8]
+    var index = 0
+    var depth = 0
+
+    /// Deep enough for any job file; bounded so a hostile file cannot exhaust the stack.
+    static let maxDepth = 512
+
+    init(bytes: [UInt8]) {
+        self.bytes = bytes
+        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { index = 3 }
+    }
+
+    mutating func document() throws(JSONSyntaxError) -> JSONValue {
+        let document = try value()
+        skipWhitespace()
+        guard index == bytes.count else { throw failure("expected the end of the file after the JSON value") }
+        return document
+    }
+
+    private var next: UInt8? { index < bytes.count ? bytes[index] : nil }
+
+    private mutating func skipWhitespace() {
+        while let byte = next, byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09 { index += 1 }
+    }
+
+    private mutating func value() throws(JSONSyntaxError) -> JSONValue {
+        skipWhitespace()
+        guard let byte = next else { throw failure("expected a value") }
+        switch byte {
+        case UInt8(ascii: "{"): return try object()
+        case UInt8(ascii: "["): return try array()
+        case UInt8(ascii: "\""): return .string(try string())
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return .number(try number())
+        default:
+            for (word, literal) in [("true", JSONValue.bool(true)), ("false", .bool(false)), ("null", .null)]
+            where bytes[index...].starts(with: word.utf8) {
+                index += word.utf8.count
+                return literal
+            }
+            let isLetter = (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte | 0x20)
+            throw failure(isLetter || byte == UInt8(ascii: "'") ? "expected a value (text is written in double quotes)" : "expected a value")
+        }
+    }
+
+    private mutating func object() throws(JSONSyntaxError) -> JSONValue {
+        try enter()
+        var fields: [String: JSONValue] = [:]
+        skipWhitespace()
+        if next == UInt8(ascii: "}") { index += 1; depth -= 1; return .object(fields) }
+        while true {
+            skipWhitespace()
+            guard next == UInt8(ascii: "\"") else {
+                throw failure(fields.isEmpty ? "expected a key in double quotes or '}'" : "expected a key in double quotes")
+            }
+            let key = try string()
+            skipWhitespace()
+            guard next == UInt8(ascii: ":") else { throw failure("expected ':'") }
+            index += 1
+            fields[key] = try value()
+            skipWhitespace()
+            switch next {
+            case UInt8(ascii: ","): index += 1
+            case UInt8(ascii: "}"): index += 1; depth -= 1; return .object(fields)
+            default: throw failure("expected ',' or '}'")
+            }
+        }
+    }
+
+    private mutating func array() throws(JSONSyntaxError) -> JSONValue {
+        try enter()
+        var elements: [JSONValue] = []
+        skipWhitespace()
+        if next == UInt8(ascii: "]") { index += 1; depth -= 1; return .array(elements) }
+        while true {
+            elements.append(try value())
+            skipWhitespace()
+            switch next {
+            case UInt8(ascii: ","): index += 1
+            case UInt8(ascii: "]"): index += 1; depth -= 1; return .array(elements)
+            default: throw failure("expected ',' or ']'")
+            }
+        }
+    }
+
+    /// Steps over the opening bracket.
+    private mutating func enter() throws(JSONSyntaxError) {
+        guard depth < Self.maxDepth else { throw failure("nested more than \(Self.maxDepth) deep") }
+        depth += 1
+        index += 1
+    }
+
+    private mutating func string() throws(JSONSyntaxError) -> String {
+        index += 1
+        var text: [UInt8] = []
+        while true {
+            guard let byte = next else { throw failure("expected '\"' to end the string") }
+            switch byte {
+            case UInt8(ascii: "\""):
+                index += 1
+                return String(decoding: text, as: UTF8.self)
+            case UInt8(ascii: "\\"):
+                index += 1
+                try escape(into: &text)
+            case 0x0A, 0x0D:
+                throw failure("expected '\"' to end the string before the end of the line")
+            case ..<0x20:
+                throw failure("control character in a string (write it as an escape such as \\t)")
+            default:
+                text.append(byte)
+                index += 1
+            }
+        }
+    }
+
+    private mutating func escape(into text: inout [UInt8]) throws(JSONSyntaxError) {
+        let simple: [UInt8: UInt8] = [UInt8(ascii: "\""): 0x22, UInt8(ascii: "\\"): 0x5C, UInt8(ascii: "/"): 0x2F,
+                                      UInt8(ascii: "b"): 0x08, UInt8(ascii: "f"): 0x0C, UInt8(ascii: "n"): 0x0A,
+                                      UInt8(ascii: "r"): 0x0D, UInt8(ascii: "t"): 0x09]
+        guard let byte = next else { throw failure("expected an escape after '\\'") }
+        if let replacement = simple[byte] {
+            text.append(replacement)
+            index += 1
+            return
+        }
+        guard byte == UInt8(ascii: "u") else { throw failure("unknown escape '\\\(Character(Unicode.Scalar(byte)))'") }
+        index += 1
+        var code = try hexQuad()
+        if (0xD800...0xDBFF).contains(code) {
+            // A character outside the Basic Multilingual Plane: a high surrogate, then a low one.
+            guard bytes[index...].starts(with: Array("\\u".utf8)) else { throw failure("expected a low surrogate \\uDC00-\\uDFFF") }
+            index += 2
+            let low = try hexQuad()
+            guard (0xDC00...0xDFFF).contains(low) else { throw failure("expected a low surrogate \\uDC00-\\uDFFF") }
+            code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
+        }
+        guard let scalar = Unicode.Scalar(code) else { throw failure("unpaired surrogate in a \\u escape") }
+        text.append(contentsOf: String(scalar).utf8)
+    }
+
+    private mutating func hexQuad() throws(JSONSyntaxError) -> UInt32 {
+        var code: UInt32 = 0
+        for _ in 0..<4 {
+            guard let byte = next, let digit = Character(Unicode.Scalar(byte)).hexDigitValue else {
+                throw failure("expected 4 hex digits after \\u")
+            }
+            code = code << 4 | UInt32(digit)
+            index += 1
+        }
+        return code
+    }
+
+    private mutating func number() throws(JSONSyntaxError) -> Double {
+        let start = index
+        func isDigit(_ byte: UInt8?) -> Bool { byte.map { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) } ?? false }
+        if next == UInt8(ascii: "-") { index += 1 }
+        guard isDigit(next) else { throw failure("expected a digit") }
+        if next == UInt8(ascii: "0") {
+            index += 1
+            if isDigit(next) { throw failure("a number must not start with 0") }
+        }
+        while isDigit(next) { index += 1 }
+        if next == UInt8(ascii: ".") {
+            index += 1
+            guard isDigit(next) else { throw failure("expected a digit after '.'") }
+            while isDigit(next) { index += 1 }
+        }
+        if next == UInt8(ascii: "e") || next == UInt8(ascii: "E") {
+            index += 1
+            if next == UInt8(ascii: "+") || next == UInt8(ascii: "-") { index += 1 }
+            guard isDigit(next) else { throw failure("expected a digit in the exponent") }
+            while isDigit(next) { index += 1 }
+        }
+        guard let number = Double(String(decoding: bytes[start..<index], as: UTF8.self)), number.isFinite else {
+            index = start
+            throw failure("number out of range")
+        }
+        return number
+    }
+
+    /// The error at the current position; at the end of the text it says so.
+    private func failure(_ expected: String) -> JSONSyntaxError {
+        let bomLength = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
+        let position = min(index, bytes.count)
+        let before = bytes[bomLength..<max(bomLength, position)]
+        let lineStart = before.lastIndex(of: 0x0A).map { $0 + 1 } ?? bomLength
+        let column = String(decoding: bytes[lineStart..<max(lineStart, position)], as: UTF8.self).count + 1
+        let line = before.reduce(1) { $0 + ($1 == 0x0A ? 1 : 0) }
+        return JSONSyntaxError(line: line, column: column,
+                               message: position == bytes.count ? expected + " before the end of the file" : expected)
+    }
+}
