@@ -7,6 +7,8 @@ struct Run: ParsableCommand {
 
     @OptionGroup var job: JobArgument
 
+    @OptionGroup var sharding: ShardOptions
+
     @Flag(help: "Redo every item, even those up to date.")
     var force = false
 
@@ -58,7 +60,7 @@ struct Run: ParsableCommand {
 
     func run() throws {
         do {
-            let loaded = try job.load()
+            let loaded = try sharding.apply(to: try job.load())
             var options = RunOptions()
             options.force = force
             options.retryFailed = retryFailed
@@ -105,6 +107,8 @@ struct PlanCommand: ParsableCommand {
 
     @OptionGroup var job: JobArgument
 
+    @OptionGroup var sharding: ShardOptions
+
     @Flag(help: "List every item with its status.")
     var list = false
 
@@ -121,9 +125,14 @@ struct PlanCommand: ParsableCommand {
         do {
             // Items are printed as they are planned, JSON included, so listing millions stays flat
             // in memory. A job-file error found part way cuts the listing short (exit status 2).
+            let loaded = try job.load()
+            if let count = sharding.shards, try sharding.resolved() == nil {
+                try printSpread(try JobRunner.spread(loaded, over: count))
+                return
+            }
             var itemsPrinted = 0
             if json && list { print("{\n  \"items\" : [", terminator: "") }
-            let counts = try JobRunner.plan(try job.load(), force: force, retryFailed: retryFailed) { source in
+            let counts = try JobRunner.plan(try sharding.apply(to: loaded), force: force, retryFailed: retryFailed) { source in
                 guard list else { return }
                 for item in source.items {
                     if json {
@@ -148,6 +157,21 @@ struct PlanCommand: ParsableCommand {
         } catch {
             Runner.exit(for: error)
         }
+    }
+
+    /// `--shards N` alone: how the sources spread over N shards.
+    private func printSpread(_ sources: [Int]) throws {
+        let total = sources.reduce(0, +)
+        let mean = Double(total) / Double(sources.count)
+        let largest = sources.max() ?? 0
+        let excess = mean > 0 ? (Double(largest) / mean - 1) * 100 : 0
+        if json {
+            let object: [String: Any] = ["sources": total, "shards": sources, "largestOverMeanPercent": excess]
+            print(String(decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .prettyPrinted]), as: UTF8.self))
+            return
+        }
+        print("\(total) sources over \(sources.count) shards: " + String(format: "mean %.1f, largest %d (%.1f%% over the mean)", mean, largest, excess))
+        for (index, count) in sources.enumerated() { print("shard \(index)/\(sources.count)\t\(count)") }
     }
 }
 

@@ -49,6 +49,29 @@ struct JobArgument: ParsableArguments {
     }
 }
 
+/// Which part of the job this process runs (`--shard K/N`, or the batch engine's environment).
+struct ShardOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("Run only shard K of N (0 <= K < N): the sources whose key hashes to K. Default: from JOB_COMPLETION_INDEX (Kubernetes) or SLURM_ARRAY_TASK_ID (Slurm).", valueName: "K/N"))
+    var shard: String?
+
+    @Option(help: ArgumentHelp("The shard count when the index comes from the environment (or RUNNER_SHARDS).", valueName: "N"))
+    var shards: Int?
+
+    func validate() throws {
+        if let shards, shards < 1 { throw ValidationError("--shards must be at least 1") }
+        do { _ = try resolved() } catch { throw ValidationError(error.description) }
+    }
+
+    func resolved() throws(Shard.Unresolved) -> Shard? {
+        try Shard.resolve(flag: shard, shards: shards, environment: ProcessInfo.processInfo.environment)
+    }
+
+    /// `job` restricted to this process's shard, if it has one.
+    func apply(to job: Job) throws -> Job {
+        try resolved().map(job.sharded) ?? job
+    }
+}
+
 /// A rejected job file: printed after its path, exit code 2.
 struct JobFileFailure: Error, CustomStringConvertible {
     let path: String

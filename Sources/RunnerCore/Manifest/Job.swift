@@ -14,10 +14,25 @@ public struct Job: Sendable {
     let outputs: [OutputSpec]
     public let concurrency: ConcurrencySettings
     public let limits: Limits
-    public let statePath: String
+    /// This run's state database: the job's own, or with a shard, the shard's (`Shard.statePath`).
+    public internal(set) var statePath: String
     public let remote: RemoteSettings
+    /// The part of the job this run does (`--shard K/N`); nil for the whole job.
+    public internal(set) var shard: Shard? = nil
+    /// The job's state database without a shard: every shard's database sits beside it.
+    public var jobStatePath: String { unshardedStatePath ?? statePath }
+    var unshardedStatePath: String? = nil
 
     public var outputNames: [String] { outputs.map(\.name) }
+
+    /// The same job restricted to `shard`, with the shard's own state database and lock.
+    public func sharded(_ shard: Shard) -> Job {
+        var part = self
+        part.unshardedStatePath = jobStatePath
+        part.statePath = shard.statePath(for: jobStatePath)
+        part.shard = shard
+        return part
+    }
 }
 
 /// Where images come from, as written in `sources`.

@@ -41,7 +41,7 @@ public enum JobRunner {
         if !FileManager.default.fileExists(atPath: job.statePath) { _ = try validate(job) }
         let lock = try RunLock(statePath: job.statePath)
         defer { withExtendedLifetime(lock) {} }
-        let store = try StateStore(path: job.statePath)
+        let store = try StateStore(path: job.statePath, readingAlso: otherStateDatabases(of: job))
 
         // Plan in one streaming pass: each source is classified, recorded and spooled as it is
         // found, so memory does not grow with the job. Only digests and folder names are kept.
@@ -181,6 +181,20 @@ public enum JobRunner {
         return summary
     }
 
+    /// The job's state databases other than this run's: work recorded under another shard layout.
+    private static func otherStateDatabases(of job: Job) -> [String] {
+        Shard.stateDatabases(of: job.jobStatePath).filter { $0 != job.statePath }
+    }
+
+    /// How the job's sources spread over `count` shards: sources per shard.
+    public static func spread(_ job: Job, over count: Int) throws -> [Int] {
+        var sources = [Int](repeating: 0, count: count)
+        try Planner(job: job, vipsVersion: VipsRuntime.version).forEachSource { source in
+            sources[Shard.index(of: source.key, count: count)] += 1
+        }
+        return sources
+    }
+
     /// Calls `stop` once at `deadline` (at once if it has passed), on a timer that lives until cancelled.
     private static func scheduleBudgetStop(at deadline: Date, _ stop: @escaping @Sendable () -> Void) -> any DispatchSourceTimer {
         let timer = DispatchSource.makeTimerSource(queue: .global())
@@ -227,7 +241,7 @@ public enum JobRunner {
             }
         }
         if FileManager.default.fileExists(atPath: job.statePath) {
-            try StateStore(path: job.statePath).plan { try planAll($0) }
+            try StateStore(path: job.statePath, readingAlso: otherStateDatabases(of: job)).plan { try planAll($0) }
         } else {
             try planAll(PlanningState())
         }

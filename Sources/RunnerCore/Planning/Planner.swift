@@ -52,8 +52,10 @@ struct Planner {
         limitsDigest = StableHash.hex(job.limits.identifier, job.outputs.map { $0.frames.map(String.init) ?? "-" }.joined(separator: ","))
     }
 
-    /// Visits every source of the job once, in order, with all its items pending: sources
-    /// deduplicated, outputs named, collisions and escapes rejected (as `JobFileError`).
+    /// Visits every source of the job (of its shard, when it has one) once, in order, with all its
+    /// items pending: sources deduplicated, outputs named, collisions and escapes rejected (as
+    /// `JobFileError`). A shard names the whole job's outputs, so a collision with another shard's
+    /// output is an error in every shard, never a silent overwrite.
     func forEachSource(_ visit: (PlannedSource) throws -> Void) throws {
         var writtenPaths = Set<UInt64>()
         try forEachUniqueSource { discovered in
@@ -65,6 +67,7 @@ struct Planner {
                                        "two items would write \(item.outputPath): \(other) and \(item.key); add {dir} or {key} to the template")
                 }
             }
+            if let shard = job.shard, !shard.contains(source.key) { return }
             try visit(source)
         }
     }

@@ -7,8 +7,12 @@ import GRDB
 /// whose migrations are named and never edited once shipped, and methods that keep the invariants.
 public final class StateStore: Sendable {
     private let database: DatabaseQueue
+    /// The job's other state databases (`Shard.stateDatabases`), opened read-only for planning.
+    private let others: [DatabaseQueue]
 
-    public init(path: String) throws {
+    /// Opens (creating and migrating) the database at `path`; `readingAlso` names other state
+    /// databases of the same job whose records planning falls back on.
+    public init(path: String, readingAlso otherPaths: [String] = []) throws {
         try FileManager.default.createDirectory(atPath: Paths.directory(of: path), withIntermediateDirectories: true)
         var configuration = Configuration()
         configuration.busyMode = .timeout(5)
@@ -21,6 +25,10 @@ public final class StateStore: Sendable {
             _ = try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL")
         }
         try Self.migrator.migrate(database)
+        var readOnly = Configuration()
+        readOnly.readonly = true
+        readOnly.busyMode = .timeout(5)
+        others = try otherPaths.map { try DatabaseQueue(path: $0, configuration: readOnly) }
     }
 
     private static var migrator: DatabaseMigrator {
@@ -106,7 +114,19 @@ public final class StateStore: Sendable {
         fileprivate let db: Database
         fileprivate let runID: Int64?
 
+        /// Other state databases of the same job (other shard counts), read only on a miss here:
+        /// work done under another `--shard K/N` layout is not done again.
+        fileprivate let others: [DatabaseQueue]
+
         func recorded(_ itemKey: String) throws -> LedgerEntry? {
+            if let entry = try Self.recorded(itemKey, in: db) { return entry }
+            for other in others {
+                if let entry = try other.read({ try Self.recorded(itemKey, in: $0) }) { return entry }
+            }
+            return nil
+        }
+
+        private static func recorded(_ itemKey: String, in db: Database) throws -> LedgerEntry? {
             let statement = try db.cachedStatement(sql: """
                 SELECT item.fingerprint, item.output_path, item.state, item.error_kind, run.limits
                 FROM item LEFT JOIN run ON run.id = item.run_id
@@ -119,6 +139,14 @@ public final class StateStore: Sendable {
         }
 
         func original(_ sourceKey: String) throws -> CachedOriginal? {
+            if let original = try Self.original(sourceKey, in: db) { return original }
+            for other in others {
+                if let original = try other.read({ try Self.original(sourceKey, in: $0) }) { return original }
+            }
+            return nil
+        }
+
+        private static func original(_ sourceKey: String, in db: Database) throws -> CachedOriginal? {
             let statement = try db.cachedStatement(sql: "SELECT * FROM original WHERE source_key = ?")
             return try Row.fetchOne(statement, arguments: [sourceKey]).map(CachedOriginal.init)
         }
@@ -151,7 +179,7 @@ public final class StateStore: Sendable {
 
     /// Plans without running: `body` gets read-only lookups.
     func plan<T>(_ body: (PlanningPass) throws -> T) throws -> T {
-        try database.read { db in try body(PlanningPass(db: db, runID: nil)) }
+        try database.read { db in try body(PlanningPass(db: db, runID: nil, others: others)) }
     }
 
     // MARK: Runs
@@ -166,7 +194,7 @@ public final class StateStore: Sendable {
                 VALUES (?, ?, ?, ?, ?, 0, 0, 0)
                 """, arguments: [Date().timeIntervalSince1970, Int(getpid()), RunnerVersion.string, vipsVersion, limitsDigest])
             let runID = db.lastInsertedRowID
-            let counts = try body(PlanningPass(db: db, runID: runID))
+            let counts = try body(PlanningPass(db: db, runID: runID, others: others))
             try db.execute(sql: "UPDATE run SET planned = ?, up_to_date = ?, blocked = ? WHERE id = ?",
                            arguments: [counts.pending, counts.upToDate, counts.blocked, runID])
             return (runID, counts)
