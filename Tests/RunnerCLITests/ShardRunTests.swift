@@ -1,0 +1,75 @@
+import Foundation
+import Testing
+import TestSupport
+
+@Suite("One job as N shards", .serialized)
+struct ShardRunTests {
+    /// A job over 24 distinct sources (hard links of fixture photos) with two outputs.
+    func shardedJob(_ workspace: Workspace) throws -> String {
+        try FileManager.default.createDirectory(atPath: workspace.path("in"), withIntermediateDirectories: true)
+        let photos = ["photos/friends.jpg", "photos/fig-bowl.jpg", "extra/ladybird.jpg"]
+        for index in 0..<24 {
+            try FileManager.default.linkItem(atPath: Fixtures.path(photos[index % 3]), toPath: workspace.path("in/\(index).jpg"))
+        }
+        return try workspace.writeJob("""
+        {"version": 1, "name": "sharded",
+         "sources": [{"path": "in"}],
+         "outputs": [{"name": "t", "path": "out/t/{stem}.jpg",
+                      "chain": [{"op": "thumbnail", "width": 48, "height": 48, "fit": "inside"}], "format": {"type": "jpeg"}},
+                     {"name": "w", "path": "out/w/{stem}.webp",
+                      "chain": [{"op": "thumbnail", "width": 32, "fit": "inside"}], "format": {"type": "webp"}}],
+         "state": "state/job.sqlite"}
+        """)
+    }
+
+    func summary(_ result: CommandResult) throws -> [String: Any] {
+        try #require(summaryEvent(result.stdout), "\(result.stdout)\n\(result.stderr)")
+    }
+
+    @Test("4 shards do every item exactly once, each in its own database; changing N to 3 redoes nothing")
+    func shardsCoverTheJobOnce() throws {
+        let workspace = try Workspace()
+        let job = try shardedJob(workspace)
+        var done = 0
+        for index in 0..<4 {
+            // The index from Kubernetes' environment, the count from RUNNER_SHARDS.
+            let result = try workspace.run([job, "--log-format", "json"],
+                                           environment: ["JOB_COMPLETION_INDEX": "\(index)", "RUNNER_SHARDS": "4"])
+            #expect(result.status == 0, "\(result.stderr)")
+            done += try summary(result)["done"] as? Int ?? -1
+            #expect(FileManager.default.fileExists(atPath: workspace.path("state/job.shard-\(index)-of-4.sqlite")))
+        }
+        #expect(done == 48, "every item done exactly once across the shards")
+        #expect(workspace.files(in: "out/t").count == 24 && workspace.files(in: "out/w").count == 24)
+        #expect(!FileManager.default.fileExists(atPath: workspace.path("state/job.sqlite")), "no shard wrote the whole job's database")
+        var perShard = 0
+        for index in 0..<4 {
+            perShard += try StateDatabase(path: workspace.path("state/job.shard-\(index)-of-4.sqlite")).count(state: "done")
+        }
+        #expect(perShard == 48)
+
+        // Three shards now: everything is found up to date in the databases of the four.
+        for index in 0..<3 {
+            let result = try workspace.run([job, "--shard", "\(index)/3", "--log-format", "json"])
+            #expect(try summary(result)["done"] as? Int == 0, "shard \(index)/3 redid work")
+        }
+        let spread = try workspace.run(["plan", job, "--shards", "4"])
+        #expect(spread.stdout.hasPrefix("24 sources over 4 shards"), "\(spread.stdout)")
+    }
+
+    @Test("a collision with another shard's output is a job-file error in every shard")
+    func collisionsAcrossShards() throws {
+        let workspace = try Workspace()
+        try workspace.copyFixtures(["photos/friends.jpg"], to: "a")
+        try workspace.copyFixtures(["photos/friends.jpg"], to: "b")
+        let job = try workspace.writeJob("""
+        {"version": 1, "sources": [{"path": "a"}, {"path": "b"}],
+         "outputs": [{"name": "t", "path": "out/{stem}.jpg", "chain": [], "format": {"type": "jpeg"}}],
+         "state": "state.sqlite"}
+        """)
+        for index in 0..<8 {
+            let result = try workspace.run([job, "--shard", "\(index)/8"])
+            #expect(result.status == 2 && result.stderr.contains("two items would write"), "shard \(index): \(result.stderr)")
+        }
+    }
+}
