@@ -174,7 +174,7 @@ struct Unblock: ParsableCommand {
     func run() throws {
         do {
             let loaded = try job.load()
-            let removed = try StateStore(path: loaded.statePath).unblock(all ? nil : urls)
+            let removed = try StateStore.existing(at: loaded.statePath)?.unblock(all ? nil : urls) ?? 0
             print("\(removed) URL\(removed == 1 ? "" : "s") unblocked")
         } catch {
             Runner.exit(for: error)

@@ -34,6 +34,8 @@ public enum JobRunner {
         let lock = try RunLock(statePath: job.statePath)
         defer { withExtendedLifetime(lock) {} }
         let store = try StateStore(path: job.statePath)
+        // Holding the lock proves that a run still marked running was killed.
+        try store.closeAbandonedRuns()
 
         // Plan in one streaming pass: each source is classified, recorded and spooled as it is
         // found, so memory does not grow with the job. Only digests and folder names are kept.

@@ -23,6 +23,11 @@ public final class StateStore: Sendable {
         try Self.migrator.migrate(database)
     }
 
+    /// The job's database if a run has created it; nil otherwise, and nothing is created.
+    public static func existing(at path: String) throws -> StateStore? {
+        FileManager.default.fileExists(atPath: path) ? try StateStore(path: path) : nil
+    }
+
     private static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         // Frozen: shipped migrations are never edited; add new ones below.
@@ -152,6 +157,25 @@ public final class StateStore: Sendable {
             try db.execute(sql: "UPDATE run SET planned = ?, up_to_date = ?, blocked = ? WHERE id = ?",
                            arguments: [counts.pending, counts.upToDate, counts.blocked, runID])
             return (runID, counts)
+        }
+    }
+
+    /// Closes the runs a killed process left `running`; only call it holding the job's `RunLock`,
+    /// which proves that no run is alive. Each becomes `interrupted`, ended at its last commit (its
+    /// items' latest update, else its start), with the done and failed items it recorded; its
+    /// items still `running` become `pending`.
+    func closeAbandonedRuns() throws {
+        try database.write { db in
+            try db.execute(sql: """
+                UPDATE run SET outcome = 'interrupted', ended_at = COALESCE(last.at, run.started_at),
+                    done = last.done, failed = last.failed
+                FROM (SELECT dead.id, MAX(item.updated_at) AS at, COUNT(CASE item.state WHEN 'done' THEN 1 END) AS done,
+                             COUNT(CASE item.state WHEN 'failed' THEN 1 END) AS failed
+                      FROM run AS dead LEFT JOIN item ON item.run_id = dead.id
+                      WHERE dead.outcome = 'running' GROUP BY dead.id) AS last
+                WHERE run.id = last.id;
+                UPDATE item SET state = 'pending' WHERE state = 'running';
+                """)
         }
     }
 
