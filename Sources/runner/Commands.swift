@@ -110,7 +110,7 @@ struct PlanCommand: ParsableCommand {
                 print(countLines.joined(separator: ",\n") + "\n}")
                 return
             }
-            print("\(counts.pending) to run, \(counts.upToDate) up to date, \(counts.blocked) blocked")
+            print("\(counts.toRun) to run, \(counts.revalidate) to revalidate, \(counts.upToDate) up to date, \(counts.blocked) blocked")
         } catch {
             Runner.exit(for: error)
         }

@@ -68,6 +68,29 @@ struct StateTruthTests {
         #expect(line.contains("interrupted") && line.contains("last commit \(ISO8601DateFormatter().string(from: ended))"), "\(line)")
     }
 
+    @Test("plan counts cached URL items as to revalidate, not to run, and asks the server nothing")
+    func planRevalidate() throws {
+        let server = try HTTPTestServer()
+        let workspace = try Workspace()
+        let job = try remoteJob(workspace, urls: [server.url("/img/a.jpg"), server.url("/img/b.jpg")])
+        #expect(try workspace.run([job]).stdout.contains("2 done"))
+        try workspace.write([server.url("/img/a.jpg"), server.url("/img/b.jpg"), server.url("/img/c.jpg")].joined(separator: "\n"),
+                            to: "urls.txt")
+        try server.reset()
+
+        let plan = try workspace.run(["plan", job])
+        #expect(plan.stdout.contains("1 to run, 2 to revalidate, 0 up to date, 0 blocked"), "\(plan.stdout)")
+        let listing = try workspace.run(["plan", job, "--list"])
+        #expect(listing.stdout.contains("revalidate\t\(server.url("/img/a.jpg"))@t"), "\(listing.stdout)")
+        #expect(listing.stdout.contains("pending\t\(server.url("/img/c.jpg"))@t"))
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(try workspace.run(["plan", job, "--json"]).stdout.utf8)) as? [String: Any])
+        #expect(json["revalidate"] as? Int == 2 && json["pending"] as? Int == 1, "\(json)")
+        #expect(try server.stats().counts.isEmpty, "planning sends no request")
+
+        // The run agrees: the two are revalidated unchanged, only the new one is made.
+        #expect(try workspace.run([job]).stdout.contains("1 done, 0 failed, 2 up to date"))
+    }
+
     @Test("status and failed on a job that has never run say so and create no database")
     func neverRun() throws {
         let workspace = try Workspace()

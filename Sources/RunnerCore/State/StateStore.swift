@@ -131,7 +131,8 @@ public final class StateStore: Sendable {
                 """)
             let now = Date().timeIntervalSince1970
             for item in source.items where item.status != .upToDate {
-                try statement.execute(arguments: [item.key, source.key, item.outputName, item.status.rawValue,
+                let state = item.status == .blocked ? "blocked" : "pending"
+                try statement.execute(arguments: [item.key, source.key, item.outputName, state,
                                                   item.fingerprint, item.outputPath, runID, now])
             }
         }
