@@ -12,7 +12,7 @@ func statusJSON(_ workspace: Workspace, _ job: String) throws -> [String: Any] {
     return try #require(try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any], "\(status.stdout)")
 }
 
-/// A job over `in/` with three outputs.
+/// A job over `in/` with three outputs: `t` (kept), `g` and `m` (edited away by the prune test).
 @discardableResult
 func threeOutputJob(_ workspace: Workspace, outputs: [String]? = nil) throws -> String {
     let all = [
@@ -68,6 +68,70 @@ struct StateTruthTests {
         #expect(line.contains("interrupted") && line.contains("last commit \(ISO8601DateFormatter().string(from: ended))"), "\(line)")
     }
 
+    @Test("prune lists, then deletes, outputs whose source is gone, whose path changed or whose output left the job; nothing else")
+    func prune() throws {
+        let workspace = try Workspace()
+        try workspace.copyFixtures(["photos/friends.jpg", "photos/wine.webp", "photos/fig-bowl.jpg"], to: "in")
+        let job = try threeOutputJob(workspace)
+        #expect(try workspace.run([job]).status == 0)
+        #expect(workspace.files(in: "out").count == 9)
+
+        // The source wine.webp goes; output g leaves the job; output m moves to out/m2.
+        try FileManager.default.removeItem(atPath: workspace.path("in/wine.webp"))
+        try threeOutputJob(workspace, outputs: [
+            #"{"name": "t", "path": "out/t/{stem}.jpg", "chain": [{"op": "thumbnail", "width": 32, "fit": "inside"}], "format": {"type": "jpeg"}}"#,
+            #"{"name": "m", "path": "out/m2/{stem}.jpg", "chain": [{"op": "thumbnail", "width": 16, "fit": "inside"}], "format": {"type": "jpeg"}}"#,
+        ])
+        // Files runner did not write: the user's own, and a symlink where a recorded output was.
+        try workspace.write("mine", to: "out/t/mine.jpg")
+        try workspace.write("precious", to: "precious.png")
+        try FileManager.default.removeItem(atPath: workspace.path("out/g/fig-bowl.png"))
+        try FileManager.default.createSymbolicLink(atPath: workspace.path("out/g/fig-bowl.png"), withDestinationPath: workspace.path("precious.png"))
+
+        #expect(try workspace.run(["plan", job]).stdout.contains("2 to run, 0 to revalidate, 2 up to date, 0 blocked, 7 orphaned"))
+        let listing = try workspace.run(["prune", job])
+        #expect(listing.status == 0, "\(listing.stderr)")
+        let listed = listing.stdout.split(separator: "\n").filter { $0.contains("\t") }
+        #expect(Set(listed.map { $0.split(separator: "\t")[1] }) == Set(
+            ["wine.webp@t", "friends.jpg@g", "wine.webp@g", "fig-bowl.jpg@g", "friends.jpg@m", "wine.webp@m", "fig-bowl.jpg@m"]
+                .map { Substring(workspace.path("in/") + $0) }), "\(listing.stdout)")
+        #expect(listed.contains { $0.hasPrefix("keep\t") && $0.contains("fig-bowl.jpg@g") && $0.contains("not a regular file") })
+        #expect(listing.stdout.contains("7 orphaned items, 6 files to delete"), "\(listing.stdout)")
+        #expect(workspace.files(in: "out").count == 10, "listing deletes nothing")
+
+        // Another run holding the job: prune --delete waits for nothing and changes nothing.
+        let lock = open(workspace.path("state/three.sqlite.lock"), O_RDWR)
+        #expect(flock(lock, LOCK_EX | LOCK_NB) == 0)
+        #expect(try workspace.run(["prune", job, "--delete"]).status == 75)
+        close(lock)
+
+        let deleted = try workspace.run(["prune", job, "--delete"])
+        #expect(deleted.status == 0, "\(deleted.stderr)")
+        #expect(deleted.stdout.contains("7 orphaned items dropped, 6 files deleted"), "\(deleted.stdout)")
+        #expect(workspace.files(in: "out") == ["g/fig-bowl.png", "t/fig-bowl.jpg", "t/friends.jpg", "t/mine.jpg"])
+        #expect(try String(contentsOfFile: workspace.path("precious.png"), encoding: .utf8) == "precious")
+        let status = try statusJSON(workspace, job)
+        #expect(status["items"] as? [String: Int] == ["done": 2])
+        #expect(try workspace.run(["plan", job]).stdout.contains("2 up to date, 0 blocked, 0 orphaned"))
+    }
+
+    @Test("prune never deletes a file the job writes now: a renamed output keeps its path")
+    func pruneKeepsReusedPaths() throws {
+        let workspace = try Workspace()
+        try workspace.copyFixtures(["photos/friends.jpg"], to: "in")
+        let t = #"{"name": "t", "path": "out/t/{stem}.jpg", "chain": [{"op": "thumbnail", "width": 32, "fit": "inside"}], "format": {"type": "jpeg"}}"#
+        let job = try threeOutputJob(workspace, outputs: [t])
+        #expect(try workspace.run([job]).status == 0)
+        try threeOutputJob(workspace, outputs: [t.replacingOccurrences(of: #""name": "t""#, with: #""name": "thumb""#)])
+        #expect(try workspace.run([job]).stdout.contains("1 done"))
+
+        let deleted = try workspace.run(["prune", job, "--delete"])
+        #expect(deleted.stdout.contains("1 orphaned item dropped, 0 files deleted"), "\(deleted.stdout)")
+        #expect(deleted.stdout.contains("the job writes this path now"), "\(deleted.stdout)")
+        #expect(try #require(ImageProbe.open(workspace.path("out/t/friends.jpg"))).width == 32)
+        #expect(try workspace.run([job]).stdout.contains("1 up to date"))
+    }
+
     @Test("plan counts cached URL items as to revalidate, not to run, and asks the server nothing")
     func planRevalidate() throws {
         let server = try HTTPTestServer()
@@ -91,12 +155,12 @@ struct StateTruthTests {
         #expect(try workspace.run([job]).stdout.contains("1 done, 0 failed, 2 up to date"))
     }
 
-    @Test("status and failed on a job that has never run say so and create no database")
+    @Test("status, failed, plan and prune on a job that has never run say so and create no database")
     func neverRun() throws {
         let workspace = try Workspace()
         try workspace.copyFixtures(["photos/friends.jpg"], to: "in")
         let job = try threeOutputJob(workspace)
-        for command in [["status", job], ["failed", job], ["status", job, "--json"], ["failed", job, "--json"]] {
+        for command in [["status", job], ["failed", job], ["status", job, "--json"], ["failed", job, "--json"], ["prune", job]] {
             let result = try workspace.run(command)
             #expect(result.status == 0, "\(command): \(result.stderr)")
             if command.count == 2 { #expect(result.stdout.contains("three has not run yet"), "\(command): \(result.stdout)") }

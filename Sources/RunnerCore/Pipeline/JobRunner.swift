@@ -181,13 +181,14 @@ public enum JobRunner {
         return items
     }
 
-    /// What a run would do, without running it: each source as it is planned, then the counts.
+    /// What a run would do, without running it: each source as it is planned, then the counts
+    /// and how many recorded items the job no longer plans (`runner prune` removes them).
     @discardableResult
     public static func plan(_ job: Job, force: Bool = false, retryFailed: Bool = false,
-                            _ visit: (PlannedSource) throws -> Void = { _ in }) throws -> PlanCounts {
+                            _ visit: (PlannedSource) throws -> Void = { _ in }) throws -> (counts: PlanCounts, orphaned: Int) {
         let planner = Planner(job: job, vipsVersion: VipsRuntime.version)
         var counts = PlanCounts()
-        func planAll(_ state: some PlanningLookup) throws {
+        func planAll(_ state: some PlanningLookup, _ visit: (PlannedSource) throws -> Void) throws {
             try planner.forEachSource { found in
                 var source = found
                 try planner.classify(&source, state: state, retryFailed: retryFailed, force: force)
@@ -195,12 +196,23 @@ public enum JobRunner {
                 try visit(source)
             }
         }
-        if FileManager.default.fileExists(atPath: job.statePath) {
-            try StateStore(path: job.statePath).plan { try planAll($0) }
-        } else {
-            try planAll(PlanningState())
+        guard let store = try StateStore.existing(at: job.statePath) else {
+            try planAll(PlanningState(), visit)
+            return (counts, 0)
         }
-        return counts
+        var current = CurrentItems()
+        try store.plan { pass in
+            try planAll(pass) { source in
+                current.insert(source)
+                try visit(source)
+            }
+        }
+        var orphaned = 0
+        try store.sweepItems { recorded in
+            if !current.plans(recorded) { orphaned += 1 }
+            return false
+        }
+        return (counts, orphaned)
     }
 }
 

@@ -74,7 +74,7 @@ public struct FailedReport: Codable, Sendable {
     }
 }
 
-/// What `status` and `failed` say about a job with no state database.
+/// What `status`, `failed` and `prune` say about a job with no state database.
 public func notRunYet(_ jobName: String, state: String) -> String {
     "\(jobName) has not run yet (no state database at \(state))"
 }

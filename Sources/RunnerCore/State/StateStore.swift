@@ -231,6 +231,33 @@ public final class StateStore: Sendable {
         }
     }
 
+    // MARK: Pruning
+
+    /// Visits every recorded item, a page at a time so memory stays flat however large the job.
+    /// `visit` says whether to drop the item's row; a page's rows are dropped together after its
+    /// visits, so whatever a visit removes from disk goes before the row that records it.
+    func sweepItems(_ visit: (RecordedItem) throws -> Bool) throws {
+        var after: Int64 = 0
+        while true {
+            let page = try database.read { db in
+                try Row.fetchAll(db, sql: "SELECT rowid, key, output_path, state FROM item WHERE rowid > ? ORDER BY rowid LIMIT 1000",
+                                 arguments: [after])
+            }
+            guard let last = page.last else { return }
+            after = last[0]
+            var dropped: [String] = []
+            for row in page {
+                let item = RecordedItem(key: row[1], outputPath: row[2], state: row[3])
+                if try visit(item) { dropped.append(item.key) }
+            }
+            guard !dropped.isEmpty else { continue }
+            try database.write { db in
+                let statement = try db.makeStatement(sql: "DELETE FROM item WHERE key = ?")
+                for key in dropped { try statement.execute(arguments: [key]) }
+            }
+        }
+    }
+
     // MARK: Blacklist (SDWebImage's failedURLs, persistent)
 
     func blacklist(url: String, kind: String, status: Int?, message: String) throws {
@@ -394,6 +421,14 @@ struct CachedOriginal: Sendable, Codable {
                   lastModified: row["last_modified"], contentHash: row["content_hash"], size: row["size"],
                   fetchedAt: row["fetched_at"], validatedAt: row["validated_at"], usedAt: row["used_at"])
     }
+}
+
+/// An item's row, as much of it as tells whether the job still plans it.
+struct RecordedItem: Sendable {
+    let key: String
+    let outputPath: String
+    /// `done` only once its output was written and published at `outputPath`.
+    let state: String
 }
 
 public struct RunRecord: Sendable, Codable {
