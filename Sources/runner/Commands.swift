@@ -132,7 +132,7 @@ struct PlanCommand: ParsableCommand {
             }
             var itemsPrinted = 0
             if json && list { print("{\n  \"items\" : [", terminator: "") }
-            let counts = try JobRunner.plan(try sharding.apply(to: loaded), force: force, retryFailed: retryFailed) { source in
+            let (counts, orphaned) = try JobRunner.plan(try sharding.apply(to: loaded), force: force, retryFailed: retryFailed) { source in
                 guard list else { return }
                 for item in source.items {
                     if json {
@@ -148,11 +148,12 @@ struct PlanCommand: ParsableCommand {
             if json {
                 let countLines = PlannedItem.Status.allCases.map { "  \"\($0.rawValue)\" : \(counts[$0])" }
                 print(list ? (itemsPrinted == 0 ? "]," : "\n  ],") : "{")
-                print(countLines.joined(separator: ",\n") + "\n}")
+                print((countLines + ["  \"orphaned\" : \(orphaned)"]).joined(separator: ",\n") + "\n}")
                 return
             }
-            var line = "\(counts.pending) to run, \(counts.upToDate) up to date, \(counts.blocked) blocked"
+            var line = "\(counts.toRun) to run, \(counts.revalidate) to revalidate, \(counts.upToDate) up to date, \(counts.blocked) blocked"
             if counts.knownFailures > 0 { line += ", \(counts.knownFailures) known failures (not retried without --retry-failed)" }
+            line += ", \(orphaned) orphaned" + (orphaned > 0 ? " (runner prune \(job.job) lists them)" : "")
             print(line)
         } catch {
             Runner.exit(for: error)
@@ -232,8 +233,40 @@ struct Unblock: ParsableCommand {
     func run() throws {
         do {
             let loaded = try job.load()
-            let removed = try StateStore(path: loaded.statePath).unblock(all ? nil : urls)
+            let removed = try StateStore.existing(at: loaded.statePath)?.unblock(all ? nil : urls) ?? 0
             print("\(removed) URL\(removed == 1 ? "" : "s") unblocked")
+        } catch {
+            Runner.exit(for: error)
+        }
+    }
+}
+
+struct Prune: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List (and with --delete remove) outputs whose source is gone, whose path changed, or whose output left the job.")
+
+    @OptionGroup var job: JobArgument
+
+    @Flag(help: "Delete the orphaned outputs runner wrote, and drop their items from the state database.")
+    var delete = false
+
+    func run() throws {
+        do {
+            let loaded = try job.load()
+            // One line per orphan as it is found: WHAT<tab>KEY<tab>PATH[<tab>why the file stays].
+            let counts = try JobRunner.prune(loaded, delete: delete) { orphan in
+                let what = orphan.keptBecause == nil ? (delete ? "deleted" : "delete") : (delete ? "kept" : "keep")
+                print([what, orphan.key, orphan.outputPath].joined(separator: "\t") + (orphan.keptBecause.map { "\t\($0)" } ?? ""))
+            }
+            guard let counts else { return print(notRunYet(loaded.name, state: loaded.statePath)) }
+            func items(_ count: Int) -> String { "\(count) orphaned item\(count == 1 ? "" : "s")" }
+            let files = "\(counts.files) file\(counts.files == 1 ? "" : "s")"
+            let failures = counts.failed > 0 ? "; \(counts.failed) could not be deleted" : ""
+            print(delete ? "\(items(counts.orphans - counts.failed)) dropped, \(files) deleted" + failures
+                : "\(items(counts.orphans)), \(files) to delete" + failures + (counts.orphans > 0 ? " (runner prune \(job.job) --delete)" : ""))
+            if counts.failed > 0 { throw ExitCode(ExitStatus.someItemsFailed) }
+        } catch let exit as ExitCode {
+            throw exit
         } catch {
             Runner.exit(for: error)
         }

@@ -67,7 +67,7 @@ struct DemoJobTests {
         #expect(workspace.modificationDate("out/thumbs/friends.webp") == before)
 
         let plan = try workspace.run(["plan", job])
-        #expect(plan.stdout.contains("0 to run, 24 up to date, 0 blocked"))
+        #expect(plan.stdout.contains("0 to run, 0 to revalidate, 24 up to date, 0 blocked, 0 orphaned"))
     }
 
     @Test("editing one output's chain re-runs that output's items only")

@@ -42,6 +42,8 @@ public enum JobRunner {
         let lock = try RunLock(statePath: job.statePath)
         defer { withExtendedLifetime(lock) {} }
         let store = try StateStore(path: job.statePath, readingAlso: otherStateDatabases(of: job))
+        // Holding the lock proves that a run still marked running was killed.
+        try store.closeAbandonedRuns()
 
         // Plan in one streaming pass: each source is classified, recorded and spooled as it is
         // found, so memory does not grow with the job. Only digests and folder names are kept.
@@ -226,13 +228,14 @@ public enum JobRunner {
         return items
     }
 
-    /// What a run would do, without running it: each source as it is planned, then the counts.
+    /// What a run would do, without running it: each source as it is planned, then the counts
+    /// and how many recorded items the job no longer plans (`runner prune` removes them).
     @discardableResult
     public static func plan(_ job: Job, force: Bool = false, retryFailed: Bool = false,
-                            _ visit: (PlannedSource) throws -> Void = { _ in }) throws -> PlanCounts {
+                            _ visit: (PlannedSource) throws -> Void = { _ in }) throws -> (counts: PlanCounts, orphaned: Int) {
         let planner = Planner(job: job, vipsVersion: VipsRuntime.version)
         var counts = PlanCounts()
-        func planAll(_ state: some PlanningLookup) throws {
+        func planAll(_ state: some PlanningLookup, _ visit: (PlannedSource) throws -> Void) throws {
             try planner.forEachSource { found in
                 var source = found
                 try planner.classify(&source, state: state, retryFailed: retryFailed, force: force)
@@ -240,12 +243,23 @@ public enum JobRunner {
                 try visit(source)
             }
         }
-        if FileManager.default.fileExists(atPath: job.statePath) {
-            try StateStore(path: job.statePath, readingAlso: otherStateDatabases(of: job)).plan { try planAll($0) }
-        } else {
-            try planAll(PlanningState())
+        guard let store = try StateStore.existing(at: job.statePath, readingAlso: otherStateDatabases(of: job)) else {
+            try planAll(PlanningState(), visit)
+            return (counts, 0)
         }
-        return counts
+        var current = CurrentItems()
+        try store.plan { pass in
+            try planAll(pass) { source in
+                current.insert(source)
+                try visit(source)
+            }
+        }
+        var orphaned = 0
+        try store.sweepItems { recorded in
+            if !current.plans(recorded) { orphaned += 1 }
+            return false
+        }
+        return (counts, orphaned)
     }
 }
 

@@ -5,16 +5,23 @@ import Glibc
 
 /// How many items a plan has in each status.
 public struct PlanCounts: Sendable {
+    /// Items a run takes up: those to run and those to revalidate.
     public var pending = 0
+    /// Of `pending`, the items a run only revalidates (`PlannedItem.Status.revalidate`).
+    public var revalidate = 0
     public var upToDate = 0
     public var blocked = 0
     public var knownFailures = 0
 
     public init() {}
 
+    /// Items that run whatever servers answer: `pending` without `revalidate`.
+    public var toRun: Int { pending - revalidate }
+
     public subscript(status: PlannedItem.Status) -> Int {
         switch status {
-        case .pending: pending
+        case .pending: toRun
+        case .revalidate: revalidate
         case .upToDate: upToDate
         case .blocked: blocked
         case .knownFailure: knownFailures
@@ -25,6 +32,7 @@ public struct PlanCounts: Sendable {
         for item in source.items {
             switch item.status {
             case .pending: pending += 1
+            case .revalidate: pending += 1; revalidate += 1
             case .upToDate: upToDate += 1
             case .blocked: blocked += 1
             case .knownFailure: knownFailures += 1
@@ -70,7 +78,7 @@ enum SourceIdentity: Sendable, Equatable, Codable {
 /// (source, output): the unit of progress.
 public struct PlannedItem: Sendable, Codable {
     public enum Status: String, Sendable, CaseIterable, Codable {
-        /// Needs to run (or, for a URL, to be revalidated): new, changed, failed before, or missing its output.
+        /// Needs to run: new, changed, failed before, missing its output, or a URL not downloaded yet.
         case pending
         /// Recorded done with the same fingerprint, and the output file exists.
         case upToDate = "up-to-date"
@@ -78,6 +86,9 @@ public struct PlannedItem: Sendable, Codable {
         case blocked
         /// Will not run: it failed on this same content and recipe before (see `ItemFailure.isDecidedByContent`).
         case knownFailure = "known-failure"
+        /// A URL item done from its cached original and still on disk, whose original a run
+        /// revalidates first (`http.revalidate`): it runs only if the URL's content changed.
+        case revalidate
     }
 
     /// `sourceKey@outputName`.

@@ -123,7 +123,8 @@ struct Planner {
     /// file still exists, items that failed before on the same content known failures (unless
     /// `retryFailed`), and items of blacklisted URLs blocked. Nothing is decoded or downloaded.
     /// A URL's items are decided here only when its cached original need not be revalidated;
-    /// otherwise the download stage decides, from what this records on the items.
+    /// otherwise the download stage decides, from what this records on the items (items made
+    /// from that original are marked `revalidate`).
     func classify(_ source: inout PlannedSource, state: some PlanningLookup, retryFailed: Bool, force: Bool = false,
                   now: Double = Date().timeIntervalSince1970) throws {
         if case .remote(let remote) = source.origin {
@@ -151,7 +152,16 @@ struct Planner {
         }
         switch source.identity {
         case .file, .content: break
-        case .unknown, .missing: return
+        case .unknown:
+            // A stale cached original: the items made from it stand if the server finds it unchanged.
+            guard let original = source.cachedOriginal else { return }
+            for index in source.items.indices {
+                var fromCache = source.items[index]
+                fromCache.fingerprint = fingerprint(.content(original.contentHash), output: fromCache.outputIndex)
+                if fromCache.isUpToDate { source.items[index].status = .revalidate }
+            }
+            return
+        case .missing: return
         }
         for index in source.items.indices {
             if source.items[index].isUpToDate {

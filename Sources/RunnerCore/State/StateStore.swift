@@ -31,6 +31,11 @@ public final class StateStore: Sendable {
         others = try otherPaths.map { try DatabaseQueue(path: $0, configuration: readOnly) }
     }
 
+    /// The job's database if a run has created it; nil otherwise, and nothing is created.
+    public static func existing(at path: String, readingAlso otherPaths: [String] = []) throws -> StateStore? {
+        FileManager.default.fileExists(atPath: path) ? try StateStore(path: path, readingAlso: otherPaths) : nil
+    }
+
     private static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         // Frozen: shipped migrations are never edited; add new ones below.
@@ -170,8 +175,9 @@ public final class StateStore: Sendable {
                 """)
             let now = Date().timeIntervalSince1970
             // Up-to-date items and known failures keep the rows that decided them.
-            for item in source.items where item.status == .pending || item.status == .blocked {
-                try statement.execute(arguments: [item.key, source.key, item.outputName, item.status.rawValue,
+            for item in source.items where item.status != .upToDate && item.status != .knownFailure {
+                let state = item.status == .blocked ? "blocked" : "pending"
+                try statement.execute(arguments: [item.key, source.key, item.outputName, state,
                                                   item.fingerprint, item.outputPath, runID, now])
             }
         }
@@ -198,6 +204,25 @@ public final class StateStore: Sendable {
             try db.execute(sql: "UPDATE run SET planned = ?, up_to_date = ?, blocked = ? WHERE id = ?",
                            arguments: [counts.pending, counts.upToDate, counts.blocked, runID])
             return (runID, counts)
+        }
+    }
+
+    /// Closes the runs a killed process left `running`; only call it holding the job's `RunLock`,
+    /// which proves that no run is alive. Each becomes `interrupted`, ended at its last commit (its
+    /// items' latest update, else its start), with the done and failed items it recorded; its
+    /// items still `running` become `pending`.
+    func closeAbandonedRuns() throws {
+        try database.write { db in
+            try db.execute(sql: """
+                UPDATE run SET outcome = 'interrupted', ended_at = COALESCE(last.at, run.started_at),
+                    done = last.done, failed = last.failed
+                FROM (SELECT dead.id, MAX(item.updated_at) AS at, COUNT(CASE item.state WHEN 'done' THEN 1 END) AS done,
+                             COUNT(CASE item.state WHEN 'failed' THEN 1 END) AS failed
+                      FROM run AS dead LEFT JOIN item ON item.run_id = dead.id
+                      WHERE dead.outcome = 'running' GROUP BY dead.id) AS last
+                WHERE run.id = last.id;
+                UPDATE item SET state = 'pending' WHERE state = 'running';
+                """)
         }
     }
 
@@ -259,6 +284,33 @@ public final class StateStore: Sendable {
                                                          runID, now, key])
                     }
                 }
+            }
+        }
+    }
+
+    // MARK: Pruning
+
+    /// Visits every recorded item, a page at a time so memory stays flat however large the job.
+    /// `visit` says whether to drop the item's row; a page's rows are dropped together after its
+    /// visits, so whatever a visit removes from disk goes before the row that records it.
+    func sweepItems(_ visit: (RecordedItem) throws -> Bool) throws {
+        var after: Int64 = 0
+        while true {
+            let page = try database.read { db in
+                try Row.fetchAll(db, sql: "SELECT rowid, key, output_path, state FROM item WHERE rowid > ? ORDER BY rowid LIMIT 1000",
+                                 arguments: [after])
+            }
+            guard let last = page.last else { return }
+            after = last[0]
+            var dropped: [String] = []
+            for row in page {
+                let item = RecordedItem(key: row[1], outputPath: row[2], state: row[3])
+                if try visit(item) { dropped.append(item.key) }
+            }
+            guard !dropped.isEmpty else { continue }
+            try database.write { db in
+                let statement = try db.makeStatement(sql: "DELETE FROM item WHERE key = ?")
+                for key in dropped { try statement.execute(arguments: [key]) }
             }
         }
     }
@@ -449,6 +501,14 @@ struct CachedOriginal: Sendable, Codable {
                   lastModified: row["last_modified"], contentHash: row["content_hash"], size: row["size"],
                   fetchedAt: row["fetched_at"], validatedAt: row["validated_at"], usedAt: row["used_at"])
     }
+}
+
+/// An item's row, as much of it as tells whether the job still plans it.
+struct RecordedItem: Sendable {
+    let key: String
+    let outputPath: String
+    /// `done` only once its output was written and published at `outputPath`.
+    let state: String
 }
 
 public struct RunRecord: Sendable, Codable {
