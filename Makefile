@@ -1,6 +1,6 @@
 # runner: set-up, build, run and test. `make run` and `make test` work on a fresh Debian machine.
 SWIFT ?= swift
-DEBIAN_PACKAGES := pkg-config libvips-dev libvips-tools libcurl4-openssl-dev libsqlite3-dev curl python3-prometheus-client
+DEBIAN_PACKAGES := pkg-config libvips-dev libvips-tools libcurl4-openssl-dev libsqlite3-dev curl python3-prometheus-client python3-yaml
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 PREFIX ?= /usr/local
@@ -13,13 +13,13 @@ INSTALLED := $(DESTDIR)$(PREFIX)/bin/runner $(DESTDIR)$(PREFIX)/share/man/man1/r
 	$(DESTDIR)$(PREFIX)/share/zsh/site-functions/_runner \
 	$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/runner.fish
 
-.PHONY: deps build run test bench bench-quick clean install uninstall
+.PHONY: deps build run test test-slurm bench bench-quick clean install uninstall
 
 # Installs the Debian packages when pkg-config is missing them, or the CLIs the tests compare against
 # (vipsthumbnail; curl, the quick benchmark's downloads reference), or the Prometheus parser the
-# metrics test reads with.
+# metrics test reads with, or PyYAML (the Kubernetes example's test).
 deps:
-	@if ! command -v pkg-config >/dev/null || ! pkg-config --exists vips libcurl sqlite3 || ! command -v vipsthumbnail >/dev/null || ! command -v curl >/dev/null || ! /usr/bin/python3 -c 'import prometheus_client' 2>/dev/null; then \
+	@if ! command -v pkg-config >/dev/null || ! pkg-config --exists vips libcurl sqlite3 || ! command -v vipsthumbnail >/dev/null || ! command -v curl >/dev/null || ! /usr/bin/python3 -c 'import prometheus_client, yaml' 2>/dev/null; then \
 		echo "installing $(DEBIAN_PACKAGES)"; \
 		$(SUDO) apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(DEBIAN_PACKAGES); \
@@ -35,6 +35,12 @@ test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 	Tests/install/check.sh
+
+# The Slurm deploy example on a one-node cluster on 127.0.0.1 (installs slurm-wlm and munge,
+# starts and stops its own daemons; needs root). CI runs it after `make test`.
+test-slurm: deps
+	$(SWIFT) build --product runner
+	Tests/slurm/check.sh
 
 # Full benchmark: builds the photo corpus from Debian wallpaper packages (once; then a checksum
 # check), times runner's downloads against curl (nginx on 127.0.0.1), runs runner against the C

@@ -34,6 +34,10 @@ struct ShardTests {
         #expect(try Shard.resolve(flag: nil, shards: nil,
                                   environment: ["SLURM_ARRAY_TASK_ID": "4", "SLURM_ARRAY_TASK_MIN": "1", "SLURM_ARRAY_TASK_COUNT": "4"])
             == Shard(index: 3, count: 4))
+        // A resubmitted subset (`--array=3` of 16 shards): the count is given, the ID is the index.
+        #expect(try Shard.resolve(flag: nil, shards: nil, environment: ["SLURM_ARRAY_TASK_ID": "3", "SLURM_ARRAY_TASK_MIN": "3",
+                                                                         "SLURM_ARRAY_TASK_COUNT": "1", "RUNNER_SHARDS": "16"])
+            == Shard(index: 3, count: 16))
         #expect(try Shard.resolve(flag: nil, shards: nil, environment: [:]) == nil)
         #expect(throws: Shard.Unresolved.self) { try Shard.resolve(flag: "4/4", shards: nil, environment: [:]) }
         #expect(throws: Shard.Unresolved.self) { try Shard.resolve(flag: nil, shards: nil, environment: ["JOB_COMPLETION_INDEX": "1"]) }

@@ -71,7 +71,8 @@ extension Shard {
     /// The shard this process runs: `--shard K/N` wins; otherwise the batch engine's environment,
     /// so a job script needs no arithmetic. Kubernetes Indexed Jobs give `JOB_COMPLETION_INDEX`
     /// (the count from `--shards` or `RUNNER_SHARDS`); Slurm job arrays give `SLURM_ARRAY_TASK_ID`,
-    /// `SLURM_ARRAY_TASK_COUNT` and `SLURM_ARRAY_TASK_MIN` (subtracted, for arrays that start above 0).
+    /// with the count from `--shards`/`RUNNER_SHARDS` (IDs taken as they are), else from
+    /// `SLURM_ARRAY_TASK_COUNT` with `SLURM_ARRAY_TASK_MIN` subtracted (arrays that start above 0).
     /// Nil: the whole job.
     public static func resolve(flag: String?, shards: Int?, environment: [String: String]) throws(Unresolved) -> Shard? {
         if let flag {
@@ -88,11 +89,15 @@ extension Shard {
             return try checked(Int(text), count, "JOB_COMPLETION_INDEX=\(text)")
         }
         if let text = environment["SLURM_ARRAY_TASK_ID"] {
+            // With the count given, task IDs are shard indices as they stand, so resubmitting
+            // `--array=3` alone runs shard 3. Without it, the array is the layout: an array
+            // 1-16 is 16 shards, its first task shard 0.
+            if let count { return try checked(Int(text), count, "SLURM_ARRAY_TASK_ID=\(text)") }
             let first = environment["SLURM_ARRAY_TASK_MIN"].flatMap { Int($0) } ?? 0
-            guard let count = count ?? environment["SLURM_ARRAY_TASK_COUNT"].flatMap({ Int($0) }) else {
+            guard let arrayCount = environment["SLURM_ARRAY_TASK_COUNT"].flatMap({ Int($0) }) else {
                 throw Unresolved(description: "SLURM_ARRAY_TASK_ID is set without SLURM_ARRAY_TASK_COUNT: give --shards N")
             }
-            return try checked(Int(text).map { $0 - first }, count, "SLURM_ARRAY_TASK_ID=\(text) (SLURM_ARRAY_TASK_MIN=\(first))")
+            return try checked(Int(text).map { $0 - first }, arrayCount, "SLURM_ARRAY_TASK_ID=\(text) (SLURM_ARRAY_TASK_MIN=\(first))")
         }
         return nil
     }

@@ -183,9 +183,14 @@ public enum JobRunner {
         return summary
     }
 
-    /// The job's state databases other than this run's: work recorded under another shard layout.
+    /// The job's state databases of other shard layouts: work recorded under another shard count
+    /// (or unsharded). Shards of this run's own count hold other sources only, and may be starting
+    /// at this very moment, so they are left alone.
     private static func otherStateDatabases(of job: Job) -> [String] {
-        Shard.stateDatabases(of: job.jobStatePath).filter { $0 != job.statePath }
+        let ownLayout = job.shard.map { "-of-\($0.count)." }
+        return Shard.stateDatabases(of: job.jobStatePath).filter { path in
+            path != job.statePath && !(ownLayout.map { Paths.lastComponent(path).contains($0) } ?? false)
+        }
     }
 
     /// How the job's sources spread over `count` shards: sources per shard.

@@ -1,6 +1,43 @@
 import Foundation
 
-/// `runner status`: item counts by state and the most recent runs.
+/// The state databases that hold a job's answer: the job's own, or with shards, each shard's of
+/// the layout that ran last (`--shard K/N` with the newest run). Databases of an earlier shard
+/// count are kept for lookups but no longer counted.
+struct JobDatabases {
+    struct Part {
+        /// "3/16", or nil for the whole job's own database.
+        let shard: String?
+        let path: String
+        let store: StateStore
+        let runs: [RunRecord]
+    }
+
+    let parts: [Part]
+    /// Databases of earlier layouts, by path.
+    let earlier: [String]
+
+    init(job: Job, runs: Int = 1) throws {
+        var layouts: [Int: [Part]] = [:]
+        for path in Shard.stateDatabases(of: job.jobStatePath) {
+            let name = Paths.lastComponent(path)
+            let numbers = name.split { !$0.isNumber }.compactMap { Int($0) }.suffix(2)
+            let sharded = name.contains(".shard-") && numbers.count == 2
+            guard let store = try StateStore.existing(at: path) else { continue }
+            let part = Part(shard: sharded ? "\(numbers.first!)/\(numbers.last!)" : nil, path: path, store: store,
+                            runs: try store.recentRuns(limit: max(runs, 1)))
+            layouts[sharded ? numbers.last! : 0, default: []].append(part)
+        }
+        func lastStart(_ parts: [Part]) -> Date { parts.compactMap { $0.runs.first?.startedAt }.max() ?? .distantPast }
+        let current = layouts.max { lastStart($0.value) < lastStart($1.value) }?.key
+        parts = current.map { layouts[$0]! } ?? []
+        earlier = layouts.filter { $0.key != current }.flatMap { $0.value.map(\.path) }.sorted()
+    }
+
+    var isSharded: Bool { parts.contains { $0.shard != nil } }
+}
+
+/// `runner status`: item counts by state and the most recent runs; for a sharded job, totals over
+/// its shards and a line per shard.
 public struct StatusReport: Codable, Sendable {
     public let job: String
     public let state: String
@@ -10,27 +47,56 @@ public struct StatusReport: Codable, Sendable {
     /// Done items that rendered with a warning (`runner failed` lists them).
     public let warnings: Int
     public let runs: [RunRecord]
+    /// One per shard database, when the job runs as shards.
+    public let shards: [ShardStatus]
+    /// State databases of an earlier shard count, not counted in the totals.
+    public let earlierLayouts: [String]
+
+    public struct ShardStatus: Codable, Sendable {
+        public let shard: String
+        public let state: String
+        public let items: [String: Int]
+        public let lastRun: RunRecord?
+        /// A run of this shard is going on now.
+        public let running: Bool
+    }
 
     public init(job: Job, runs: Int) throws {
-        let store = try StateStore.existing(at: job.statePath)
+        let databases = try JobDatabases(job: job, runs: runs)
         self.job = job.name
-        state = job.statePath
-        hasRun = store != nil
-        items = try store?.stateCounts() ?? [:]
-        warnings = try store?.warnedItemCount() ?? 0
-        self.runs = try store?.recentRuns(limit: runs) ?? []
+        state = job.jobStatePath
+        hasRun = !databases.parts.isEmpty
+        var totals: [String: Int] = [:]
+        var warnings = 0
+        var shards: [ShardStatus] = []
+        for part in databases.parts {
+            let counts = try part.store.stateCounts()
+            totals.merge(counts, uniquingKeysWith: +)
+            warnings += try part.store.warnedItemCount()
+            if let shard = part.shard {
+                shards.append(ShardStatus(shard: shard, state: part.path, items: counts, lastRun: part.runs.first,
+                                          running: RunLock.isHeld(statePath: part.path)))
+            }
+        }
+        items = totals
+        self.warnings = warnings
+        self.runs = Array(databases.parts.flatMap(\.runs).sorted { $0.startedAt > $1.startedAt }.prefix(runs))
+        self.shards = shards
+        earlierLayouts = databases.earlier
     }
 
     public func json() throws -> String { try encodeJSON(self) }
 
     public func text() -> String {
         guard hasRun else { return notRunYet(job, state: state) }
-        var lines = ["\(job) (\(state))"]
-        let order = ["done", "failed", "blocked", "running", "pending"]
-        let counts = order.compactMap { state in items[state].map { "\($0) \(state)" } }
-        lines.append("items: " + (counts.isEmpty ? "none recorded" : counts.joined(separator: ", "))
-            + (warnings > 0 ? " (\(warnings) with warnings)" : ""))
+        var lines = ["\(job) (\(state)\(shards.isEmpty ? "" : ", \(shards.count) shards"))"]
+        lines.append("items: " + Self.describe(items) + (warnings > 0 ? " (\(warnings) with warnings)" : ""))
         let formatter = ISO8601DateFormatter()
+        for shard in shards {
+            let last = shard.lastRun.map { "last run \(formatter.string(from: $0.startedAt)) \($0.outcome) exit \($0.exitCode.map(String.init) ?? "-")" }
+            lines.append("shard \(shard.shard): " + Self.describe(shard.items) + "; " + (last ?? "no run")
+                + (shard.running ? "; running now" : ""))
+        }
         for run in runs {
             // A run closed by the next one (it was killed) has no exit code; it ended at its last commit.
             let ended = run.endedAt.map { end in
@@ -40,7 +106,16 @@ public struct StatusReport: Codable, Sendable {
             lines.append("run \(run.id) \(formatter.string(from: run.startedAt)) \(run.outcome) exit \(run.exitCode.map(String.init) ?? "-"): "
                 + "\(run.done) done, \(run.failed) failed, \(run.upToDate) up to date, \(run.blocked) blocked (\(ended))")
         }
+        if !earlierLayouts.isEmpty {
+            lines.append("not counted (an earlier shard count): " + earlierLayouts.map(Paths.lastComponent).joined(separator: ", "))
+        }
         return lines.joined(separator: "\n")
+    }
+
+    private static func describe(_ items: [String: Int]) -> String {
+        let order = ["done", "failed", "blocked", "running", "pending"]
+        let counts = order.compactMap { state in items[state].map { "\($0) \(state)" } }
+        return counts.isEmpty ? "none recorded" : counts.joined(separator: ", ")
     }
 }
 
@@ -57,12 +132,13 @@ public struct FailedReport: Codable, Sendable {
 
     public init(job: Job) throws {
         self.job = job.name
-        state = job.statePath
-        let store = try StateStore.existing(at: job.statePath)
-        hasRun = store != nil
-        failed = try store?.failedItems() ?? []
-        warnings = try store?.warnedItems() ?? []
-        blocked = try store?.blockedURLs() ?? []
+        state = job.jobStatePath
+        // Every shard's database, for a sharded job: one list for the whole job.
+        let stores = try JobDatabases(job: job).parts.map(\.store)
+        hasRun = !stores.isEmpty
+        failed = try stores.flatMap { try $0.failedItems() }.sorted { ($0.source, $0.output) < ($1.source, $1.output) }
+        warnings = try stores.flatMap { try $0.warnedItems() }
+        blocked = try stores.flatMap { try $0.blockedURLs() }.sorted { $0.url < $1.url }
     }
 
     public func json() throws -> String { try encodeJSON(self) }

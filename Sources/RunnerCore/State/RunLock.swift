@@ -36,6 +36,16 @@ public final class RunLock {
         _ = pid.withCString { pwrite(descriptor, $0, strlen($0), 0) }
     }
 
+    /// Whether a live run holds the lock of the database at `statePath` (without taking it).
+    public static func isHeld(statePath: String) -> Bool {
+        let descriptor = open(statePath + ".lock", O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return false }
+        defer { close(descriptor) }
+        guard flock(descriptor, LOCK_SH | LOCK_NB) == 0 else { return true }
+        flock(descriptor, LOCK_UN)
+        return false
+    }
+
     deinit {
         flock(descriptor, LOCK_UN)
         close(descriptor)

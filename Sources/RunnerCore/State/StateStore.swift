@@ -28,7 +28,10 @@ public final class StateStore: Sendable {
         var readOnly = Configuration()
         readOnly.readonly = true
         readOnly.busyMode = .timeout(5)
-        others = try otherPaths.map { try DatabaseQueue(path: $0, configuration: readOnly) }
+        // A database another process is creating right now has no tables yet: nothing to find there.
+        others = try otherPaths.map { try DatabaseQueue(path: $0, configuration: readOnly) }.filter { other in
+            try other.read { try $0.tableExists("item") && $0.columns(in: "run").contains { $0.name == "limits" } }
+        }
     }
 
     /// The job's database if a run has created it; nil otherwise, and nothing is created.
