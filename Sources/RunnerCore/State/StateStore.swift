@@ -126,12 +126,17 @@ public final class StateStore: Sendable {
         /// work done under another `--shard K/N` layout is not done again.
         fileprivate let others: [DatabaseQueue]
 
-        func recorded(_ itemKey: String) throws -> LedgerEntry? {
-            if let entry = try Self.recorded(itemKey, in: db) { return entry }
+        /// `body`'s answer from this database, else from the first of `others` that has one.
+        private func firstAnswer<T>(_ body: (Database) throws -> T?) throws -> T? {
+            if let answer = try body(db) { return answer }
             for other in others {
-                if let entry = try other.read({ try Self.recorded(itemKey, in: $0) }) { return entry }
+                if let answer = try other.read(body) { return answer }
             }
             return nil
+        }
+
+        func recorded(_ itemKey: String) throws -> LedgerEntry? {
+            try firstAnswer { try Self.recorded(itemKey, in: $0) }
         }
 
         private static func recorded(_ itemKey: String, in db: Database) throws -> LedgerEntry? {
@@ -147,11 +152,7 @@ public final class StateStore: Sendable {
         }
 
         func original(_ sourceKey: String) throws -> CachedOriginal? {
-            if let original = try Self.original(sourceKey, in: db) { return original }
-            for other in others {
-                if let original = try other.read({ try Self.original(sourceKey, in: $0) }) { return original }
-            }
-            return nil
+            try firstAnswer { try Self.original(sourceKey, in: $0) }
         }
 
         private static func original(_ sourceKey: String, in db: Database) throws -> CachedOriginal? {
