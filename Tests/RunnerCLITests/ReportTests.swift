@@ -29,7 +29,7 @@ private func requireChromium() throws {
 
 @Suite("runner report: a page a person would rather look at", .serialized)
 struct ReportTests {
-    @Test("a job with failures, in a real browser: counts, runs, failures beside their sources, every output loaded")
+    @Test("a job with failures, in a real browser: counts, runs, failures beside their sources, warnings, the blacklist, every output loaded")
     func jobWithFailuresInBrowser() throws {
         try requireChromium()
         let workspace = try Workspace()
@@ -37,9 +37,16 @@ struct ReportTests {
                                     "photos/picos-de-europa.jpg", "broken/truncated.jpg", "broken/html.jpg"], to: "in")
         // A file name that needs escaping in HTML and in a URL.
         try FileManager.default.copyItem(atPath: Fixtures.path("photos/wine.webp"), toPath: workspace.path("in/café #1 & <b>.webp"))
+        // Renders with a warning: an ICC profile libvips cannot use.
+        let photo = [UInt8](try Data(contentsOf: URL(fileURLWithPath: Fixtures.path("formats/photo.jpg"))))
+        try Data(JPEGMetadata.inserting([(JPEGMetadata.app2, JPEGMetadata.icc(Array("garbage".utf8)))], into: photo))
+            .write(to: URL(fileURLWithPath: workspace.path("in/bad-icc.jpg")))
+        // A URL that is blacklisted (404), and one that renders.
+        let server = try HTTPTestServer()
         let job = try workspace.writeJob("""
             {"version": 1, "name": "photos <b>&</b> friends",
-             "sources": [{"path": "in", "include": ["*"]}],
+             "sources": [{"path": "in", "include": ["*"]}, {"url": "\(server.url("/status/404/gone.jpg"))"},
+                         {"url": "\(server.url("/img/remote.jpg"))"}],
              "outputs": [{"name": "thumb", "path": "out/thumbs/{stem}.webp",
                           "chain": [{"op": "thumbnail", "width": 240, "height": 240, "fit": "inside"}], "format": {"type": "webp"}},
                          {"name": "small", "path": "out/small/{stem}.jpg",
@@ -53,24 +60,31 @@ struct ReportTests {
         #expect(written.status == 0, "\(written.stderr)")
         let report = workspace.path("state/report.html")
         #expect(written.stdout == report + "\n", "prints where the report is, beside the state database")
-        #expect(workspace.files(in: "state").filter { $0.hasSuffix(".html") } == ["report.html"], "one page for 14 items")
+        #expect(workspace.files(in: "state").filter { $0.hasSuffix(".html") } == ["report.html"], "one page for 18 items")
 
         let dom = try Chromium.dom(of: report)
         // The job's name is text, not markup.
         #expect(dom.contains("<h1>photos &lt;b&gt;&amp;&lt;/b&gt; friends</h1>"), "\(dom.prefix(2000))")
-        #expect(dom.contains("id=\"count-done\"><span class=\"n\">10</span> done"))
+        #expect(dom.contains("id=\"count-done\"><span class=\"n\">14</span> done"))
         #expect(dom.contains("id=\"count-failed\"><span class=\"n\">4</span> failed"))
+        #expect(dom.contains("id=\"count-blocked\"><span class=\"n\">2</span> blocked"))
+        #expect(dom.contains("id=\"count-warnings\"><span class=\"n\">2</span> with warnings"))
 
-        // Newest run first: the second found everything up to date; the first had the failures.
+        // Newest run first: the second found everything up to date and the URL blocked; the first had the failures.
         let runs = try captures("<tr class=\"run\" data-run=\"\\d+\">(.*?)</tr>", in: dom).map { try cells($0[0]) }
         #expect(runs.count == 2)
         // run, started, duration, done, failed, up to date, blocked, items/s, outcome, exit
-        #expect(runs.first.map { [$0[3], $0[4], $0[5], $0[8], $0[9]] } == ["0", "0", "10", "finished", "0"])
-        #expect(runs.last.map { [$0[3], $0[4], $0[5], $0[8], $0[9]] } == ["10", "4", "0", "finished", "1"])
+        #expect(runs.first.map { [$0[3], $0[4], $0[5], $0[6], $0[8], $0[9]] } == ["0", "0", "14", "2", "finished", "0"])
+        #expect(runs.last.map { [$0[3], $0[4], $0[5], $0[6], $0[8], $0[9]] } == ["14", "6", "0", "0", "finished", "1"])
         #expect(Double(runs.last?[7] ?? "") ?? 0 > 0, "items per second of the run that did the work")
         #expect(count("class=\"bar\"", in: dom) == 2, "one bar per run in the throughput chart")
 
-        // Failures by kind, one row per source with the decoder's own message.
+        let warnings = try captures("<tr class=\"warning\">(.*?)</tr>", in: dom).map { try cells($0[0]) }
+        #expect(warnings.map { [$0[0], $0[1]] } == [["bad-icc.jpg", "small"], ["bad-icc.jpg", "thumb"]])
+        #expect(warnings.allSatisfy { $0[2].hasPrefix("ignored the embedded ICC profile (7 bytes)") }, "\(warnings)")
+        let blacklist = try captures("<tr class=\"blocked\">(.*?)</tr>", in: dom).map { try cells($0[0]) }
+        #expect(blacklist.map { [$0[0], $0[2], $0[4]] } == [[server.url("/status/404/gone.jpg"), "HTTP 404", "1×"]], "\(blacklist)")
+
         let failed = try workspace.run(["failed", job, "--json"])
         let records = try #require(try JSONSerialization.jsonObject(with: Data(failed.stdout.utf8)) as? [String: Any])["failed"] as? [[String: Any]]
         let messages = Dictionary((records ?? []).map { (($0["source"] as! String as NSString).lastPathComponent, $0["message"] as! String) }) { a, _ in a }
@@ -90,14 +104,16 @@ struct ReportTests {
 
         // The contact sheet: failed first, then every output, each loaded by the browser.
         let tiles = try captures("<figure class=\"tile([^\"]*)\"", in: dom).map { $0[0] }
-        #expect(tiles == Array(repeating: " failed", count: 4) + Array(repeating: "", count: 10))
-        #expect(try captures("data-images-loaded=\"([^\"]*)\"", in: dom) == [["10/10"]])
+        #expect(tiles == Array(repeating: " failed", count: 4) + Array(repeating: "", count: 14))
+        #expect(try captures("data-images-loaded=\"([^\"]*)\"", in: dom) == [["14/14"]])
+        #expect(count("<div class=\"name\"><span title=\"\(server.url("/img/remote.jpg"))\">remote.jpg</span></div>", in: dom) == 2,
+                "a URL source is named by its file name")
         #expect(dom.contains("alt=\"café #1 &amp; &lt;b&gt;.webp\""))
-        #expect(try captures("<span class=\"dims\">(\\d+)×(\\d+) · </span>", in: dom).count == 10, "pixel sizes from the loaded images")
+        #expect(try captures("<span class=\"dims\">(\\d+)×(\\d+) · </span>", in: dom).count == 14, "pixel sizes from the loaded images")
         #expect(!dom.contains("<b>"), "no markup from names or messages")
 
         let screenshot = try TestArtifacts.path("report.png")
-        try Chromium.screenshot(of: report, to: screenshot, height: 1900)
+        try Chromium.screenshot(of: report, to: screenshot, height: 2400)
         print("report screenshot: \(screenshot)")
     }
 

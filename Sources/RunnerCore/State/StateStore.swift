@@ -176,9 +176,9 @@ public final class StateStore: Sendable {
     func finishRun(_ runID: Int64, summary: RunSummary) throws {
         try database.write { db in
             try db.execute(sql: """
-                UPDATE run SET ended_at = ?, done = ?, failed = ?, blocked = ?, outcome = ?, exit_code = ?
+                UPDATE run SET ended_at = ?, done = ?, failed = ?, up_to_date = ?, blocked = ?, outcome = ?, exit_code = ?
                 WHERE id = ?
-                """, arguments: [Date().timeIntervalSince1970, summary.done, summary.failed, summary.blocked,
+                """, arguments: [Date().timeIntervalSince1970, summary.done, summary.failed, summary.upToDate, summary.blocked,
                                  summary.outcome, summary.exitCode, runID])
         }
     }
