@@ -74,12 +74,17 @@ public struct HTMLReport {
             staged.append(try AtomicFile.stage(Data(html.utf8), for: pagePath(page), owner: getpid()))
             (tiles, onPage) = ("", 0)
         }
-        try store.forEachSheetItem(stride: stride, limit: shown) { item in
-            tiles += tile(item, folder: folder)
-            onPage += 1
-            if onPage == perPage { try flush() }
+        do {
+            try store.forEachSheetItem(stride: stride, limit: shown) { item in
+                tiles += tile(item, folder: folder)
+                onPage += 1
+                if onPage == perPage { try flush() }
+            }
+            if onPage > 0 || staged.isEmpty { try flush() }
+        } catch {
+            for page in staged { unlink(page.temporary) }
+            throw error
         }
-        if onPage > 0 || staged.isEmpty { try flush() }
         // The pages are published together, so they always link to each other consistently.
         if let failure = AtomicFile.publish(staged).compactMap({ $0 }).first { throw failure }
         // Pages of an earlier, longer report would otherwise linger unlinked.
