@@ -215,6 +215,44 @@ struct Failed: ParsableCommand {
     }
 }
 
+struct Report: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Write an HTML report: the runs, their throughput, failures and a contact sheet of outputs.")
+
+    @OptionGroup var job: JobArgument
+
+    @Option(help: ArgumentHelp("The report's first page (default: report.html beside the state database).", valueName: "file"))
+    var out: String?
+
+    @Option(help: "How many recent runs to show.")
+    var runs = 15
+
+    @Option(help: "Most pages of outputs; a bigger job is sampled evenly.")
+    var pages = 20
+
+    @Option(help: "Outputs per page (at most 500).")
+    var perPage = HTMLReport.maxPerPage
+
+    func validate() throws {
+        if runs < 1 || pages < 1 { throw ValidationError("--runs and --pages must be at least 1") }
+        if !(1...HTMLReport.maxPerPage).contains(perPage) { throw ValidationError("--per-page must be from 1 to \(HTMLReport.maxPerPage)") }
+    }
+
+    func run() throws {
+        do {
+            let loaded = try job.load()
+            var options = HTMLReport.Options()
+            (options.out, options.runs, options.pages, options.perPage) = (out, runs, pages, perPage)
+            switch try HTMLReport.write(loaded, options: options) {
+            case .written(let pages): print(pages[0])
+            case .neverRun: print("\(loaded.name) has not run yet: no report written")
+            }
+        } catch {
+            Runner.exit(for: error)
+        }
+    }
+}
+
 struct Unblock: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Take URLs off the job's failed-URL blacklist.")
 

@@ -100,19 +100,20 @@ public final class Workspace: @unchecked Sendable {
     }
 }
 
-/// A `runner` process started by a test, with its output captured in files.
+/// A `runner` process (or another program) started by a test, with its output captured in files.
 public final class RunningCommand: @unchecked Sendable {
     public let process = Process()
     private let stdoutPath: String
     private let stderrPath: String
 
-    init(arguments: [String], directory: String, environment: [String: String]) throws {
+    public init(_ executable: String = RunnerBinary.path, arguments: [String], directory: String,
+                environment: [String: String]) throws {
         let id = UUID().uuidString
         stdoutPath = NSTemporaryDirectory() + "runner-out-\(id)"
         stderrPath = NSTemporaryDirectory() + "runner-err-\(id)"
         _ = FileManager.default.createFile(atPath: stdoutPath, contents: nil)
         _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
-        process.executableURL = URL(fileURLWithPath: RunnerBinary.path)
+        process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         process.currentDirectoryURL = URL(fileURLWithPath: directory)
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }

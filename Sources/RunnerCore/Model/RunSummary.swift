@@ -38,6 +38,15 @@ public struct RunSummary: Sendable, Codable {
     }
 }
 
+extension RunSummary {
+    /// Throughput as summaries, metrics and reports give it: items finished (done or failed) per second.
+    static func itemsPerSecond(done: Int, failed: Int, seconds: Double) -> Double {
+        seconds > 0 ? Double(done + failed) / seconds : 0
+    }
+
+    public var itemsPerSecond: Double { Self.itemsPerSecond(done: done, failed: failed, seconds: elapsedSeconds) }
+}
+
 /// The exit codes runner documents.
 public enum ExitStatus {
     public static let success: Int32 = 0

@@ -31,14 +31,13 @@ struct MetricsFile {
         metric("runner_items", "Items of the job by state, as its state database records them.",
                Set(Self.itemStates + states.keys).sorted().map { ([("state", $0)], Double(states[$0] ?? 0)) })
         metric("runner_failures", "Failed items of the job by failure kind.",
-               try store.failureCounts().sorted { $0.key < $1.key }.map { ([("kind", $0.key)], Double($0.value)) })
+               try store.failureKinds().map { ([("kind", $0.kind)], Double($0.count)) })
         let results: [(String, Int)] = [("done", summary.done), ("failed", summary.failed), ("up_to_date", summary.upToDate),
                                         ("blocked", summary.blocked), ("known_failure", summary.knownFailures),
                                         ("not_started", summary.notStarted)]
         metric("runner_run_items", "Items of the last run by result.", results.map { ([("result", $0.0)], Double($0.1)) })
         metric("runner_run_duration_seconds", "How long the last run took.", [([], summary.elapsedSeconds)])
-        let rate = summary.elapsedSeconds > 0 ? Double(summary.done + summary.failed) / summary.elapsedSeconds : 0
-        metric("runner_run_items_per_second", "Items the last run finished per second.", [([], rate)])
+        metric("runner_run_items_per_second", "Items the last run finished per second.", [([], summary.itemsPerSecond)])
         metric("runner_run_exit_code", "The last run's exit code (see the README's exit codes).",
                [([], Double(summary.exitCode))])
         metric("runner_run_end_timestamp_seconds", "When the last run ended (Unix time).", [([], now.timeIntervalSince1970)])

@@ -143,7 +143,7 @@ final class Reporter: Sendable {
             if summary.notStarted > 0 { line += ", \(summary.notStarted) not started" }
             line += String(format: " in %.1fs", summary.elapsedSeconds)
             if summary.done > 0 && summary.elapsedSeconds > 0 {
-                line += String(format: " (%.1f items/s)", Double(summary.done + summary.failed) / summary.elapsedSeconds)
+                line += String(format: " (%.1f items/s)", summary.itemsPerSecond)
             }
             if let signal = summary.interrupted { line += "; interrupted by \(String(cString: strsignal(signal)))" }
             if summary.stoppedByBudget { line += "; stopped by the time budget, run again to continue" }

@@ -233,9 +233,9 @@ public final class StateStore: Sendable {
     func finishRun(_ runID: Int64, summary: RunSummary) throws {
         try database.write { db in
             try db.execute(sql: """
-                UPDATE run SET ended_at = ?, done = ?, failed = ?, blocked = ?, outcome = ?, exit_code = ?
+                UPDATE run SET ended_at = ?, done = ?, failed = ?, up_to_date = ?, blocked = ?, outcome = ?, exit_code = ?
                 WHERE id = ?
-                """, arguments: [Date().timeIntervalSince1970, summary.done, summary.failed, summary.blocked,
+                """, arguments: [Date().timeIntervalSince1970, summary.done, summary.failed, summary.upToDate, summary.blocked,
                                  summary.outcome, summary.exitCode, runID])
         }
     }
@@ -338,8 +338,15 @@ public final class StateStore: Sendable {
         }
     }
 
-    public func blockedURLs() throws -> [BlacklistEntry] {
-        try database.read { db in try Row.fetchAll(db, sql: "SELECT * FROM blacklist ORDER BY url").map(BlacklistEntry.init) }
+    /// The blacklist by URL (the first `limit`; -1: all).
+    public func blockedURLs(limit: Int = -1) throws -> [BlacklistEntry] {
+        try database.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM blacklist ORDER BY url LIMIT ?", arguments: [limit]).map(BlacklistEntry.init)
+        }
+    }
+
+    public func blockedURLCount() throws -> Int {
+        try database.read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM blacklist") ?? 0 }
     }
 
     // MARK: Originals (downloaded sources)
@@ -410,14 +417,13 @@ public final class StateStore: Sendable {
         }
     }
 
-    /// Failed items by failure kind.
-    func failureCounts() throws -> [String: Int] {
+    /// Failed items by failure kind, with the oldest failure still standing in each.
+    func failureKinds() throws -> [FailureKindRecord] {
         try database.read { db in
-            var counts: [String: Int] = [:]
-            for row in try Row.fetchAll(db, sql: "SELECT error_kind, COUNT(*) FROM item WHERE state = 'failed' GROUP BY error_kind") {
-                counts[row[0] ?? "unknown"] = row[1]
-            }
-            return counts
+            try Row.fetchAll(db, sql: """
+                SELECT COALESCE(error_kind, 'unknown') AS kind, COUNT(*), MIN(updated_at) FROM item
+                WHERE state = 'failed' GROUP BY kind ORDER BY kind
+                """).map { FailureKindRecord(kind: $0[0], count: $0[1], since: Date(timeIntervalSince1970: $0[2])) }
         }
     }
 
@@ -428,13 +434,13 @@ public final class StateStore: Sendable {
         }
     }
 
-    /// Done items that rendered with a warning.
-    public func warnedItems() throws -> [WarnedItemRecord] {
+    /// Done items that rendered with a warning (the first `limit`; -1: all).
+    public func warnedItems(limit: Int = -1) throws -> [WarnedItemRecord] {
         try database.read { db in
             try Row.fetchAll(db, sql: """
                 SELECT key, source_key, output_name, warning FROM item
-                WHERE state = 'done' AND warning IS NOT NULL ORDER BY source_key, output_name
-                """).map { WarnedItemRecord(key: $0["key"], source: $0["source_key"], output: $0["output_name"], warning: $0["warning"]) }
+                WHERE state = 'done' AND warning IS NOT NULL ORDER BY source_key, output_name LIMIT ?
+                """, arguments: [limit]).map { WarnedItemRecord(key: $0["key"], source: $0["source_key"], output: $0["output_name"], warning: $0["warning"]) }
         }
     }
 
@@ -442,15 +448,46 @@ public final class StateStore: Sendable {
         try database.read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM item WHERE state = 'done' AND warning IS NOT NULL") ?? 0 }
     }
 
-    public func failedItems() throws -> [FailedItemRecord] {
+    /// Failed items, of one `kind` or all (the first `limit`; -1: all).
+    public func failedItems(kind: String? = nil, limit: Int = -1) throws -> [FailedItemRecord] {
         try database.read { db in
             try Row.fetchAll(db, sql: """
                 SELECT key, source_key, output_name, error_kind, error_message, attempts, updated_at
-                FROM item WHERE state = 'failed' ORDER BY source_key, output_name
-                """).map { row in
+                FROM item WHERE state = 'failed' AND (?1 IS NULL OR COALESCE(error_kind, 'unknown') = ?1)
+                ORDER BY source_key, output_name LIMIT ?2
+                """, arguments: [kind, limit]).map { row in
                 FailedItemRecord(key: row["key"], source: row["source_key"], output: row["output_name"],
                                  kind: row["error_kind"] ?? "unknown", message: row["error_message"] ?? "",
                                  attempts: row["attempts"], at: Date(timeIntervalSince1970: row["updated_at"]))
+            }
+        }
+    }
+
+    /// Items with an output or a failure to show in a contact sheet.
+    func sheetItemCount() throws -> Int {
+        try database.read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM item WHERE state IN ('done', 'failed')") ?? 0 }
+    }
+
+    /// Streams a contact sheet's items, failed first, then newest first: every `stride`th of them,
+    /// at most `limit`. SQLite sorts rowids only (1,000,000 items: about a second); only the row in
+    /// hand is in memory.
+    func forEachSheetItem(stride: Int, limit: Int, _ body: (SheetItemRecord) throws -> Void) throws {
+        try database.read { db in
+            let rows = try Row.fetchCursor(db, sql: """
+                SELECT key, source_key, output_name, state, output_path, error_kind, error_message, updated_at
+                FROM (SELECT rowid AS id,
+                          ROW_NUMBER() OVER (ORDER BY state = 'failed' DESC, updated_at DESC, rowid DESC) - 1 AS position
+                      FROM item WHERE state IN ('done', 'failed')) AS ranked
+                JOIN item ON item.rowid = ranked.id
+                WHERE position % ? = 0 ORDER BY position LIMIT ?
+                """, arguments: [stride, limit])
+            while let row = try rows.next() {
+                let failed = row["state"] == "failed"
+                try body(SheetItemRecord(key: row["key"], source: row["source_key"], output: row["output_name"],
+                                         outputPath: row["output_path"],
+                                         failureKind: failed ? row["error_kind"] ?? "unknown" : nil,
+                                         failureMessage: row["error_message"] ?? "",
+                                         at: Date(timeIntervalSince1970: row["updated_at"])))
             }
         }
     }

@@ -59,6 +59,13 @@ enum Paths {
         return path.hasPrefix(prefix) ? String(path.dropFirst(prefix.count)) : nil
     }
 
+    /// How to get from the folder `base` to `path` (both absolute and normal), with `..` where needed.
+    static func relative(_ path: String, from base: String) -> String {
+        let from = base.split(separator: "/"), to = path.split(separator: "/")
+        let common = zip(from, to).prefix { $0 == $1 }.count
+        return (Array(repeating: "..", count: from.count - common) + to.dropFirst(common).map(String.init)).joined(separator: "/")
+    }
+
     /// Splits `name.ext` into ("name", "ext"); a leading dot is part of the stem.
     static func splitExtension(_ fileName: String) -> (stem: String, ext: String) {
         guard let dot = fileName.lastIndex(of: "."), dot != fileName.startIndex else { return (fileName, "") }
