@@ -48,6 +48,24 @@ struct OperatorToolsTests {
         try verifyOutputs(workspace, expected: 40)
     }
 
+    @Test("a budget that ends with nothing left is a success; a stopped --force run keeps the failures on record")
+    func budgetEdges() throws {
+        let workspace = try Workspace()
+        let job = try slowJob(workspace, count: 40)
+        try FileManager.default.copyItem(atPath: Fixtures.path("broken/truncated.jpg"), toPath: workspace.path("in/truncated.jpg"))
+        #expect(try workspace.run([job]).status == 1)
+        let nothingLeft = try workspace.run([job, "--max-duration", "0s"])
+        #expect(nothingLeft.status == 0, "nothing was left for the next run: \(nothingLeft.stdout)")
+
+        // --force stopped early: the items it never reached keep their records (done, failed and why).
+        let forced = try workspace.run([job, "--force", "--max-duration", "0.3s", "-j", "1"])
+        #expect(forced.status == 124, "\(forced.stdout)")
+        #expect(try workspace.run(["failed", job]).stdout.contains("truncated.jpg -> small: decode"))
+        let after = try workspace.run([job, "--log-format", "json"])
+        #expect(after.status == 0, "the failure is carried over, not new: \(after.stdout)")
+        #expect(try #require(summaryEvent(after.stdout))["knownFailures"] as? Int == 2)
+    }
+
     @Test("--deadline takes the next time the clock reads HH:MM; malformed budgets are usage errors")
     func deadlineParsing() throws {
         var calendar = Calendar(identifier: .gregorian)

@@ -57,6 +57,26 @@ struct ShardRunTests {
         #expect(spread.stdout.hasPrefix("24 sources over 4 shards"), "\(spread.stdout)")
     }
 
+    @Test("moving an unsharded job to shards: plan and runs find the work done, status and failed answer from the shards")
+    func fromOneMachineToShards() throws {
+        let workspace = try Workspace()
+        let job = try shardedJob(workspace)
+        try FileManager.default.copyItem(atPath: Fixtures.path("broken/truncated.jpg"), toPath: workspace.path("in/truncated.jpg"))
+        #expect(try workspace.run([job]).status == 1)
+        for index in 0..<2 {
+            let plan = try workspace.run(["plan", job, "--shard", "\(index)/2"])
+            #expect(plan.stdout.hasPrefix("0 to run,"), "a new shard count previews what its run will find: \(plan.stdout)")
+            let result = try workspace.run([job, "--shard", "\(index)/2", "--log-format", "json"])
+            #expect(result.status == 0)
+            #expect(try summary(result)["done"] as? Int == 0)
+        }
+        // The unsharded database is no longer counted, yet nothing recorded is lost.
+        let status = try JSONSerialization.jsonObject(with: Data(try workspace.run(["status", job, "--json"]).stdout.utf8)) as? [String: Any]
+        #expect(status?["items"] as? [String: Int] == ["done": 48, "failed": 2], "\(String(describing: status))")
+        #expect((status?["shards"] as? [Any])?.count == 2)
+        #expect(try workspace.run(["failed", job]).stdout.contains("truncated.jpg -> t: decode"))
+    }
+
     @Test("a collision with another shard's output is a job-file error in every shard")
     func collisionsAcrossShards() throws {
         let workspace = try Workspace()

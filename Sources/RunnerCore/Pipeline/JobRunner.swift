@@ -173,7 +173,8 @@ public enum JobRunner {
         summary.strict = options.strict
         summary.workersStarted = (try? schedulerResult.get()) ?? 0
         summary.interrupted = control.stopSignal.flatMap { schedulerResult.failure == nil ? $0 : nil }
-        summary.stoppedByBudget = control.budgetReached
+        // A budget that ran out after the last item was handed out left nothing for the next run.
+        summary.stoppedByBudget = control.budgetReached && summary.notStarted > 0
         summary.elapsedSeconds = Date().timeIntervalSince(clock)
         try store.finishRun(runID, summary: summary)
         try trimCache(job, store: store)
@@ -248,8 +249,14 @@ public enum JobRunner {
                 try visit(source)
             }
         }
-        guard let store = try StateStore.existing(at: job.statePath, readingAlso: otherStateDatabases(of: job)) else {
-            try planAll(PlanningState(), visit)
+        let others = otherStateDatabases(of: job)
+        guard let store = try StateStore.existing(at: job.statePath, readingAlso: others) else {
+            // Never run under this layout: what other shard counts recorded is what the first run will find.
+            if let first = others.first, let earlier = try StateStore.existing(at: first, readingAlso: Array(others.dropFirst())) {
+                try earlier.plan { try planAll($0, visit) }
+            } else {
+                try planAll(PlanningState(), visit)
+            }
             return (counts, 0)
         }
         var current = CurrentItems()

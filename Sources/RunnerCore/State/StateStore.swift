@@ -125,18 +125,30 @@ public final class StateStore: Sendable {
         /// Other state databases of the same job (other shard counts), read only on a miss here:
         /// work done under another `--shard K/N` layout is not done again.
         fileprivate let others: [DatabaseQueue]
-
-        /// `body`'s answer from this database, else from the first of `others` that has one.
-        private func firstAnswer<T>(_ body: (Database) throws -> T?) throws -> T? {
-            if let answer = try body(db) { return answer }
-            for other in others {
-                if let answer = try other.read(body) { return answer }
-            }
-            return nil
-        }
+        /// This run's `Planner.limitsDigest`, for taking over failures recorded elsewhere.
+        fileprivate var limits: String? = nil
 
         func recorded(_ itemKey: String) throws -> LedgerEntry? {
-            try firstAnswer { try Self.recorded(itemKey, in: $0) }
+            if let entry = try Self.recorded(itemKey, in: db) { return entry }
+            for other in others {
+                let found = try other.read { db in
+                    try Self.recorded(itemKey, in: db).map { ($0, try Row.fetchOne(db, sql: "SELECT * FROM item WHERE key = ?", arguments: [itemKey])) }
+                }
+                guard let (entry, row) = found else { continue }
+                // A run takes the record over, so this database alone answers for its items from now on
+                // (status, failed, metrics); a failure only while it stands under this run's limits.
+                if let row, runID != nil, entry.failureKind == nil || entry.failedUnder == limits {
+                    try db.execute(sql: """
+                        INSERT OR IGNORE INTO item (key, source_key, output_name, state, attempts, fingerprint, output_path,
+                            error_kind, error_message, warning, duration, run_id, updated_at)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        """, arguments: [row["key"], row["source_key"], row["output_name"], row["state"], row["attempts"],
+                                         row["fingerprint"], row["output_path"], row["error_kind"], row["error_message"],
+                                         row["warning"], row["duration"], runID, row["updated_at"]])
+                }
+                return entry
+            }
+            return nil
         }
 
         private static func recorded(_ itemKey: String, in db: Database) throws -> LedgerEntry? {
@@ -152,7 +164,13 @@ public final class StateStore: Sendable {
         }
 
         func original(_ sourceKey: String) throws -> CachedOriginal? {
-            try firstAnswer { try Self.original(sourceKey, in: $0) }
+            if let original = try Self.original(sourceKey, in: db) { return original }
+            for other in others {
+                guard let original = try other.read({ try Self.original(sourceKey, in: $0) }) else { continue }
+                if runID != nil { try StateStore.insertOriginal(original, into: db, replacing: false) }
+                return original
+            }
+            return nil
         }
 
         private static func original(_ sourceKey: String, in db: Database) throws -> CachedOriginal? {
@@ -172,13 +190,13 @@ public final class StateStore: Sendable {
                 INSERT INTO item (key, source_key, output_name, state, fingerprint, output_path, run_id, updated_at)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT(key) DO UPDATE SET
-                    state = excluded.state, output_path = excluded.output_path, run_id = excluded.run_id,
-                    updated_at = excluded.updated_at,
-                    attempts = CASE WHEN fingerprint = excluded.fingerprint THEN attempts ELSE 0 END,
-                    fingerprint = excluded.fingerprint
+                    state = 'blocked', run_id = excluded.run_id, updated_at = excluded.updated_at
+                WHERE excluded.state = 'blocked'
                 """)
             let now = Date().timeIntervalSince1970
-            // Up-to-date items and known failures keep the rows that decided them.
+            // New items are recorded pending. A recorded item keeps its row (done, failed, and why)
+            // until a worker starts on it, so a run stopped early (even a --force one) leaves the
+            // record as it was; only a blocked URL is recorded at once.
             for item in source.items where item.status != .upToDate && item.status != .knownFailure {
                 let state = item.status == .blocked ? "blocked" : "pending"
                 try statement.execute(arguments: [item.key, source.key, item.outputName, state,
@@ -204,7 +222,7 @@ public final class StateStore: Sendable {
                 VALUES (?, ?, ?, ?, ?, 0, 0, 0)
                 """, arguments: [Date().timeIntervalSince1970, Int(getpid()), RunnerVersion.string, vipsVersion, limitsDigest])
             let runID = db.lastInsertedRowID
-            let counts = try body(PlanningPass(db: db, runID: runID, others: others))
+            let counts = try body(PlanningPass(db: db, runID: runID, others: others, limits: limitsDigest))
             try db.execute(sql: "UPDATE run SET planned = ?, up_to_date = ?, blocked = ? WHERE id = ?",
                            arguments: [counts.pending, counts.upToDate, counts.blocked, runID])
             return (runID, counts)
@@ -248,25 +266,26 @@ public final class StateStore: Sendable {
         try database.write { db in
             let now = Date().timeIntervalSince1970
             let started = try db.cachedStatement(sql: """
-                UPDATE item SET state = 'running', attempts = attempts + 1, fingerprint = ?, run_id = ?, updated_at = ?
-                WHERE key = ?
+                UPDATE item SET state = 'running', attempts = CASE WHEN fingerprint = ?1 THEN attempts + 1 ELSE 1 END,
+                    fingerprint = ?1, run_id = ?2, updated_at = ?3
+                WHERE key = ?4
                 """)
             let unchanged = try db.cachedStatement(sql: """
-                UPDATE item SET state = 'done', fingerprint = ?, error_kind = NULL, error_message = NULL, run_id = ?,
-                    updated_at = ?
+                UPDATE item SET state = 'done', fingerprint = ?, output_path = ?, error_kind = NULL, error_message = NULL,
+                    run_id = ?, updated_at = ?
                 WHERE key = ?
                 """)
             let finished = try db.cachedStatement(sql: """
-                UPDATE item SET state = ?, error_kind = ?, error_message = ?, warning = ?, duration = ?, run_id = ?,
-                    updated_at = ?
+                UPDATE item SET state = ?, output_path = ?, error_kind = ?, error_message = ?, warning = ?, duration = ?,
+                    run_id = ?, updated_at = ?
                 WHERE key = ?
                 """)
             for event in events {
                 switch event {
                 case .started(let key, let fingerprint):
                     try started.execute(arguments: [fingerprint, runID, now, key])
-                case .unchanged(let key, _, let fingerprint):
-                    try unchanged.execute(arguments: [fingerprint, runID, now, key])
+                case .unchanged(let key, let outputPath, let fingerprint):
+                    try unchanged.execute(arguments: [fingerprint, outputPath, runID, now, key])
                 case .stillFailed:
                     break  // the recorded failure stands as it is
                 case .blacklisted(let url, let kind, let httpStatus, let message):
@@ -277,14 +296,14 @@ public final class StateStore: Sendable {
                         """, arguments: [url, kind, httpStatus, message, now, now])
                 case .unblocked(let url):
                     try db.execute(sql: "DELETE FROM blacklist WHERE url = ?", arguments: [url])
-                case .finished(let key, _, let outcome):
+                case .finished(let key, let outputPath, let outcome):
                     switch outcome {
                     case .done(let duration, let warning):
-                        try finished.execute(arguments: ["done", nil, nil, warning, duration, runID, now, key])
+                        try finished.execute(arguments: ["done", outputPath, nil, nil, warning, duration, runID, now, key])
                     case .blocked(let message):
-                        try finished.execute(arguments: ["blocked", "blacklisted", message, nil, 0, runID, now, key])
+                        try finished.execute(arguments: ["blocked", outputPath, "blacklisted", message, nil, 0, runID, now, key])
                     case .failed(let failure, let duration):
-                        try finished.execute(arguments: ["failed", failure.kind.rawValue, failure.message, nil, duration,
+                        try finished.execute(arguments: ["failed", outputPath, failure.kind.rawValue, failure.message, nil, duration,
                                                          runID, now, key])
                     }
                 }
@@ -367,15 +386,17 @@ public final class StateStore: Sendable {
     }
 
     func saveOriginal(_ original: CachedOriginal) throws {
-        try database.write { db in
-            try db.execute(sql: """
-                INSERT OR REPLACE INTO original
-                    (source_key, url, file, etag, last_modified, content_hash, size, fetched_at, validated_at, used_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """, arguments: [original.sourceKey, original.url, original.file, original.etag, original.lastModified,
-                                 original.contentHash, original.size, original.fetchedAt, original.validatedAt,
-                                 original.usedAt])
-        }
+        try database.write { db in try Self.insertOriginal(original, into: db, replacing: true) }
+    }
+
+    fileprivate static func insertOriginal(_ original: CachedOriginal, into db: Database, replacing: Bool) throws {
+        try db.execute(sql: """
+            INSERT OR \(replacing ? "REPLACE" : "IGNORE") INTO original
+                (source_key, url, file, etag, last_modified, content_hash, size, fetched_at, validated_at, used_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """, arguments: [original.sourceKey, original.url, original.file, original.etag, original.lastModified,
+                             original.contentHash, original.size, original.fetchedAt, original.validatedAt,
+                             original.usedAt])
     }
 
     /// Marks originals used now (the cache trims least recently used first).
