@@ -245,7 +245,7 @@ public struct ObjectShape: Sendable {
     }
 
     /// `extra` adds properties that are not keys of the shape (a tag such as `op`).
-    func schema(description: String, extra: [String: JSONValue] = [:], required extraRequired: [String] = []) -> JSONValue {
+    func schema(description: String, extra: [String: JSONValue] = [:], required extraRequired: [String] = []) -> [String: JSONValue] {
         var properties = extra
         var required = extraRequired
         var alternatives: [JSONValue] = []
@@ -281,7 +281,7 @@ public struct ObjectShape: Sendable {
         }
         if !alternatives.isEmpty { schema["allOf"] = .array(alternatives) }
         if !dependents.isEmpty { schema["dependentSchemas"] = .object(dependents) }
-        return .object(schema)
+        return schema
     }
 }
 
@@ -307,7 +307,7 @@ public struct TaggedShape: Sendable {
         let branches: [JSONValue] = variants.map { variant in
             let pick: JSONValue = ["enum": .array(variant.names.map(JSONValue.string))]
             return ["if": ["properties": [tag: pick], "required": [.string(tag)]],
-                    "then": variant.shape.schema(description: variant.summary, extra: [tag: pick], required: [tag])]
+                    "then": .object(variant.shape.schema(description: variant.summary, extra: [tag: pick], required: [tag]))]
         }
         return ["description": .string(description), "type": "object", "required": [.string(tag)],
                 "properties": [tag: ["description": .string(summary), "enum": .array(names)]], "allOf": .array(branches)]
@@ -333,7 +333,7 @@ public struct ObjectKey: KeyDeclaration {
 
     public var schema: JSONValue {
         switch content {
-        case .fixed(let shape): shape.schema(description: summary)
+        case .fixed(let shape): .object(shape.schema(description: summary))
         case .tagged(let tagged): tagged.schema(description: summary)
         }
     }

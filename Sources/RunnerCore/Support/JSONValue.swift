@@ -35,19 +35,38 @@ extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, Ex
     }
 }
 
-/// Written with JSONEncoder; whole numbers without a fraction (`80`, not `80.0`).
-extension JSONValue: Encodable {
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
+extension JSONValue {
+    /// Indented JSON with sorted keys, so output diffs well; whole numbers without a fraction.
+    func formatted(indent: String = "") -> String {
+        let inner = indent + "  "
         switch self {
-        case .null: try container.encodeNil()
-        case .bool(let flag): try container.encode(flag)
-        case .number(let number) where number == number.rounded() && abs(number) < 1e15: try container.encode(Int64(number))
-        case .number(let number): try container.encode(number)
-        case .string(let text): try container.encode(text)
-        case .array(let elements): try container.encode(elements)
-        case .object(let fields): try container.encode(fields)
+        case .null: return "null"
+        case .bool(let flag): return String(flag)
+        case .number(let number): return canonicalNumber(number)
+        case .string(let text): return Self.quoted(text)
+        case .array(let elements):
+            guard !elements.isEmpty else { return "[]" }
+            return "[\n" + elements.map { inner + $0.formatted(indent: inner) }.joined(separator: ",\n") + "\n\(indent)]"
+        case .object(let fields):
+            guard !fields.isEmpty else { return "{}" }
+            let members = fields.sorted { $0.key < $1.key }.map { "\(inner)\(Self.quoted($0.key)): \($0.value.formatted(indent: inner))" }
+            return "{\n" + members.joined(separator: ",\n") + "\n\(indent)}"
         }
+    }
+
+    private static func quoted(_ text: String) -> String {
+        var quoted = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": quoted += "\\\""
+            case "\\": quoted += "\\\\"
+            case "\n": quoted += "\\n"
+            case "\t": quoted += "\\t"
+            case _ where scalar.value < 0x20: quoted += String(format: "\\u%04x", scalar.value)
+            default: quoted.unicodeScalars.append(scalar)
+            }
+        }
+        return quoted + "\""
     }
 }
 
