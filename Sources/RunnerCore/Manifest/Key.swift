@@ -306,8 +306,9 @@ public struct TaggedShape: Sendable {
         let names = variants.flatMap(\.names).map(JSONValue.string)
         let branches: [JSONValue] = variants.map { variant in
             let pick: JSONValue = ["enum": .array(variant.names.map(JSONValue.string))]
+            let described: JSONValue = ["enum": .array(variant.names.map(JSONValue.string)), "description": .string(summary)]
             return ["if": ["properties": [tag: pick], "required": [.string(tag)]],
-                    "then": .object(variant.shape.schema(description: variant.summary, extra: [tag: pick], required: [tag]))]
+                    "then": .object(variant.shape.schema(description: variant.summary, extra: [tag: described], required: [tag]))]
         }
         return ["description": .string(description), "type": "object", "required": [.string(tag)],
                 "properties": [tag: ["description": .string(summary), "enum": .array(names)]], "allOf": .array(branches)]
