@@ -15,7 +15,7 @@ struct CommandLineTests {
         #expect(!FileManager.default.fileExists(atPath: workspace.path("state.sqlite")))
         let far = try workspace.run(["thumbs"])
         #expect(far.status == 64)
-        #expect(far.stderr.contains(#"unknown command "thumbs" (known: failed, plan, run, status, unblock, validate)"#), "\(far.stderr)")
+        #expect(far.stderr.contains(#"unknown command "thumbs" (known: failed, plan, run, schema, status, unblock, validate)"#), "\(far.stderr)")
     }
 
     @Test("the first word is a job file when it exists or is written like a path")
