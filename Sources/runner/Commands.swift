@@ -101,6 +101,15 @@ struct Validate: ParsableCommand {
     }
 }
 
+struct Schema: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print the JSON Schema of job files, for editors: runner schema > runner.schema.json.")
+
+    func run() throws {
+        print(JobSchema.text)
+    }
+}
+
 struct PlanCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "plan", abstract: "Show how many items would run, are up to date, or are blocked.")

@@ -21,70 +21,110 @@ extension Job {
         } catch {
             throw JobFileError(syntax: error)
         }
-        let root = try ObjectReader(document, path: "", keys: [
-            "version", "name", "sources", "outputs", "state", "concurrency", "limits",
-            "http", "retry", "blacklist", "cache", "cacheMaxBytes",
-        ])
+        let root = try ObjectReader(document, path: "", shape: shape)
+        _ = try root.optional(Keys.schema)
         let baseDirectory = Paths.directory(of: filePath)
 
-        let version = try root.int("version")
-        guard version == supportedVersion else {
-            throw root.error("version", "version \(version) is not supported (this runner reads version \(supportedVersion))")
-        }
+        _ = try root.read(Keys.version)
         let defaultName = Paths.splitExtension(Paths.lastComponent(filePath)).stem
-        let name = try root.string("name") ?? defaultName
-        guard !name.isEmpty else { throw root.error("name", "must not be empty") }
+        let name = try root.optional(Keys.name) ?? defaultName
 
         let sources = try readSources(root, baseDirectory: baseDirectory)
         let outputs = try readOutputs(root, baseDirectory: baseDirectory)
-        let statePath = Paths.resolve(try root.string("state") ?? "\(defaultName).sqlite", against: baseDirectory)
-        let concurrencySection = try root.object("concurrency",
-                                                 keys: ["process", "threadsPerImage", "recycleAfter", "download", "perHost"])
-        let limitsSection = try root.object("limits",
-                                            keys: ["maxPixels", "failOn", "blockUntrusted", "frames", "maxDownloadBytes"])
+        let statePath = Paths.resolve(try root.optional(Keys.state) ?? "\(defaultName).sqlite", against: baseDirectory)
+        let concurrencySection = try root.object(Keys.concurrency)
+        let limitsSection = try root.object(Keys.limits)
         let concurrency = try readConcurrency(concurrencySection)
         let limits = try readLimits(limitsSection)
         let remote = try readRemote(root, statePath: statePath, concurrency: concurrencySection, limits: limitsSection)
-        try concurrencySection?.finish()
-        try limitsSection?.finish()
+        try concurrencySection.finish()
+        try limitsSection.finish()
         try root.finish()
 
         return Job(name: name, filePath: filePath, text: text, baseDirectory: baseDirectory, sources: sources,
                    outputs: outputs, concurrency: concurrency, limits: limits, statePath: statePath, remote: remote)
     }
 
-    private static func readSources(_ root: ObjectReader, baseDirectory: String) throws -> [SourceSpec] {
-        guard let elements = try root.array("sources") else { throw root.error("sources", "is required") }
-        guard !elements.isEmpty else { throw root.error("sources", "must list at least one source") }
-        return try elements.map { element in
-            let source = try ObjectReader(element.value, path: element.path, keys: [
-                "path", "recursive", "include", "exclude", "glob", "list", "url", "key", "headers",
-            ])
-            let kinds = ["path", "glob", "list", "url"].filter(source.has)
-            guard kinds.count == 1 else {
-                throw JobFileError(element.path, "must have exactly one of path, glob, list, url")
+    /// Every key of a version 1 job file. The reader reads through these declarations and
+    /// `runner schema` renders them (`JobSchema`), so the two say the same.
+    enum Keys {
+        static let schema = Key.text("$schema", .optional(),
+            "The JSON Schema an editor checks this file with, such as \"./runner.schema.json\" after `runner schema > runner.schema.json`. Ignored by runner.")
+        static let version = Key<Int>("version", .required, "The job file format; this runner reads version 1.",
+                                      schema: ["type": "integer", "const": .number(Double(supportedVersion))],
+                                      written: { .number(Double($0)) }) { value, location in
+            let version = try Key.integer("version", .any, .required, "").decode(value, location)
+            guard version == supportedVersion else {
+                throw JobFileError(location, "version \(version) is not supported (this runner reads version \(supportedVersion))")
             }
+            return version
+        }
+        static let name = Key.text("name", .optional("the job file's name without .json"), "Shown in progress lines and reports.")
+        static let sources = ListKey("sources", of: .fixed(Source.shape), nonEmpty: "source",
+                                     "Where images come from: each source has exactly one of path, glob, list, url.")
+        static let outputs = ListKey("outputs", of: .fixed(Output.shape), nonEmpty: "output", "What to make of each source.")
+        static let state = Key.text("state", .optional("<job file name>.sqlite beside the job file"),
+                                    "The state database, relative to the job file; its lock is STATE.lock.")
+        static let concurrency = ObjectKey("concurrency", .fixed(ObjectShape([
+            Concurrency.process, Concurrency.threadsPerImage, Concurrency.recycleAfter,
+            RemoteSettings.Keys.download, RemoteSettings.Keys.perHost,
+        ])), "How much runs at once.")
+        static let limits = ObjectKey("limits", .fixed(ObjectShape([
+            Limit.maxPixels, Limit.failOn, Limit.blockUntrusted, Limit.frames, RemoteSettings.Keys.maxDownloadBytes,
+        ])), "Guards against hostile or damaged sources.")
+    }
+
+    /// The top level of a job file.
+    static let shape = ObjectShape([
+        Keys.schema, Keys.version, Keys.name, Keys.sources, Keys.outputs, Keys.state, Keys.concurrency, Keys.limits,
+        RemoteSettings.Keys.http, RemoteSettings.Keys.retry, RemoteSettings.Keys.blacklist,
+        RemoteSettings.Keys.cache, RemoteSettings.Keys.cacheMaxBytes,
+    ])
+
+    enum Source {
+        static let path = Key.text("path", .optional(),
+            "A file, or a folder whose files match include and no exclude pattern; relative to the job file. Hidden files are skipped.")
+        static let recursive = Key.flag("recursive", default: false, "Walk the folder's subfolders too.")
+        static let include = Key.strings("include", .defaults(defaultImagePatterns),
+                                         "Patterns a folder's files must match (case-insensitive).")
+        static let exclude = Key.strings("exclude", .defaults([]),
+                                         "Patterns that leave files out (case-insensitive; also matched against the path relative to the folder).")
+        static let glob = Key.text("glob", .optional(),
+                                   "A pattern with *, ?, [...] and ** (any number of folders), e.g. photos/**/*.jpg.")
+        static let list = Key.text("list", .optional(),
+            "A text file naming one source per line, relative to the list's folder; blank lines and # comments are skipped, lines with :// are URLs.")
+        static let url = Key.text("url", .optional(), "An http:// or https:// image.")
+        static let key = Key.text("key", .optional("the normalized URL"), "The URL source's key in the state database.")
+        static let headers = Key.headers("headers", "Headers sent for this URL, on top of http.headers.")
+
+        static let shape = ObjectShape([path, recursive, include, exclude, glob, list, url, key, headers], rules: [
+            .exactlyOne(path, glob, list, url), .onlyWith(path, recursive, include, exclude), .onlyWith(url, key, headers),
+        ])
+    }
+
+    private static func readSources(_ root: ObjectReader, baseDirectory: String) throws -> [SourceSpec] {
+        try root.array(Keys.sources).map { element in
+            let source = try ObjectReader(element.value, path: element.path, shape: Source.shape)
             let spec: SourceSpec
-            switch kinds[0] {
-            case "path":
-                let path = try source.requiredString("path")
-                try rejectURL(path, source.location("path"))
-                spec = .path(Paths.resolve(path, against: baseDirectory),
-                             recursive: try source.bool("recursive", default: false),
-                             include: try source.stringArray("include", default: defaultImagePatterns),
-                             exclude: try source.stringArray("exclude", default: []))
-            case "glob":
-                let pattern = try source.requiredString("glob")
-                try rejectURL(pattern, source.location("glob"))
+            // Only the key present is read: `finish()` lists what the source uses.
+            if source.has(Source.path) {
+                let path = try source.read(Source.path)
+                try rejectURL(path, source.location(Source.path))
+                spec = .path(Paths.resolve(path, against: baseDirectory), recursive: try source.read(Source.recursive),
+                             include: try source.read(Source.include), exclude: try source.read(Source.exclude))
+            } else if source.has(Source.glob) {
+                let pattern = try source.read(Source.glob)
+                try rejectURL(pattern, source.location(Source.glob))
                 spec = .glob(Paths.resolve(pattern, against: baseDirectory))
-            case "list":
-                spec = .list(Paths.resolve(try source.requiredString("list"), against: baseDirectory))
-            default:
-                let url = try source.requiredString("url")
+            } else if source.has(Source.list) {
+                spec = .list(Paths.resolve(try source.read(Source.list), against: baseDirectory))
+            } else {
+                // The exactlyOne rule leaves a URL.
+                let url = try source.read(Source.url)
                 guard RemoteURL(url) != nil else {
-                    throw source.error("url", "must be an absolute http:// or https:// URL")
+                    throw source.error(Source.url, "must be an absolute http:// or https:// URL")
                 }
-                spec = .url(url, key: try source.string("key"), headers: try readHeaders(source, "headers"))
+                spec = .url(url, key: try source.optional(Source.key), headers: try source.read(Source.headers))
             }
             try source.finish()
             return spec
@@ -98,59 +138,80 @@ extension Job {
         if text.contains("://") { throw JobFileError(location, "is a URL; use a \"url\" source") }
     }
 
+    enum Output {
+        static let name = Key.text("name", .required, "The output's name: letters, digits, -, _ and .; unique in the job.")
+        static let path = Key.text("path", .required,
+            "Output path template, relative to the job file: {stem}, {ext}, {dir}, {name}, {key}; must stay inside the folder its literal prefix names.")
+        static let chain = ListKey("chain", of: .tagged(operationShape), "Processing steps, in order ([] only re-encodes).")
+        static let format = ObjectKey("format", required: true, .tagged(encoderShape), "The encoding.")
+        static let autorotate = Key.flag("autorotate", default: true, "Apply the EXIF orientation while decoding.")
+        static let keepMetadata = Key.flag("keepMetadata", default: false,
+                                           "Keep EXIF, XMP and the ICC profile (the orientation tag is reset once applied).")
+        static let keepIcc = Key.flag("keepIcc", default: false,
+                                      "Keep the ICC profile only (sRGB's after conversion; the source's with colorspace keep).")
+        static let colorspace = Key.choice("colorspace", .defaults(ColourSpacePolicy.srgb),
+            "srgb converts to sRGB; keep leaves RGB and grey pixels in the source's colour space (use with keepIcc). CMYK is converted either way.")
+        static let frames = Key.integer("frames", .positive, .optional("limits.frames"), "This output's frame limit for animations.")
+
+        static let shape = ObjectShape([name, path, chain, format, autorotate, keepMetadata, keepIcc, colorspace, frames])
+    }
+
     private static func readOutputs(_ root: ObjectReader, baseDirectory: String) throws -> [OutputSpec] {
-        guard let elements = try root.array("outputs") else { throw root.error("outputs", "is required") }
-        guard !elements.isEmpty else { throw root.error("outputs", "must list at least one output") }
         var seen: Set<String> = []
         let context = OperationContext(baseDirectory: baseDirectory)
-        return try elements.map { element in
-            let output = try ObjectReader(element.value, path: element.path, keys: [
-                "name", "path", "chain", "format", "autorotate", "keepMetadata", "keepIcc", "colorspace", "frames",
-            ])
-            let name = try output.requiredString("name")
+        return try root.array(Keys.outputs).map { element in
+            let output = try ObjectReader(element.value, path: element.path, shape: Output.shape)
+            let name = try output.read(Output.name)
             guard name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" || $0 == "." }) else {
-                throw output.error("name", "may contain only letters, digits, '-', '_' and '.'")
+                throw output.error(Output.name, "may contain only letters, digits, '-', '_' and '.'")
             }
-            guard seen.insert(name).inserted else { throw output.error("name", "\"\(name)\" is used by another output") }
-            let template = try PathTemplate(try output.requiredString("path"), baseDirectory: baseDirectory,
-                                            location: output.location("path"))
-            guard let chainElements = try output.array("chain") else { throw output.error("chain", "is required") }
-            let chain = try OperationChain.read(chainElements, context: context)
-            guard let format = try output.object("format") else { throw output.error("format", "is required") }
-            let encoder = try readEncoder(format)
-            let autorotate = try output.bool("autorotate", default: true)
-            let keepMetadata = try output.bool("keepMetadata", default: false)
-            let keepIcc = try output.bool("keepIcc", default: false)
+            guard seen.insert(name).inserted else { throw output.error(Output.name, "\"\(name)\" is used by another output") }
+            let template = try PathTemplate(try output.read(Output.path), baseDirectory: baseDirectory,
+                                            location: output.location(Output.path))
+            let chain = try OperationChain.read(try output.array(Output.chain), context: context)
+            let encoder = try readEncoder(try output.object(Output.format))
+            let autorotate = try output.read(Output.autorotate)
+            let keepMetadata = try output.read(Output.keepMetadata)
+            let keepIcc = try output.read(Output.keepIcc)
             let metadata: MetadataPolicy = keepMetadata ? .all : keepIcc ? .icc : .strip
-            let colourSpace = try output.choice("colorspace", default: ColourSpacePolicy.srgb)
-            let frames = try output.optionalInt("frames", .positive)
+            let colourSpace = try output.read(Output.colorspace)
+            let frames = try output.optional(Output.frames)
             try output.finish()
             return OutputSpec(name: name, template: template, chain: chain, encoder: encoder, autorotate: autorotate,
                               metadata: metadata, colourSpace: colourSpace, frames: frames)
         }
     }
 
-    private static func readConcurrency(_ section: ObjectReader?) throws -> ConcurrencySettings {
-        let settings = ConcurrencySettings(
-            process: try section?.int("process", default: defaultWorkerCount, .range(1, 256)) ?? defaultWorkerCount,
-            threadsPerImage: try section?.int("threadsPerImage", default: 1, .range(1, 64)) ?? 1,
-            recycleAfter: try section?.int("recycleAfter", default: 1000, .positive) ?? 1000)
-        return settings
+    enum Concurrency {
+        static let process = Key.integer("process", .range(1, 256), .optional("the number of cores"),
+                                         "Image worker processes (--jobs overrides).")
+        static let threadsPerImage = Key.integer("threadsPerImage", .range(1, 64), .defaults(1), "libvips threads inside each worker.")
+        static let recycleAfter = Key.integer("recycleAfter", .positive, .defaults(1000),
+                                              "A worker is replaced after this many sources, so memory stays flat.")
+    }
+
+    private static func readConcurrency(_ section: ObjectReader) throws -> ConcurrencySettings {
+        ConcurrencySettings(process: try section.optional(Concurrency.process) ?? defaultWorkerCount,
+                            threadsPerImage: try section.read(Concurrency.threadsPerImage),
+                            recycleAfter: try section.read(Concurrency.recycleAfter))
     }
 
     public static var defaultWorkerCount: Int { ProcessInfo.processInfo.activeProcessorCount }
 
-    private static func readLimits(_ section: ObjectReader?) throws -> Limits {
-        let limits = Limits(
-            maxPixels: try section?.int("maxPixels", default: defaultMaxPixels, .positive) ?? defaultMaxPixels,
-            failOn: try section?.choice("failOn", default: FailOn.error) ?? .error,
-            blockUntrustedLoaders: try section?.bool("blockUntrusted", default: true) ?? true,
-            frames: try section?.int("frames", default: defaultMaxFrames, .positive) ?? defaultMaxFrames)
-        return limits
+    enum Limit {
+        /// sharp's `limitInputPixels` default: 16383 x 16383.
+        static let maxPixels = Key.integer("maxPixels", .positive, .defaults(268_402_689),
+            "Larger images (width x height from the header) fail as too-large before any pixel is decoded.")
+        static let failOn = Key.choice("failOn", .defaults(FailOn.error),
+            "Decoder strictness (libvips fail_on): none, truncated, error (truncated and corrupt data fail) or warning.")
+        static let blockUntrusted = Key.flag("blockUntrusted", default: true,
+                                             "Keep the loaders libvips marks untrusted (PPM, CSV, raw, Analyze, vips, ...) blocked.")
+        static let frames = Key.integer("frames", .positive, .defaults(300),
+                                        "Most frames an animated output may have; an animation with more fails as too-large.")
     }
 
-    /// sharp's `limitInputPixels` default: 16383 x 16383.
-    public static let defaultMaxPixels = 268_402_689
-
-    public static let defaultMaxFrames = 300
+    private static func readLimits(_ section: ObjectReader) throws -> Limits {
+        Limits(maxPixels: try section.read(Limit.maxPixels), failOn: try section.read(Limit.failOn),
+               blockUntrustedLoaders: try section.read(Limit.blockUntrusted), frames: try section.read(Limit.frames))
+    }
 }

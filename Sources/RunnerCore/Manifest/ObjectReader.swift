@@ -1,21 +1,21 @@
-/// Reads one JSON object of a job file, checking types and ranges. Every error names the exact
-/// location, in the spelling the job file used.
+/// Reads one JSON object of a job file through its declared keys (`Key`, `ObjectShape`), checking
+/// types and ranges. Every error names the exact location, in the spelling the job file used.
 ///
-/// An object with fixed keys declares them all before any rule reads a value (`keys:` or
-/// `declare`), so a misspelled key is reported as such, with the nearest known key, rather than
-/// through a rule it defeats (`"widht": 100` is not "width or height is required"). `finish()`
+/// An object with fixed keys declares them all before any rule reads a value (`shape:` or
+/// `declareChoice`), so a misspelled key is reported as such, with the nearest known key, rather
+/// than through a rule it defeats (`"widht": 100` is not "width or height is required"). `finish()`
 /// then rejects the known keys that nothing read because other values make them inapplicable.
-/// Objects whose keys are data (header names) declare none.
 public final class ObjectReader {
     public let path: String
     private var fields: [String: JSONValue]
-    /// Nil until declared, and for objects whose keys are data.
+    /// Nil until declared.
     private var declared: Set<String>?
     /// Declared key -> the spelling the job file used (`color` for `colour`), for locations.
     private var spellings: [String: String] = [:]
     private var consumed: Set<String> = []
 
-    public init(_ value: JSONValue, path: String) throws {
+    /// An object that declares its keys once it knows what it is (`declareChoice`).
+    init(_ value: JSONValue, path: String) throws {
         guard case .object(let fields) = value else {
             throw JobFileError(path, "must be an object, not \(value.kindName)")
         }
@@ -23,18 +23,19 @@ public final class ObjectReader {
         self.fields = fields
     }
 
-    public convenience init(_ value: JSONValue, path: String, keys: [String]) throws {
+    convenience init(_ value: JSONValue, path: String, shape: ObjectShape) throws {
         try self.init(value, path: path)
-        try declare(keys)
+        try declare(shape.keys.map(\.name))
+        try enforce(shape.rules)
     }
 
     /// Checks every key of the object against `keys` before any value is read, and files
-    /// alternative spellings under the declared key (see `sameKey`), so identifiers never depend
-    /// on the spelling.
-    public func declare(_ keys: [String]) throws {
+    /// alternative spellings under the declared key (see `spellings(of:)`), so identifiers never
+    /// depend on the spelling.
+    private func declare(_ keys: [String]) throws {
         var filed: [String: JSONValue] = [:]
         for written in fields.keys.sorted() {
-            guard let key = keys.first(where: { Self.sameKey($0, written) }) else {
+            guard let key = keys.first(where: { Self.spellings(of: $0).contains(written) }) else {
                 throw JobFileError(path, Suggestion.unknown("key", written, known: Set(keys)))
             }
             if let earlier = spellings[key] {
@@ -47,55 +48,65 @@ public final class ObjectReader {
         declared = Set(keys)
     }
 
-    /// Keys differ only in spelling when they read the same with `color` for `colour`: most of the
-    /// ecosystem spells it `color`, runner's documentation `colour`, and both are accepted.
-    static func sameKey(_ declared: String, _ written: String) -> Bool {
-        declared == written
-            || declared.replacingOccurrences(of: "olour", with: "olor") == written.replacingOccurrences(of: "olour", with: "olor")
+    private func enforce(_ rules: [KeyRule]) throws {
+        for rule in rules {
+            if let problem = rule.violation(given: has(named:), path: path, location: location(named:)) { throw problem }
+        }
     }
 
-    /// Every key the object has, for objects whose keys are data (header names).
-    public var keys: [String] { fields.keys.sorted() }
+    /// A key and the other spellings that mean it, `color` for `colour` and back: most of the
+    /// ecosystem spells it `color`, runner's documentation `colour`, and both are accepted.
+    static func spellings(of key: String) -> [String] {
+        let american = key.replacingOccurrences(of: "olour", with: "olor")
+        let british = american.replacingOccurrences(of: "olor", with: "olour")
+        return [key] + Set([american, british]).subtracting([key]).sorted()
+    }
 
-    public func location(_ key: String) -> String { member(spellings[key] ?? key) }
+    public func location(_ key: any KeyDeclaration) -> String { location(named: key.name) }
+
+    private func location(named key: String) -> String { member(spellings[key] ?? key) }
 
     private func member(_ written: String) -> String { path.isEmpty ? written : "\(path).\(written)" }
 
-    public func has(_ key: String) -> Bool {
+    public func has(_ key: any KeyDeclaration) -> Bool { has(named: key.name) }
+
+    private func has(named key: String) -> Bool {
         assertDeclared(key)
         return fields[key] != nil && fields[key] != .null
     }
 
     /// The raw value, marked as read.
-    public func value(_ key: String) -> JSONValue? {
+    private func value(_ key: String) -> JSONValue? {
         assertDeclared(key)
         consumed.insert(key)
         guard let value = fields[key], value != .null else { return nil }
         return value
     }
 
-    /// A string value without reading it: the key that decides which other keys an object has.
-    public func peekString(_ key: String) -> String? {
+    /// Declares the keys of an object whose tag (`op`, `type`) picks what it is, and returns the
+    /// pick. While the tag is missing or unknown every variant's keys count as known, so a
+    /// misspelled key is still reported first, and a misspelled tag key is not taken for data.
+    func declareChoice<Choice>(_ tagged: TaggedShape, among choices: [String: Choice]) throws -> Choice {
+        let written = peekString(tagged.tag)
+        let variant = tagged.variants.first { variant in written.map(variant.names.contains) ?? false }
+        let known = (variant.map { [$0] } ?? tagged.variants).flatMap { $0.shape.keys.map(\.name) }
+        try declare([tagged.tag] + Set(known).sorted())
+        let name = try read(Key<String>.text(tagged.tag, .required, tagged.summary))
+        guard let variant, let choice = choices[name] else {
+            throw error(named: tagged.tag, Suggestion.unknown(tagged.noun, name, known: tagged.variants.flatMap(\.names)))
+        }
+        try enforce(variant.shape.rules)
+        return choice
+    }
+
+    private func peekString(_ key: String) -> String? {
         if case .string(let text)? = fields[key] { return text }
         return nil
     }
 
-    /// Declares the keys of an object whose `key` (`op`, `type`) picks what it is, and returns the
-    /// pick. While the pick is missing or unknown every choice's keys count as known, so a
-    /// misspelled key is still reported first, and a misspelled `key` itself is not taken for data.
-    public func declareChoice<Choice>(_ key: String, noun: String, among choices: [String: Choice],
-                                      keys: (Choice) -> [String]) throws -> Choice {
-        let picked = peekString(key).flatMap { choices[$0] }
-        let known = picked.map(keys) ?? choices.values.flatMap(keys)
-        try declare([key] + Set(known).sorted())
-        let name = try requiredString(key)
-        guard let picked else { throw error(key, Suggestion.unknown(noun, name, known: choices.keys)) }
-        return picked
-    }
+    public func error(_ key: any KeyDeclaration, _ message: String) -> JobFileError { error(named: key.name, message) }
 
-    public func error(_ key: String, _ message: String) -> JobFileError {
-        JobFileError(location(key), message)
-    }
+    private func error(named key: String, _ message: String) -> JobFileError { JobFileError(location(named: key), message) }
 
     /// Reading a key that was not declared is a programming error: the declaration has drifted
     /// from the reads, and a user's spelling of that key would be rejected as unknown.
@@ -103,104 +114,44 @@ public final class ObjectReader {
         assert(declared?.contains(key) ?? true, "\(path): reads undeclared key \(key)")
     }
 
-    // MARK: Scalars
+    // MARK: Values
 
-    public func string(_ key: String) throws -> String? {
-        guard let value = value(key) else { return nil }
-        guard case .string(let text) = value else { throw error(key, "must be a string, not \(value.kindName)") }
-        return text
+    /// The key's value, or its default; absent without one is an error ("is required"), also for
+    /// a key that other values make required (a crop's width unless it trims).
+    func read<Value>(_ key: Key<Value>) throws -> Value {
+        if let value = try optional(key) { return value }
+        if let fallback = key.fallback { return fallback }
+        throw error(key, key.missing)
     }
 
-    public func requiredString(_ key: String) throws -> String {
-        guard let text = try string(key) else { throw error(key, "is required") }
-        guard !text.isEmpty else { throw error(key, "must not be empty") }
-        return text
+    /// The key's value; nil when absent, for the caller to decide what that means.
+    func optional<Value>(_ key: Key<Value>) throws -> Value? {
+        guard let value = value(key.name) else { return nil }
+        return try key.decode(value, location(key))
     }
 
-    public func bool(_ key: String, default fallback: Bool) throws -> Bool {
-        guard let value = value(key) else { return fallback }
-        guard case .bool(let flag) = value else { throw error(key, "must be true or false, not \(value.kindName)") }
-        return flag
-    }
-
-    public func number(_ key: String) throws -> Double? {
-        guard let value = value(key) else { return nil }
-        guard case .number(let number) = value, number.isFinite else {
-            throw error(key, "must be a number, not \(value.kindName)")
+    /// A nested object, declared with its shape (a tagged one is left for `declareChoice`). An
+    /// absent optional object reads as empty, so its keys' defaults apply.
+    func object(_ key: ObjectKey) throws -> ObjectReader {
+        guard let value = value(key.name) else {
+            if key.isRequired { throw error(key, "is required") }
+            return try Self.object(.object([:]), key, path: location(key))
         }
-        return number
+        return try Self.object(value, key, path: location(key))
     }
 
-    public func double(_ key: String, default fallback: Double? = nil, _ bound: Bound = .any) throws -> Double {
-        guard let number = try number(key) else {
-            if let fallback { return fallback }
-            throw error(key, "is required")
+    private static func object(_ value: JSONValue, _ key: ObjectKey, path: String) throws -> ObjectReader {
+        switch key.content {
+        case .fixed(let shape): try ObjectReader(value, path: path, shape: shape)
+        case .tagged: try ObjectReader(value, path: path)
         }
-        if let problem = bound.violation(number, integer: false) { throw error(key, problem) }
-        return number
-    }
-
-    public func optionalDouble(_ key: String, _ bound: Bound = .any) throws -> Double? {
-        has(key) ? try double(key, bound) : { consumed.insert(key); return nil }()
-    }
-
-    public func int(_ key: String, default fallback: Int? = nil, _ bound: Bound = .any) throws -> Int {
-        guard let number = try number(key) else {
-            if let fallback { return fallback }
-            throw error(key, "is required")
-        }
-        guard number == number.rounded(), abs(number) < 9e15 else {
-            throw error(key, bound.integerMessage)
-        }
-        if let problem = bound.violation(number, integer: true) { throw error(key, problem) }
-        return Int(number)
-    }
-
-    public func optionalInt(_ key: String, _ bound: Bound = .any) throws -> Int? {
-        has(key) ? try int(key, bound) : { consumed.insert(key); return nil }()
-    }
-
-    public func choice<Choice: RawRepresentable & CaseIterable>(
-        _ key: String, default fallback: Choice
-    ) throws -> Choice where Choice.RawValue == String {
-        guard let text = try string(key) else { return fallback }
-        guard let picked = Choice(rawValue: text) else {
-            let names = Choice.allCases.map(\.rawValue).joined(separator: ", ")
-            throw error(key, "must be one of \(names), not \"\(text)\"")
-        }
-        return picked
-    }
-
-    public func stringArray(_ key: String, default fallback: [String]) throws -> [String] {
-        guard let value = value(key) else { return fallback }
-        guard case .array(let elements) = value else { throw error(key, "must be an array of strings") }
-        return try elements.enumerated().map { index, element in
-            guard case .string(let text) = element else {
-                throw JobFileError("\(location(key))[\(index)]", "must be a string, not \(element.kindName)")
-            }
-            return text
-        }
-    }
-
-    // MARK: Nesting
-
-    /// A nested object with fixed keys.
-    public func object(_ key: String, keys: [String]) throws -> ObjectReader? {
-        guard let value = value(key) else { return nil }
-        return try ObjectReader(value, path: location(key), keys: keys)
-    }
-
-    /// A nested object that declares its keys once it knows what it is (`declareChoice`),
-    /// or whose keys are data (header names).
-    public func object(_ key: String) throws -> ObjectReader? {
-        guard let value = value(key) else { return nil }
-        return try ObjectReader(value, path: location(key))
     }
 
     /// Elements of an array with their locations (`outputs[1]`).
-    public func array(_ key: String) throws -> [(value: JSONValue, path: String)]? {
-        guard let value = value(key) else { return nil }
+    func array(_ key: ListKey) throws -> [(value: JSONValue, path: String)] {
+        guard let value = value(key.name) else { throw error(key, "is required") }
         guard case .array(let elements) = value else { throw error(key, "must be an array, not \(value.kindName)") }
+        if let noun = key.noun, elements.isEmpty { throw error(key, "must list at least one \(noun)") }
         return elements.enumerated().map { ($0.element, "\(location(key))[\($0.offset)]") }
     }
 
@@ -208,7 +159,7 @@ public final class ObjectReader {
     /// (`recursive` on a glob source): a key must never be silently ignored.
     public func finish() throws {
         if let unread = fields.keys.filter({ !consumed.contains($0) }).sorted().first {
-            throw error(unread, "does not apply here (this object uses: \(consumed.sorted().joined(separator: ", ")))")
+            throw error(named: unread, "does not apply here (this object uses: \(consumed.sorted().joined(separator: ", ")))")
         }
     }
 }
@@ -238,6 +189,20 @@ public enum Bound: Sendable {
             return allowed.contains(value) ? nil
                 : "must be one of \(allowed.map(canonicalNumber).joined(separator: ", "))"
         }
+    }
+
+    /// The same range for JSON Schema.
+    func schema(integer: Bool) -> [String: JSONValue] {
+        var schema: [String: JSONValue] = ["type": integer ? "integer" : "number"]
+        switch self {
+        case .any: break
+        case .positive: if integer { schema["minimum"] = 1 } else { schema["exclusiveMinimum"] = 0 }
+        case .nonNegative: schema["minimum"] = 0
+        case .atLeast(let low): schema["minimum"] = .number(low)
+        case .range(let low, let high): (schema["minimum"], schema["maximum"]) = (.number(low), .number(high))
+        case .oneOf(let allowed): schema["enum"] = .array(allowed.map(JSONValue.number))
+        }
+        return schema
     }
 
     var integerMessage: String {

@@ -1,25 +1,25 @@
 import Foundation
 
-/// Everything about HTTP(S) sources, decoded once with its defaults.
+/// Everything about HTTP(S) sources, decoded once with its defaults (`RemoteSettings.Keys`).
 public struct RemoteSettings: Sendable {
-    /// Whole-transfer limit (SDWebImage's and Kingfisher's 15 s).
-    public var timeout = 15.0
-    public var connectTimeout = 5.0
-    public var maxRedirects = 5
+    /// Whole-transfer limit.
+    public var timeout: Double
+    public var connectTimeout: Double
+    public var maxRedirects: Int
     /// A transfer slower than `lowSpeedLimit` bytes/s for `lowSpeedTime` seconds is a stall.
-    public var lowSpeedLimit = 1024
-    public var lowSpeedTime = 10.0
+    public var lowSpeedLimit: Int
+    public var lowSpeedTime: Double
     /// Sent with every request; values never reach logs or the database.
-    public var headers: [String: String] = [:]
-    public var revalidate = Revalidation.always
-    public var retry = RetryPolicy()
+    public var headers: [String: String]
+    public var revalidate: Revalidation
+    public var retry: RetryPolicy
     /// How long a blacklisted URL stays blocked; nil: until unblocked or `--retry-failed`.
     public var blacklistTTL: Double?
-    public var maxDownloadBytes = 50_000_000
-    public var downloads = 16
-    public var perHost = 6
+    public var maxDownloadBytes: Int
+    public var downloads: Int
+    public var perHost: Int
     /// Folder for downloaded originals.
-    public var cacheDirectory = ""
+    public var cacheDirectory: String
     /// Least recently used originals are removed above this size; nil: no cap.
     public var cacheMaxBytes: Int?
 
@@ -35,9 +35,9 @@ public struct RemoteSettings: Sendable {
 
 /// Exponential backoff with full jitter, honouring Retry-After (capped at `maxDelay`).
 public struct RetryPolicy: Sendable {
-    public var attempts = 3
-    public var initialDelay = 1.0
-    public var maxDelay = 60.0
+    public var attempts: Int
+    public var initialDelay: Double
+    public var maxDelay: Double
 
     /// The wait before attempt `attempt` + 1 (attempt counts from 1).
     func delay(after attempt: Int, retryAfter: Double?) -> Double {
@@ -47,73 +47,94 @@ public struct RetryPolicy: Sendable {
     }
 }
 
-extension Job {
-    static func readRemote(_ root: ObjectReader, statePath: String, concurrency: ObjectReader?,
-                           limits: ObjectReader?) throws -> RemoteSettings {
-        var settings = RemoteSettings()
-        if let http = try root.object("http", keys: [
-            "timeout", "connectTimeout", "maxRedirects", "lowSpeedLimit", "lowSpeedTime", "headers", "headersFromEnv", "revalidate",
-        ]) {
-            settings.timeout = try http.double("timeout", default: settings.timeout, .positive)
-            settings.connectTimeout = try http.double("connectTimeout", default: settings.connectTimeout, .positive)
-            settings.maxRedirects = try http.int("maxRedirects", default: settings.maxRedirects, .range(0, 50))
-            settings.lowSpeedLimit = try http.int("lowSpeedLimit", default: settings.lowSpeedLimit, .nonNegative)
-            settings.lowSpeedTime = try http.double("lowSpeedTime", default: settings.lowSpeedTime, .positive)
-            settings.headers = try readHeaders(http, "headers")
-            for (name, variable) in try readHeaders(http, "headersFromEnv") {
-                guard let value = ProcessInfo.processInfo.environment[variable] else {
-                    throw JobFileError(http.location("headersFromEnv") + ".\(name)", "environment variable \(variable) is not set")
+extension RemoteSettings {
+    /// The job file's keys for HTTP(S) sources (`Job.Keys` places them).
+    enum Keys {
+        /// SDWebImage's and Kingfisher's 15 s.
+        static let timeout = Key.number("timeout", .positive, .defaults(15), "Seconds for a whole transfer.")
+        static let connectTimeout = Key.number("connectTimeout", .positive, .defaults(5), "Seconds to connect.")
+        static let maxRedirects = Key.integer("maxRedirects", .range(0, 50), .defaults(5),
+                                              "Redirects followed; only to http and https.")
+        static let lowSpeedLimit = Key.integer("lowSpeedLimit", .nonNegative, .defaults(1024),
+                                               "Bytes per second under which a transfer is stalling (transient failure).")
+        static let lowSpeedTime = Key.number("lowSpeedTime", .positive, .defaults(10),
+                                             "Seconds under lowSpeedLimit that make a stall.")
+        static let headers = Key.headers("headers", "Headers sent with every request.")
+        static let headersFromEnv = Key.headers("headersFromEnv",
+            "Header name -> environment variable holding its value, so secrets stay out of job files; an unset variable is an error. Header values are never logged or stored.")
+        static let revalidate = Key<Revalidation>("revalidate", .defaults(.always),
+            "When to ask the server about a cached original: always (a conditional request every run), never, or a duration such as \"12h\" within which a cached original is used without any request.",
+            schema: ["anyOf": [["enum": ["always", "never"]], ["type": "string", "pattern": .string(Durations.pattern)]]],
+            written: { revalidation in
+                switch revalidation {
+                case .always: "always"
+                case .never: "never"
+                case .after(let seconds): .string("\(canonicalNumber(seconds))s")
                 }
-                settings.headers[name] = value
+            }) { value, location in
+            switch value {
+            case .string("always"): return .always
+            case .string("never"): return .never
+            case .string(let text) where Durations.seconds(text) != nil: return .after(Durations.seconds(text)!)
+            default: throw JobFileError(location, "must be \"always\", \"never\" or a duration such as \"12h\"")
             }
-            if let text = try http.string("revalidate") {
-                switch text {
-                case "always": settings.revalidate = .always
-                case "never": settings.revalidate = .never
-                default:
-                    guard let seconds = Durations.seconds(text) else {
-                        throw http.error("revalidate", "must be \"always\", \"never\" or a duration such as \"12h\"")
-                    }
-                    settings.revalidate = .after(seconds)
-                }
-            }
-            try http.finish()
         }
-        if let retry = try root.object("retry", keys: ["attempts", "initialDelay", "maxDelay"]) {
-            settings.retry.attempts = try retry.int("attempts", default: settings.retry.attempts, .range(1, 100))
-            settings.retry.initialDelay = try retry.double("initialDelay", default: settings.retry.initialDelay, .nonNegative)
-            settings.retry.maxDelay = try retry.double("maxDelay", default: settings.retry.maxDelay, .nonNegative)
-            try retry.finish()
-        }
-        if let blacklist = try root.object("blacklist", keys: ["ttl"]) {
-            if let text = try blacklist.string("ttl") {
-                guard let seconds = Durations.seconds(text) else {
-                    throw blacklist.error("ttl", "must be a duration such as \"7d\", \"12h\", \"30m\" or \"90s\"")
-                }
-                settings.blacklistTTL = seconds
-            }
-            try blacklist.finish()
-        }
-        settings.maxDownloadBytes = try limits?.int("maxDownloadBytes", default: settings.maxDownloadBytes, .positive)
-            ?? settings.maxDownloadBytes
-        settings.downloads = try concurrency?.int("download", default: settings.downloads, .range(1, 1024)) ?? settings.downloads
-        settings.perHost = try concurrency?.int("perHost", default: settings.perHost, .range(1, 1024)) ?? settings.perHost
-        let defaultCache = Paths.splitExtension(statePath).stem + ".cache"
-        settings.cacheDirectory = Paths.resolve(try root.string("cache") ?? defaultCache,
-                                                against: Paths.directory(of: statePath))
-        settings.cacheMaxBytes = try root.optionalInt("cacheMaxBytes", .positive)
-        return settings
-    }
+        static let http = ObjectKey("http", .fixed(ObjectShape([
+            timeout, connectTimeout, maxRedirects, lowSpeedLimit, lowSpeedTime, headers, headersFromEnv, revalidate,
+        ])), "HTTP(S) transfers.")
 
-    static func readHeaders(_ reader: ObjectReader, _ key: String) throws -> [String: String] {
-        guard let object = try reader.object(key) else { return [:] }
-        var headers: [String: String] = [:]
-        for name in object.keys {
-            guard name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }), !name.isEmpty else {
-                throw object.error(name, "is not a valid header name")
+        static let attempts = Key.integer("attempts", .range(1, 100), .defaults(3), "Tries per URL in a run for transient failures.")
+        static let initialDelay = Key.number("initialDelay", .nonNegative, .defaults(1),
+                                             "Seconds before the first retry; doubles each time, with jitter.")
+        static let maxDelay = Key.number("maxDelay", .nonNegative, .defaults(60),
+                                         "Longest wait between tries in seconds; also caps Retry-After.")
+        static let retry = ObjectKey("retry", .fixed(ObjectShape([attempts, initialDelay, maxDelay])),
+                                     "Retries of transient download failures.")
+
+        static let ttl = Key.duration("ttl", .optional("never"),
+                                      "How long a blacklisted URL stays blocked, e.g. \"7d\" (s, m, h, d, w).")
+        static let blacklist = ObjectKey("blacklist", .fixed(ObjectShape([ttl])), "URLs that failed for good.")
+
+        static let download = Key.integer("download", .range(1, 1024), .defaults(16),
+                                          "HTTP(S) transfers at once (a pool separate from the image workers).")
+        static let perHost = Key.integer("perHost", .range(1, 1024), .defaults(6), "Transfers (and connections) at once to one host.")
+        static let maxDownloadBytes = Key.integer("maxDownloadBytes", .positive, .defaults(50_000_000),
+            "A download stops as soon as Content-Length or the bytes received exceed this (permanent failure).")
+        static let cache = Key.text("cache", .optional("<state file without .sqlite>.cache beside the state database"),
+                                    "Folder for downloaded originals, named by a hash of the source key.")
+        static let cacheMaxBytes = Key.integer("cacheMaxBytes", .positive, .optional("no cap"),
+                                               "Least recently used originals are removed after a run to stay under this size.")
+    }
+}
+
+extension Job {
+    static func readRemote(_ root: ObjectReader, statePath: String, concurrency: ObjectReader,
+                           limits: ObjectReader) throws -> RemoteSettings {
+        typealias Keys = RemoteSettings.Keys
+        let http = try root.object(Keys.http)
+        var headers = try http.read(Keys.headers)
+        for (name, variable) in try http.read(Keys.headersFromEnv) {
+            guard let value = ProcessInfo.processInfo.environment[variable] else {
+                throw JobFileError(http.location(Keys.headersFromEnv) + ".\(name)", "environment variable \(variable) is not set")
             }
-            headers[name] = try object.string(name)
+            headers[name] = value
         }
-        return headers
+        let retry = try root.object(Keys.retry)
+        let blacklist = try root.object(Keys.blacklist)
+        let defaultCache = Paths.splitExtension(statePath).stem + ".cache"
+        let settings = RemoteSettings(
+            timeout: try http.read(Keys.timeout), connectTimeout: try http.read(Keys.connectTimeout),
+            maxRedirects: try http.read(Keys.maxRedirects), lowSpeedLimit: try http.read(Keys.lowSpeedLimit),
+            lowSpeedTime: try http.read(Keys.lowSpeedTime), headers: headers, revalidate: try http.read(Keys.revalidate),
+            retry: RetryPolicy(attempts: try retry.read(Keys.attempts), initialDelay: try retry.read(Keys.initialDelay),
+                               maxDelay: try retry.read(Keys.maxDelay)),
+            blacklistTTL: try blacklist.optional(Keys.ttl), maxDownloadBytes: try limits.read(Keys.maxDownloadBytes),
+            downloads: try concurrency.read(Keys.download), perHost: try concurrency.read(Keys.perHost),
+            cacheDirectory: Paths.resolve(try root.optional(Keys.cache) ?? defaultCache, against: Paths.directory(of: statePath)),
+            cacheMaxBytes: try root.optional(Keys.cacheMaxBytes))
+        try http.finish()
+        try retry.finish()
+        try blacklist.finish()
+        return settings
     }
 }

@@ -12,7 +12,8 @@ struct Colour: Sendable, Equatable {
         guard text.hasPrefix("#") else { return nil }
         var digits = Array(text.dropFirst())
         if digits.count == 3 { digits = digits.flatMap { [$0, $0] } }
-        guard digits.count == 6 || digits.count == 8 else { return nil }
+        // Hex digits only: UInt8(_:radix:) would also take a sign.
+        guard digits.count == 6 || digits.count == 8, digits.allSatisfy({ $0.isASCII && $0.isHexDigit }) else { return nil }
         var bytes: [UInt8] = []
         for index in stride(from: 0, to: digits.count, by: 2) {
             guard let byte = UInt8(String(digits[index...index + 1]), radix: 16) else { return nil }
@@ -20,6 +21,12 @@ struct Colour: Sendable, Equatable {
         }
         self.init(red: bytes[0], green: bytes[1], blue: bytes[2], alpha: bytes.count == 4 ? bytes[3] : 255)
     }
+
+    /// What `init(hex:)` reads, as a JSON Schema pattern.
+    static let pattern = "^#([0-9a-fA-F]{3}|[0-9a-fA-F]{6}|[0-9a-fA-F]{8})$"
+
+    /// As a job file would write it: `#rrggbb`, with `aa` only when not opaque.
+    var written: String { alpha == 255 ? String(canonical.dropLast(2)) : canonical }
 
     /// Canonical spelling for identifiers: always `#rrggbbaa`, lower case.
     var canonical: String {
@@ -41,17 +48,15 @@ struct Colour: Sendable, Equatable {
     }
 }
 
-extension ObjectReader {
-    func colour(_ key: String, default fallback: Colour) throws -> Colour {
-        guard let text = try string(key) else { return fallback }
-        guard let colour = Colour(hex: text) else {
-            throw error(key, "must be a colour as #rgb, #rrggbb or #rrggbbaa, not \"\(text)\"")
+extension Key where Value == Colour {
+    static func colour(_ name: String, _ presence: Presence<Colour>, _ summary: String) -> Key {
+        Key(name, presence, summary + " Written #rgb, #rrggbb or #rrggbbaa.", schema: ["type": "string", "pattern": .string(Colour.pattern)],
+            written: { .string($0.written) }) { value, location in
+            guard case .string(let text) = value else { throw JobFileError(location, "must be a string, not \(value.kindName)") }
+            guard let colour = Colour(hex: text) else {
+                throw JobFileError(location, "must be a colour as #rgb, #rrggbb or #rrggbbaa, not \"\(text)\"")
+            }
+            return colour
         }
-        return colour
-    }
-
-    func requiredColour(_ key: String) throws -> Colour {
-        guard has(key) else { throw error(key, "is required") }
-        return try colour(key, default: .black)
     }
 }

@@ -4,13 +4,19 @@
 /// a chain re-runs exactly the outputs it belongs to.
 ///
 /// Adding an op: one file with a type conforming to this protocol, and one line in `operationCatalogue`.
+/// Its parameters are declared once (`keys`), and read through those declarations, so `runner
+/// schema` describes exactly what the reader accepts.
 protocol ImageOperation: Sendable {
     /// The `op` value in a job file.
     static var name: String { get }
     /// Other `op` values that mean the same op (the identifier always uses `name`).
     static var aliases: [String] { get }
-    /// Every parameter key it may read (besides `op`), declared so typos are caught first.
-    static var keys: [String] { get }
+    /// What it does, for `runner schema`.
+    static var summary: String { get }
+    /// Every parameter it may read (besides `op`): name, type, range, default, meaning.
+    static var keys: [any KeyDeclaration] { get }
+    /// Rules between its parameters (width or height).
+    static var rules: [KeyRule] { get }
     /// Reads and validates the op's parameters; errors name the exact key.
     init(reading parameters: ObjectReader, context: OperationContext) throws
     var identifier: String { get }
@@ -22,6 +28,7 @@ protocol ImageOperation: Sendable {
 
 extension ImageOperation {
     static var aliases: [String] { [] }
+    static var rules: [KeyRule] { [] }
     var needsRandomAccess: Bool { false }
 }
 
@@ -67,6 +74,13 @@ let operationCatalogue: [any ImageOperation.Type] = [
     Flatten.self,
 ]
 
+/// A chain step as the reader declares it and `runner schema` describes it: `op` picks an op of
+/// the catalogue, whose keys then apply.
+let operationShape = TaggedShape(tag: "op", noun: "op", summary: "The op; composite is also called watermark.",
+                                 variants: operationCatalogue.map { type in
+    TaggedShape.Variant(names: [type.name] + type.aliases, summary: type.summary, shape: ObjectShape(type.keys, rules: type.rules))
+})
+
 /// An output's chain, read from the job file.
 struct OperationChain: Sendable {
     let steps: [any ImageOperation]
@@ -81,7 +95,7 @@ struct OperationChain: Sendable {
         var steps: [any ImageOperation] = []
         for element in elements {
             let reader = try ObjectReader(element.value, path: element.path)
-            let type = try reader.declareChoice("op", noun: "op", among: types) { $0.keys }
+            let type = try reader.declareChoice(operationShape, among: types)
             let step = try type.init(reading: reader, context: context)
             try reader.finish()
             steps.append(step)

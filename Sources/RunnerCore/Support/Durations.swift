@@ -11,6 +11,10 @@ public enum Durations {
         return Double(text).flatMap { $0 >= 0 ? $0 : nil }
     }
 
+    /// What `seconds` reads, as a JSON Schema pattern (the spellings people write; `seconds` also
+    /// takes Swift's other number forms, such as `1e3`).
+    public static let pattern = #"^([0-9]+(\.[0-9]*)?|\.[0-9]+)[smhdw]?$"#
+
     /// The next time the local clock reads `text` ("06:30", 24-hour) after `now`: a run started at
     /// 23:00 with deadline 06:30 stops the next morning.
     public static func nextOccurrence(of text: String, after now: Date = Date(),

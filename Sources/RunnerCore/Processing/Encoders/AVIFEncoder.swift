@@ -4,15 +4,19 @@ import Foundation
 /// AVIF through libvips' heifsave with AV1 compression (libheif + aom in this build).
 struct AVIFEncoder: OutputEncoder {
     static let type = "avif"
-    static let keys = ["quality", "effort", "lossless"]
+    static let summary = "AVIF, written by libvips' heifsave with AV1 compression (libheif with aom)."
+    static let quality = Key.integer("quality", .range(1, 100), .defaults(50), "Quality; higher is larger and closer to the source.")
+    static let effort = Key.integer("effort", .range(0, 9), .defaults(4), "CPU effort; higher is slower and smaller.")
+    static let lossless = Key.flag("lossless", default: false, "Lossless coding.")
+    static let keys: [any KeyDeclaration] = [quality, effort, lossless]
     let quality: Int
     let effort: Int
     let lossless: Bool
 
     init(reading options: ObjectReader) throws {
-        quality = try options.int("quality", default: 50, .range(1, 100))
-        effort = try options.int("effort", default: 4, .range(0, 9))
-        lossless = try options.bool("lossless", default: false)
+        quality = try options.read(Self.quality)
+        effort = try options.read(Self.effort)
+        lossless = try options.read(Self.lossless)
     }
 
     var identifier: String {

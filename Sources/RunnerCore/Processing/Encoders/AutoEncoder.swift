@@ -5,7 +5,14 @@ import Foundation
 /// under its name (`{"type": "auto", "jpeg": {"quality": 90}}`); the rest take their defaults.
 struct AutoEncoder: OutputEncoder {
     static let type = "auto"
-    static let keys = [JPEGEncoder.type, PNGEncoder.type, WebPEncoder.type, AVIFEncoder.type, TIFFEncoder.type, GIFEncoder.type]
+    static let summary = "The source's own format when it is jpeg, png, webp, avif, tiff or gif (a HEIF file counts as avif when AV1-coded), else jpeg, or png when the finished image has alpha. Each format's options may be given under its name."
+    static let keys: [any KeyDeclaration] = [JPEGEncoder.self, PNGEncoder.self, WebPEncoder.self, AVIFEncoder.self,
+                                             TIFFEncoder.self, GIFEncoder.self].map(options)
+
+    /// The key holding a format's options (`"jpeg": {"quality": 90}`).
+    private static func options(_ type: any OutputEncoder.Type) -> ObjectKey {
+        ObjectKey(type.type, .fixed(ObjectShape(type.keys)), "Options when the source is kept as \(type.type).")
+    }
     let jpeg: JPEGEncoder
     let png: PNGEncoder
     let webp: WebPEncoder
@@ -15,8 +22,7 @@ struct AutoEncoder: OutputEncoder {
 
     init(reading options: ObjectReader) throws {
         func read<Encoder: OutputEncoder>(_ type: Encoder.Type) throws -> Encoder {
-            let nested = try options.object(type.type, keys: type.keys)
-                ?? ObjectReader(.object([:]), path: options.location(type.type), keys: type.keys)
+            let nested = try options.object(Self.options(type))
             let encoder = try Encoder(reading: nested)
             try nested.finish()
             return encoder

@@ -4,16 +4,22 @@ import Foundation
 /// GIF through libvips' cgif saver: quantised to a palette; alpha becomes 1-bit transparency.
 struct GIFEncoder: OutputEncoder {
     static let type = "gif"
-    static let keys = ["colours", "bitdepth", "dither", "effort"]
+    static let summary = "GIF through libvips' cgif saver; transparency is 1-bit; animated sources stay animated."
+    static let colours = Palette.colours("How many colours, rounded up to a bit depth.")
+    static let depths = Array(1...8)
+    static let bitdepth = Palette.bitdepth(depths, "Bits per palette entry: 2^bitdepth colours.")
+    static let dither = Key.number("dither", .range(0, 1), .defaults(1), "Dithering.")
+    static let effort = Key.integer("effort", .range(1, 10), .defaults(7), "CPU effort; higher is slower and smaller.")
+    static let keys: [any KeyDeclaration] = [colours, bitdepth, dither, effort]
     /// 1-8: the palette has 2^bitdepth entries.
     let bitdepth: Int
     let dither: Double
     let effort: Int
 
     init(reading options: ObjectReader) throws {
-        bitdepth = try paletteBitDepth(options, allowed: Array(1...8)) ?? 8
-        dither = try options.double("dither", default: 1, .range(0, 1))
-        effort = try options.int("effort", default: 7, .range(1, 10))
+        bitdepth = try Palette.bitDepth(options, colours: Self.colours, bitdepth: Self.bitdepth, allowed: Self.depths) ?? 8
+        dither = try options.read(Self.dither)
+        effort = try options.read(Self.effort)
     }
 
     var identifier: String {

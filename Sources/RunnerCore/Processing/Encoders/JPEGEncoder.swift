@@ -3,7 +3,13 @@ import Foundation
 
 struct JPEGEncoder: OutputEncoder {
     static let type = "jpeg"
-    static let keys = ["quality", "progressive", "chromaSubsampling", "optimizeCoding"] + mozjpegOptions
+    static let summary = "JPEG (libjpeg-turbo); alpha is flattened onto white."
+    static let quality = Key.integer("quality", .range(1, 100), .defaults(80), "Quality; higher is larger and closer to the source.")
+    static let progressive = Key.flag("progressive", default: false, "Progressive (interlaced) JPEG.")
+    static let chromaSubsampling = Key.choice("chromaSubsampling", .defaults(ChromaSubsampling.auto),
+                                              "auto: libvips picks 4:4:4 at quality 90 and above, else 4:2:0.")
+    static let optimizeCoding = Key.flag("optimizeCoding", default: false, "Optimal Huffman tables: smaller, same pixels.")
+    static let keys: [any KeyDeclaration] = [quality, progressive, chromaSubsampling, optimizeCoding] + mozjpegOptions
 
     enum ChromaSubsampling: String, CaseIterable, Sendable {
         /// libvips' choice: 4:2:0, or 4:4:4 at quality 90 and above.
@@ -19,16 +25,16 @@ struct JPEGEncoder: OutputEncoder {
 
     /// mozjpeg-only options. This libvips build links libjpeg-turbo, where libvips accepts them
     /// and ignores them with a warning; rejecting them is more honest than a silent no-op.
-    static let mozjpegOptions = ["trellisQuant", "overshootDeringing", "optimizeScans"]
+    static let mozjpegOptions = ["trellisQuant", "overshootDeringing", "optimizeScans"].map {
+        Key.unsupported($0, because: "this libvips build uses libjpeg-turbo, which has no mozjpeg extensions")
+    }
 
     init(reading options: ObjectReader) throws {
-        quality = try options.int("quality", default: 80, .range(1, 100))
-        progressive = try options.bool("progressive", default: false)
-        chromaSubsampling = try options.choice("chromaSubsampling", default: .auto)
-        optimizeCoding = try options.bool("optimizeCoding", default: false)
-        for key in Self.mozjpegOptions where options.has(key) {
-            throw options.error(key, "is not supported: this libvips build uses libjpeg-turbo, which has no mozjpeg extensions")
-        }
+        quality = try options.read(Self.quality)
+        progressive = try options.read(Self.progressive)
+        chromaSubsampling = try options.read(Self.chromaSubsampling)
+        optimizeCoding = try options.read(Self.optimizeCoding)
+        for key in Self.mozjpegOptions { _ = try options.optional(key) }
     }
 
     var identifier: String {

@@ -5,8 +5,10 @@ import Foundation
 protocol OutputEncoder: Sendable {
     /// The `type` value in a job file.
     static var type: String { get }
-    /// Every option key it may read (besides `type`), declared so typos are caught first.
-    static var keys: [String] { get }
+    /// What it writes, for `runner schema`.
+    static var summary: String { get }
+    /// Every option it may read (besides `type`): name, type, range, default, meaning.
+    static var keys: [any KeyDeclaration] { get }
     init(reading options: ObjectReader) throws
     var identifier: String { get }
     /// Whether the format stores an alpha band; if not, alpha is flattened onto white first.
@@ -38,22 +40,39 @@ let encoderCatalogue: [any OutputEncoder.Type] = [
     AutoEncoder.self,
 ]
 
+/// An output's `format` as the reader declares it and `runner schema` describes it: `type` picks
+/// an encoder of the catalogue, whose options then apply.
+let encoderShape = TaggedShape(tag: "type", noun: "format", summary: "The output format.", variants: encoderCatalogue.map { type in
+    TaggedShape.Variant(names: [type.type], summary: type.summary, shape: ObjectShape(type.keys))
+})
+
 func readEncoder(_ reader: ObjectReader) throws -> any OutputEncoder {
     let types = Dictionary(uniqueKeysWithValues: encoderCatalogue.map { ($0.type, $0) })
-    let type = try reader.declareChoice("type", noun: "format", among: types) { $0.keys }
+    let type = try reader.declareChoice(encoderShape, among: types)
     let encoder = try type.init(reading: reader)
     try reader.finish()
     return encoder
 }
 
-/// Palette formats take a number of `colours` (2-256) or a `bitdepth`; libvips takes the bit depth,
-/// so 100 colours means 7 bits, written as 8 (sharp's rule). Nil when neither is given.
-func paletteBitDepth(_ options: ObjectReader, allowed: [Int]) throws -> Int? {
-    if options.has("colours") && options.has("bitdepth") {
-        throw options.error("bitdepth", "give colours or bitdepth, not both")
+/// Palette formats take a number of `colours` or a `bitdepth`, one of `allowed`.
+enum Palette {
+    static func colours(_ summary: String) -> Key<Int> {
+        Key.integer("colours", .range(2, 256), .optional("256"), summary + " Give colours or bitdepth, not both.")
     }
-    if let bitdepth = try options.optionalInt("bitdepth", .oneOf(allowed.map(Double.init))) { return bitdepth }
-    guard let colours = try options.optionalInt("colours", .range(2, 256)) else { return nil }
-    let bits = Int((log2(Double(colours))).rounded(.up))
-    return allowed.first { $0 >= bits } ?? 8
+
+    static func bitdepth(_ allowed: [Int], _ summary: String) -> Key<Int> {
+        Key.integer("bitdepth", .oneOf(allowed.map(Double.init)), .optional("8"), summary + " Give colours or bitdepth, not both.")
+    }
+
+    /// libvips takes the bit depth, so 100 colours means 7 bits, written as 8 (sharp's rule). Nil
+    /// when neither is given.
+    static func bitDepth(_ options: ObjectReader, colours: Key<Int>, bitdepth: Key<Int>, allowed: [Int]) throws -> Int? {
+        if options.has(colours) && options.has(bitdepth) {
+            throw options.error(bitdepth, "give colours or bitdepth, not both")
+        }
+        if let bitdepth = try options.optional(bitdepth) { return bitdepth }
+        guard let colours = try options.optional(colours) else { return nil }
+        let bits = Int((log2(Double(colours))).rounded(.up))
+        return allowed.first { $0 >= bits } ?? 8
+    }
 }

@@ -3,7 +3,14 @@ import Foundation
 
 struct PNGEncoder: OutputEncoder {
     static let type = "png"
-    static let keys = ["compression", "palette", "colours", "bitdepth", "dither"]
+    static let summary = "PNG; 16 bits per sample with bitdepth 16."
+    static let compression = Key.integer("compression", .range(0, 9), .defaults(6), "zlib compression level.")
+    static let palette = Key.flag("palette", default: false, "Quantise to at most 256 colours with libimagequant.")
+    static let colours = Palette.colours("With palette: how many colours, rounded up to a bit depth.")
+    static let depths = [1, 2, 4, 8, 16]
+    static let bitdepth = Palette.bitdepth(depths, "Bits per sample; below 8 colour images get a palette, 16 keeps 16-bit sources at full depth.")
+    static let dither = Key.number("dither", .range(0, 1), .defaults(1), "Dithering when quantising (with palette).")
+    static let keys: [any KeyDeclaration] = [compression, palette, colours, bitdepth, dither]
     let compression: Int
     let palette: Bool
     /// 1, 2, 4, 8 or 16. Below 8, libvips writes colour images with a palette.
@@ -12,14 +19,14 @@ struct PNGEncoder: OutputEncoder {
     let dither: Double
 
     init(reading options: ObjectReader) throws {
-        compression = try options.int("compression", default: 6, .range(0, 9))
-        palette = try options.bool("palette", default: false)
-        if !palette, let key = ["colours", "dither"].first(where: options.has) {
+        compression = try options.read(Self.compression)
+        palette = try options.read(Self.palette)
+        if !palette, let key = [Self.colours, Self.dither].first(where: options.has) {
             throw options.error(key, "applies only with \"palette\": true")
         }
-        bitdepth = try paletteBitDepth(options, allowed: [1, 2, 4, 8, 16]) ?? 8
-        if palette && bitdepth == 16 { throw options.error("bitdepth", "a palette image has at most 8 bits") }
-        dither = try options.double("dither", default: 1, .range(0, 1))
+        bitdepth = try Palette.bitDepth(options, colours: Self.colours, bitdepth: Self.bitdepth, allowed: Self.depths) ?? 8
+        if palette && bitdepth == 16 { throw options.error(Self.bitdepth, "a palette image has at most 8 bits") }
+        dither = try options.read(Self.dither)
     }
 
     private var quantises: Bool { palette || bitdepth < 8 }

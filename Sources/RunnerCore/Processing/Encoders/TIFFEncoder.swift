@@ -4,7 +4,10 @@ import Foundation
 /// A single-image TIFF (no pyramid).
 struct TIFFEncoder: OutputEncoder {
     static let type = "tiff"
-    static let keys = ["compression", "quality"]
+    static let summary = "A single-image TIFF (no pyramid); with jpeg compression alpha is flattened onto white."
+    static let compression = Key.choice("compression", .defaults(Compression.jpeg), "The codec (jpeg, as sharp).")
+    static let quality = Key.integer("quality", .range(1, 100), .defaults(80), "Quality, for jpeg and webp compression only.")
+    static let keys: [any KeyDeclaration] = [compression, quality]
 
     enum Compression: String, CaseIterable, Sendable {
         case none, jpeg, deflate, packbits, lzw, webp, zstd
@@ -29,11 +32,11 @@ struct TIFFEncoder: OutputEncoder {
     let quality: Int
 
     init(reading options: ObjectReader) throws {
-        compression = try options.choice("compression", default: .jpeg)
-        if !compression.isLossy && options.has("quality") {
-            throw options.error("quality", "applies only to jpeg and webp compression")
+        compression = try options.read(Self.compression)
+        if !compression.isLossy && options.has(Self.quality) {
+            throw options.error(Self.quality, "applies only to jpeg and webp compression")
         }
-        quality = try options.int("quality", default: 80, .range(1, 100))
+        quality = try options.read(Self.quality)
     }
 
     var identifier: String {

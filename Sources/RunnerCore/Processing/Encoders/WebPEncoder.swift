@@ -3,7 +3,13 @@ import Foundation
 
 struct WebPEncoder: OutputEncoder {
     static let type = "webp"
-    static let keys = ["quality", "lossless", "nearLossless", "effort", "alphaQuality"]
+    static let summary = "WebP; animated sources stay animated."
+    static let quality = Key.integer("quality", .range(1, 100), .defaults(80), "Quality; higher is larger and closer to the source.")
+    static let lossless = Key.flag("lossless", default: false, "Lossless coding.")
+    static let nearLossless = Key.flag("nearLossless", default: false, "Lossless coding after a lossy pre-pass set by quality.")
+    static let effort = Key.integer("effort", .range(0, 6), .defaults(4), "CPU effort; higher is slower and smaller.")
+    static let alphaQuality = Key.integer("alphaQuality", .range(0, 100), .defaults(100), "Quality of the alpha band.")
+    static let keys: [any KeyDeclaration] = [quality, lossless, nearLossless, effort, alphaQuality]
     let quality: Int
     let lossless: Bool
     /// Lossless after a lossy pre-pass whose strength `quality` sets (libvips turns lossless on).
@@ -12,11 +18,11 @@ struct WebPEncoder: OutputEncoder {
     let alphaQuality: Int
 
     init(reading options: ObjectReader) throws {
-        quality = try options.int("quality", default: 80, .range(1, 100))
-        lossless = try options.bool("lossless", default: false)
-        nearLossless = try options.bool("nearLossless", default: false)
-        effort = try options.int("effort", default: 4, .range(0, 6))
-        alphaQuality = try options.int("alphaQuality", default: 100, .range(0, 100))
+        quality = try options.read(Self.quality)
+        lossless = try options.read(Self.lossless)
+        nearLossless = try options.read(Self.nearLossless)
+        effort = try options.read(Self.effort)
+        alphaQuality = try options.read(Self.alphaQuality)
     }
 
     var identifier: String {

@@ -4,7 +4,8 @@ internal import CVips
 /// `"autorotate": false`; then this step places the rotation where the chain needs it.
 struct Autorotate: ImageOperation {
     static let name = "autorotate"
-    static let keys: [String] = []
+    static let summary = "Apply the EXIF orientation at this point (for outputs with \"autorotate\": false)."
+    static let keys: [any KeyDeclaration] = []
 
     init(reading parameters: ObjectReader, context: OperationContext) throws {}
 

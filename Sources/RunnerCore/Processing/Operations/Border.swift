@@ -5,13 +5,16 @@ internal import CVips
 /// A translucent colour is blended over the edge pixels.
 struct Border: ImageOperation {
     static let name = "border"
-    static let keys = ["width", "colour"]
+    static let summary = "Paint a frame over the image's edges, keeping its size (Kingfisher's BorderImageProcessor); a translucent colour blends over the edge."
+    static let width = Key.integer("width", .positive, .required, "Frame width in pixels.")
+    static let colour = Key.colour("colour", .defaults(.black), "The frame's colour.")
+    static let keys: [any KeyDeclaration] = [width, colour]
     let width: Int
     let colour: Colour
 
     init(reading parameters: ObjectReader, context: OperationContext) throws {
-        width = try parameters.int("width", .positive)
-        colour = try parameters.colour("colour", default: .black)
+        width = try parameters.read(Self.width)
+        colour = try parameters.read(Self.colour)
     }
 
     var identifier: String { canonicalIdentifier(Self.name, [("width", "\(width)"), ("colour", colour.canonical)]) }

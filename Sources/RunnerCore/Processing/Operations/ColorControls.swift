@@ -5,7 +5,11 @@ internal import CVips
 /// then contrast scales around mid-grey. Alpha is left alone.
 struct ColorControls: ImageOperation {
     static let name = "colorControls"
-    static let keys = ["brightness", "contrast", "saturation"]
+    static let summary = "Kingfisher's ColorControlsProcessor (Core Image's CIColorControls) on sRGB values in 0...1: saturation mixes each pixel with its Rec. 709 luma, then brightness is added, then contrast scales around 0.5. Alpha is untouched."
+    static let brightness = Key.number("brightness", .range(-1, 1), .defaults(0), "Added to every value.")
+    static let contrast = Key.number("contrast", .nonNegative, .defaults(1), "Scale around mid-grey.")
+    static let saturation = Key.number("saturation", .nonNegative, .defaults(1), "0 is grey, 1 unchanged.")
+    static let keys: [any KeyDeclaration] = [brightness, contrast, saturation]
     let brightness: Double
     let contrast: Double
     let saturation: Double
@@ -14,9 +18,9 @@ struct ColorControls: ImageOperation {
     private static let luma = [0.2126, 0.7152, 0.0722]
 
     init(reading parameters: ObjectReader, context: OperationContext) throws {
-        brightness = try parameters.double("brightness", default: 0, .range(-1, 1))
-        contrast = try parameters.double("contrast", default: 1, .nonNegative)
-        saturation = try parameters.double("saturation", default: 1, .nonNegative)
+        brightness = try parameters.read(Self.brightness)
+        contrast = try parameters.read(Self.contrast)
+        saturation = try parameters.read(Self.saturation)
     }
 
     var identifier: String {

@@ -11,7 +11,17 @@ import Foundation
 struct Composite: ImageOperation {
     static let name = "composite"
     static let aliases = ["watermark"]
-    static let keys = ["image", "gravity", "offsetX", "offsetY", "opacity", "blend", "scale"]
+    static let summary = "Lay another image over this one (Kingfisher's blend and compositing processors). Its content is part of the identifier, so replacing the file re-runs every item that uses it."
+    static let image = Key.text("image", .required, "The image file, relative to the job file; it must exist when the job is read.")
+    static let gravity = Key.choice("gravity", .defaults(Crop.Gravity.centre),
+                                    "Where the image goes (attention and entropy apply to crops only).")
+    static let offsetX = Key.integer("offsetX", .any, .defaults(0), "Pixels to move it right (negative: left).")
+    static let offsetY = Key.integer("offsetY", .any, .defaults(0), "Pixels to move it down (negative: up).")
+    static let opacity = Key.number("opacity", .range(0, 1), .defaults(1), "How opaque the laid image is.")
+    static let blend = Key.choice("blend", .defaults(Blend.over), "libvips blend mode.")
+    static let scale = Key.number("scale", .positive, .optional("its own size"),
+                                  "Resize it to this fraction of this image's width.")
+    static let keys: [any KeyDeclaration] = [image, gravity, offsetX, offsetY, opacity, blend, scale]
 
     /// libvips' VipsBlendMode, by its own names.
     enum Blend: String, CaseIterable, Sendable {
@@ -63,21 +73,21 @@ struct Composite: ImageOperation {
     let scale: Double?
 
     init(reading parameters: ObjectReader, context: OperationContext) throws {
-        imagePath = Paths.resolve(try parameters.requiredString("image"), against: context.baseDirectory)
+        imagePath = Paths.resolve(try parameters.read(Self.image), against: context.baseDirectory)
         guard let bytes = FileManager.default.contents(atPath: imagePath) else {
-            throw parameters.error("image", "cannot read \(imagePath)")
+            throw parameters.error(Self.image, "cannot read \(imagePath)")
         }
         imageBytes = bytes
         var hash = StableHash()
         hash.combine(bytes: bytes)
         imageHash = hash.hex
-        gravity = try parameters.choice("gravity", default: .centre)
-        if gravity.isSmart { throw parameters.error("gravity", "\(gravity.rawValue) applies to crops only") }
-        offsetX = try parameters.int("offsetX", default: 0)
-        offsetY = try parameters.int("offsetY", default: 0)
-        opacity = try parameters.double("opacity", default: 1, .range(0, 1))
-        blend = try parameters.choice("blend", default: .over)
-        scale = try parameters.optionalDouble("scale", .positive)
+        gravity = try parameters.read(Self.gravity)
+        if gravity.isSmart { throw parameters.error(Self.gravity, "\(gravity.rawValue) applies to crops only") }
+        offsetX = try parameters.read(Self.offsetX)
+        offsetY = try parameters.read(Self.offsetY)
+        opacity = try parameters.read(Self.opacity)
+        blend = try parameters.read(Self.blend)
+        scale = try parameters.optional(Self.scale)
     }
 
     /// The file's content, not its path: the same watermark moved elsewhere renders the same.

@@ -5,7 +5,18 @@ internal import CVips
 /// chain works on mixed sizes.
 struct Crop: ImageOperation {
     static let name = "crop"
-    static let keys = ["width", "height", "x", "y", "gravity", "trim", "threshold", "background"]
+    static let summary = "Cut a region, clipped to the image: a box (x, y, width, height), width and height placed by gravity, or trim: true to remove the border that differs from background by less than threshold (libvips find_trim). An image that is all background is kept as it is."
+    static let width = Key.integer("width", .positive, .optional(), "Region width in pixels (required unless trim).")
+    static let height = Key.integer("height", .positive, .optional(), "Region height in pixels (required unless trim).")
+    static let x = Key.integer("x", .nonNegative, .defaults(0), "Region's left edge, for a box (instead of gravity).")
+    static let y = Key.integer("y", .nonNegative, .defaults(0), "Region's top edge, for a box (instead of gravity).")
+    static let gravity = Key.choice("gravity", .defaults(Gravity.centre),
+                                    "Where the region lies; attention and entropy pick it by content.")
+    static let trim = Key.flag("trim", default: false, "Remove a uniform border instead of cutting a given region.")
+    static let threshold = Key.number("threshold", .nonNegative, .defaults(10),
+                                      "With trim: how far (in libvips' units) a pixel may differ from the background and still be border.")
+    static let background = Key.colour("background", .optional("the top-left pixel"), "With trim: the border's colour.")
+    static let keys: [any KeyDeclaration] = [width, height, x, y, gravity, trim, threshold, background]
 
     enum Gravity: String, CaseIterable, Sendable {
         case centre, north, northeast, east, southeast, south, southwest, west, northwest
@@ -39,23 +50,21 @@ struct Crop: ImageOperation {
     }
 
     init(reading parameters: ObjectReader, context: OperationContext) throws {
-        if try parameters.bool("trim", default: false) {
-            for key in ["width", "height", "x", "y", "gravity"] where parameters.has(key) {
+        if try parameters.read(Self.trim) {
+            for key: any KeyDeclaration in [Self.width, Self.height, Self.x, Self.y, Self.gravity] where parameters.has(key) {
                 throw parameters.error(key, "does not apply to trim")
             }
             (width, height) = (0, 0)
-            placement = .trim(threshold: try parameters.double("threshold", default: 10, .nonNegative),
-                              background: parameters.has("background") ? try parameters.colour("background", default: .black) : nil)
+            placement = .trim(threshold: try parameters.read(Self.threshold), background: try parameters.optional(Self.background))
             return
         }
-        width = try parameters.int("width", .positive)
-        height = try parameters.int("height", .positive)
-        if parameters.has("x") || parameters.has("y") {
-            if parameters.has("gravity") { throw parameters.error("gravity", "give either x/y or gravity, not both") }
-            placement = .box(x: try parameters.int("x", default: 0, .nonNegative),
-                             y: try parameters.int("y", default: 0, .nonNegative))
+        width = try parameters.read(Self.width)
+        height = try parameters.read(Self.height)
+        if parameters.has(Self.x) || parameters.has(Self.y) {
+            if parameters.has(Self.gravity) { throw parameters.error(Self.gravity, "give either x/y or gravity, not both") }
+            placement = .box(x: try parameters.read(Self.x), y: try parameters.read(Self.y))
         } else {
-            placement = .gravity(try parameters.choice("gravity", default: .centre))
+            placement = .gravity(try parameters.read(Self.gravity))
         }
     }
 

@@ -4,12 +4,15 @@ internal import CVips
 /// runner flattens onto for formats without alpha). Images without alpha pass unchanged.
 struct Flatten: ImageOperation {
     static let name = "flatten"
-    static let keys = ["background"]
+    static let summary = "Remove alpha by laying the image on an opaque background."
+    static let background = Key.colour("background", .defaults(Colour(red: 255, green: 255, blue: 255, alpha: 255)),
+                                       "An opaque colour (no alpha digits, or ff).")
+    static let keys: [any KeyDeclaration] = [background]
     let background: Colour
 
     init(reading parameters: ObjectReader, context: OperationContext) throws {
-        background = try parameters.colour("background", default: Colour(red: 255, green: 255, blue: 255, alpha: 255))
-        guard background.alpha == 255 else { throw parameters.error("background", "must be opaque (no alpha digits, or ff)") }
+        background = try parameters.read(Self.background)
+        guard background.alpha == 255 else { throw parameters.error(Self.background, "must be opaque (no alpha digits, or ff)") }
     }
 
     var identifier: String { canonicalIdentifier(Self.name, [("background", background.canonical)]) }

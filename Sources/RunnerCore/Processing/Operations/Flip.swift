@@ -3,15 +3,16 @@ internal import CVips
 /// Mirror the image: `horizontal` swaps left and right, `vertical` swaps top and bottom.
 struct Flip: ImageOperation {
     static let name = "flip"
-    static let keys = ["direction"]
+    static let summary = "Mirror the image."
+    static let direction = Key<Direction>.choice("direction", .required, "horizontal mirrors left-right, vertical turns it upside down.")
+    static let keys: [any KeyDeclaration] = [direction]
 
     enum Direction: String, CaseIterable, Sendable { case horizontal, vertical }
 
     let direction: Direction
 
     init(reading parameters: ObjectReader, context: OperationContext) throws {
-        guard parameters.has("direction") else { throw parameters.error("direction", "is required (horizontal or vertical)") }
-        direction = try parameters.choice("direction", default: .horizontal)
+        direction = try parameters.read(Self.direction)
     }
 
     var identifier: String { canonicalIdentifier(Self.name, [("direction", direction.rawValue)]) }

@@ -4,11 +4,13 @@ internal import CVips
 /// v^(1/exponent), so exponents above 1 brighten the mid-tones. Alpha is left alone.
 struct Gamma: ImageOperation {
     static let name = "gamma"
-    static let keys = ["exponent"]
+    static let summary = "Gamma curve (libvips gamma): each value v in 0...1 becomes v^(1/exponent), so above 1 brightens the mid-tones. Alpha is untouched."
+    static let exponent = Key.number("exponent", .positive, .defaults(2.2), "The curve's exponent.")
+    static let keys: [any KeyDeclaration] = [exponent]
     let exponent: Double
 
     init(reading parameters: ObjectReader, context: OperationContext) throws {
-        exponent = try parameters.double("exponent", default: 2.2, .positive)
+        exponent = try parameters.read(Self.exponent)
     }
 
     var identifier: String { canonicalIdentifier(Self.name, [("exponent", exponent.canonical)]) }

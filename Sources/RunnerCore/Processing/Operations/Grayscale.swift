@@ -3,7 +3,8 @@ internal import CVips
 /// Convert to one band of lightness (alpha, if any, is kept).
 struct Grayscale: ImageOperation {
     static let name = "grayscale"
-    static let keys: [String] = []
+    static let summary = "Convert to one band of lightness (alpha is kept)."
+    static let keys: [any KeyDeclaration] = []
 
     init(reading parameters: ObjectReader, context: OperationContext) throws {}
 

@@ -4,13 +4,16 @@ internal import CVips
 /// `fraction` is 1 - opacity). Only where the image is: transparent areas stay transparent.
 struct Overlay: ImageOperation {
     static let name = "overlay"
-    static let keys = ["colour", "opacity"]
+    static let summary = "Cover the image with a colour at opacity x the colour's alpha, only where the image is opaque (Kingfisher's OverlayImageProcessor, whose fraction is 1 - opacity)."
+    static let colour = Key.colour("colour", .required, "The covering colour.")
+    static let opacity = Key.number("opacity", .range(0, 1), .defaults(0.5), "How much the colour covers.")
+    static let keys: [any KeyDeclaration] = [colour, opacity]
     let colour: Colour
     let opacity: Double
 
     init(reading parameters: ObjectReader, context: OperationContext) throws {
-        colour = try parameters.requiredColour("colour")
-        opacity = try parameters.double("opacity", default: 0.5, .range(0, 1))
+        colour = try parameters.read(Self.colour)
+        opacity = try parameters.read(Self.opacity)
     }
 
     var identifier: String {

@@ -4,7 +4,16 @@ internal import CVips
 /// `gravity`, or by `top`/`right`/`bottom`/`left` margins. Never crops.
 struct Pad: ImageOperation {
     static let name = "pad"
-    static let keys = ["width", "height", "gravity", "background"] + marginKeys
+    static let summary = "Grow the canvas, never cropping: to at least width x height with the image placed by gravity, or by top, right, bottom and left margins. A translucent background adds alpha."
+    static let width = Key.integer("width", .positive, .optional("the image's width"), "Least canvas width in pixels.")
+    static let height = Key.integer("height", .positive, .optional("the image's height"), "Least canvas height in pixels.")
+    static let gravity = Key.choice("gravity", .defaults(Crop.Gravity.centre),
+                                    "With width/height: where the image goes (attention and entropy apply to crops only).")
+    static let background = Key.colour("background", .defaults(.black), "The added canvas's colour.")
+    private static let marginKeys = ["top", "right", "bottom", "left"].map {
+        Key.integer($0, .nonNegative, .defaults(0), "Pixels added at the \($0), instead of width/height.")
+    }
+    static let keys: [any KeyDeclaration] = [width, height, gravity, background] + marginKeys
 
     enum Extent: Sendable, Equatable {
         case size(width: Int?, height: Int?, gravity: Crop.Gravity)
@@ -14,27 +23,24 @@ struct Pad: ImageOperation {
     let extent: Extent
     let background: Colour
 
-    private static let marginKeys = ["top", "right", "bottom", "left"]
-
     init(reading parameters: ObjectReader, context: OperationContext) throws {
-        let sized = parameters.has("width") || parameters.has("height")
+        let sized = parameters.has(Self.width) || parameters.has(Self.height)
         if sized {
             if let key = Self.marginKeys.first(where: parameters.has) {
                 throw parameters.error(key, "give either width/height or margins, not both")
             }
-            let gravity = try parameters.choice("gravity", default: Crop.Gravity.centre)
-            if gravity.isSmart { throw parameters.error("gravity", "\(gravity.rawValue) applies to crops only") }
-            extent = .size(width: try parameters.optionalInt("width", .positive),
-                           height: try parameters.optionalInt("height", .positive), gravity: gravity)
+            let gravity = try parameters.read(Self.gravity)
+            if gravity.isSmart { throw parameters.error(Self.gravity, "\(gravity.rawValue) applies to crops only") }
+            extent = .size(width: try parameters.optional(Self.width), height: try parameters.optional(Self.height), gravity: gravity)
         } else {
-            if parameters.has("gravity") { throw parameters.error("gravity", "applies to width/height only") }
-            let margins = try Self.marginKeys.map { try parameters.int($0, default: 0, .nonNegative) }
+            if parameters.has(Self.gravity) { throw parameters.error(Self.gravity, "applies to width/height only") }
+            let margins = try Self.marginKeys.map { try parameters.read($0) }
             guard margins.contains(where: { $0 > 0 }) else {
-                throw parameters.error("width", "give width and/or height, or at least one of top, right, bottom, left")
+                throw parameters.error(Self.width, "give width and/or height, or at least one of top, right, bottom, left")
             }
             extent = .margins(top: margins[0], right: margins[1], bottom: margins[2], left: margins[3])
         }
-        background = try parameters.colour("background", default: .black)
+        background = try parameters.read(Self.background)
     }
 
     var identifier: String {

@@ -5,7 +5,18 @@ internal import CVips
 /// and pads at `position`, fill stretches, inside fits within, outside covers without cropping.
 struct Resize: ImageOperation {
     static let name = "resize"
-    static let keys = ["width", "height", "fit", "position", "enlarge", "kernel", "background"]
+    static let summary = "Resample the decoded image (libvips resize, no shrink-on-load: use thumbnail as a first step for speed) with sharp's fit. With one side given the other follows the aspect ratio, whatever fit says. Without enlarge no side grows."
+    static let width = Key.integer("width", .positive, .optional(), "Box width in pixels.")
+    static let height = Key.integer("height", .positive, .optional(), "Box height in pixels.")
+    static let fit = Key.choice("fit", .defaults(Thumbnail.Fit.cover),
+        "cover fills the box and crops at position; contain fits inside and pads at position; fill stretches; inside fits inside; outside covers without cropping.")
+    static let position = Key.choice("position", .defaults(Crop.Gravity.centre),
+                                     "Where cover crops and contain pads; attention and entropy with cover only.")
+    static let enlarge = Key.flag("enlarge", default: false, "Allow sides to grow.")
+    static let kernel = Key.choice("kernel", .defaults(Kernel.lanczos3), "The resampling kernel.")
+    static let background = Key.colour("background", .defaults(.black), "Padding colour, for contain.")
+    static let keys: [any KeyDeclaration] = [width, height, fit, position, enlarge, kernel, background]
+    static let rules: [KeyRule] = [.atLeastOne(width, height)]
 
     enum Kernel: String, CaseIterable, Sendable {
         case nearest, linear, cubic, lanczos3
@@ -29,18 +40,17 @@ struct Resize: ImageOperation {
     let background: Colour
 
     init(reading parameters: ObjectReader, context: OperationContext) throws {
-        width = try parameters.optionalInt("width", .positive)
-        height = try parameters.optionalInt("height", .positive)
-        guard width != nil || height != nil else { throw parameters.error("width", "width or height is required") }
-        let fit = try parameters.choice("fit", default: Thumbnail.Fit.cover)
+        width = try parameters.optional(Self.width)
+        height = try parameters.optional(Self.height)
+        let fit = try parameters.read(Self.fit)
         // With one side given every fit means the same thing: scale to that side.
         self.fit = width == nil || height == nil ? .inside : fit
-        position = try parameters.choice("position", default: .centre)
-        enlarge = try parameters.bool("enlarge", default: false)
-        kernel = try parameters.choice("kernel", default: .lanczos3)
-        background = try parameters.colour("background", default: .black)
+        position = try parameters.read(Self.position)
+        enlarge = try parameters.read(Self.enlarge)
+        kernel = try parameters.read(Self.kernel)
+        background = try parameters.read(Self.background)
         if position.isSmart && self.fit != .cover {
-            throw parameters.error("position", "\(position.rawValue) needs fit cover")
+            throw parameters.error(Self.position, "\(position.rawValue) needs fit cover")
         }
     }
 

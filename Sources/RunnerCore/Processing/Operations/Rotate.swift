@@ -4,16 +4,19 @@ internal import CVips
 /// angle resamples and grows the canvas to hold the whole image, filled with `background`.
 struct Rotate: ImageOperation {
     static let name = "rotate"
-    static let keys = ["angle", "background"]
+    static let summary = "Rotate clockwise. Multiples of 90 are lossless; other angles resample and grow the canvas to fit, filling the corners with background (a translucent one adds alpha)."
+    static let angle = Key.number("angle", .any, .required, "Degrees, clockwise; any number.")
+    static let background = Key.colour("background", .defaults(.black), "Fills the corners of angles that are not multiples of 90.")
+    static let keys: [any KeyDeclaration] = [angle, background]
     /// In [0, 360).
     let angle: Double
     let background: Colour
 
     init(reading parameters: ObjectReader, context: OperationContext) throws {
-        let written = try parameters.double("angle")
+        let written = try parameters.read(Self.angle)
         let turned = written.truncatingRemainder(dividingBy: 360)
         angle = turned < 0 ? turned + 360 : turned + 0   // + 0 folds -0 into 0
-        background = try parameters.colour("background", default: .black)
+        background = try parameters.read(Self.background)
     }
 
     private var isRightAngle: Bool { angle.truncatingRemainder(dividingBy: 90) == 0 }

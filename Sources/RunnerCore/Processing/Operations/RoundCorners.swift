@@ -4,26 +4,21 @@ internal import CVips
 /// (Kingfisher's RoundCornerImageProcessor). The output gains an alpha band; edges are antialiased.
 struct RoundCorners: ImageOperation {
     static let name = "roundCorners"
-    static let keys = ["radius", "corners"]
+    static let summary = "Make the chosen corners transparent outside a quarter circle, antialiased; the output gains alpha (Kingfisher's RoundCornerImageProcessor). The radius is capped at half the shorter side."
 
     enum Corner: String, CaseIterable, Sendable { case topLeft, topRight, bottomLeft, bottomRight }
+
+    static let radius = Key.integer("radius", .positive, .required, "Corner radius in pixels.")
+    static let corners = Key.choices("corners", noun: "corner", .defaults(Corner.allCases), "Which corners to round.")
+    static let keys: [any KeyDeclaration] = [radius, corners]
 
     let radius: Int
     /// Canonical order, no repeats.
     let corners: [Corner]
 
     init(reading parameters: ObjectReader, context: OperationContext) throws {
-        radius = try parameters.int("radius", .positive)
-        let names = try parameters.stringArray("corners", default: Corner.allCases.map(\.rawValue))
-        var chosen: Set<Corner> = []
-        for (index, name) in names.enumerated() {
-            guard let corner = Corner(rawValue: name) else {
-                let known = Corner.allCases.map(\.rawValue).joined(separator: ", ")
-                throw JobFileError("\(parameters.location("corners"))[\(index)]", "must be one of \(known), not \"\(name)\"")
-            }
-            chosen.insert(corner)
-        }
-        guard !chosen.isEmpty else { throw parameters.error("corners", "must name at least one corner") }
+        radius = try parameters.read(Self.radius)
+        let chosen = Set(try parameters.read(Self.corners))
         corners = Corner.allCases.filter(chosen.contains)
     }
 

@@ -4,15 +4,19 @@ internal import CVips
 /// edge gains. Defaults are libvips' own.
 struct Sharpen: ImageOperation {
     static let name = "sharpen"
-    static let keys = ["sigma", "m1", "m2"]
+    static let summary = "Unsharp mask on lightness (libvips sharpen); the defaults are libvips' own."
+    static let sigma = Key.number("sigma", .positive, .defaults(0.5), "The blur's standard deviation in pixels.")
+    static let m1 = Key.number("m1", .nonNegative, .defaults(0), "Sharpening of flat areas.")
+    static let m2 = Key.number("m2", .nonNegative, .defaults(3), "Sharpening of edges.")
+    static let keys: [any KeyDeclaration] = [sigma, m1, m2]
     let sigma: Double
     let m1: Double
     let m2: Double
 
     init(reading parameters: ObjectReader, context: OperationContext) throws {
-        sigma = try parameters.double("sigma", default: 0.5, .positive)
-        m1 = try parameters.double("m1", default: 0, .nonNegative)
-        m2 = try parameters.double("m2", default: 3, .nonNegative)
+        sigma = try parameters.read(Self.sigma)
+        m1 = try parameters.read(Self.m1)
+        m2 = try parameters.read(Self.m2)
     }
 
     var identifier: String {

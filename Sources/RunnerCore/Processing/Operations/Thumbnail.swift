@@ -5,7 +5,16 @@ internal import CVips
 /// stretches, inside fits within, outside covers without cropping.
 struct Thumbnail: LoadingOperation {
     static let name = "thumbnail"
-    static let keys = ["width", "height", "fit", "position", "enlarge", "background"]
+    static let summary = "Resize with shrink-on-load (sharp's fit). With one side given only inside is allowed."
+    static let width = Key.integer("width", .positive, .optional(), "Box width in pixels.")
+    static let height = Key.integer("height", .positive, .optional(), "Box height in pixels.")
+    static let fit = Key.choice("fit", .defaults(Fit.cover),
+        "cover fills the box and crops at position; contain fits inside and pads to the box; fill stretches to the box; inside fits inside; outside covers the box without cropping.")
+    static let position = Key.choice("position", .defaults(Position.centre), "Where cover crops; attention and entropy pick by content.")
+    static let enlarge = Key.flag("enlarge", default: false, "Allow the image to grow.")
+    static let background = Key.colour("background", .defaults(.black), "Padding colour, for contain.")
+    static let keys: [any KeyDeclaration] = [width, height, fit, position, enlarge, background]
+    static let rules: [KeyRule] = [.atLeastOne(width, height)]
 
     enum Fit: String, CaseIterable, Sendable { case cover, contain, fill, inside, outside }
     enum Position: String, CaseIterable, Sendable { case centre, attention, entropy }
@@ -18,16 +27,15 @@ struct Thumbnail: LoadingOperation {
     let background: Colour
 
     init(reading parameters: ObjectReader, context: OperationContext) throws {
-        width = try parameters.optionalInt("width", .positive)
-        height = try parameters.optionalInt("height", .positive)
-        guard width != nil || height != nil else { throw parameters.error("width", "width or height is required") }
-        fit = try parameters.choice("fit", default: .cover)
-        position = try parameters.choice("position", default: .centre)
-        enlarge = try parameters.bool("enlarge", default: false)
-        background = try parameters.colour("background", default: .black)
+        width = try parameters.optional(Self.width)
+        height = try parameters.optional(Self.height)
+        fit = try parameters.read(Self.fit)
+        position = try parameters.read(Self.position)
+        enlarge = try parameters.read(Self.enlarge)
+        background = try parameters.read(Self.background)
         // With one side given, every fit means the same thing: scale to that side.
         if (width == nil || height == nil) && fit != .inside {
-            throw parameters.error("fit", "\(fit.rawValue) needs both width and height")
+            throw parameters.error(Self.fit, "\(fit.rawValue) needs both width and height")
         }
     }
 
