@@ -81,7 +81,10 @@ struct ManifestTests {
         (#"{"version": 1, "sources": [{"path": "a"}], "outputs": [{"name": "t", "path": "o/{stem}.jpg", "chain": [{"op": "rotate", "angle": "45"}], "format": {"type": "jpeg"}}]}"#,
          "outputs[0].chain[0].angle: must be a number, not a string"),
         (#"{"version": 1, "sources": [{"path": "a"}], "outputs": [{"name": "t", "path": "o/{stem}.jpg", "chain": [{"op": "thumbnail", "height": 10, "fit": "cover"}], "format": {"type": "jpeg"}}]}"#,
-         "outputs[0].chain[0].fit: cover needs both width and height"),
+         "outputs[0].chain[0].fit: cover needs both width and height; with only height, give \"fit\": \"inside\""),
+        // The trial's first job: one side and no fit says which key to add.
+        (#"{"version": 1, "sources": [{"path": "a"}], "outputs": [{"name": "t", "path": "o/{stem}.jpg", "chain": [{"op": "thumbnail", "width": 320}], "format": {"type": "jpeg"}}]}"#,
+         "outputs[0].chain[0].fit: the default fit cover needs both width and height; with only width, give \"fit\": \"inside\""),
         (#"{"version": 1, "sources": [{"path": "a"}], "outputs": [{"name": "t", "path": "o/{stem}.jpg", "chain": [{"op": "thumbnail", "width": 10, "height": 10, "background": "red"}], "format": {"type": "jpeg"}}]}"#,
          "outputs[0].chain[0].background: must be a colour as #rgb, #rrggbb or #rrggbbaa, not \"red\""),
         (#"{"version": 1, "sources": [{"path": "a"}], "outputs": [{"name": "t", "path": "o/{stem}.jpg", "chain": [], "format": {"type": "jpeg"}}, {"name": "t", "path": "p/{stem}.jpg", "chain": [], "format": {"type": "jpeg"}}]}"#,

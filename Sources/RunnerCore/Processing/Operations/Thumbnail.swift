@@ -35,7 +35,9 @@ struct Thumbnail: LoadingOperation {
         background = try parameters.read(Self.background)
         // With one side given, every fit means the same thing: scale to that side.
         if (width == nil || height == nil) && fit != .inside {
-            throw parameters.error(Self.fit, "\(fit.rawValue) needs both width and height")
+            let given = width == nil ? "height" : "width"
+            throw parameters.error(Self.fit, (parameters.has(Self.fit) ? "\(fit.rawValue)" : "the default fit \(fit.rawValue)")
+                + " needs both width and height; with only \(given), give \"fit\": \"inside\"")
         }
     }
 
