@@ -150,6 +150,8 @@ final class Reporter: Sendable {
             if summary.knownFailures > 0 {
                 line += "; \(Self.plural(summary.knownFailures, "known failure")): runner failed \(jobFile)"
             }
+            // In a log (cron appends night after night) the summary says which night it was.
+            if isatty(STDOUT_FILENO) != 1 { line = Self.timestamp() + " " + line }
             FileHandle.standardOutput.write(Data((line + "\n").utf8))
         }
     }
