@@ -1,14 +1,14 @@
 # runner: set-up, build, run and test. `make run` and `make test` work on a fresh Debian machine.
 SWIFT ?= swift
-DEBIAN_PACKAGES := pkg-config libvips-dev libvips-tools libcurl4-openssl-dev libsqlite3-dev curl
+DEBIAN_PACKAGES := pkg-config libvips-dev libvips-tools libcurl4-openssl-dev libsqlite3-dev curl python3
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: deps build run test bench bench-quick clean
+.PHONY: deps build run test bench bench-quick crash-test clean
 
 # Installs the Debian packages when pkg-config is missing them, or the CLIs the tests compare against
-# (vipsthumbnail; curl, the quick benchmark's downloads reference).
+# (vipsthumbnail; curl, the quick benchmark's downloads reference; python3, the test HTTP server and harnesses).
 deps:
-	@if ! command -v pkg-config >/dev/null || ! pkg-config --exists vips libcurl sqlite3 || ! command -v vipsthumbnail >/dev/null || ! command -v curl >/dev/null; then \
+	@if ! command -v pkg-config >/dev/null || ! pkg-config --exists vips libcurl sqlite3 || ! command -v vipsthumbnail >/dev/null || ! command -v curl >/dev/null || ! command -v python3 >/dev/null; then \
 		echo "installing $(DEBIAN_PACKAGES)"; \
 		$(SUDO) apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(DEBIAN_PACKAGES); \
@@ -35,6 +35,17 @@ bench: build
 # set (the tests run this too).
 bench-quick: build
 	python3 bench/bench.py --quick --runner .build/release/runner
+
+# SIGKILLs the release build 200 times across a 2,000-item job (every phase: planning, downloading,
+# processing, publishing, recording), resuming after each, then kills workers; checks after every
+# kill that nothing is lost or half-written (Tests/crash/crash_test.py). A few minutes.
+# `make test` runs a 20-kill version.
+KILLS ?= 200
+ITEMS ?= 2000
+SEED ?= 1
+crash-test: build
+	python3 Tests/crash/crash_test.py --kills $(KILLS) --items $(ITEMS) --seed $(SEED) --worker-kills 20 \
+		--runner .build/release/runner
 
 clean:
 	rm -rf .build out state
