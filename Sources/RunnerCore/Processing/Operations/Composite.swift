@@ -72,8 +72,8 @@ struct Composite: ImageOperation {
         imageHash = hash.hex
         gravity = try parameters.choice("gravity", default: .centre)
         if gravity.isSmart { throw parameters.error("gravity", "\(gravity.rawValue) applies to crops only") }
-        offsetX = try parameters.int("offsetX", default: 0)
-        offsetY = try parameters.int("offsetY", default: 0)
+        offsetX = try parameters.coordinate("offsetX", parameters.int("offsetX", default: 0)) ?? 0
+        offsetY = try parameters.coordinate("offsetY", parameters.int("offsetY", default: 0)) ?? 0
         opacity = try parameters.double("opacity", default: 1, .range(0, 1))
         blend = try parameters.choice("blend", default: .over)
         scale = try parameters.optionalDouble("scale", .positive)

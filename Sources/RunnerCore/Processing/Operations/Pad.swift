@@ -23,11 +23,11 @@ struct Pad: ImageOperation {
             }
             let gravity = try parameters.choice("gravity", default: Crop.Gravity.centre)
             if gravity.isSmart { throw parameters.error("gravity", "\(gravity.rawValue) applies to crops only") }
-            extent = .size(width: try parameters.optionalInt("width", .positive),
-                           height: try parameters.optionalInt("height", .positive), gravity: gravity)
+            extent = .size(width: try parameters.coordinate("width", parameters.optionalInt("width", .positive)),
+                           height: try parameters.coordinate("height", parameters.optionalInt("height", .positive)), gravity: gravity)
         } else {
             if parameters.has("gravity") { throw parameters.error("gravity", "applies to width/height only") }
-            let margins = try Self.marginKeys.map { try parameters.int($0, default: 0, .nonNegative) }
+            let margins = try Self.marginKeys.map { try parameters.coordinate($0, parameters.int($0, default: 0, .nonNegative)) ?? 0 }
             guard margins.contains(where: { $0 > 0 }) else {
                 throw parameters.error("width", "give width and/or height, or at least one of top, right, bottom, left")
             }

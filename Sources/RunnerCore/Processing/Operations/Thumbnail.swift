@@ -17,8 +17,8 @@ struct Thumbnail: LoadingOperation {
     let background: Colour
 
     init(reading parameters: ObjectReader, context: OperationContext) throws {
-        width = try parameters.optionalInt("width", .positive)
-        height = try parameters.optionalInt("height", .positive)
+        width = try parameters.coordinate("width", parameters.optionalInt("width", .positive))
+        height = try parameters.coordinate("height", parameters.optionalInt("height", .positive))
         guard width != nil || height != nil else { throw parameters.error("width", "width or height is required") }
         fit = try parameters.choice("fit", default: .cover)
         position = try parameters.choice("position", default: .centre)
