@@ -20,3 +20,24 @@ struct HugeSettingsTests {
         #expect(workspace.files(in: "out") == ["a.jpg"])
     }
 }
+
+@Suite("Huge values a job file may hold, in the worker")
+struct HugeChainValuesTests {
+    @Test("a watermark scale of 9.3e18 does not crash the worker")
+    func hugeWatermarkScale() throws {
+        let workspace = try Workspace()
+        try workspace.copyFixtures(["extra/ladybird.jpg"], to: "in")
+        try FileManager.default.copyItem(atPath: Fixtures.path("watermark.png"), toPath: workspace.path("watermark.png"))
+        let job = try workspace.writeJob("""
+            {"version": 1, "sources": [{"path": "in"}],
+             "outputs": [{"name": "t", "path": "out/{stem}.jpg",
+                          "chain": [{"op": "watermark", "image": "watermark.png", "scale": 9.3e18}], "format": {"type": "jpeg"}}],
+             "state": "state.sqlite"}
+            """)
+        let result = try workspace.run([job])
+        let state = try StateDatabase(path: workspace.path("state.sqlite"))
+        let crashed: Int? = try state.scalar("SELECT COUNT(*) FROM item WHERE error_kind = 'crashed'")
+        #expect(crashed == 0, "\(result.stderr.suffix(400))")
+        #expect(result.status == 0 || result.status == 1)
+    }
+}

@@ -93,7 +93,10 @@ struct Composite: ImageOperation {
         // Decoded into memory: the result outlives `source`, which only this handle keeps alive.
         var overlay = try VipsImageHandle(taking: pointer, retaining: source).copiedToMemory()
         if let scale {
-            let factor = Double(max(1, Int((Double(image.width) * scale).rounded()))) / Double(overlay.width)
+            // Any positive scale is accepted; no width beyond libvips' largest coordinate (nor an
+            // integer conversion that traps).
+            let width = min(max(1, (Double(image.width) * scale).rounded()), Double(VIPS_MAX_COORD))
+            let factor = width / Double(overlay.width)
             overlay = try overlay.derive("resize") { cvips_resize($0, $1, factor, factor, VIPS_KERNEL_LANCZOS3) }
         }
         if opacity < 1 {
