@@ -27,4 +27,16 @@ struct PathBytesTests {
         #expect(throws: JobFileError.self) { try PathTemplate("out\u{0}x/{stem}.jpg", baseDirectory: "/j", location: "path") }
         #expect(RemoteURL("http://h/img/..%2F%CC%81y.jpg")?.fileName == "\u{301}y.jpg")
     }
+
+    @Test("a NUL in the state or cache path is a job-file error: the kernel would write beside the named place")
+    func nulInStatePaths() {
+        for (key, value) in [("state", #""a\u0000b.sqlite""#), ("cache", #""c\u0000d""#)] {
+            #expect(throws: JobFileError("\(key)", "must not contain a NUL character")) {
+                try Job.parse(text: """
+                    {"version": 1, "sources": [{"path": "p"}], "\(key)": \(value),
+                     "outputs": [{"name": "t", "path": "o/{stem}.jpg", "chain": [], "format": {"type": "jpeg"}}]}
+                    """, filePath: "/j/job.json")
+            }
+        }
+    }
 }

@@ -40,6 +40,10 @@ extension Job {
         let concurrency = try readConcurrency(concurrencySection)
         let limits = try readLimits(limitsSection)
         let remote = try readRemote(root, statePath: statePath, concurrency: concurrencySection, limits: limitsSection)
+        // The kernel stops a path at a NUL: the database and the cache would land beside the named place.
+        for (key, path) in [("state", statePath), ("cache", remote.cacheDirectory)] where path.utf8.contains(0) {
+            throw root.error(key, "must not contain a NUL character")
+        }
         try concurrencySection?.finish()
         try limitsSection?.finish()
         try root.finish()
