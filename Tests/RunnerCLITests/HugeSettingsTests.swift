@@ -41,3 +41,19 @@ struct HugeChainValuesTests {
         #expect(result.status == 0 || result.status == 1)
     }
 }
+
+@Suite("A NUL in a source path")
+struct NulSourceTests {
+    @Test("runner validate on {\"path\": \"\\u0000\", \"recursive\": true} exits 2 (it crashed with SIGSEGV)")
+    func nulSourcePath() throws {
+        let workspace = try Workspace()
+        try workspace.copyFixtures(["extra/ladybird.jpg"], to: "sub")
+        let job = try workspace.writeJob(#"""
+            {"version": 1, "sources": [{"path": "\u0000", "recursive": true}],
+             "outputs": [{"name": "t", "path": "out/{stem}.jpg", "chain": [], "format": {"type": "jpeg"}}]}
+            """#)
+        let result = try workspace.run(["validate", job])
+        #expect(result.status == 2, "\(result.stderr.suffix(300))")
+        #expect(result.stderr.contains("sources[0].path: must not contain a NUL character"))
+    }
+}

@@ -39,4 +39,17 @@ struct PathBytesTests {
             }
         }
     }
+
+    @Test("a NUL in a source's path, glob or list is a job-file error (a recursive walk of \"\\u0000\" overflowed the stack)")
+    func nulInSources() {
+        for (source, location) in [(#"{"path": "\u0000", "recursive": true}"#, "sources[0].path"),
+                                   (#"{"glob": "p\u0000/*.jpg"}"#, "sources[0].glob"), (#"{"list": "l\u0000.txt"}"#, "sources[0].list")] {
+            #expect(throws: JobFileError(location, "must not contain a NUL character")) {
+                try Job.parse(text: """
+                    {"version": 1, "sources": [\(source)],
+                     "outputs": [{"name": "t", "path": "o/{stem}.jpg", "chain": [], "format": {"type": "jpeg"}}]}
+                    """, filePath: "/j/job.json")
+            }
+        }
+    }
 }

@@ -66,6 +66,7 @@ extension Job {
             case "path":
                 let path = try source.requiredString("path")
                 try rejectURL(path, source.location("path"))
+                try rejectNUL(path, source.location("path"))
                 spec = .path(Paths.resolve(path, against: baseDirectory),
                              recursive: try source.bool("recursive", default: false),
                              include: try source.stringArray("include", default: defaultImagePatterns),
@@ -73,9 +74,12 @@ extension Job {
             case "glob":
                 let pattern = try source.requiredString("glob")
                 try rejectURL(pattern, source.location("glob"))
+                try rejectNUL(pattern, source.location("glob"))
                 spec = .glob(Paths.resolve(pattern, against: baseDirectory))
             case "list":
-                spec = .list(Paths.resolve(try source.requiredString("list"), against: baseDirectory))
+                let list = try source.requiredString("list")
+                try rejectNUL(list, source.location("list"))
+                spec = .list(Paths.resolve(list, against: baseDirectory))
             default:
                 let url = try source.requiredString("url")
                 guard RemoteURL(url) != nil else {
@@ -93,6 +97,12 @@ extension Job {
 
     private static func rejectURL(_ text: String, _ location: String) throws {
         if text.contains("://") { throw JobFileError(location, "is a URL; use a \"url\" source") }
+    }
+
+    /// The kernel ends a path at a NUL: "photos\u0000x" would read photos, and a recursive walk of
+    /// "\u0000" found the same folder under every name it listed, until the stack ran out.
+    private static func rejectNUL(_ text: String, _ location: String) throws {
+        if text.utf8.contains(0) { throw JobFileError(location, "must not contain a NUL character") }
     }
 
     private static func readOutputs(_ root: ObjectReader, baseDirectory: String) throws -> [OutputSpec] {
