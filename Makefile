@@ -1,6 +1,6 @@
 # runner: set-up, build, run and test. `make run` and `make test` work on a fresh Debian machine.
 SWIFT ?= swift
-DEBIAN_PACKAGES := pkg-config libvips-dev libvips-tools libcurl4-openssl-dev libsqlite3-dev curl python3-prometheus-client python3-yaml python3-jsonschema
+DEBIAN_PACKAGES := pkg-config libvips-dev libvips-tools libcurl4-openssl-dev libsqlite3-dev curl python3-prometheus-client python3-yaml python3-jsonschema python3
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 PREFIX ?= /usr/local
@@ -13,10 +13,11 @@ INSTALLED := $(DESTDIR)$(PREFIX)/bin/runner $(DESTDIR)$(PREFIX)/share/man/man1/r
 	$(DESTDIR)$(PREFIX)/share/zsh/site-functions/_runner \
 	$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/runner.fish
 
-.PHONY: deps build run test test-slurm bench bench-quick clean install uninstall
+.PHONY: deps build run test test-slurm bench bench-quick crash-test fuzz clean install uninstall
 
 # Installs the Debian packages when pkg-config is missing them, or the CLIs the tests compare against
-# (vipsthumbnail; curl, the quick benchmark's downloads reference), or the Prometheus parser the
+# (vipsthumbnail; curl, the quick benchmark's downloads reference; python3, the test HTTP server and
+# harnesses), or the Prometheus parser the
 # metrics test reads with, or PyYAML (the Kubernetes example's test), or the JSON Schema validator
 # the job-file schema test checks with.
 deps:
@@ -69,6 +70,30 @@ install: deps
 
 uninstall:
 	rm -f $(INSTALLED)
+
+# SIGKILLs the release build 200 times across a 2,000-item job (every phase: planning, downloading,
+# processing, publishing, recording), resuming after each, then kills workers; checks after every
+# kill that nothing is lost or half-written (Tests/crash/crash_test.py). A few minutes.
+# `make test` runs a 20-kill version.
+KILLS ?= 200
+ITEMS ?= 2000
+SEED ?= 1
+crash-test: build
+	python3 Tests/crash/crash_test.py --kills $(KILLS) --items $(ITEMS) --seed $(SEED) --worker-kills 20 \
+		--runner .build/release/runner
+
+# Fuzzes what runner parses: FUZZ_CASES mutated job files through Job.parse (and planning) in process,
+# 300 through `runner validate` and 60 through `runner run` on small images and a URL; 10,000 hostile
+# list files, path templates and URLs planned in process and 30 run end to end against the test HTTP
+# server. `make test` runs a few thousand cases. FUZZ_SEED picks another sequence. A case that traps
+# the test process is named in $TMPDIR/runner-fuzz-*-last-case; RUNNER_FUZZ_DUMP=N writes job case N out.
+FUZZ_CASES ?= 100000
+FUZZ_SEED ?= 14
+fuzz: deps
+	$(SWIFT) build --build-tests
+	RUNNER_FUZZ_CASES=$(FUZZ_CASES) RUNNER_FUZZ_PATH_CASES=10000 RUNNER_FUZZ_BINARY_CASES=300 \
+		RUNNER_FUZZ_RUN_CASES=60 RUNNER_FUZZ_LIST_RUNS=30 RUNNER_FUZZ_SEED=$(FUZZ_SEED) \
+		$(SWIFT) test --skip-build --filter Fuzz
 
 clean:
 	rm -rf .build out state

@@ -9,6 +9,11 @@ extern int sync_file_range(int fd, long long offset, long long nbytes, unsigned 
 /* Start writeback of a file's dirty pages without waiting for it. */
 #define CSYSTEM_SYNC_FILE_RANGE_WRITE 2
 
+/* A worker asks for SIGKILL when the supervisor thread that started it dies (prctl is variadic). */
+#include <signal.h>
+#include <sys/prctl.h>
+static inline int csystem_die_with_parent(void) { return prctl(PR_SET_PDEATHSIG, SIGKILL); }
+
 /* glibc malloc tuning (malloc.h is not in the Glibc module). */
 #include <malloc.h>
 

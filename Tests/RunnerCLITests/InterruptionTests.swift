@@ -93,7 +93,7 @@ struct InterruptionTests {
         }
         run.signal(SIGKILL)
         _ = run.wait()
-        // Orphaned workers finish the source they hold and exit when their input closes.
+        // Workers die with their supervisor (PR_SET_PDEATHSIG); give the kernel a moment to reap them.
         usleep(300_000)
 
         let resumed = try workspace.run([job, "--log-format", "json"])

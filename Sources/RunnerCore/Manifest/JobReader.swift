@@ -37,6 +37,10 @@ extension Job {
         let concurrency = try readConcurrency(concurrencySection)
         let limits = try readLimits(limitsSection)
         let remote = try readRemote(root, statePath: statePath, concurrency: concurrencySection, limits: limitsSection)
+        // The kernel stops a path at a NUL: the database and the cache would land beside the named place.
+        for (key, path) in [(Keys.state, statePath), (RemoteSettings.Keys.cache, remote.cacheDirectory)] where path.utf8.contains(0) {
+            throw root.error(key, "must not contain a NUL character")
+        }
         try concurrencySection.finish()
         try limitsSection.finish()
         try root.finish()
@@ -110,14 +114,18 @@ extension Job {
             if source.has(Source.path) {
                 let path = try source.read(Source.path)
                 try rejectURL(path, source.location(Source.path))
+                try rejectNUL(path, source.location(Source.path))
                 spec = .path(Paths.resolve(path, against: baseDirectory), recursive: try source.read(Source.recursive),
                              include: try source.read(Source.include), exclude: try source.read(Source.exclude))
             } else if source.has(Source.glob) {
                 let pattern = try source.read(Source.glob)
                 try rejectURL(pattern, source.location(Source.glob))
+                try rejectNUL(pattern, source.location(Source.glob))
                 spec = .glob(Paths.resolve(pattern, against: baseDirectory))
             } else if source.has(Source.list) {
-                spec = .list(Paths.resolve(try source.read(Source.list), against: baseDirectory))
+                let list = try source.read(Source.list)
+                try rejectNUL(list, source.location(Source.list))
+                spec = .list(Paths.resolve(list, against: baseDirectory))
             } else {
                 // The exactlyOne rule leaves a URL.
                 let url = try source.read(Source.url)
@@ -136,6 +144,12 @@ extension Job {
 
     private static func rejectURL(_ text: String, _ location: String) throws {
         if text.contains("://") { throw JobFileError(location, "is a URL; use a \"url\" source") }
+    }
+
+    /// The kernel ends a path at a NUL: "photos\u0000x" would read photos, and a recursive walk of
+    /// "\u0000" found the same folder under every name it listed, until the stack ran out.
+    private static func rejectNUL(_ text: String, _ location: String) throws {
+        if text.utf8.contains(0) { throw JobFileError(location, "must not contain a NUL character") }
     }
 
     enum Output {

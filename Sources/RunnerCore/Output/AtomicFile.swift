@@ -114,7 +114,7 @@ enum AtomicFile {
         var removed = 0
         for folder in folders {
             for entry in SourceDiscovery.listDirectory(folder) where !entry.isDirectory {
-                guard entry.name.hasPrefix("."), let marker = entry.name.range(of: temporaryMarker, options: .backwards),
+                guard entry.name.utf8.first == UInt8(ascii: "."), let marker = entry.name.range(of: temporaryMarker, options: .backwards),
                       let pid = pid_t(entry.name[marker.upperBound...]) else { continue }
                 if kill(pid, 0) != 0 && errno == ESRCH, unlink(folder + "/" + entry.name) == 0 {
                     removed += 1

@@ -26,7 +26,9 @@ struct PathTemplate: Sendable {
         }
         guard !written.hasSuffix("/") else { throw JobFileError(location, "must name a file, not a folder") }
         self.written = written
-        absolute = written.hasPrefix("/") ? written : baseDirectory + "/" + written
+        // The kernel would stop at a NUL: the file would land somewhere else than the root says.
+        guard !written.utf8.contains(0) else { throw JobFileError(location, "must not contain a NUL character") }
+        absolute = written.utf8.first == UInt8(ascii: "/") ? written : baseDirectory + "/" + written
         let literal = absolute.prefix { $0 != "{" }
         root = Paths.normalize(Paths.directory(of: String(literal) + (literal.count == absolute.count ? "" : "x")))
     }
@@ -60,17 +62,22 @@ struct PathTemplate: Sendable {
         return path
     }
 
-    /// One path component: no separators, never `.` or `..`.
+    /// One path component: no separators or NULs, never `.` or `..`. On bytes (see `Paths`).
     private static func component(_ value: String) -> String {
-        if !value.utf8.contains(where: { $0 == UInt8(ascii: "/") || $0 == 0 }) {
-            return value == "." || value == ".." ? "_" : value
+        let slash = UInt8(ascii: "/")
+        var cleaned = value
+        if value.utf8.contains(where: { $0 == slash || $0 == 0 }) {
+            cleaned = String(decoding: value.utf8.compactMap { $0 == 0 ? nil : $0 == slash ? UInt8(ascii: "_") : $0 }, as: UTF8.self)
         }
-        let cleaned = value.replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "\0", with: "")
-        return cleaned == "." || cleaned == ".." ? "_" : cleaned
+        return cleaned.utf8.elementsEqual(".".utf8) || cleaned.utf8.elementsEqual("..".utf8) ? "_" : cleaned
     }
 
-    /// A relative folder: empty, `.` and `..` segments dropped, never absolute.
+    /// A relative folder: empty, `.` and `..` segments and NULs dropped, never absolute. On bytes.
     private static func folder(_ value: String) -> String {
-        value.split(separator: "/").filter { $0 != "." && $0 != ".." }.joined(separator: "/")
+        let dot = UInt8(ascii: ".")
+        let segments = value.utf8.split(separator: UInt8(ascii: "/")).filter { segment in
+            !(segment.allSatisfy { $0 == dot } && segment.count <= 2)
+        }
+        return String(decoding: Array(segments.map { $0.filter { $0 != 0 } }.joined(separator: [UInt8(ascii: "/")])), as: UTF8.self)
     }
 }

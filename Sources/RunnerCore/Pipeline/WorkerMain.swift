@@ -8,12 +8,16 @@ import Glibc
 ///
 /// libvips runs only here, one source at a time, so a crash inside a decoder costs one process
 /// and one item, never the run. The worker ignores SIGINT/SIGTERM (the supervisor decides when
-/// it stops) and exits when its input closes, after finishing the item it holds.
+/// it stops) and exits when its input closes, after finishing the item it holds, or at once
+/// (SIGKILL) when the supervisor dies.
 public enum WorkerMain {
     /// Test-only fault injection: a source whose path contains this text crashes the worker.
     static let crashTriggerVariable = "RUNNER_TEST_CRASH_ON"
 
     public static func run() -> Int32 {
+        // Die with the supervisor: an orphan would finish the sources it holds and stage their
+        // outputs after the next run had already removed the dead run's temporary files.
+        _ = csystem_die_with_parent()
         signal(SIGINT, SIG_IGN)
         signal(SIGTERM, SIG_IGN)
         keepFreedMemory()
@@ -21,7 +25,8 @@ public enum WorkerMain {
         let protocolOutput = dup(STDOUT_FILENO)
         dup2(STDERR_FILENO, STDOUT_FILENO)
         let channel = LineChannel(input: STDIN_FILENO, output: protocolOutput)
-        guard let hello = channel.receive(WorkerHello.self) else { return 1 }
+        // A supervisor that died before the request above took effect sent no signal.
+        guard let hello = channel.receive(WorkerHello.self), getppid() == hello.supervisorPID else { return 1 }
         let job: Job
         do {
             job = try Job.parse(text: hello.jobText, filePath: hello.jobFilePath)

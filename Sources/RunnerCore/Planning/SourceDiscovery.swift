@@ -189,7 +189,7 @@ struct SourceDiscovery {
             let path = Paths.resolve(line, against: listFolder)
             let folder = Paths.directory(of: path)
             // Inside the list's folder `{dir}` is relative to it; elsewhere the absolute folder, minus its leading slash.
-            let relative = Paths.relative(folder, to: listFolder) ?? String(folder.dropFirst())
+            let relative = Paths.relative(folder, to: listFolder) ?? Paths.droppingLeadingSlash(folder)
             try visit(.file(path, relativeDirectory: relative))
         }
     }

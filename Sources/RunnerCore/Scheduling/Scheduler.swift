@@ -158,6 +158,11 @@ final class Scheduler: Sendable {
             died.kill()
             let how = died.waitStatus()
             control.unregister(worker: died.pid)
+            // It may have staged some of its task's outputs (under this run's pid) before dying;
+            // nothing will publish them, and a retry stages its own.
+            for request in inFlight[0].task.requests {
+                unlink(AtomicFile.temporaryPath(for: request.path, owner: getpid()))
+            }
             if control.phase == .abandoning { return }
             var scheduled = inFlight.removeFirst()
             queue.withLock { $0.retries.insert(contentsOf: inFlight, at: 0) }

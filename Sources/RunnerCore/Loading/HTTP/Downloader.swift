@@ -440,10 +440,13 @@ private final class Transfer {
         // Only http and https, for the first request and every redirect.
         _ = ccurl_set_string(easy, CURLOPT_PROTOCOLS_STR, "http,https")
         _ = ccurl_set_string(easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
-        _ = ccurl_set_long(easy, CURLOPT_TIMEOUT_MS, Int(settings.timeout * 1000))
-        _ = ccurl_set_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(settings.connectTimeout * 1000))
+        // A job may ask for any finite number of seconds; beyond ~30 years is "never", not a trap
+        // converting it to an integer.
+        func capped(_ value: Double, _ scale: Double) -> Int { Int(min((value * scale).rounded(.up), 1e12)) }
+        _ = ccurl_set_long(easy, CURLOPT_TIMEOUT_MS, capped(settings.timeout, 1000))
+        _ = ccurl_set_long(easy, CURLOPT_CONNECTTIMEOUT_MS, capped(settings.connectTimeout, 1000))
         _ = ccurl_set_long(easy, CURLOPT_LOW_SPEED_LIMIT, settings.lowSpeedLimit)
-        _ = ccurl_set_long(easy, CURLOPT_LOW_SPEED_TIME, Int(settings.lowSpeedTime.rounded(.up)))
+        _ = ccurl_set_long(easy, CURLOPT_LOW_SPEED_TIME, capped(settings.lowSpeedTime, 1))
         // Refused up front when Content-Length says so; counted in `receive` otherwise.
         _ = ccurl_set_offset(easy, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(settings.maxDownloadBytes))
         _ = ccurl_set_string(easy, CURLOPT_USERAGENT, userAgent)

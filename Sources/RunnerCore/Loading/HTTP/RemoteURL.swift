@@ -22,11 +22,12 @@ struct RemoteURL: Sendable {
         if components.path.isEmpty { components.path = "/" }
         guard let normalized = components.string else { return nil }
         self.normalized = normalized
-        let path = components.path
-        let lastSlash = path.lastIndex(of: "/") ?? path.startIndex
-        let name = String(path[path.index(after: lastSlash)...]).removingPercentEncoding ?? ""
+        // On bytes: a decoded %2F followed by a combining mark is one Character but still a slash.
+        let path = components.path.utf8
+        let lastSlash = path.lastIndex(of: UInt8(ascii: "/")) ?? path.startIndex
+        let name = String(decoding: path[path.index(after: lastSlash)...], as: UTF8.self).removingPercentEncoding ?? ""
         fileName = name.isEmpty ? "index" : name
-        let folderPath = String(path[..<lastSlash]).removingPercentEncoding ?? ""
+        let folderPath = String(decoding: path[..<lastSlash], as: UTF8.self).removingPercentEncoding ?? ""
         folder = host + (components.port.map { "_\($0)" } ?? "") + folderPath
     }
 

@@ -83,8 +83,8 @@ struct Composite: ImageOperation {
         imageHash = hash.hex
         gravity = try parameters.read(Self.gravity)
         if gravity.isSmart { throw parameters.error(Self.gravity, "\(gravity.rawValue) applies to crops only") }
-        offsetX = try parameters.read(Self.offsetX)
-        offsetY = try parameters.read(Self.offsetY)
+        offsetX = try parameters.coordinate(Self.offsetX, parameters.read(Self.offsetX)) ?? 0
+        offsetY = try parameters.coordinate(Self.offsetY, parameters.read(Self.offsetY)) ?? 0
         opacity = try parameters.read(Self.opacity)
         blend = try parameters.read(Self.blend)
         scale = try parameters.optional(Self.scale)
@@ -104,7 +104,10 @@ struct Composite: ImageOperation {
         // Decoded into memory: the result outlives `source`, which only this handle keeps alive.
         var overlay = try VipsImageHandle(taking: pointer, retaining: source).copiedToMemory()
         if let scale {
-            let factor = Double(max(1, Int((Double(image.width) * scale).rounded()))) / Double(overlay.width)
+            // Any positive scale is accepted; no width beyond libvips' largest coordinate (nor an
+            // integer conversion that traps).
+            let width = min(max(1, (Double(image.width) * scale).rounded()), Double(VIPS_MAX_COORD))
+            let factor = width / Double(overlay.width)
             overlay = try overlay.derive("resize") { cvips_resize($0, $1, factor, factor, VIPS_KERNEL_LANCZOS3) }
         }
         if opacity < 1 {

@@ -31,10 +31,11 @@ struct Pad: ImageOperation {
             }
             let gravity = try parameters.read(Self.gravity)
             if gravity.isSmart { throw parameters.error(Self.gravity, "\(gravity.rawValue) applies to crops only") }
-            extent = .size(width: try parameters.optional(Self.width), height: try parameters.optional(Self.height), gravity: gravity)
+            extent = .size(width: try parameters.coordinate(Self.width, parameters.optional(Self.width)),
+                           height: try parameters.coordinate(Self.height, parameters.optional(Self.height)), gravity: gravity)
         } else {
             if parameters.has(Self.gravity) { throw parameters.error(Self.gravity, "applies to width/height only") }
-            let margins = try Self.marginKeys.map { try parameters.read($0) }
+            let margins = try Self.marginKeys.map { try parameters.coordinate($0, parameters.read($0)) ?? 0 }
             guard margins.contains(where: { $0 > 0 }) else {
                 throw parameters.error(Self.width, "give width and/or height, or at least one of top, right, bottom, left")
             }

@@ -27,8 +27,8 @@ struct Thumbnail: LoadingOperation {
     let background: Colour
 
     init(reading parameters: ObjectReader, context: OperationContext) throws {
-        width = try parameters.optional(Self.width)
-        height = try parameters.optional(Self.height)
+        width = try parameters.coordinate(Self.width, parameters.optional(Self.width))
+        height = try parameters.coordinate(Self.height, parameters.optional(Self.height))
         fit = try parameters.read(Self.fit)
         position = try parameters.read(Self.position)
         enlarge = try parameters.read(Self.enlarge)
