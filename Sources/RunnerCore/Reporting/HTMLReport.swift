@@ -43,8 +43,10 @@ public struct HTMLReport {
     }
 
     private func write() throws -> Outcome {
-        guard FileManager.default.fileExists(atPath: job.statePath) else { return .neverRun }
-        let store = try StateStore(path: job.statePath)
+        let databases = try JobDatabases(job: job)
+        guard !databases.parts.isEmpty else { return .neverRun }
+        // A sharded job reads as one: its shards' databases merged in memory.
+        let store = databases.isSharded ? try StateStore.merged(databases.parts.map(\.path)) : databases.parts[0].store
         let runs = try store.recentRuns(limit: options.runs)
         guard !runs.isEmpty else { return .neverRun }
 

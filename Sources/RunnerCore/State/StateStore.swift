@@ -34,6 +34,36 @@ public final class StateStore: Sendable {
         }
     }
 
+    private init(database: DatabaseQueue) throws {
+        self.database = database
+        try Self.migrator.migrate(database)
+        others = []
+    }
+
+    /// One in-memory database holding the items, runs and blacklist of several state databases of
+    /// the same job (its shards), for reports that read a job as one. Run ids are kept apart by
+    /// shifting each database's ids by a billion.
+    static func merged(_ paths: [String]) throws -> StateStore {
+        let store = try StateStore(database: try DatabaseQueue())
+        try store.database.writeWithoutTransaction { db in
+            for (index, path) in paths.enumerated() {
+                let shift = Int64(index) * 1_000_000_000
+                try db.execute(sql: "ATTACH DATABASE ? AS part", arguments: [path])
+                try db.inTransaction {
+                    let runColumns = try db.columns(in: "run").map(\.name).filter { $0 != "id" }.joined(separator: ", ")
+                    try db.execute(sql: "INSERT INTO run (id, \(runColumns)) SELECT id + ?, \(runColumns) FROM part.run", arguments: [shift])
+                    let itemColumns = try db.columns(in: "item").map(\.name).filter { $0 != "run_id" }.joined(separator: ", ")
+                    try db.execute(sql: "INSERT OR IGNORE INTO item (run_id, \(itemColumns)) SELECT run_id + ?, \(itemColumns) FROM part.item",
+                                   arguments: [shift])
+                    try db.execute(sql: "INSERT OR IGNORE INTO blacklist SELECT * FROM part.blacklist")
+                    return .commit
+                }
+                try db.execute(sql: "DETACH DATABASE part")
+            }
+        }
+        return store
+    }
+
     /// The job's database if a run has created it; nil otherwise, and nothing is created.
     public static func existing(at path: String, readingAlso otherPaths: [String] = []) throws -> StateStore? {
         FileManager.default.fileExists(atPath: path) ? try StateStore(path: path, readingAlso: otherPaths) : nil
