@@ -60,10 +60,12 @@ public enum JobRunner {
                 var source = found
                 try planner.classify(&source, state: pass, retryFailed: options.retryFailed, force: options.force)
                 counts.add(source)
+                // Every output folder, up to date or not: a killed run may have staged a file beside
+                // an output whose record still stands (a --force run stopped before it started the item).
+                for item in source.items { folders.insert(Paths.directory(of: item.outputPath)) }
                 source.items.removeAll { $0.status == .upToDate || $0.status == .knownFailure }
                 guard !source.items.isEmpty else { return }
                 try pass.recordPlanned(source)
-                for item in source.items { folders.insert(Paths.directory(of: item.outputPath)) }
                 switch source.origin {
                 case .file:
                     try localSources.append(source)
