@@ -1,0 +1,31 @@
+import Foundation
+@testable import RunnerCore
+import Testing
+
+@Suite("Deeply nested job files")
+struct NestingTests {
+    @Test("arrays 200 deep, 200 times over, are refused at once, not decoded for seconds")
+    func deepNestingIsRefusedQuickly() {
+        let element = String(repeating: "[", count: 200) + "1" + String(repeating: "]", count: 200)
+        let text = #"{"version": 1, "sources": [{"path": "p", "include": ["# + Array(repeating: element, count: 200).joined(separator: ",")
+            + #"]}], "outputs": [{"name": "t", "path": "o/{stem}.jpg", "chain": [], "format": {"type": "jpeg"}}]}"#
+        let clock = ContinuousClock()
+        let began = clock.now
+        #expect(throws: JobFileError("", "not valid JSON: nested more than 32 levels deep")) {
+            try Job.parse(text: text, filePath: "/j/job.json")
+        }
+        #expect(clock.now - began < .seconds(1))
+    }
+
+    @Test("brackets inside strings do not count, and 32 levels are fine")
+    func stringsAndTheLimit() throws {
+        let name = String(repeating: "[{", count: 100)
+        _ = try Job.parse(text: #"{"version": 1, "name": "\#(name)\"", "sources": [{"path": "p"}], "#
+            + #""outputs": [{"name": "t", "path": "o/{stem}.jpg", "chain": [], "format": {"type": "jpeg"}}]}"#,
+            filePath: "/j/job.json")
+        let nested = String(repeating: "[", count: 31) + String(repeating: "]", count: 31)
+        #expect(throws: JobFileError("sources", "must be an array, not an object")) {
+            try Job.parse(text: #"{"version": 1, "x": \#(nested), "sources": {}}"#, filePath: "/j/job.json")
+        }
+    }
+}
