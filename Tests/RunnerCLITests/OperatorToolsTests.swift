@@ -6,19 +6,10 @@ import TestSupport
 /// Debian's Python, where `python3-prometheus-client` (installed by `make deps`) lives.
 let systemPython = "/usr/bin/python3"
 
-/// Runs a Python program with the system interpreter; returns its stdout, or records its stderr.
-func python(_ program: String, _ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: systemPython)
-    process.arguments = ["-c", program] + arguments
-    let out = Pipe(), err = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    try process.run()
-    let stdout = out.fileHandleForReading.readDataToEndOfFile()
-    let stderr = err.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self))
+/// Runs a Python program with the system interpreter.
+func python(_ program: String, _ arguments: [String]) throws -> CommandResult {
+    try RunningCommand(systemPython, arguments: ["-c", program] + arguments, directory: NSTemporaryDirectory(),
+                       environment: [:]).wait()
 }
 
 @Suite("Operating it every night", .serialized)
