@@ -28,7 +28,7 @@ struct Run: ParsableCommand {
     var quiet = false
 
     @Option(help: "Seconds between progress lines (JSON progress events) when not on a terminal.")
-    var progressInterval = 5.0
+    var progressInterval = RunOptions().progressInterval
 
     @Option(help: ArgumentHelp("Stop handing out work at this local time (24-hour HH:MM, the next one to come); items in flight finish; exit 124.", valueName: "HH:MM"))
     var deadline: String?
