@@ -162,10 +162,13 @@ package struct ImagePipeline {
         let header = source.header
         let needed = loader.scaledFrame(width: header.displayWidth(autorotate: settings.autorotate),
                                         height: header.displayHeight(autorotate: settings.autorotate))
-        // A frame barely larger than the output would be resampled twice by a small factor, which
-        // softens it: only frames at least 1.5 times as large are used (a measured MAD under 1/255).
-        let larger = source.wholeFrames.filter {
-            $0.settings == settings && 2 * $0.image.width >= 3 * needed.width && 2 * $0.image.height >= 3 * needed.height
+        // The very frame another output decoded (the same size in two formats) is reused as it is;
+        // a frame barely larger would be resampled twice by a small factor, which softens it, so
+        // otherwise only frames at least 1.5 times as large are used (a measured MAD under 1/255).
+        let larger = source.wholeFrames.filter { frame in
+            let (width, height) = (frame.image.width, frame.image.height)
+            let same = width == needed.width && height == needed.height
+            return frame.settings == settings && (same || (2 * width >= 3 * needed.width && 2 * height >= 3 * needed.height))
         }
         let ownDecode = header.pixelsDecoded(toMake: needed, displayWidth: header.displayWidth(autorotate: settings.autorotate))
         if let base = larger.min(by: { $0.image.width < $1.image.width }), base.image.width * base.image.height <= ownDecode {
