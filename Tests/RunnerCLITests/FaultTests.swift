@@ -153,4 +153,21 @@ struct FaultTests {
         try verifyOutputs(workspace, expected: 30)
         #expect(try checkRecordsAgainstDisk(workspace, state: "state/slow.sqlite") == ["done": 60])
     }
+
+    @Test("an output path taken by a folder fails that item as write when it is published: not recorded done, no temporary file left")
+    func outputPathIsAFolder() throws {
+        let workspace = try Workspace()
+        try photoSources(workspace, count: 3)
+        try workspace.write("mine", to: "out/p01.png/keep.txt")
+        let job = try oneOutputJob(workspace)
+        let result = try workspace.run([job])
+        #expect(result.status == 1, "\(result.stderr)")
+        let failed = try failures(workspace, job)
+        #expect(failed.count == 1 && failed["p01.jpg@o"]?.kind == "write", "\(failed)")
+        #expect(failed["p01.jpg@o"]?.message.contains("cannot rename into \(workspace.path("out/p01.png"))") == true, "\(failed)")
+        #expect(try String(contentsOfFile: workspace.path("out/p01.png/keep.txt"), encoding: .utf8) == "mine")
+        let database = try StateDatabase(path: workspace.path("state/job.sqlite"))
+        #expect(try database.states().values.sorted() == ["done", "done", "failed"])
+        #expect(temporaryFiles(workspace).isEmpty, "left behind: \(temporaryFiles(workspace))")
+    }
 }
