@@ -170,4 +170,44 @@ struct FaultTests {
         #expect(try database.states().values.sorted() == ["done", "done", "failed"])
         #expect(temporaryFiles(workspace).isEmpty, "left behind: \(temporaryFiles(workspace))")
     }
+
+    @Test("sources swapped after planning for a FIFO, a character device, a symlink to /dev/zero, nothing, or half a file: never blocks, fails only those items")
+    func sourcesSwappedAfterPlanning() throws {
+        let workspace = try Workspace()
+        try photoSources(workspace, count: 16)
+        let swapped = ["z-device.jpg", "z-fifo.jpg", "z-gone.jpg", "z-symlink.jpg", "z-truncated.jpg"]
+        for name in swapped {
+            try FileManager.default.copyItem(atPath: Fixtures.path("photos/aitzgorri.jpg"), toPath: workspace.path("in/" + name))
+        }
+        // One worker and a slow chain: the z- sources are planned as photographs, and reached seconds later.
+        let job = try oneOutputJob(workspace, chain: #"[{"op": "blur", "sigma": 10}]"#, format: #"{"type": "jpeg"}"#, ext: "jpg")
+        let started = Date()
+        let run = try workspace.start([job, "--log-format", "json", "-j", "1"])
+        #expect(run.waitUntil { itemEvents(run) >= 1 })
+        let folder = workspace.path("in/")
+        for name in swapped.dropLast() { unlink(folder + name) }
+        #expect(mkfifo(folder + "z-fifo.jpg", 0o644) == 0)
+        #expect(symlink("/dev/zero", folder + "z-symlink.jpg") == 0)
+        #expect(try RunningCommand("/usr/bin/mknod", arguments: [folder + "z-device.jpg", "c", "1", "5"], directory: "/", environment: [:])
+            .wait(timeout: 30).status == 0, "mknod of /dev/zero's numbers")
+        #expect(truncate(folder + "z-truncated.jpg", 20_000) == 0)
+        let finishedAtSwap = itemEvents(run)
+        let result = run.wait(timeout: 120)
+        #expect(Date().timeIntervalSince(started) < 60, "the run took \(Date().timeIntervalSince(started)) s")
+        #expect(finishedAtSwap < 10, "the swap came before the worker reached the z- sources (\(finishedAtSwap) items had finished)")
+        #expect(result.status == 1, "\(result.stderr)")
+        #expect(summaryEvent(result.stdout)?["done"] as? Int == 16, "\(result.stdout.suffix(400))")
+
+        let failed = try failures(workspace, job)
+        #expect(Set(failed.keys) == Set(swapped.map { $0 + "@o" }), "\(failed)")
+        for name in ["z-device.jpg", "z-fifo.jpg", "z-symlink.jpg"] {
+            #expect(failed[name + "@o"]?.kind == "unreadable", "\(name): \(String(describing: failed[name + "@o"]))")
+            #expect(failed[name + "@o"]?.message.contains("not a regular file") == true, "\(name): \(String(describing: failed[name + "@o"]))")
+        }
+        #expect(failed["z-gone.jpg@o"]?.kind == "unreadable")
+        #expect(failed["z-gone.jpg@o"]?.message.contains("No such file or directory") == true)
+        #expect(failed["z-truncated.jpg@o"]?.kind == "decode")
+        #expect(failed["z-truncated.jpg@o"]?.message.contains("Premature end") == true, "\(String(describing: failed["z-truncated.jpg@o"]))")
+        #expect(try checkRecordsAgainstDisk(workspace, state: "state/job.sqlite") == ["done": 16, "failed": 5])
+    }
 }

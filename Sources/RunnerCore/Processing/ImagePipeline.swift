@@ -200,6 +200,9 @@ struct ImagePipeline {
         guard stat(path, &info) == 0, access(path, R_OK) == 0 else {
             throw ItemFailure(.unreadable, "\(path): \(String(cString: strerror(errno)))")
         }
+        // A FIFO or a device put in a source's place after planning: opening it could block or
+        // never end, and its size of 0 says nothing about its content.
+        guard (info.st_mode & S_IFMT) == S_IFREG else { throw ItemFailure(.unreadable, "\(path): not a regular file") }
         guard info.st_size > 0 else { throw ItemFailure(.decode, "empty file (0 bytes)") }
         let source: VipsSourceHandle
         do { source = try VipsSourceHandle(path: path) } catch { throw ItemFailure(.unreadable, error.message) }
