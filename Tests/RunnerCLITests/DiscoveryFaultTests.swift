@@ -123,4 +123,32 @@ struct DiscoveryFaultTests {
         #expect(refused.status == 2, "\(refused.stderr)")
         #expect(refused.stderr.contains("sources[0].path: \(workspace.path("nested/d"))\u{FFFD}: its name is not valid UTF-8"), "\(refused.stderr)")
     }
+
+    @Test("a 255-byte file name is processed (its temporary file's name is shortened); an output name over 255 bytes fails that item alone")
+    func longNames() throws {
+        let workspace = try Workspace()
+        let longest = String(repeating: "L", count: 251) + ".jpg"
+        // Multi-byte letters: the temporary name is cut between characters, never inside one.
+        let accented = String(repeating: "é", count: 120) + ".jpg"
+        try workspace.copyFixtures(["photos/friends.jpg"], to: "in")
+        for name in [longest, accented] {
+            try FileManager.default.copyItem(atPath: Fixtures.path("photos/fig-bowl.jpg"), toPath: workspace.path("in/" + name))
+        }
+        #expect(longest.utf8.count == 255 && accented.utf8.count == 244)
+        let job = try discoveryJob(workspace, source: #"{"path": "in"}"#)
+        let result = try workspace.run([job])
+        #expect(result.status == 0, "\(result.stdout) \(result.stderr)")
+        #expect(workspace.files(in: "out") == [accented, longest, "friends.jpg"].sorted())
+        #expect(ImageProbe.open(workspace.path("out/" + longest))?.width == 32)
+        #expect(ImageProbe.open(workspace.path("out/" + accented))?.width == 32)
+
+        // `-thumb` makes the first output's name 261 bytes: no file system takes it.
+        try workspace.writeJob(try String(contentsOfFile: job, encoding: .utf8).replacingOccurrences(of: "{stem}.jpg", with: "{stem}-thumb.jpg"))
+        let tooLong = try workspace.run([job])
+        #expect(tooLong.status == 1, "\(tooLong.stderr)")
+        let failed = try failures(workspace, job)
+        #expect(failed.count == 1 && failed[longest + "@t"]?.kind == "write", "\(failed)")
+        #expect(failed[longest + "@t"]?.message.contains("File name too long") == true, "\(failed)")
+        #expect(temporaryFiles(workspace).isEmpty, "left behind: \(temporaryFiles(workspace))")
+    }
 }
