@@ -93,6 +93,9 @@ extension Runner {
         case let held as RunLock.Held:
             printError(held.description)
             Foundation.exit(ExitStatus.locked)
+        case let database as StateDatabaseError:
+            printError(database.description)
+            Foundation.exit(database.exitCode)
         default:
             Runner.exit(withError: error)
         }

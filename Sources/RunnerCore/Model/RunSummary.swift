@@ -59,4 +59,6 @@ public enum ExitStatus {
     public static let locked: Int32 = 75
     /// The time budget ran out with work left (GNU timeout's code for "time ran out"); run again to continue.
     public static let budgetExhausted: Int32 = 124
+    /// EX_IOERR: the state database could not be written (disk full, I/O error) or was deleted mid-run.
+    public static let stateDatabase: Int32 = 74
 }

@@ -34,6 +34,11 @@ public enum JobRunner {
     /// Runs a job to completion (or until stopped). Throws `RunLock.Held` when another run
     /// holds the job and `JobFileError` for problems found while planning.
     public static func run(_ job: Job, options: RunOptions) throws -> RunSummary {
+        // A SQLite error names the state database and says what it means for the job.
+        try StateDatabaseError.naming(job.statePath) { try runJob(job, options: options) }
+    }
+
+    private static func runJob(_ job: Job, options: RunOptions) throws -> RunSummary {
         let clock = Date()
         let planner = Planner(job: job, vipsVersion: VipsRuntime.version)
         // Later runs plan inside a transaction that a job-file error rolls back; a first run checks
@@ -85,7 +90,15 @@ public enum JobRunner {
                                 interval: options.progressInterval)
         // Items are reported and counted only once committed: whatever a person saw finish survives a crash.
         let committed = Mutex(RunSummary())
-        let recorder = Recorder(store: store, runID: runID) { events in
+        let control = RunControl()
+        let handoff = TaskQueue()
+        let recorder = Recorder(store: store, runID: runID, onFailure: { error in
+            // Nothing more can be recorded: stop handing out work; the error ends the run.
+            control.stopForFailure()
+            handoff.cancel()
+            let named = StateDatabaseError.naming(job.statePath, error)
+            reporter.notice("\((named as? StateDatabaseError)?.summary ?? "\(named)"): stopping, finishing items in flight")
+        }) { events in
             for event in events {
                 switch event {
                 case .finished(let key, let outputPath, let outcome):
@@ -127,8 +140,6 @@ public enum JobRunner {
             return nil
         }
 
-        let control = RunControl()
-        let handoff = TaskQueue()
         let downloads = RemoteStage(job: job, planner: planner, sources: remoteSources, repeatedURLs: repeatedURLs,
                                     store: store, recorder: recorder, handoff: handoff, control: control,
                                     retryFailed: options.retryFailed, downloadOnly: options.downloadOnly)

@@ -34,6 +34,13 @@ final class RunControl: Sendable {
         }
     }
 
+    /// The run cannot go on (its state database cannot be written): drain, as the first signal does.
+    func stopForFailure() {
+        state.withLock { state in
+            if state.phase == .running { state.phase = .draining }
+        }
+    }
+
     func requestStop(signal: Int32) {
         let victims: Set<pid_t> = state.withLock { state in
             state.signal = state.signal ?? signal

@@ -20,11 +20,15 @@ public final class StateStore: Sendable {
             // NORMAL in WAL mode: a commit survives a process crash; only a power loss can undo the last ones.
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
         }
-        database = try DatabaseQueue(path: path, configuration: configuration)
-        try database.writeWithoutTransaction { db in
-            _ = try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL")
+        // A file that is not a database, or a damaged one, is an error naming it: never replaced.
+        database = try StateDatabaseError.naming(path) {
+            let database = try DatabaseQueue(path: path, configuration: configuration)
+            try database.writeWithoutTransaction { db in
+                _ = try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL")
+            }
+            try Self.migrator.migrate(database)
+            return database
         }
-        try Self.migrator.migrate(database)
         var readOnly = Configuration()
         readOnly.readonly = true
         readOnly.busyMode = .timeout(5)
