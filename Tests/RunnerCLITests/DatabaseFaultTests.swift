@@ -123,4 +123,27 @@ struct DatabaseFaultTests {
         try verifyOutputs(workspace, expected: 30)
         #expect(try checkRecordsAgainstDisk(workspace, state: "state/slow.sqlite") == ["done": 60])
     }
+
+    @Test("the state database deleted while a run holds the job: the run stops with a clear error (exit 74), and the next run starts a new one and finishes")
+    func databaseDeletedMidRun() throws {
+        let workspace = try Workspace()
+        let job = try slowJob(workspace, count: 30)
+        let run = try workspace.start([job, "--log-format", "json"])
+        #expect(run.waitUntil { itemEvents(run) >= 4 })
+        try FileManager.default.removeItem(atPath: workspace.path("state/slow.sqlite"))
+        let stopped = run.wait(timeout: 120)
+        #expect(stopped.status == 74, "\(stopped.stdout.suffix(300)) \(stopped.stderr)")
+        #expect(stopped.stderr.contains("runner: the state database \(workspace.path("state/slow.sqlite")) was deleted or replaced while this run held it; stopped"),
+                "\(stopped.stderr)")
+        #expect(stopped.stdout.contains("was deleted or replaced while this run held it: stopping, finishing items in flight"),
+                "\(stopped.stdout.suffix(600))")
+        #expect(itemEvents(run) < 60, "it stopped handing out work: \(itemEvents(run)) items reported")
+        #expect(temporaryFiles(workspace).isEmpty, "left behind: \(temporaryFiles(workspace))")
+        #expect(!FileManager.default.fileExists(atPath: workspace.path("state/slow.sqlite")), "runner did not bring it back")
+
+        let next = try workspace.run([job])
+        #expect(next.status == 0, "\(next.stderr)")
+        try verifyOutputs(workspace, expected: 30)
+        #expect(try checkRecordsAgainstDisk(workspace, state: "state/slow.sqlite") == ["done": 60])
+    }
 }

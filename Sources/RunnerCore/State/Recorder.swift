@@ -78,6 +78,8 @@ final class Recorder: Sendable {
                                        outcome: failure.map { .failed($0, duration: item.duration) } ?? .done(duration: item.duration, warning: item.warning)))
             }
             do {
+                // Records written to a database that is no longer at its path would be lost unseen.
+                if !batch.isEmpty { try store.checkStillInPlace() }
                 try store.record(batch, runID: runID)
                 onCommitted(batch)
             } catch {

@@ -9,6 +9,8 @@ public struct StateDatabaseError: Error, CustomStringConvertible {
         case damaged
         /// A write failed (disk full, I/O error, read-only): the run stopped (exit 74).
         case unwritable
+        /// Deleted or replaced while this run held it: the run stopped (exit 74).
+        case moved
     }
 
     public let path: String
@@ -21,6 +23,7 @@ public struct StateDatabaseError: Error, CustomStringConvertible {
         switch kind {
         case .damaged: "state database \(path) is damaged or is not a runner state database (SQLite: \(reason))"
         case .unwritable: "cannot write the state database \(path) (SQLite: \(reason))"
+        case .moved: "the state database \(path) was deleted or replaced while this run held it"
         }
     }
 
@@ -31,6 +34,9 @@ public struct StateDatabaseError: Error, CustomStringConvertible {
                 + "the job over (every item is then redone)"
         case .unwritable:
             summary + "; stopped: what was recorded before stands, and the items this run could not record run again next time"
+        case .moved:
+            summary + "; stopped: what this run recorded went with it, so the next run starts a new database and redoes "
+                + "those items (their outputs on disk are complete)"
         }
     }
 

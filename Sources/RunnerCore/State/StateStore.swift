@@ -1,5 +1,8 @@
 import Foundation
 import GRDB
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The job's state database: runs, items and (later) the failed-URL blacklist.
 ///
@@ -29,6 +32,9 @@ public final class StateStore: Sendable {
             try Self.migrator.migrate(database)
             return database
         }
+        var info = stat()
+        fileID = stat(path, &info) == 0 ? FileID(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)) : nil
+        self.path = path
         var readOnly = Configuration()
         readOnly.readonly = true
         readOnly.busyMode = .timeout(5)
@@ -42,6 +48,27 @@ public final class StateStore: Sendable {
         self.database = database
         try Self.migrator.migrate(database)
         others = []
+        path = ""
+        fileID = nil
+    }
+
+    /// Where the database was opened, and which file that was.
+    private let path: String
+    private let fileID: FileID?
+
+    private struct FileID: Equatable {
+        let device: UInt64
+        let inode: UInt64
+    }
+
+    /// Throws `StateDatabaseError` (`moved`) when the database's path no longer names the file this
+    /// store has open: it was deleted or replaced, so whatever is recorded now would be lost.
+    func checkStillInPlace() throws {
+        guard let fileID else { return }
+        var info = stat()
+        guard stat(path, &info) == 0, FileID(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)) == fileID else {
+            throw StateDatabaseError(path: path, kind: .moved, reason: "")
+        }
     }
 
     /// One in-memory database holding the items, runs and blacklist of several state databases of
