@@ -146,4 +146,64 @@ struct DatabaseFaultTests {
         try verifyOutputs(workspace, expected: 30)
         #expect(try checkRecordsAgainstDisk(workspace, state: "state/slow.sqlite") == ["done": 60])
     }
+
+    @Test("a state database made by the first shipped schema is migrated: its done items stay up to date (nothing redone), its runs stay listed")
+    func migrationFromTheFirstSchema() throws {
+        let workspace = try Workspace()
+        try workspace.copyFixtures(["photos/friends.jpg", "photos/fig-bowl.jpg", "photos/wine.webp", "broken/truncated.jpg"], to: "in")
+        let job = try simpleJob(workspace)
+        // Today's runner makes the outputs; its fingerprints (which cover runner's version and the
+        // recipe) are what the old records must carry for the items to be up to date.
+        #expect(try workspace.run([job]).status == 1)
+        let made = try StateDatabase(path: workspace.path("state.sqlite"))
+        let items = try made.rows("SELECT key, source_key, output_name, state, fingerprint, output_path, error_kind, error_message FROM item ORDER BY key")
+        let vipsVersion: String = try #require(try made.scalar("SELECT vips_version FROM run"))
+        #expect(items.count == 4)
+        for suffix in ["", "-wal", "-shm"] { unlink(workspace.path("state.sqlite" + suffix)) }
+
+        // The database as the first runner left it after one run: done items, one decode failure.
+        let old = try DatabaseQueue(path: workspace.path("state.sqlite"))
+        try old.writeWithoutTransaction { db in
+            _ = try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL")
+            try db.execute(sql: "CREATE TABLE IF NOT EXISTS grdb_migrations (identifier TEXT NOT NULL PRIMARY KEY)")
+            try db.inTransaction {
+                try db.execute(sql: FirstSchema.sql)
+                try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES (?)", arguments: [FirstSchema.migration])
+                return .commit
+            }
+            let started = Date().timeIntervalSince1970 - 86_400
+            try db.execute(sql: """
+                INSERT INTO run (started_at, ended_at, pid, runner_version, vips_version, planned, up_to_date, done, failed, blocked, outcome, exit_code)
+                VALUES (?, ?, 4242, '0.1.0', ?, 4, 0, 3, 1, 0, 'finished', 1)
+                """, arguments: [started, started + 2, vipsVersion])
+            for item in items {
+                try db.execute(sql: """
+                    INSERT INTO item (key, source_key, output_name, state, attempts, fingerprint, output_path, error_kind, error_message, duration, run_id, updated_at)
+                    VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?, 0.25, 1, ?)
+                    """, arguments: [item[0], item[1], item[2], item[3], item[4], item[5],
+                                     item[6].isEmpty ? nil : item[6], item[7].isEmpty ? nil : item[7], started + 1])
+            }
+        }
+        try old.close()
+        let outputs = TreeSnapshot(workspace.path("out"))
+
+        // The failure's limits were never recorded, so it is tried once more; the done items are not.
+        let migrated = try workspace.run([job])
+        #expect(migrated.status == 1, "\(migrated.stderr)")
+        #expect(migrated.stdout.contains("0 done, 1 failed, 3 up to date"), "\(migrated.stdout)")
+        #expect(TreeSnapshot(workspace.path("out")) == outputs, "no output was written again")
+        let state = try StateDatabase(path: workspace.path("state.sqlite"))
+        #expect(try state.integrity() == "ok")
+        let migrations = try state.rows("SELECT identifier FROM grdb_migrations ORDER BY identifier").map { $0[0] }
+        #expect(migrations.count >= 4 && migrations.first == FirstSchema.migration, "\(migrations)")
+        #expect(try state.rows("SELECT id, pid, outcome FROM run ORDER BY id").first == ["1", "4242", "finished"])
+        #expect(try state.states() == Dictionary(uniqueKeysWithValues: items.map { ($0[0], $0[3]) }))
+        let statusRuns = try #require(try statusJSON(workspace, job)["runs"] as? [[String: Any]])
+        #expect(statusRuns.count == 2 && statusRuns.contains { $0["id"] as? Int == 1 && $0["done"] as? Int == 3 }, "\(statusRuns)")
+
+        let again = try workspace.run([job])
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(again.stdout.contains("0 done, 0 failed, 3 up to date") && again.stdout.contains("; 1 known failure"), "\(again.stdout)")
+        #expect(TreeSnapshot(workspace.path("out")) == outputs)
+    }
 }
