@@ -6,7 +6,6 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "runner", targets: ["runner"]),
-        .library(name: "RunnerCore", targets: ["RunnerCore"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -21,39 +20,47 @@ let package = Package(
                        providers: [.apt(["libcurl4-openssl-dev"])]),
         // Linux calls the Glibc module leaves out (it is built without _GNU_SOURCE).
         .systemLibrary(name: "CSystem", path: "Sources/CSystem"),
-        .target(
-            name: "RunnerCore",
-            dependencies: [
-                "CVips",
-                "CCurl",
-                "CSystem",
-                .product(name: "GRDB", package: "GRDB.swift"),
-            ],
-            path: "Sources/RunnerCore"
-        ),
+        // The library, one target per stage of the flow
+        // (manifest -> plan -> state -> write -> report -> load -> process -> schedule -> run):
+        // each depends only on targets before it, so an arrow against the flow does not compile.
+        .target(name: "Support", dependencies: ["CSystem"]),
+        .target(name: "Model", dependencies: ["Support"]),
+        .target(name: "Keys", dependencies: ["Support"]),
+        .target(name: "Imaging", dependencies: ["Keys", "Model", "CVips"]),
+        .target(name: "Manifest", dependencies: ["Imaging"]),
+        .target(name: "Planning", dependencies: ["Manifest"]),
+        .target(name: "State", dependencies: ["Planning", .product(name: "GRDB", package: "GRDB.swift")]),
+        .target(name: "Output", dependencies: ["State"]),
+        .target(name: "Reporting", dependencies: ["Output"]),
+        .target(name: "Loading", dependencies: ["Reporting", "CCurl"]),
+        .target(name: "Processing", dependencies: ["Output", "CVips"]),
+        .target(name: "Scheduling", dependencies: ["Loading", "Processing"]),
+        .target(name: "Pipeline", dependencies: ["Scheduling"]),
         .executableTarget(
             name: "runner",
             dependencies: [
-                "RunnerCore",
+                "Pipeline",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Sources/runner"
         ),
+        // libvips calls only the tests make (opening and comparing outputs).
+        .systemLibrary(name: "CVipsProbe", path: "Tests/CVipsProbe", pkgConfig: "vips"),
         // Shared by the test targets: fixtures, temporary workspaces, running the built binary,
         // and opening outputs with libvips directly.
         .target(
             name: "TestSupport",
-            dependencies: ["CVips", "RunnerCore", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["CVips", "CVipsProbe", "Pipeline", .product(name: "GRDB", package: "GRDB.swift")],
             path: "Tests/TestSupport"
         ),
         .testTarget(
             name: "RunnerCoreTests",
-            dependencies: ["RunnerCore", "CVips", "TestSupport"],
+            dependencies: ["Pipeline", "CVips", "TestSupport"],
             path: "Tests/RunnerCoreTests"
         ),
         .testTarget(
             name: "RunnerCLITests",
-            dependencies: ["RunnerCore", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["Pipeline", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")],
             path: "Tests/RunnerCLITests"
         ),
     ],

@@ -19,10 +19,6 @@ static inline VipsImage *cvips_new_from_buffer(const void *buf, size_t len, Vips
     return vips_image_new_from_buffer(buf, len, "", "access", access, "fail_on", fail_on, NULL);
 }
 
-static inline VipsImage *cvips_new_from_file(const char *name, VipsAccess access) {
-    return vips_image_new_from_file(name, "access", access, NULL);
-}
-
 // A source file is opened once as a VipsSource that every decode of it shares: libvips streams
 // it (a large original is never copied whole into memory) and the loader sniffing and file opens
 // happen once per source, not once per decode. The caller owns the source (g_object_unref).
@@ -162,13 +158,10 @@ static inline int cvips_xyz(VipsImage **out, int width, int height) { return vip
 
 // MARK: - Measuring (trim reads a corner pixel; tests check outputs independently of runner's own report)
 
-static inline int cvips_avg(VipsImage *in, double *out) { return vips_avg(in, out, NULL); }
 static inline int cvips_getpoint(VipsImage *in, double **vector, int *n, int x, int y) {
     return vips_getpoint(in, vector, n, x, y, NULL);
 }
 static inline int cvips_extract_band(VipsImage *in, VipsImage **out, int band) { return vips_extract_band(in, out, band, NULL); }
-static inline int cvips_subtract(VipsImage *left, VipsImage *right, VipsImage **out) { return vips_subtract(left, right, out, NULL); }
-static inline int cvips_abs(VipsImage *in, VipsImage **out) { return vips_abs(in, out, NULL); }
 
 // MARK: - Rendering on the calling thread (macros Swift cannot import)
 

@@ -1,6 +1,13 @@
 import ArgumentParser
 import Foundation
-import RunnerCore
+import Support
+import Model
+import Keys
+import Manifest
+import Planning
+import State
+import Reporting
+import Pipeline
 
 struct Run: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Run a job (the default command).")

@@ -1,6 +1,13 @@
 import ArgumentParser
 import Foundation
-import RunnerCore
+import Support
+import Model
+import Keys
+import Manifest
+import Planning
+import State
+import Reporting
+import Pipeline
 
 @main
 struct Runner: ParsableCommand {
@@ -93,6 +100,9 @@ extension Runner {
         case let held as RunLock.Held:
             printError(held.description)
             Foundation.exit(ExitStatus.locked)
+        case let unavailable as RunLock.Unavailable:
+            printError(unavailable.description)
+            Foundation.exit(ExitStatus.stateUnavailable)
         case let database as StateDatabaseError:
             printError(database.description)
             Foundation.exit(database.exitCode)

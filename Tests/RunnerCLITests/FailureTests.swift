@@ -1,5 +1,4 @@
 import Foundation
-import RunnerCore
 import Testing
 import TestSupport
 

@@ -1,6 +1,5 @@
 import Foundation
 import GRDB
-@testable import RunnerCore
 import Testing
 import TestSupport
 #if canImport(Glibc)

@@ -1,5 +1,5 @@
 import Foundation
-@testable import RunnerCore
+import TestSupport
 import Testing
 
 /// "/\u{301}" is one Character to Swift and two things to the kernel: a slash, then a name

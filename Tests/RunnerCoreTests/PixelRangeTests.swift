@@ -1,5 +1,5 @@
 import Foundation
-@testable import RunnerCore
+import TestSupport
 import Testing
 
 /// libvips cannot make an image side or offset beyond VIPS_MAX_COORD (10,000,000); larger values

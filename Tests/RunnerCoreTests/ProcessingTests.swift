@@ -1,5 +1,4 @@
 import Foundation
-@testable import RunnerCore
 import Testing
 import TestSupport
 
@@ -7,7 +6,7 @@ import TestSupport
 struct Render {
     let workspace: Workspace
     let outputPath: String
-    let result: Result<ImagePipeline.Rendered, ItemFailure>
+    let result: Result<RenderedOutput, ItemFailure>
 
     /// `files` are fixtures copied beside the job file first, for ops that name files relative to it.
     init(_ source: String, chain: String, format: String = #"{"type": "png"}"#, extension fileExtension: String = "png",
@@ -21,7 +20,11 @@ struct Render {
             """, filePath: workspace.path("job.json"))
         outputPath = workspace.path("out/result.\(fileExtension)")
         let pipeline = ImagePipeline(outputs: job.outputs, limits: job.limits, stagingOwner: getpid())
-        result = pipeline.render(sourcePath: Fixtures.path(source), requests: [.init(outputIndex: 0, path: outputPath)])[0]
+        switch pipeline.render(sourcePath: Fixtures.path(source), requests: [.init(outputIndex: 0, path: outputPath)])[0] {
+        case .done(let rendered, _): result = .success(rendered)
+        case .failed(let failure, _): result = .failure(failure)
+        case .blocked(let reason): result = .failure(ItemFailure(.process, "blocked: \(reason)"))
+        }
         if case .success(let rendered) = result {
             #expect(AtomicFile.publish([.init(temporary: rendered.temporary, path: outputPath)]) == [nil])
         }

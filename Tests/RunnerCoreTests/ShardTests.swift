@@ -1,5 +1,5 @@
 import Foundation
-@testable import RunnerCore
+import TestSupport
 import Testing
 
 @Suite("Shards")

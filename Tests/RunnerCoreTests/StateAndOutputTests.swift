@@ -1,5 +1,4 @@
 import Foundation
-@testable import RunnerCore
 import Testing
 import TestSupport
 
@@ -24,9 +23,9 @@ struct StateAndOutputTests {
         let (first, second) = (plan.items[0], plan.items[1])
         try store.record([.started(key: first.key, fingerprint: first.fingerprint),
                           .started(key: second.key, fingerprint: second.fingerprint),
-                          .finished(key: first.key, outputPath: first.outputPath, outcome: .done(duration: 0.1, warning: nil)),
+                          .finished(key: first.key, outputPath: first.outputPath, outcome: .done(RenderedOutput(width: 1, height: 1, bytes: 1, temporary: "", warning: nil), seconds: 0.1)),
                           .finished(key: second.key, outputPath: second.outputPath,
-                                    outcome: .failed(ItemFailure(.decode, "bad"), duration: 0.1))], runID: run)
+                                    outcome: .failed(ItemFailure(.decode, "bad"), seconds: 0.1))], runID: run)
         #expect(try store.plan { try $0.recorded(first.key) }?.fingerprint == first.fingerprint)
         #expect(try store.plan { try $0.recorded(first.key) }?.failureKind == nil)
         // A decode failure is decided by the content: recorded, with the fingerprint it failed under.

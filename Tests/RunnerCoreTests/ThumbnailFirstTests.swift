@@ -1,5 +1,4 @@
 import Foundation
-@testable import RunnerCore
 import Testing
 import TestSupport
 

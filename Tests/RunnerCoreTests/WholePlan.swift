@@ -1,4 +1,4 @@
-@testable import RunnerCore
+import TestSupport
 
 /// A whole plan at once, for assertions: runs and `runner plan` stream sources instead.
 struct Plan {

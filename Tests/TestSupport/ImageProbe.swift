@@ -1,4 +1,5 @@
 import CVips
+import CVipsProbe
 import Foundation
 
 /// Opens an image with libvips itself, independently of runner's own code, so tests check

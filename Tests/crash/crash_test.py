@@ -530,7 +530,7 @@ class Reference:
         check(not files.temporary, "reference run left temporary files: %s" % files.temporary[:3])
         self.outputs = {path: hashes.of(os.path.join(workspace, path), stat) for path, stat in files.final.items()}
         self.done = {key for key, item in items.items() if item.state == "done"}
-        self.failed = {key: item.kind for key, item in items.items() if item.state in ("failed", "blocked")}
+        self.failed = {key: item.kind or item.state for key, item in items.items() if item.state in ("failed", "blocked")}
         check(all(item.state in ("done", "failed", "blocked") for item in items.values()),
               "reference run ended with unfinished items")
         check({items[key].path for key in self.done} == set(self.outputs),
@@ -665,14 +665,15 @@ def check_completed(workspace, runner, code, reference, hashes, crashed=frozense
     expected_done = reference.done - crashed
     check(done == expected_done, "%s: done items differ from the reference: missing %s, extra %s"
           % (context, sorted(expected_done - done)[:5], sorted(done - expected_done)[:5]))
-    failed = {key: item.kind for key, item in items.items() if item.state in ("failed", "blocked")}
+    # A blocked item (its URL blacklisted) has no failure kind: "blocked" stands in for one.
+    failed = {key: item.kind or item.state for key, item in items.items() if item.state in ("failed", "blocked")}
     expected_failed = dict(reference.failed)
     expected_failed.update({key: "crashed" for key in crashed})
     check(set(failed) == set(expected_failed), "%s: failed items differ from the reference: %s vs %s"
           % (context, sorted(failed)[:5], sorted(expected_failed)[:5]))
     for key, kind in failed.items():
         want = expected_failed[key]
-        check(kind == want or {kind, want} <= {"download", "blacklisted"},
+        check(kind == want or {kind, want} <= {"download", "blocked"},
               "%s: %s failed as %s, expected %s" % (context, key, kind, want))
     check(len(files.final) == len(expected_done), "%s: %d outputs for %d done items"
           % (context, len(files.final), len(expected_done)))

@@ -1,0 +1,58 @@
+import Foundation
+import Keys
+
+/// `"type": "auto"`: the source's own format when runner writes it (jpeg, png, webp, avif, tiff,
+/// gif), else JPEG, or PNG when the finished image has alpha. Each format's options may be given
+/// under its name (`{"type": "auto", "jpeg": {"quality": 90}}`); the rest take their defaults.
+package struct AutoEncoder: OutputEncoder {
+    package static let type = "auto"
+    package static let summary = "The source's own format when it is jpeg, png, webp, avif, tiff or gif (a HEIF file counts as avif when AV1-coded), else jpeg, or png when the finished image has alpha. Each format's options may be given under its name."
+    package static let keys: [any KeyDeclaration] = [JPEGEncoder.self, PNGEncoder.self, WebPEncoder.self, AVIFEncoder.self,
+                                             TIFFEncoder.self, GIFEncoder.self].map(options)
+
+    /// The key holding a format's options (`"jpeg": {"quality": 90}`).
+    private static func options(_ type: any OutputEncoder.Type) -> ObjectKey {
+        ObjectKey(type.type, .fixed(ObjectShape(type.keys)), "Options when the source is kept as \(type.type).")
+    }
+    package let jpeg: JPEGEncoder
+    package let png: PNGEncoder
+    package let webp: WebPEncoder
+    package let avif: AVIFEncoder
+    package let tiff: TIFFEncoder
+    package let gif: GIFEncoder
+
+    package init(reading options: ObjectReader) throws {
+        func read<Encoder: OutputEncoder>(_ type: Encoder.Type) throws -> Encoder {
+            let nested = try options.object(Self.options(type))
+            let encoder = try Encoder(reading: nested)
+            try nested.finish()
+            return encoder
+        }
+        (jpeg, png, webp) = (try read(JPEGEncoder.self), try read(PNGEncoder.self), try read(WebPEncoder.self))
+        (avif, tiff, gif) = (try read(AVIFEncoder.self), try read(TIFFEncoder.self), try read(GIFEncoder.self))
+    }
+
+    package var identifier: String {
+        let formats: [any OutputEncoder] = [jpeg, png, webp, avif, tiff, gif]
+        return canonicalIdentifier(Self.type, formats.map { (Swift.type(of: $0).type, $0.identifier) })
+    }
+
+    /// Either keeps alpha (PNG) or has none to keep (JPEG is picked only for opaque images).
+    package var supportsAlpha: Bool { true }
+
+    package func resolved(for format: SourceFormat) -> any OutputEncoder {
+        switch format {
+        case .jpeg: jpeg
+        case .png: png
+        case .webp: webp
+        case .avif: avif
+        case .tiff: tiff
+        case .gif: gif
+        case .other: self
+        }
+    }
+
+    package func encode(_ image: VipsImageHandle, strip: Bool) throws(VipsError) -> Data {
+        image.hasAlpha ? try png.encode(image, strip: strip) : try jpeg.encode(image, strip: strip)
+    }
+}

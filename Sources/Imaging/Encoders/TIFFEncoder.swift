@@ -1,0 +1,55 @@
+package import CVips
+import Foundation
+import Keys
+
+/// A single-image TIFF (no pyramid).
+package struct TIFFEncoder: OutputEncoder {
+    package static let type = "tiff"
+    package static let summary = "A single-image TIFF (no pyramid); with jpeg compression alpha is flattened onto white."
+    package static let compression = Key.choice("compression", .defaults(Compression.jpeg), "The codec (jpeg, as sharp).")
+    package static let quality = Key.integer("quality", .range(1, 100), .defaults(80), "Quality, for jpeg and webp compression only.")
+    package static let keys: [any KeyDeclaration] = [compression, quality]
+
+    package enum Compression: String, CaseIterable, Sendable {
+        case none, jpeg, deflate, packbits, lzw, webp, zstd
+
+        package var vipsCompression: VipsForeignTiffCompression {
+            switch self {
+            case .none: VIPS_FOREIGN_TIFF_COMPRESSION_NONE
+            case .jpeg: VIPS_FOREIGN_TIFF_COMPRESSION_JPEG
+            case .deflate: VIPS_FOREIGN_TIFF_COMPRESSION_DEFLATE
+            case .packbits: VIPS_FOREIGN_TIFF_COMPRESSION_PACKBITS
+            case .lzw: VIPS_FOREIGN_TIFF_COMPRESSION_LZW
+            case .webp: VIPS_FOREIGN_TIFF_COMPRESSION_WEBP
+            case .zstd: VIPS_FOREIGN_TIFF_COMPRESSION_ZSTD
+            }
+        }
+
+        /// Lossy codecs take a quality.
+        package var isLossy: Bool { self == .jpeg || self == .webp }
+    }
+
+    package let compression: Compression
+    package let quality: Int
+
+    package init(reading options: ObjectReader) throws {
+        compression = try options.read(Self.compression)
+        if !compression.isLossy && options.has(Self.quality) {
+            throw options.error(Self.quality, "applies only to jpeg and webp compression")
+        }
+        quality = try options.read(Self.quality)
+    }
+
+    package var identifier: String {
+        canonicalIdentifier(Self.type, [("compression", compression.rawValue)] + (compression.isLossy ? [("quality", "\(quality)")] : []))
+    }
+
+    /// libvips writes JPEG-compressed TIFFs without alpha (it drops the band unflattened).
+    package var supportsAlpha: Bool { compression != .jpeg }
+
+    package func encode(_ image: VipsImageHandle, strip: Bool) throws(VipsError) -> Data {
+        try image.encode("tiffsave") {
+            cvips_tiffsave_buffer($0, $1, $2, compression.vipsCompression, Int32(quality), strip ? 1 : 0)
+        }
+    }
+}

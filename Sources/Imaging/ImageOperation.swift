@@ -1,0 +1,123 @@
+import Support
+import Model
+import Keys
+/// One step of an output's chain: a small value whose `identifier` spells out every
+/// parameter in canonical form (Kingfisher's `ImageProcessor`). A chain's identifier joins
+/// its steps with `|>`, and that identifier is part of every item's fingerprint, so editing
+/// a chain re-runs exactly the outputs it belongs to.
+///
+/// Adding an op: one file with a type conforming to this protocol, and one line in `operationCatalogue`.
+/// Its parameters are declared once (`keys`), and read through those declarations, so `runner
+/// schema` describes exactly what the reader accepts.
+package protocol ImageOperation: Sendable {
+    /// The `op` value in a job file.
+    static var name: String { get }
+    /// Other `op` values that mean the same op (the identifier always uses `name`).
+    static var aliases: [String] { get }
+    /// What it does, for `runner schema`.
+    static var summary: String { get }
+    /// Every parameter it may read (besides `op`): name, type, range, default, meaning.
+    static var keys: [any KeyDeclaration] { get }
+    /// Rules between its parameters (width or height).
+    static var rules: [KeyRule] { get }
+    /// Reads and validates the op's parameters; errors name the exact key.
+    init(reading parameters: ObjectReader, context: OperationContext) throws
+    var identifier: String { get }
+    /// True when the op reads pixels out of top-to-bottom order (rotations, smart crops), so
+    /// the decode cannot stream.
+    var needsRandomAccess: Bool { get }
+    func apply(to image: VipsImageHandle) throws(VipsError) -> VipsImageHandle
+}
+
+extension ImageOperation {
+    package static var aliases: [String] { [] }
+    package static var rules: [KeyRule] { [] }
+    package var needsRandomAccess: Bool { false }
+}
+
+extension ObjectReader {
+    /// `value` (read from `key`) when it is no larger in size than libvips' largest coordinate,
+    /// VIPS_MAX_COORD: sizes and offsets are handed to libvips as 32-bit integers, so a larger
+    /// one would trap the worker instead of failing the job file.
+    package func coordinate(_ key: any KeyDeclaration, _ value: Int?) throws -> Int? {
+        let limit = 10_000_000  // VIPS_MAX_COORD
+        guard let value, value > limit || value < -limit else { return value }
+        throw error(key, value > 0 ? "must be at most \(limit) (libvips' largest image side)" : "must be at least -\(limit)")
+    }
+}
+
+/// An op that can replace the decode itself, such as `thumbnail` (shrink-on-load).
+/// As a chain's first step it decodes; anywhere else it runs through `apply` like any op.
+package protocol LoadingOperation: ImageOperation {
+    func load(_ source: VipsSourceHandle, header: ImageHeader, settings: DecodeSettings) throws(VipsError) -> VipsImageHandle
+}
+
+/// What ops may need from the job while they are being read: where relative paths resolve.
+package struct OperationContext: Sendable {
+    package let baseDirectory: String
+
+    package init(baseDirectory: String) {
+        self.baseDirectory = baseDirectory
+    }
+}
+
+/// Builds the canonical `name(key:value,...)` spelling of an op or encoder.
+package func canonicalIdentifier(_ name: String, _ parameters: [(String, String)]) -> String {
+    "\(name)(" + parameters.map { "\($0.0):\($0.1)" }.joined(separator: ",") + ")"
+}
+
+extension Double {
+    package var canonical: String { canonicalNumber(self) }
+}
+
+/// Every op a chain may use, by its job-file name.
+package let operationCatalogue: [any ImageOperation.Type] = [
+    Thumbnail.self,
+    Crop.self,
+    Rotate.self,
+    Autorotate.self,
+    Sharpen.self,
+    Blur.self,
+    Grayscale.self,
+    Resize.self,
+    Flip.self,
+    Gamma.self,
+    Tint.self,
+    ColorControls.self,
+    Overlay.self,
+    RoundCorners.self,
+    Border.self,
+    Pad.self,
+    Composite.self,
+    Flatten.self,
+]
+
+/// A chain step as the reader declares it and `runner schema` describes it: `op` picks an op of
+/// the catalogue, whose keys then apply.
+package let operationShape = TaggedShape(tag: "op", noun: "op", summary: "The op; composite is also called watermark.",
+                                 variants: operationCatalogue.map { type in
+    TaggedShape.Variant(names: [type.name] + type.aliases, summary: type.summary, shape: ObjectShape(type.keys, rules: type.rules))
+})
+
+/// An output's chain, read from the job file.
+package struct OperationChain: Sendable {
+    package let steps: [any ImageOperation]
+
+    /// Kingfisher's `|>` join; empty for a chain that only re-encodes.
+    package var identifier: String { steps.map(\.identifier).joined(separator: "|>") }
+
+    package static func read(_ elements: [(value: JSONValue, path: String)], context: OperationContext) throws -> OperationChain {
+        let types = Dictionary(uniqueKeysWithValues: operationCatalogue.flatMap { type in
+            ([type.name] + type.aliases).map { ($0, type) }
+        })
+        var steps: [any ImageOperation] = []
+        for element in elements {
+            let reader = try ObjectReader(element.value, path: element.path)
+            let type = try reader.declareChoice(operationShape, among: types)
+            let step = try type.init(reading: reader, context: context)
+            try reader.finish()
+            steps.append(step)
+        }
+        return OperationChain(steps: steps)
+    }
+}

@@ -1,0 +1,124 @@
+package import CVips
+import Foundation
+import Support
+import Model
+import Keys
+
+/// Lay another image (a watermark, a badge) over this one: placed by `gravity` and moved by
+/// `offsetX`/`offsetY` (positive is right/down), faded by `opacity`, blended with a libvips
+/// blend mode, optionally scaled to `scale` x the base image's width. Kingfisher's Blend and
+/// Compositing processors.
+///
+/// The file is read once, when the job is read, so its content is part of the identifier:
+/// replacing the watermark re-runs every item that uses it.
+package struct Composite: ImageOperation {
+    package static let name = "composite"
+    package static let aliases = ["watermark"]
+    package static let summary = "Lay another image over this one (Kingfisher's blend and compositing processors). Its content is part of the identifier, so replacing the file re-runs every item that uses it."
+    package static let image = Key.text("image", .required, "The image file, relative to the job file; it must exist when the job is read.")
+    package static let gravity = Key.choice("gravity", .defaults(Crop.Gravity.centre),
+                                    "Where the image goes (attention and entropy apply to crops only).")
+    package static let offsetX = Key.integer("offsetX", .any, .defaults(0), "Pixels to move it right (negative: left).")
+    package static let offsetY = Key.integer("offsetY", .any, .defaults(0), "Pixels to move it down (negative: up).")
+    package static let opacity = Key.number("opacity", .range(0, 1), .defaults(1), "How opaque the laid image is.")
+    package static let blend = Key.choice("blend", .defaults(Blend.over), "libvips blend mode.")
+    package static let scale = Key.number("scale", .positive, .optional("its own size"),
+                                  "Resize it to this fraction of this image's width.")
+    package static let keys: [any KeyDeclaration] = [image, gravity, offsetX, offsetY, opacity, blend, scale]
+
+    /// libvips' VipsBlendMode, by its own names.
+    package enum Blend: String, CaseIterable, Sendable {
+        case clear, source, over, `in`, out, atop, dest
+        case destOver = "dest-over", destIn = "dest-in", destOut = "dest-out", destAtop = "dest-atop"
+        case xor, add, saturate, multiply, screen, overlay, darken, lighten
+        case colourDodge = "colour-dodge", colourBurn = "colour-burn", hardLight = "hard-light", softLight = "soft-light"
+        case difference, exclusion
+
+        package var vipsMode: VipsBlendMode {
+            switch self {
+            case .clear: VIPS_BLEND_MODE_CLEAR
+            case .source: VIPS_BLEND_MODE_SOURCE
+            case .over: VIPS_BLEND_MODE_OVER
+            case .in: VIPS_BLEND_MODE_IN
+            case .out: VIPS_BLEND_MODE_OUT
+            case .atop: VIPS_BLEND_MODE_ATOP
+            case .dest: VIPS_BLEND_MODE_DEST
+            case .destOver: VIPS_BLEND_MODE_DEST_OVER
+            case .destIn: VIPS_BLEND_MODE_DEST_IN
+            case .destOut: VIPS_BLEND_MODE_DEST_OUT
+            case .destAtop: VIPS_BLEND_MODE_DEST_ATOP
+            case .xor: VIPS_BLEND_MODE_XOR
+            case .add: VIPS_BLEND_MODE_ADD
+            case .saturate: VIPS_BLEND_MODE_SATURATE
+            case .multiply: VIPS_BLEND_MODE_MULTIPLY
+            case .screen: VIPS_BLEND_MODE_SCREEN
+            case .overlay: VIPS_BLEND_MODE_OVERLAY
+            case .darken: VIPS_BLEND_MODE_DARKEN
+            case .lighten: VIPS_BLEND_MODE_LIGHTEN
+            case .colourDodge: VIPS_BLEND_MODE_COLOUR_DODGE
+            case .colourBurn: VIPS_BLEND_MODE_COLOUR_BURN
+            case .hardLight: VIPS_BLEND_MODE_HARD_LIGHT
+            case .softLight: VIPS_BLEND_MODE_SOFT_LIGHT
+            case .difference: VIPS_BLEND_MODE_DIFFERENCE
+            case .exclusion: VIPS_BLEND_MODE_EXCLUSION
+            }
+        }
+    }
+
+    package let imagePath: String
+    package let imageBytes: Data
+    package let imageHash: String
+    package let gravity: Crop.Gravity
+    package let offsetX: Int
+    package let offsetY: Int
+    package let opacity: Double
+    package let blend: Blend
+    package let scale: Double?
+
+    package init(reading parameters: ObjectReader, context: OperationContext) throws {
+        imagePath = Paths.resolve(try parameters.read(Self.image), against: context.baseDirectory)
+        guard let bytes = FileManager.default.contents(atPath: imagePath) else {
+            throw parameters.error(Self.image, "cannot read \(imagePath)")
+        }
+        imageBytes = bytes
+        var hash = StableHash()
+        hash.combine(bytes: bytes)
+        imageHash = hash.hex
+        gravity = try parameters.read(Self.gravity)
+        if gravity.isSmart { throw parameters.error(Self.gravity, "\(gravity.rawValue) applies to crops only") }
+        offsetX = try parameters.coordinate(Self.offsetX, parameters.read(Self.offsetX)) ?? 0
+        offsetY = try parameters.coordinate(Self.offsetY, parameters.read(Self.offsetY)) ?? 0
+        opacity = try parameters.read(Self.opacity)
+        blend = try parameters.read(Self.blend)
+        scale = try parameters.optional(Self.scale)
+    }
+
+    /// The file's content, not its path: the same watermark moved elsewhere renders the same.
+    package var identifier: String {
+        canonicalIdentifier(Self.name, [("image", imageHash), ("gravity", gravity.rawValue), ("offsetX", "\(offsetX)"),
+                                        ("offsetY", "\(offsetY)"), ("opacity", opacity.canonical), ("blend", blend.rawValue),
+                                        ("scale", scale?.canonical ?? "none")])
+    }
+
+    package func apply(to image: VipsImageHandle) throws(VipsError) -> VipsImageHandle {
+        let source = SourceBytes(imageBytes)
+        let pointer = source.withUnsafeBytes { cvips_new_from_buffer($0.baseAddress, $0.count, VIPS_ACCESS_RANDOM, VIPS_FAIL_ON_ERROR) }
+        guard let pointer else { throw VipsError.capture("load \(imagePath)") }
+        // Decoded into memory: the result outlives `source`, which only this handle keeps alive.
+        var overlay = try VipsImageHandle(taking: pointer, retaining: source).copiedToMemory()
+        if let scale {
+            // Any positive scale is accepted; no width beyond libvips' largest coordinate (nor an
+            // integer conversion that traps).
+            let width = min(max(1, (Double(image.width) * scale).rounded()), Double(VIPS_MAX_COORD))
+            let factor = width / Double(overlay.width)
+            overlay = try overlay.derive("resize") { cvips_resize($0, $1, factor, factor, VIPS_KERNEL_LANCZOS3) }
+        }
+        if opacity < 1 {
+            let faded = try overlay.inRGB().withOpaqueAlpha()
+            overlay = try faded.linear(Array(repeating: 1, count: faded.bands - 1) + [opacity], Array(repeating: 0, count: faded.bands))
+                .cast(like: faded)
+        }
+        let origin = gravity.origin(spareX: image.width - overlay.width, spareY: image.height - overlay.height)
+        return try image.compositing(overlay, mode: blend.vipsMode, x: origin.x + offsetX, y: origin.y + offsetY)
+    }
+}

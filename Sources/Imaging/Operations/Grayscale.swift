@@ -1,0 +1,17 @@
+package import CVips
+import Keys
+
+/// Convert to one band of lightness (alpha, if any, is kept).
+package struct Grayscale: ImageOperation {
+    package static let name = "grayscale"
+    package static let summary = "Convert to one band of lightness (alpha is kept)."
+    package static let keys: [any KeyDeclaration] = []
+
+    package init(reading parameters: ObjectReader, context: OperationContext) throws {}
+
+    package var identifier: String { canonicalIdentifier(Self.name, []) }
+
+    package func apply(to image: VipsImageHandle) throws(VipsError) -> VipsImageHandle {
+        try image.derive("colourspace") { cvips_colourspace($0, $1, VIPS_INTERPRETATION_B_W) }
+    }
+}

@@ -1,0 +1,203 @@
+package import CVips
+import Foundation
+import Model
+
+/// The one Swift owner of a `VipsImage*`: `deinit` drops the reference it took.
+///
+/// libvips reads buffer-backed images lazily and never copies the buffer, so every image
+/// derived from one keeps the source bytes alive through `retainedSource`.
+package final class VipsImageHandle {
+    package let pointer: UnsafeMutablePointer<VipsImage>
+    private let retainedSource: SourceBytes?
+
+    /// Takes ownership of a reference returned by a libvips call.
+    package init(taking pointer: UnsafeMutablePointer<VipsImage>, retaining source: SourceBytes?) {
+        self.pointer = pointer
+        self.retainedSource = source
+    }
+
+    deinit { g_object_unref(UnsafeMutableRawPointer(pointer)) }
+
+    package var width: Int { Int(vips_image_get_width(pointer)) }
+    package var height: Int { Int(vips_image_get_height(pointer)) }
+    package var bands: Int { Int(vips_image_get_bands(pointer)) }
+    package var hasAlpha: Bool { vips_image_hasalpha(pointer) != 0 }
+    package var interpretation: VipsInterpretation { vips_image_get_interpretation(pointer) }
+    package var bandFormat: VipsBandFormat { vips_image_get_format(pointer) }
+    package var hasICCProfile: Bool { cvips_image_has(pointer, "icc-profile-data") != 0 }
+
+    /// The size of an embedded ICC profile libvips cannot use for these pixels (damaged, or made
+    /// for another colour space); nil when there is none or it is usable.
+    package var unusableICCProfileBytes: Int? {
+        var data: UnsafeRawPointer?
+        var length = 0
+        guard hasICCProfile, vips_image_get_blob(pointer, "icc-profile-data", &data, &length) == 0 else { return nil }
+        // lcms reports a damaged profile through libvips' error buffer; that is an answer, not a failure.
+        defer { vips_error_clear() }
+        return vips_icc_is_compatible_profile(pointer, data, length) == 0 ? length : nil
+    }
+
+    package func int(_ name: String) -> Int? {
+        var value: Int32 = 0
+        guard cvips_image_has(pointer, name) != 0, vips_image_get_int(pointer, name, &value) == 0 else { return nil }
+        return Int(value)
+    }
+
+    package func string(_ name: String) -> String? {
+        var value: UnsafePointer<CChar>?
+        guard cvips_image_has(pointer, name) != 0, vips_image_get_string(pointer, name, &value) == 0, let value else { return nil }
+        return String(cString: value)
+    }
+
+    /// Names of every metadata item on the image.
+    package var fieldNames: [String] {
+        guard let fields = vips_image_get_fields(pointer) else { return [] }
+        defer { g_strfreev(fields) }
+        var names: [String] = []
+        var index = 0
+        while let name = fields[index] {
+            names.append(String(cString: name))
+            index += 1
+        }
+        return names
+    }
+
+    /// EXIF orientation 1...8 (1 when absent).
+    package var orientation: Int {
+        guard let value = int("orientation"), (1...8).contains(value) else { return 1 }
+        return value
+    }
+
+    /// Runs one libvips operation that produces a new image from this one.
+    package func derive(
+        _ operation: String,
+        _ call: (UnsafeMutablePointer<VipsImage>, UnsafeMutablePointer<UnsafeMutablePointer<VipsImage>?>) -> Int32
+    ) throws(VipsError) -> VipsImageHandle {
+        var output: UnsafeMutablePointer<VipsImage>?
+        guard call(pointer, &output) == 0, let output else { throw VipsError.capture(operation) }
+        return VipsImageHandle(taking: output, retaining: retainedSource)
+    }
+
+    /// Stacks `frames` top to bottom into one strip (an animation's pages). The frames come
+    /// from one source, whose bytes the strip keeps alive.
+    package static func stacking(_ frames: [VipsImageHandle]) throws(VipsError) -> VipsImageHandle {
+        var pointers: [UnsafeMutablePointer<VipsImage>?] = frames.map(\.pointer)
+        var output: UnsafeMutablePointer<VipsImage>?
+        guard cvips_arrayjoin_vertical(&pointers, &output, Int32(pointers.count)) == 0, let output else {
+            throw VipsError.capture("arrayjoin")
+        }
+        return VipsImageHandle(taking: output, retaining: frames.first?.retainedSource)
+    }
+
+    /// Decodes every pixel into memory so several chains can read it without decoding again.
+    ///
+    /// With one libvips thread per image the render runs here, strip by strip:
+    /// `vips_image_copy_memory` would hand every strip to a pool thread and wait for it, a
+    /// thread round trip per strip that buys no parallelism (about 0.5 ms of a 9 ms thumbnail).
+    package func copiedToMemory() throws(VipsError) -> VipsImageHandle {
+        guard vips_concurrency_get() == 1 else {
+            guard let copy = vips_image_copy_memory(pointer) else { throw VipsError.capture("copy_memory") }
+            return VipsImageHandle(taking: copy, retaining: nil)
+        }
+        guard let memory = vips_image_new_memory() else { throw VipsError.capture("copy_memory") }
+        let copy = VipsImageHandle(taking: memory, retaining: nil)
+        // The copy takes this image's header and metadata, then a buffer of its own.
+        guard cvips_pipeline_from(memory, pointer) == 0, vips_image_write_prepare(memory) == 0,
+              let region = vips_region_new(pointer) else { throw VipsError.capture("copy_memory") }
+        defer { g_object_unref(UnsafeMutableRawPointer(region)) }
+        var tileWidth: Int32 = 0, tileHeight: Int32 = 0, stripHeight: Int32 = 0
+        vips_get_tile_size(pointer, &tileWidth, &tileHeight, &stripHeight)
+        let width = Int32(width), height = Int32(height), lineBytes = cvips_sizeof_line(pointer)
+        var top: Int32 = 0
+        while top < height {
+            var strip = VipsRect(left: 0, top: top, width: width, height: min(max(stripHeight, 1), height - top))
+            guard vips_region_prepare(region, &strip) == 0 else { throw VipsError.capture("copy_memory") }
+            for y in top..<top + strip.height {
+                memcpy(cvips_image_addr(memory, 0, y), cvips_region_addr(region, 0, y), lineBytes)
+            }
+            top += strip.height
+        }
+        return copy
+    }
+
+    /// Encodes with a libvips `*save_buffer` call and hands back the bytes.
+    package func encode(
+        _ saver: String,
+        _ call: (UnsafeMutablePointer<VipsImage>, UnsafeMutablePointer<UnsafeMutableRawPointer?>, UnsafeMutablePointer<Int>) -> Int32
+    ) throws(VipsError) -> Data {
+        var buffer: UnsafeMutableRawPointer?
+        var length = 0
+        guard call(pointer, &buffer, &length) == 0, let buffer else { throw VipsError.capture(saver) }
+        return Data(bytesNoCopy: buffer, count: length, deallocator: .custom { pointer, _ in g_free(pointer) })
+    }
+}
+
+/// A source file's bytes, read once and shared by every chain that needs them
+/// (LKImageKit's request combining, inside one worker).
+package final class SourceBytes {
+    package let data: Data
+
+    package init(_ data: Data) { self.data = data }
+
+    package func withUnsafeBytes<T>(_ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T {
+        try data.withUnsafeBytes(body)
+    }
+}
+
+/// The one Swift owner of a source file's `VipsSource`: opened once, read by every decode of it.
+package final class VipsSourceHandle {
+    package let pointer: UnsafeMutablePointer<VipsSource>
+
+    package init(path: String) throws(VipsError) {
+        guard let pointer = cvips_source(path) else { throw VipsError.capture("source") }
+        self.pointer = pointer
+    }
+
+    deinit { g_object_unref(UnsafeMutableRawPointer(pointer)) }
+}
+
+/// A libvips failure with the message libvips gave for it.
+package struct VipsError: Error, CustomStringConvertible {
+    package let operation: String
+    package let message: String
+
+    package init(operation: String, message: String) {
+        self.operation = operation
+        self.message = message
+    }
+
+    /// Reads and clears libvips' error buffer right after the failing call.
+    /// Each worker process runs one image at a time, so the buffer holds only this call's text.
+    package static func capture(_ operation: String) -> VipsError {
+        var message = ""
+        if let raw = cvips_error_take() {
+            message = String(cString: raw)
+            g_free(raw)
+        }
+        // Each distinct line once: lcms, for one, reports the same damage on every read of a profile.
+        var seen: Set<String> = []
+        let lines = message.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+        let text = lines.filter { !$0.isEmpty && seen.insert($0).inserted }.joined(separator: "; ")
+        return VipsError(operation: operation, message: text.isEmpty ? "\(operation) failed" : text)
+    }
+
+    package var description: String { message }
+}
+
+/// Process-wide libvips set-up for a batch worker.
+package enum VipsRuntime {
+    /// Called once per process, before any other libvips call.
+    package static func start(threadsPerImage: Int, blockUntrusted: Bool) throws {
+        guard cvips_init("runner") == 0 else { throw VipsError.capture("vips_init") }
+        // The operation cache only helps when the same image is processed again; a batch never does.
+        vips_cache_set_max(0)
+        vips_cache_set_max_mem(0)
+        vips_cache_set_max_files(0)
+        // Parallelism comes from runner's worker processes; threads per image are sized with them.
+        vips_concurrency_set(Int32(threadsPerImage))
+        // Loaders libvips marks untrusted (ImageMagick, and others fed by external code) stay off.
+        vips_block_untrusted_set(blockUntrusted ? 1 : 0)
+    }
+
+    package static var version: String { String(cString: vips_version_string()) }
+}

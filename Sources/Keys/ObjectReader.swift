@@ -1,0 +1,216 @@
+import Support
+/// Reads one JSON object of a job file through its declared keys (`Key`, `ObjectShape`), checking
+/// types and ranges. Every error names the exact location, in the spelling the job file used.
+///
+/// An object with fixed keys declares them all before any rule reads a value (`shape:` or
+/// `declareChoice`), so a misspelled key is reported as such, with the nearest known key, rather
+/// than through a rule it defeats (`"widht": 100` is not "width or height is required"). `finish()`
+/// then rejects the known keys that nothing read because other values make them inapplicable.
+public final class ObjectReader {
+    public let path: String
+    private var fields: [String: JSONValue]
+    /// Nil until declared.
+    private var declared: Set<String>?
+    /// Declared key -> the spelling the job file used (`color` for `colour`), for locations.
+    private var spellings: [String: String] = [:]
+    private var consumed: Set<String> = []
+
+    /// An object that declares its keys once it knows what it is (`declareChoice`).
+    package init(_ value: JSONValue, path: String) throws {
+        guard case .object(let fields) = value else {
+            throw JobFileError(path, "must be an object, not \(value.kindName)")
+        }
+        self.path = path
+        self.fields = fields
+    }
+
+    package convenience init(_ value: JSONValue, path: String, shape: ObjectShape) throws {
+        try self.init(value, path: path)
+        try declare(shape.keys.map(\.name))
+        try enforce(shape.rules)
+    }
+
+    /// Checks every key of the object against `keys` before any value is read, and files
+    /// alternative spellings under the declared key (see `spellings(of:)`), so identifiers never
+    /// depend on the spelling.
+    private func declare(_ keys: [String]) throws {
+        var filed: [String: JSONValue] = [:]
+        for written in fields.keys.sorted() {
+            guard let key = keys.first(where: { Self.spellings(of: $0).contains(written) }) else {
+                throw JobFileError(path, Suggestion.unknown("key", written, known: Set(keys)))
+            }
+            if let earlier = spellings[key] {
+                throw JobFileError(member(written), "is the same key as \"\(earlier)\"; give it once")
+            }
+            spellings[key] = written
+            filed[key] = fields[written]
+        }
+        fields = filed
+        declared = Set(keys)
+    }
+
+    private func enforce(_ rules: [KeyRule]) throws {
+        for rule in rules {
+            if let problem = rule.violation(given: has(named:), path: path, location: location(named:)) { throw problem }
+        }
+    }
+
+    /// A key and the other spellings that mean it, `color` for `colour` and back: most of the
+    /// ecosystem spells it `color`, runner's documentation `colour`, and both are accepted.
+    package static func spellings(of key: String) -> [String] {
+        let american = key.replacingOccurrences(of: "olour", with: "olor")
+        let british = american.replacingOccurrences(of: "olor", with: "olour")
+        return [key] + Set([american, british]).subtracting([key]).sorted()
+    }
+
+    public func location(_ key: any KeyDeclaration) -> String { location(named: key.name) }
+
+    private func location(named key: String) -> String { member(spellings[key] ?? key) }
+
+    private func member(_ written: String) -> String { path.isEmpty ? written : "\(path).\(written)" }
+
+    public func has(_ key: any KeyDeclaration) -> Bool { has(named: key.name) }
+
+    private func has(named key: String) -> Bool {
+        assertDeclared(key)
+        return fields[key] != nil && fields[key] != .null
+    }
+
+    /// The raw value, marked as read.
+    private func value(_ key: String) -> JSONValue? {
+        assertDeclared(key)
+        consumed.insert(key)
+        guard let value = fields[key], value != .null else { return nil }
+        return value
+    }
+
+    /// Declares the keys of an object whose tag (`op`, `type`) picks what it is, and returns the
+    /// pick. While the tag is missing or unknown every variant's keys count as known, so a
+    /// misspelled key is still reported first, and a misspelled tag key is not taken for data.
+    package func declareChoice<Choice>(_ tagged: TaggedShape, among choices: [String: Choice]) throws -> Choice {
+        let written = peekString(tagged.tag)
+        let variant = tagged.variants.first { variant in written.map(variant.names.contains) ?? false }
+        let known = (variant.map { [$0] } ?? tagged.variants).flatMap { $0.shape.keys.map(\.name) }
+        try declare([tagged.tag] + Set(known).sorted())
+        let name = try read(Key<String>.text(tagged.tag, .required, tagged.summary))
+        guard let variant, let choice = choices[name] else {
+            throw error(named: tagged.tag, Suggestion.unknown(tagged.noun, name, known: tagged.variants.flatMap(\.names)))
+        }
+        try enforce(variant.shape.rules)
+        return choice
+    }
+
+    private func peekString(_ key: String) -> String? {
+        if case .string(let text)? = fields[key] { return text }
+        return nil
+    }
+
+    public func error(_ key: any KeyDeclaration, _ message: String) -> JobFileError { error(named: key.name, message) }
+
+    private func error(named key: String, _ message: String) -> JobFileError { JobFileError(location(named: key), message) }
+
+    /// Reading a key that was not declared is a programming error: the declaration has drifted
+    /// from the reads, and a user's spelling of that key would be rejected as unknown.
+    private func assertDeclared(_ key: String) {
+        assert(declared?.contains(key) ?? true, "\(path): reads undeclared key \(key)")
+    }
+
+    // MARK: Values
+
+    /// The key's value, or its default; absent without one is an error ("is required"), also for
+    /// a key that other values make required (a crop's width unless it trims).
+    package func read<Value>(_ key: Key<Value>) throws -> Value {
+        if let value = try optional(key) { return value }
+        if let fallback = key.fallback { return fallback }
+        throw error(key, key.missing)
+    }
+
+    /// The key's value; nil when absent, for the caller to decide what that means.
+    package func optional<Value>(_ key: Key<Value>) throws -> Value? {
+        guard let value = value(key.name) else { return nil }
+        return try key.decode(value, location(key))
+    }
+
+    /// A nested object, declared with its shape (a tagged one is left for `declareChoice`). An
+    /// absent optional object reads as empty, so its keys' defaults apply.
+    package func object(_ key: ObjectKey) throws -> ObjectReader {
+        guard let value = value(key.name) else {
+            if key.isRequired { throw error(key, "is required") }
+            return try Self.object(.object([:]), key, path: location(key))
+        }
+        return try Self.object(value, key, path: location(key))
+    }
+
+    private static func object(_ value: JSONValue, _ key: ObjectKey, path: String) throws -> ObjectReader {
+        switch key.content {
+        case .fixed(let shape): try ObjectReader(value, path: path, shape: shape)
+        case .tagged: try ObjectReader(value, path: path)
+        }
+    }
+
+    /// Elements of an array with their locations (`outputs[1]`).
+    package func array(_ key: ListKey) throws -> [(value: JSONValue, path: String)] {
+        guard let value = value(key.name) else { throw error(key, "is required") }
+        guard case .array(let elements) = value else { throw error(key, "must be an array, not \(value.kindName)") }
+        if let noun = key.noun, elements.isEmpty { throw error(key, "must list at least one \(noun)") }
+        return elements.enumerated().map { ($0.element, "\(location(key))[\($0.offset)]") }
+    }
+
+    /// Rejects known keys that were never read because the object's other values rule them out
+    /// (`recursive` on a glob source): a key must never be silently ignored.
+    public func finish() throws {
+        if let unread = fields.keys.filter({ !consumed.contains($0) }).sorted().first {
+            throw error(named: unread, "does not apply here (this object uses: \(consumed.sorted().joined(separator: ", ")))")
+        }
+    }
+}
+
+/// A range check with the message users see.
+public enum Bound: Sendable {
+    case any
+    case positive                    // > 0
+    case nonNegative                 // >= 0
+    case atLeast(Double)
+    case range(Double, Double)       // inclusive
+    case oneOf([Double])
+
+    package func violation(_ value: Double, integer: Bool) -> String? {
+        switch self {
+        case .any: return nil
+        case .positive:
+            return value > 0 ? nil : (integer ? "must be a positive integer" : "must be > 0")
+        case .nonNegative:
+            return value >= 0 ? nil : "must be >= 0"
+        case .atLeast(let low):
+            return value >= low ? nil : "must be >= \(canonicalNumber(low))"
+        case .range(let low, let high):
+            return (low...high).contains(value) ? nil
+                : "must be between \(canonicalNumber(low)) and \(canonicalNumber(high))"
+        case .oneOf(let allowed):
+            return allowed.contains(value) ? nil
+                : "must be one of \(allowed.map(canonicalNumber).joined(separator: ", "))"
+        }
+    }
+
+    /// The same range for JSON Schema.
+    package func schema(integer: Bool) -> [String: JSONValue] {
+        var schema: [String: JSONValue] = ["type": integer ? "integer" : "number"]
+        switch self {
+        case .any: break
+        case .positive: if integer { schema["minimum"] = 1 } else { schema["exclusiveMinimum"] = 0 }
+        case .nonNegative: schema["minimum"] = 0
+        case .atLeast(let low): schema["minimum"] = .number(low)
+        case .range(let low, let high): (schema["minimum"], schema["maximum"]) = (.number(low), .number(high))
+        case .oneOf(let allowed): schema["enum"] = .array(allowed.map(JSONValue.number))
+        }
+        return schema
+    }
+
+    package var integerMessage: String {
+        switch self {
+        case .positive: "must be a positive integer"
+        case .range(let low, let high): "must be an integer between \(canonicalNumber(low)) and \(canonicalNumber(high))"
+        default: "must be an integer"
+        }
+    }
+}

@@ -1,0 +1,108 @@
+internal import CCurl
+import Manifest
+
+/// Why a download failed, classified once so the blacklist never matches strings.
+/// Permanent failures blacklist the URL; transient ones are retried (SDWebImage's rule, made precise).
+package struct DownloadFailure: Error, Sendable, CustomStringConvertible {
+    package enum Reason: Sendable, Equatable {
+        case httpStatus(Int)
+        case timedOut
+        case stalled
+        case hostNotFound
+        case connectionFailed
+        case connectionReset
+        case truncated
+        case tooManyRedirects
+        case forbiddenScheme
+        case malformedURL
+        case tooLarge(limit: Int)
+        case notAnImage(contentType: String?)
+        /// This machine failed, not the server: the body could not be stored (disk full, a folder
+        /// that cannot be written), or a transfer could not be set up.
+        case local
+        case other(code: Int)
+    }
+
+    package let reason: Reason
+    /// curl's own words, when it had some.
+    package let detail: String
+    /// Seconds the server asked us to wait (Retry-After), if it did.
+    package var retryAfter: Double?
+
+    package var isTransient: Bool {
+        switch reason {
+        case .httpStatus(let status): status == 408 || status == 429 || status >= 500
+        case .timedOut, .stalled, .hostNotFound, .connectionFailed, .connectionReset, .truncated, .other: true
+        // A local failure is not retried within the run (a full disk stays full for seconds), nor
+        // does it blacklist the URL: the next run tries again.
+        case .tooManyRedirects, .forbiddenScheme, .malformedURL, .tooLarge, .notAnImage, .local: false
+        }
+    }
+
+    /// Permanent and the server's doing: the URL goes on the blacklist.
+    package var blacklistsURL: Bool { !isTransient && reason != .local }
+
+    package var httpStatus: Int? {
+        if case .httpStatus(let status) = reason { return status }
+        return nil
+    }
+
+    /// Stable short name, stored in the blacklist.
+    package var kind: String {
+        switch reason {
+        case .httpStatus(let status): "http-\(status)"
+        case .timedOut: "timeout"
+        case .stalled: "stalled"
+        case .hostNotFound: "dns"
+        case .connectionFailed: "connect"
+        case .connectionReset: "reset"
+        case .truncated: "truncated"
+        case .tooManyRedirects: "too-many-redirects"
+        case .forbiddenScheme: "forbidden-scheme"
+        case .malformedURL: "malformed-url"
+        case .tooLarge: "too-large"
+        case .notAnImage: "not-an-image"
+        case .local: "local"
+        case .other: "curl"
+        }
+    }
+
+    package var description: String {
+        let summary: String = switch reason {
+        case .httpStatus(let status): "HTTP \(status)"
+        case .timedOut: "timed out"
+        case .stalled: "transfer stalled"
+        case .hostNotFound: "host not found"
+        case .connectionFailed: "connection failed"
+        case .connectionReset: "connection reset"
+        case .truncated: "body shorter than announced"
+        case .tooManyRedirects: "too many redirects"
+        case .forbiddenScheme: "redirected or pointed to a scheme other than http/https"
+        case .malformedURL: "malformed URL"
+        case .tooLarge(let limit): "larger than limits.maxDownloadBytes (\(limit) bytes)"
+        case .notAnImage(let type): "not an image (Content-Type \(type ?? "none"))"
+        case .local: "could not be stored here"
+        case .other(let code): "curl error \(code)"
+        }
+        return detail.isEmpty ? summary : "\(summary): \(detail)"
+    }
+
+    /// Classifies a finished curl transfer that did not succeed at the transport level.
+    static func transport(_ code: CURLcode, detail: String, elapsed: Double, timeout: Double, limit: Int) -> DownloadFailure {
+        let reason: Reason
+        switch code {
+        case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY: reason = .hostNotFound
+        case CURLE_COULDNT_CONNECT: reason = .connectionFailed
+        // The low-speed limit and the whole-transfer limit share one code; the clock tells them apart.
+        case CURLE_OPERATION_TIMEDOUT: reason = elapsed + 0.5 < timeout ? .stalled : .timedOut
+        case CURLE_PARTIAL_FILE: reason = .truncated
+        case CURLE_RECV_ERROR, CURLE_SEND_ERROR, CURLE_GOT_NOTHING: reason = .connectionReset
+        case CURLE_TOO_MANY_REDIRECTS: reason = .tooManyRedirects
+        case CURLE_UNSUPPORTED_PROTOCOL: reason = .forbiddenScheme
+        case CURLE_URL_MALFORMAT: reason = .malformedURL
+        case CURLE_FILESIZE_EXCEEDED: reason = .tooLarge(limit: limit)
+        default: reason = .other(code: Int(code.rawValue))
+        }
+        return DownloadFailure(reason: reason, detail: detail, retryAfter: nil)
+    }
+}

@@ -1,0 +1,222 @@
+import Foundation
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+import Support
+import Model
+import Keys
+import Manifest
+import Planning
+import State
+import Output
+
+/// The download stage: reads the run's URL sources from their spool, fetches every URL once
+/// (however many sources and outputs use it), revalidates cached originals, blacklists permanent
+/// failures, and hands sources that need work to the image workers through the bounded queue.
+/// Blocked sources are recorded as such; a source whose cached original is fresh goes to the
+/// workers without a request.
+package final class RemoteStage: @unchecked Sendable {
+    private let job: Job
+    private let planner: Planner
+    private let sources: PlannedSources
+    /// URLs that more than one source names: their results are kept for sources that come later.
+    private let repeatedURLs: DigestSet
+    private let store: StateStore
+    private let recorder: Recorder
+    private let handoff: TaskQueue
+    private let control: RunControl
+    private let retryFailed: Bool
+    private let downloadOnly: Bool
+    private let finished = DispatchSemaphore(value: 0)
+    /// What stopped the stage early: a state write that failed, a damaged plan file.
+    private let failure = Mutex<(any Error)?>(nil)
+
+    package init(job: Job, planner: Planner, sources: PlannedSources, repeatedURLs: DigestSet, store: StateStore,
+         recorder: Recorder, handoff: TaskQueue, control: RunControl, retryFailed: Bool, downloadOnly: Bool) {
+        self.job = job
+        self.planner = planner
+        self.sources = sources
+        self.repeatedURLs = repeatedURLs
+        self.store = store
+        self.recorder = recorder
+        self.handoff = handoff
+        self.control = control
+        self.retryFailed = retryFailed
+        self.downloadOnly = downloadOnly
+    }
+
+    package var isEmpty: Bool { sources.count == 0 }
+
+    package func start() {
+        let thread = Thread { [self] in
+            run()
+            handoff.close()
+            finished.signal()
+        }
+        thread.name = "runner.downloads"
+        thread.start()
+    }
+
+    /// Waits for the stage to end; throws what stopped it early, if anything did.
+    package func wait() throws {
+        if !isEmpty { finished.wait() }
+        if let error = failure.withLock({ $0 }) { throw error }
+    }
+
+    /// Stops handing out work after an error that must not pass silently (the run then ends with it).
+    private func fail(_ error: any Error) {
+        failure.withLock { $0 = $0 ?? error }
+        control.requestStop(signal: SIGTERM)
+    }
+
+    private func cacheFile(for sourceKey: String) -> String {
+        job.remote.cacheDirectory + "/" + StableHash.hex(sourceKey)
+    }
+
+    /// One URL's download: the source that asked, and the others that wait on it.
+    private struct Fetch {
+        let primary: PlannedSource
+        var followers: [PlannedSource] = []
+    }
+
+    private func run() {
+        var fetching: [String: Fetch] = [:]
+        var settled: [String: (primary: PlannedSource, result: DownloadResult)] = [:]
+        var freshOriginals: [String] = []
+        defer { touch(&freshOriginals) }
+        let capacity = 2 * job.concurrency.process + job.remote.downloads
+        Downloader(settings: job.remote).run(
+            next: { [self] in
+                while let source = nextSource() {
+                    guard case .remote(let remote) = source.origin else { continue }
+                    if let reason = source.blockedReason {
+                        recorder.record(source.finished(.blocked(reason: reason)))
+                    } else if case .content = source.identity, let original = source.cachedOriginal, access(original.file, R_OK) == 0 {
+                        // Planning found the cached original fresh (within `revalidate`): no request.
+                        freshOriginals.append(source.key)
+                        if freshOriginals.count >= 1_000 { touch(&freshOriginals) }
+                        dispatch(source, identity: source.identity, file: original.file)
+                    } else if fetching[remote.url] != nil {
+                        fetching[remote.url]!.followers.append(source)
+                    } else if let earlier = settled[remote.url] {
+                        resolve(remote.url, primary: earlier.primary, sources: [source], earlier.result, firstTime: false)
+                    } else {
+                        fetching[remote.url] = Fetch(primary: source)
+                        return request(for: source, url: remote.url)
+                    }
+                }
+                return nil
+            },
+            canStart: { [self] in handoff.count < capacity },
+            shouldStop: { control.phase != .running },
+            deliver: { [self] request, result in
+                guard let fetch = fetching.removeValue(forKey: request.url) else { return }
+                if repeatedURLs.contains(request.url) { settled[request.url] = (fetch.primary, result) }
+                resolve(request.url, primary: fetch.primary, sources: [fetch.primary] + fetch.followers, result, firstTime: true)
+            })
+    }
+
+    private func nextSource() -> PlannedSource? {
+        do { return try sources.next() } catch { fail(error); return nil }
+    }
+
+    /// Marks cached originals used now (the cache trims the least recently used).
+    private func touch(_ keys: inout [String]) {
+        guard !keys.isEmpty else { return }
+        do { try store.touchOriginals(keys) } catch { fail(error) }
+        keys.removeAll()
+    }
+
+    private func request(for source: PlannedSource, url: String) -> DownloadRequest {
+        let destination = cacheFile(for: source.key)
+        let cached = source.cachedOriginal.flatMap { FileManager.default.fileExists(atPath: destination) ? $0 : nil }
+        var headers = job.remote.headers
+        if case .remote(let remote) = source.origin { headers.merge(remote.headers) { $1 } }
+        return DownloadRequest(url: url, headers: headers, etag: cached?.etag, lastModified: cached?.lastModified,
+                               destination: destination)
+    }
+
+    /// Settles `sources` of one URL with the result of the download `primary` asked for.
+    private func resolve(_ url: String, primary: PlannedSource, sources: [PlannedSource], _ result: DownloadResult,
+                         firstTime: Bool) {
+        let now = Date().timeIntervalSince1970
+        let primaryFile = cacheFile(for: primary.key)
+        let content: CachedOriginal
+        switch result {
+        case .failed(let failure, let attempts):
+            var message = failure.description
+            var events: [ItemEvent] = []
+            if failure.isTransient {
+                message += " (after \(attempts) attempts; retried next run)"
+            } else if !failure.blacklistsURL {
+                message += " (retried next run)"
+            } else {
+                message += " (blacklisted)"
+                if firstTime {
+                    events.append(.blacklisted(url: url, kind: failure.kind, httpStatus: failure.httpStatus,
+                                               message: failure.description))
+                }
+            }
+            // A body this machine could not store is a local write failure, not the server's.
+            let kind: ItemFailure.Kind = failure.reason == .local ? .write : .download
+            let outcome = ItemOutcome.failed(ItemFailure(kind, message), seconds: 0)
+            recorder.record(events + sources.flatMap { $0.finished(outcome) })
+            return
+        case .fetched(let etag, let lastModified, let contentHash, let size):
+            content = CachedOriginal(sourceKey: primary.key, url: url, file: primaryFile, etag: etag, lastModified: lastModified,
+                                     contentHash: contentHash, size: size, fetchedAt: now, validatedAt: now, usedAt: now)
+        case .notModified:
+            // A conditional request is sent only for a source with a cached original.
+            guard let original = primary.cachedOriginal else { return }
+            content = original
+        }
+        if retryFailed && firstTime { recorder.record([.unblocked(url: url)]) }
+        for source in sources {
+            let file = cacheFile(for: source.key)
+            do {
+                // Each source keys its own cached original; sources sharing a URL share its bytes.
+                if file != primaryFile { try Self.hardLink(primaryFile, as: file) }
+                try store.saveOriginal(CachedOriginal(sourceKey: source.key, url: url, file: file, etag: content.etag,
+                                                      lastModified: content.lastModified, contentHash: content.contentHash,
+                                                      size: content.size, fetchedAt: content.fetchedAt, validatedAt: now,
+                                                      usedAt: now))
+            } catch let failure as ItemFailure {
+                recorder.record(source.finished(.failed(failure, seconds: 0)))
+                continue
+            } catch {
+                fail(error)
+                return
+            }
+            dispatch(source, identity: .content(content.contentHash), file: file)
+        }
+    }
+
+    /// `file` as a second name of `original`, replacing what was there.
+    private static func hardLink(_ original: String, as file: String) throws(ItemFailure) {
+        if unlink(file) != 0 && errno != ENOENT || link(original, file) != 0 {
+            throw ItemFailure(.write, "cannot link the cached original \(file): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    /// With the content known: items whose outputs are current are done again, items that failed
+    /// on this same content stay failed; the rest go to a worker (or, with --download-only, stay pending).
+    private func dispatch(_ source: PlannedSource, identity: SourceIdentity, file: String) {
+        var work: [PlannedItem] = []
+        var settled: [ItemEvent] = []
+        for var item in source.items {
+            item.fingerprint = planner.fingerprint(identity, output: item.outputIndex)
+            if item.isUpToDate {
+                settled.append(.unchanged(key: item.key, outputPath: item.outputPath, fingerprint: item.fingerprint))
+            } else if item.isKnownFailure {
+                settled.append(.stillFailed(key: item.key, outputPath: item.outputPath))
+            } else {
+                work.append(item)
+            }
+        }
+        recorder.record(settled)
+        if !work.isEmpty && !downloadOnly, case .remote(let remote) = source.origin {
+            handoff.push(ScheduledTask(file: file, url: remote.url, items: work))
+        }
+    }
+}

@@ -1,0 +1,109 @@
+import Foundation
+import Model
+import Manifest
+import Planning
+
+/// A source ready for an image worker, with the bookkeeping the supervisor keeps for it.
+package struct ScheduledTask: Sendable {
+    /// The image file (local, or a downloaded original) and the outputs to render from it.
+    package let source: String
+    package let requests: [OutputRequest]
+    /// Item keys and fingerprints, parallel to `requests`.
+    package let keys: [String]
+    package let fingerprints: [String]
+    /// The URL a downloaded source came from: content it cannot decode blacklists it.
+    package let url: String?
+    package var crashes = 0
+
+    /// `items` of one source, whose image is at `file` (downloaded from `url`).
+    package init(file: String, url: String? = nil, items: [PlannedItem]) {
+        source = file
+        requests = items.map { OutputRequest(outputIndex: $0.outputIndex, path: $0.outputPath) }
+        keys = items.map(\.key)
+        fingerprints = items.map(\.fingerprint)
+        self.url = url
+    }
+
+    /// Events that finish every item of the task, one outcome per output.
+    package func finished(_ outcomes: [ItemOutcome]) -> [ItemEvent] {
+        zip(zip(keys, requests), outcomes).map { item, outcome in
+            .finished(key: item.0, outputPath: item.1.path, outcome: outcome)
+        }
+    }
+}
+
+extension PlannedSource {
+    /// Events that finish every item of the source the same way (blocked, download failed, vanished).
+    package func finished(_ outcome: ItemOutcome) -> [ItemEvent] {
+        items.map { .finished(key: $0.key, outputPath: $0.outputPath, outcome: outcome) }
+    }
+}
+
+/// The hand-off from the download stage to the image workers: producers push ready sources,
+/// worker slots pop them. Its length is what the downloader's back-pressure watches.
+package final class TaskQueue: @unchecked Sendable {
+    package init() {}
+
+    private let condition = NSCondition()
+    private var items: [ScheduledTask] = []
+    private var head = 0
+    private var closed = false
+    private var cancelled = false
+
+    package var count: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return items.count - head
+    }
+
+    package func push(_ task: ScheduledTask) {
+        condition.lock()
+        items.append(task)
+        condition.signal()
+        condition.unlock()
+    }
+
+    /// The next task without waiting, or nil.
+    package func tryPop() -> ScheduledTask? {
+        condition.lock()
+        defer { condition.unlock() }
+        return takeLocked()
+    }
+
+    /// Waits for the next task; nil once the producers are done and the queue is empty, or on cancel.
+    package func pop() -> ScheduledTask? {
+        condition.lock()
+        defer { condition.unlock() }
+        while true {
+            if cancelled { return nil }
+            if let task = takeLocked() { return task }
+            if closed { return nil }
+            condition.wait()
+        }
+    }
+
+    /// No more tasks will be pushed.
+    package func close() {
+        condition.lock()
+        closed = true
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Wakes every waiter with nothing: the run is stopping.
+    package func cancel() {
+        condition.lock()
+        cancelled = true
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    private func takeLocked() -> ScheduledTask? {
+        guard head < items.count else { return nil }
+        defer {
+            head += 1
+            if head > 1024 && head * 2 > items.count { items.removeFirst(head); head = 0 }
+        }
+        return items[head]
+    }
+}

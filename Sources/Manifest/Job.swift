@@ -1,0 +1,95 @@
+import Foundation
+import Model
+import Imaging
+
+/// A job file, decoded once into a fully defaulted value (swift-format's `Configuration`).
+/// Every relative path in it resolves against the job file's own folder, so cron can run it from anywhere.
+public struct Job: Sendable {
+    public static let supportedVersion = 1
+
+    public let name: String
+    /// The job file's absolute path and text; workers re-read the same text, never the file.
+    public let filePath: String
+    public let text: String
+    public let baseDirectory: String
+    package let sources: [SourceSpec]
+    package let outputs: [OutputSpec]
+    public let concurrency: ConcurrencySettings
+    public let limits: Limits
+    /// This run's state database: the job's own, or with a shard, the shard's (`Shard.statePath`).
+    public internal(set) var statePath: String
+    public let remote: RemoteSettings
+    /// The part of the job this run does (`--shard K/N`); nil for the whole job.
+    public internal(set) var shard: Shard? = nil
+    /// The job's state database without a shard: every shard's database sits beside it.
+    public var jobStatePath: String { unshardedStatePath ?? statePath }
+    package var unshardedStatePath: String? = nil
+
+    public var outputNames: [String] { outputs.map(\.name) }
+
+    /// The same job restricted to `shard`, with the shard's own state database and lock.
+    public func sharded(_ shard: Shard) -> Job {
+        var part = self
+        part.unshardedStatePath = jobStatePath
+        part.statePath = shard.statePath(for: jobStatePath)
+        part.shard = shard
+        return part
+    }
+}
+
+/// Where images come from, as written in `sources`.
+package enum SourceSpec: Sendable, Equatable {
+    /// A file, or a folder walked for files matching `include` and not `exclude`.
+    case path(String, recursive: Bool, include: [String], exclude: [String])
+    /// A pattern with `*`, `?`, `[...]` and `**` (any number of folders).
+    case glob(String)
+    /// A text file naming one source per line (`#` starts a comment); lines may be URLs.
+    case list(String)
+    /// An HTTP(S) URL, with an optional explicit source key and headers of its own.
+    case url(String, key: String?, headers: [String: String])
+}
+
+package struct OutputSpec: Sendable {
+    package let name: String
+    package let template: PathTemplate
+    package let chain: OperationChain
+    package let encoder: any OutputEncoder
+    /// Apply EXIF orientation while decoding (the default).
+    package let autorotate: Bool
+    package let metadata: MetadataPolicy
+    package let colourSpace: ColourSpacePolicy
+    /// Most frames an animated output may have; the job's `limits.frames` when not set here.
+    package let frames: Int?
+
+    /// Everything about how this output renders a source; part of each item's fingerprint.
+    package var recipe: String {
+        "\(chain.identifier)=>\(encoder.identifier);autorotate:\(autorotate);metadata:\(metadata.rawValue);colorspace:\(colourSpace.rawValue)"
+    }
+}
+
+
+public struct ConcurrencySettings: Sendable {
+    /// Image worker processes.
+    public var process: Int
+    /// libvips threads inside each worker.
+    public let threadsPerImage: Int
+    /// A worker is replaced after this many sources, so memory stays flat on long runs.
+    public let recycleAfter: Int
+}
+
+public struct Limits: Sendable {
+    /// Largest width x height accepted, checked from the header before any pixel is decoded.
+    public let maxPixels: Int
+    public let failOn: FailOn
+    /// Keep libvips' untrusted loaders (ImageMagick and the like) blocked.
+    public let blockUntrustedLoaders: Bool
+    /// Most frames an animated output may have (a guard against frame bombs).
+    public let frames: Int
+
+    /// Every setting that can decide whether a source fails to decode or is too large. A failure
+    /// its content decided stands only while these stay the same (raise `maxPixels` and it is retried).
+    package var identifier: String {
+        "maxPixels:\(maxPixels),failOn:\(failOn.rawValue),blockUntrusted:\(blockUntrustedLoaders),frames:\(frames)"
+    }
+}
+

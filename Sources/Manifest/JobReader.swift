@@ -1,0 +1,260 @@
+import Foundation
+import Support
+import Model
+import Keys
+import Imaging
+
+extension Job {
+    /// Reads and validates a job file. Any problem is a `JobFileError` naming its exact location;
+    /// nothing is touched on disk before the whole file has been accepted.
+    public static func load(path: String) throws -> Job {
+        let absolute = Paths.resolve(path, against: FileManager.default.currentDirectoryPath)
+        guard let data = FileManager.default.contents(atPath: absolute) else {
+            throw JobFileError("", "cannot read job file \(absolute)")
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw JobFileError("", "job file \(absolute) is not UTF-8 text")
+        }
+        return try parse(text: text, filePath: absolute)
+    }
+
+    public static func parse(text: String, filePath: String) throws -> Job {
+        try checkNesting(text)
+        let document: JSONValue
+        do {
+            document = try JSONValue(parsing: text)
+        } catch {
+            throw JobFileError(syntax: error)
+        }
+        let root = try ObjectReader(document, path: "", shape: shape)
+        _ = try root.optional(Keys.schema)
+        let baseDirectory = Paths.directory(of: filePath)
+
+        _ = try root.read(Keys.version)
+        let defaultName = Paths.splitExtension(Paths.lastComponent(filePath)).stem
+        let name = try root.optional(Keys.name) ?? defaultName
+
+        let sources = try readSources(root, baseDirectory: baseDirectory)
+        let outputs = try readOutputs(root, baseDirectory: baseDirectory)
+        let statePath = Paths.resolve(try root.optional(Keys.state) ?? "\(defaultName).sqlite", against: baseDirectory)
+        let concurrencySection = try root.object(Keys.concurrency)
+        let limitsSection = try root.object(Keys.limits)
+        let concurrency = try readConcurrency(concurrencySection)
+        let limits = try readLimits(limitsSection)
+        let remote = try readRemote(root, statePath: statePath, concurrency: concurrencySection, limits: limitsSection)
+        // The kernel stops a path at a NUL: the database and the cache would land beside the named place.
+        for (key, path) in [(Keys.state, statePath), (RemoteSettings.Keys.cache, remote.cacheDirectory)] where path.utf8.contains(0) {
+            throw root.error(key, "must not contain a NUL character")
+        }
+        try concurrencySection.finish()
+        try limitsSection.finish()
+        try root.finish()
+
+        return Job(name: name, filePath: filePath, text: text, baseDirectory: baseDirectory, sources: sources,
+                   outputs: outputs, concurrency: concurrency, limits: limits, statePath: statePath, remote: remote)
+    }
+
+    /// Deepest nesting of arrays and objects a job file may have (a job needs six or so).
+    package static let maxNesting = 32
+
+    /// Decoding into `JSONValue` costs time in proportion to the square of the nesting depth (each
+    /// level tries the scalar types first, and each failed try carries the whole coding path): a
+    /// 200 KB file of arrays 400 deep took 100 s. One pass over the bytes refuses such files first.
+    private static func checkNesting(_ text: String) throws {
+        var depth = 0, inString = false, escaped = false
+        for byte in text.utf8 {
+            if inString {
+                if escaped { escaped = false } else if byte == UInt8(ascii: "\\") { escaped = true } else if byte == UInt8(ascii: "\"") { inString = false }
+                continue
+            }
+            switch byte {
+            case UInt8(ascii: "\""): inString = true
+            case UInt8(ascii: "["), UInt8(ascii: "{"):
+                depth += 1
+                if depth > maxNesting { throw JobFileError("", "not valid JSON: nested more than \(maxNesting) levels deep") }
+            case UInt8(ascii: "]"), UInt8(ascii: "}"): depth -= 1
+            default: break
+            }
+        }
+    }
+
+    /// Every key of a version 1 job file. The reader reads through these declarations and
+    /// `runner schema` renders them (`JobSchema`), so the two say the same.
+    package enum Keys {
+        package static let schema = Key.text("$schema", .optional(),
+            "The JSON Schema an editor checks this file with, such as \"./runner.schema.json\" after `runner schema > runner.schema.json`. Ignored by runner.")
+        package static let version = Key<Int>("version", .required, "The job file format; this runner reads version 1.",
+                                      schema: ["type": "integer", "const": .number(Double(supportedVersion))],
+                                      written: { .number(Double($0)) }) { value, location in
+            let version = try Key.integer("version", .any, .required, "").decode(value, location)
+            guard version == supportedVersion else {
+                throw JobFileError(location, "version \(version) is not supported (this runner reads version \(supportedVersion))")
+            }
+            return version
+        }
+        package static let name = Key.text("name", .optional("the job file's name without .json"), "Shown in progress lines and reports.")
+        package static let sources = ListKey("sources", of: .fixed(Source.shape), nonEmpty: "source",
+                                     "Where images come from: each source has exactly one of path, glob, list, url.")
+        package static let outputs = ListKey("outputs", of: .fixed(Output.shape), nonEmpty: "output", "What to make of each source.")
+        package static let state = Key.text("state", .optional("<job file name>.sqlite beside the job file"),
+                                    "The state database, relative to the job file; its lock is STATE.lock.")
+        package static let concurrency = ObjectKey("concurrency", .fixed(ObjectShape([
+            Concurrency.process, Concurrency.threadsPerImage, Concurrency.recycleAfter,
+            RemoteSettings.Keys.download, RemoteSettings.Keys.perHost,
+        ])), "How much runs at once.")
+        package static let limits = ObjectKey("limits", .fixed(ObjectShape([
+            Limit.maxPixels, Limit.failOn, Limit.blockUntrusted, Limit.frames, RemoteSettings.Keys.maxDownloadBytes,
+        ])), "Guards against hostile or damaged sources.")
+    }
+
+    /// The top level of a job file.
+    package static let shape = ObjectShape([
+        Keys.schema, Keys.version, Keys.name, Keys.sources, Keys.outputs, Keys.state, Keys.concurrency, Keys.limits,
+        RemoteSettings.Keys.http, RemoteSettings.Keys.retry, RemoteSettings.Keys.blacklist,
+        RemoteSettings.Keys.cache, RemoteSettings.Keys.cacheMaxBytes,
+    ])
+
+    package enum Source {
+        package static let path = Key.text("path", .optional(),
+            "A file, or a folder whose files match include and no exclude pattern; relative to the job file. Hidden files are skipped.")
+        package static let recursive = Key.flag("recursive", default: false, "Walk the folder's subfolders too.")
+        package static let include = Key.strings("include", .defaults(defaultImagePatterns),
+                                         "Patterns a folder's files must match (case-insensitive).")
+        package static let exclude = Key.strings("exclude", .defaults([]),
+                                         "Patterns that leave files out (case-insensitive; also matched against the path relative to the folder).")
+        package static let glob = Key.text("glob", .optional(),
+                                   "A pattern with *, ?, [...] and ** (any number of folders), e.g. photos/**/*.jpg.")
+        package static let list = Key.text("list", .optional(),
+            "A text file naming one source per line, relative to the list's folder; blank lines and # comments are skipped, lines with :// are URLs.")
+        package static let url = Key.text("url", .optional(), "An http:// or https:// image.")
+        package static let key = Key.text("key", .optional("the normalized URL"), "The URL source's key in the state database.")
+        package static let headers = Key.headers("headers", "Headers sent for this URL, on top of http.headers.")
+
+        package static let shape = ObjectShape([path, recursive, include, exclude, glob, list, url, key, headers], rules: [
+            .exactlyOne(path, glob, list, url), .onlyWith(path, recursive, include, exclude), .onlyWith(url, key, headers),
+        ])
+    }
+
+    private static func readSources(_ root: ObjectReader, baseDirectory: String) throws -> [SourceSpec] {
+        try root.array(Keys.sources).map { element in
+            let source = try ObjectReader(element.value, path: element.path, shape: Source.shape)
+            let spec: SourceSpec
+            // Only the key present is read: `finish()` lists what the source uses.
+            if source.has(Source.path) {
+                let path = try source.read(Source.path)
+                try rejectURL(path, source.location(Source.path))
+                try rejectNUL(path, source.location(Source.path))
+                spec = .path(Paths.resolve(path, against: baseDirectory), recursive: try source.read(Source.recursive),
+                             include: try source.read(Source.include), exclude: try source.read(Source.exclude))
+            } else if source.has(Source.glob) {
+                let pattern = try source.read(Source.glob)
+                try rejectURL(pattern, source.location(Source.glob))
+                try rejectNUL(pattern, source.location(Source.glob))
+                spec = .glob(Paths.resolve(pattern, against: baseDirectory))
+            } else if source.has(Source.list) {
+                let list = try source.read(Source.list)
+                try rejectNUL(list, source.location(Source.list))
+                spec = .list(Paths.resolve(list, against: baseDirectory))
+            } else {
+                // The exactlyOne rule leaves a URL.
+                let url = try source.read(Source.url)
+                guard RemoteURL(url) != nil else {
+                    throw source.error(Source.url, "must be an absolute http:// or https:// URL")
+                }
+                spec = .url(url, key: try source.optional(Source.key), headers: try source.read(Source.headers))
+            }
+            try source.finish()
+            return spec
+        }
+    }
+
+    /// Patterns a folder source picks up when it names none (matched case-insensitively).
+    package static let defaultImagePatterns = ["*.jpg", "*.jpeg", "*.png", "*.webp", "*.tif", "*.tiff", "*.gif", "*.heic", "*.heif", "*.avif"]
+
+    private static func rejectURL(_ text: String, _ location: String) throws {
+        if text.contains("://") { throw JobFileError(location, "is a URL; use a \"url\" source") }
+    }
+
+    /// The kernel ends a path at a NUL: "photos\u0000x" would read photos, and a recursive walk of
+    /// "\u0000" found the same folder under every name it listed, until the stack ran out.
+    private static func rejectNUL(_ text: String, _ location: String) throws {
+        if text.utf8.contains(0) { throw JobFileError(location, "must not contain a NUL character") }
+    }
+
+    package enum Output {
+        package static let name = Key.text("name", .required, "The output's name: letters, digits, -, _ and .; unique in the job.")
+        package static let path = Key.text("path", .required,
+            "Output path template, relative to the job file: {stem}, {ext}, {dir}, {name}, {key}; must stay inside the folder its literal prefix names.")
+        package static let chain = ListKey("chain", of: .tagged(operationShape), "Processing steps, in order ([] only re-encodes).")
+        package static let format = ObjectKey("format", required: true, .tagged(encoderShape), "The encoding.")
+        package static let autorotate = Key.flag("autorotate", default: true, "Apply the EXIF orientation while decoding.")
+        package static let keepMetadata = Key.flag("keepMetadata", default: false,
+                                           "Keep EXIF, XMP and the ICC profile (the orientation tag is reset once applied).")
+        package static let keepIcc = Key.flag("keepIcc", default: false,
+                                      "Keep the ICC profile only (sRGB's after conversion; the source's with colorspace keep).")
+        package static let colorspace = Key.choice("colorspace", .defaults(ColourSpacePolicy.srgb),
+            "srgb converts to sRGB; keep leaves RGB and grey pixels in the source's colour space (use with keepIcc). CMYK is converted either way.")
+        package static let frames = Key.integer("frames", .positive, .optional("limits.frames"), "This output's frame limit for animations.")
+
+        package static let shape = ObjectShape([name, path, chain, format, autorotate, keepMetadata, keepIcc, colorspace, frames])
+    }
+
+    private static func readOutputs(_ root: ObjectReader, baseDirectory: String) throws -> [OutputSpec] {
+        var seen: Set<String> = []
+        let context = OperationContext(baseDirectory: baseDirectory)
+        return try root.array(Keys.outputs).map { element in
+            let output = try ObjectReader(element.value, path: element.path, shape: Output.shape)
+            let name = try output.read(Output.name)
+            guard name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" || $0 == "." }) else {
+                throw output.error(Output.name, "may contain only letters, digits, '-', '_' and '.'")
+            }
+            guard seen.insert(name).inserted else { throw output.error(Output.name, "\"\(name)\" is used by another output") }
+            let template = try PathTemplate(try output.read(Output.path), baseDirectory: baseDirectory,
+                                            location: output.location(Output.path))
+            let chain = try OperationChain.read(try output.array(Output.chain), context: context)
+            let encoder = try readEncoder(try output.object(Output.format))
+            let autorotate = try output.read(Output.autorotate)
+            let keepMetadata = try output.read(Output.keepMetadata)
+            let keepIcc = try output.read(Output.keepIcc)
+            let metadata: MetadataPolicy = keepMetadata ? .all : keepIcc ? .icc : .strip
+            let colourSpace = try output.read(Output.colorspace)
+            let frames = try output.optional(Output.frames)
+            try output.finish()
+            return OutputSpec(name: name, template: template, chain: chain, encoder: encoder, autorotate: autorotate,
+                              metadata: metadata, colourSpace: colourSpace, frames: frames)
+        }
+    }
+
+    package enum Concurrency {
+        package static let process = Key.integer("process", .range(1, 256), .optional("the number of cores"),
+                                         "Image worker processes (--jobs overrides).")
+        package static let threadsPerImage = Key.integer("threadsPerImage", .range(1, 64), .defaults(1), "libvips threads inside each worker.")
+        package static let recycleAfter = Key.integer("recycleAfter", .positive, .defaults(1000),
+                                              "A worker is replaced after this many sources, so memory stays flat.")
+    }
+
+    private static func readConcurrency(_ section: ObjectReader) throws -> ConcurrencySettings {
+        ConcurrencySettings(process: try section.optional(Concurrency.process) ?? defaultWorkerCount,
+                            threadsPerImage: try section.read(Concurrency.threadsPerImage),
+                            recycleAfter: try section.read(Concurrency.recycleAfter))
+    }
+
+    public static var defaultWorkerCount: Int { ProcessInfo.processInfo.activeProcessorCount }
+
+    package enum Limit {
+        /// sharp's `limitInputPixels` default: 16383 x 16383.
+        package static let maxPixels = Key.integer("maxPixels", .positive, .defaults(268_402_689),
+            "Larger images (width x height from the header) fail as too-large before any pixel is decoded.")
+        package static let failOn = Key.choice("failOn", .defaults(FailOn.error),
+            "Decoder strictness (libvips fail_on): none, truncated, error (truncated and corrupt data fail) or warning.")
+        package static let blockUntrusted = Key.flag("blockUntrusted", default: true,
+                                             "Keep the loaders libvips marks untrusted (PPM, CSV, raw, Analyze, vips, ...) blocked.")
+        package static let frames = Key.integer("frames", .positive, .defaults(300),
+                                        "Most frames an animated output may have; an animation with more fails as too-large.")
+    }
+
+    private static func readLimits(_ section: ObjectReader) throws -> Limits {
+        Limits(maxPixels: try section.read(Limit.maxPixels), failOn: try section.read(Limit.failOn),
+               blockUntrustedLoaders: try section.read(Limit.blockUntrusted), frames: try section.read(Limit.frames))
+    }
+}

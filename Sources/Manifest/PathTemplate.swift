@@ -1,0 +1,95 @@
+import Support
+import Model
+import Keys
+import Imaging
+/// An output path such as `../out/thumbs/{dir}/{stem}.webp`.
+///
+/// Tokens: `{stem}`, `{ext}` (the source's name without and its extension), `{dir}` (the source's
+/// folder relative to its source root), `{name}` (the output's name), `{key}` (a short stable hash
+/// of the source key). Token values are sanitized and the result must stay inside `root`, the
+/// folder the template's literal prefix names, so no source name can write elsewhere.
+package struct PathTemplate: Sendable {
+    package static let tokens: Set<String> = ["stem", "ext", "dir", "name", "key"]
+
+    package let written: String
+    /// The template made absolute against the job's folder, tokens still in place.
+    package let absolute: String
+    package let root: String
+
+    package init(_ written: String, baseDirectory: String, location: String) throws {
+        var scan = written[...]
+        while let open = scan.firstIndex(of: "{") {
+            guard let close = scan[open...].firstIndex(of: "}") else {
+                throw JobFileError(location, "unclosed { in path template")
+            }
+            let token = String(scan[scan.index(after: open)..<close])
+            guard Self.tokens.contains(token) else {
+                throw JobFileError(location, "unknown token {\(token)} (known: {dir}, {ext}, {key}, {name}, {stem})")
+            }
+            scan = scan[scan.index(after: close)...]
+        }
+        guard !written.hasSuffix("/") else { throw JobFileError(location, "must name a file, not a folder") }
+        self.written = written
+        // The kernel would stop at a NUL: the file would land somewhere else than the root says.
+        guard !written.utf8.contains(0) else { throw JobFileError(location, "must not contain a NUL character") }
+        absolute = written.utf8.first == UInt8(ascii: "/") ? written : baseDirectory + "/" + written
+        let literal = absolute.prefix { $0 != "{" }
+        root = Paths.normalize(Paths.directory(of: String(literal) + (literal.count == absolute.count ? "" : "x")))
+    }
+
+    package struct Values {
+        package let stem: String
+        package let ext: String
+        package let dir: String
+        package let name: String
+        package let key: String
+
+        package init(stem: String, ext: String, dir: String, name: String, key: String) {
+            self.stem = stem
+            self.ext = ext
+            self.dir = dir
+            self.name = name
+            self.key = key
+        }
+    }
+
+    /// The concrete output path, or nil when the values would leave `root`.
+    package func expand(_ values: Values) -> String? {
+        var result = ""
+        var scan = absolute[...]
+        while let open = scan.firstIndex(of: "{"), let close = scan[open...].firstIndex(of: "}") {
+            result += scan[..<open]
+            switch scan[scan.index(after: open)..<close] {
+            case "stem": result += Self.component(values.stem)
+            case "ext": result += Self.component(values.ext)
+            case "dir": result += Self.folder(values.dir)
+            case "name": result += Self.component(values.name)
+            default: result += values.key
+            }
+            scan = scan[scan.index(after: close)...]
+        }
+        result += scan
+        let path = Paths.normalize(result)
+        guard let inside = Paths.relative(path, to: root), !inside.isEmpty else { return nil }
+        return path
+    }
+
+    /// One path component: no separators or NULs, never `.` or `..`. On bytes (see `Paths`).
+    private static func component(_ value: String) -> String {
+        let slash = UInt8(ascii: "/")
+        var cleaned = value
+        if value.utf8.contains(where: { $0 == slash || $0 == 0 }) {
+            cleaned = String(decoding: value.utf8.compactMap { $0 == 0 ? nil : $0 == slash ? UInt8(ascii: "_") : $0 }, as: UTF8.self)
+        }
+        return cleaned.utf8.elementsEqual(".".utf8) || cleaned.utf8.elementsEqual("..".utf8) ? "_" : cleaned
+    }
+
+    /// A relative folder: empty, `.` and `..` segments and NULs dropped, never absolute. On bytes.
+    private static func folder(_ value: String) -> String {
+        let dot = UInt8(ascii: ".")
+        let segments = value.utf8.split(separator: UInt8(ascii: "/")).filter { segment in
+            !(segment.allSatisfy { $0 == dot } && segment.count <= 2)
+        }
+        return String(decoding: Array(segments.map { $0.filter { $0 != 0 } }.joined(separator: [UInt8(ascii: "/")])), as: UTF8.self)
+    }
+}

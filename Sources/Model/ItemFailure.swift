@@ -1,0 +1,59 @@
+/// Why one item failed. Stored by `kind` in the state database; `message` carries the
+/// decoder's or the system's own words.
+public struct ItemFailure: Error, Sendable, Codable, Equatable, CustomStringConvertible {
+    public enum Kind: String, Sendable, Codable, CaseIterable {
+        /// The source could not be read (missing, permission denied, I/O error).
+        case unreadable
+        /// An HTTP(S) source could not be fetched (status, timeout, too large, not an image...).
+        case download
+        /// libvips could not decode it: corrupt, truncated, not an image.
+        case decode
+        /// Larger than `limits.maxPixels` (checked from the header, before decoding).
+        case tooLarge = "too-large"
+        /// A chain step failed.
+        case process
+        /// The encoder failed.
+        case encode
+        /// The output could not be written.
+        case write
+        /// The worker process died while holding the item.
+        case crashed
+    }
+
+    public let kind: Kind
+    public let message: String
+
+    public init(_ kind: Kind, _ message: String) {
+        self.kind = kind
+        self.message = message
+    }
+
+    /// Worth another attempt within the same run: only a worker crash, which the same input
+    /// need not reproduce. Everything else fails the same way until the source changes.
+    public var isTransient: Bool { kind == .crashed }
+
+    /// Decided by the source's bytes alone (corrupt, not an image, over a limit): the same content
+    /// fails the same way, so the failure stands until the source changes or `--retry-failed`.
+    public var isDecidedByContent: Bool { kind.isDecidedByContent }
+
+    public var description: String { "\(kind.rawValue): \(message)" }
+}
+
+extension ItemFailure.Kind {
+    public var isDecidedByContent: Bool { self == .decode || self == .tooLarge }
+}
+
+/// What the recorder writes to the state database.
+package enum ItemEvent: Sendable {
+    case started(key: String, fingerprint: String)
+    case finished(key: String, outputPath: String, outcome: ItemOutcome)
+    /// A remote source revalidated unchanged: its outputs are still up to date.
+    case unchanged(key: String, outputPath: String, fingerprint: String)
+    /// A remote source revalidated unchanged whose item failed on this same content before: the
+    /// recorded failure stands, nothing is decoded.
+    case stillFailed(key: String, outputPath: String)
+    /// A URL goes on the failed-URL blacklist (recorded in the same transaction as its items).
+    case blacklisted(url: String, kind: String, httpStatus: Int?, message: String)
+    /// A URL comes off the blacklist (a retried download succeeded).
+    case unblocked(url: String)
+}

@@ -1,0 +1,61 @@
+/// Where an item stands, as the `item.state` column stores it and every report, JSON event and
+/// metric names it. One place, so a state cannot be spelled two ways.
+public enum ItemState: String, Sendable, Codable, CaseIterable {
+    // In the order reports list them.
+    /// Its output is on disk under its final name.
+    case done
+    case failed
+    /// Not attempted: its URL is on the failed-URL blacklist.
+    case blocked
+    /// A worker holds it now.
+    case running
+    /// Planned, not yet started (or started by a run that was killed).
+    case pending
+
+    /// As SQL text, for statements that name a state.
+    package var sql: String { "'\(rawValue)'" }
+}
+
+/// How one item ended: made where it ended (the worker, the download stage, the supervisor when a
+/// worker died), carried unchanged over the worker's pipe and through the recorder into the state
+/// database, the reporter and the run's counts.
+public enum ItemOutcome: Sendable, Codable, Equatable {
+    /// Rendered and staged under a temporary name; the recorder publishes it before recording it
+    /// done, and records a `write` failure instead if publishing fails.
+    case done(RenderedOutput, seconds: Double)
+    case failed(ItemFailure, seconds: Double)
+    /// Not attempted: its URL is blacklisted (the reason says since when and why).
+    case blocked(reason: String)
+
+    public var state: ItemState {
+        switch self {
+        case .done: .done
+        case .failed: .failed
+        case .blocked: .blocked
+        }
+    }
+
+    public var failure: ItemFailure? {
+        if case .failed(let failure, _) = self { return failure }
+        return nil
+    }
+
+    package var seconds: Double {
+        switch self {
+        case .done(_, let seconds), .failed(_, let seconds): seconds
+        case .blocked: 0
+        }
+    }
+
+    /// Why it was not attempted, for a blocked item.
+    package var blockedReason: String? {
+        if case .blocked(let reason) = self { return reason }
+        return nil
+    }
+
+    /// What the item should say though it rendered (an ignored ICC profile).
+    package var warning: String? {
+        if case .done(let rendered, _) = self { return rendered.warning }
+        return nil
+    }
+}

@@ -1,0 +1,149 @@
+package import CSystem
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import Support
+import Model
+import Manifest
+import Planning
+
+/// Writes outputs so that no file under a final name is ever partial, in two steps.
+///
+/// A worker *stages* each output beside its destination as `.NAME.runner-tmp-OWNER`, without
+/// syncing. The supervisor then *publishes* a whole batch at once: one `syncfs` per filesystem
+/// makes every staged file's data durable, renames give them their final names, and a second
+/// `syncfs` makes the renames durable; only then are the items recorded done. That costs two
+/// journal commits per batch instead of two per file, on a thread no image waits for. A crash
+/// leaves at most temporary files of a dead owner, which the next run removes.
+package enum AtomicFile {
+    package static let temporaryMarker = ".runner-tmp-"
+
+    /// An output written under its temporary name, waiting to be published.
+    package struct Staged: Sendable {
+        package let temporary: String
+        package let path: String
+
+        package init(temporary: String, path: String) {
+            self.temporary = temporary
+            self.path = path
+        }
+    }
+
+    /// The name a file is written under beside `path` until it is complete: hidden, and naming
+    /// `owner`, so `removeStaleTemporaries` can tell a dead run's leftovers from a live one's.
+    package static func temporaryPath(for path: String, owner: pid_t) -> String {
+        let name = Paths.lastComponent(path)
+        let suffix = temporaryMarker + String(owner)
+        var hidden = "." + name
+        // A name near NAME_MAX (255 bytes) would not fit with the suffix: it keeps what fits of
+        // its start and a hash of the whole, so the temporary name is still its own.
+        if hidden.utf8.count + suffix.utf8.count > 255 {
+            let hash = "~" + StableHash.hex(name)
+            var kept = ""
+            for scalar in name.unicodeScalars {
+                guard 1 + kept.utf8.count + String(scalar).utf8.count + hash.utf8.count + suffix.utf8.count <= 255 else { break }
+                kept.unicodeScalars.append(scalar)
+            }
+            hidden = "." + kept + hash
+        }
+        return Paths.directory(of: path) + "/" + hidden + suffix
+    }
+
+    /// Writes `data` beside `path` under a temporary name that names `owner`, the process that
+    /// will publish it (while it lives, no other run removes the file).
+    package static func stage(_ data: Data, for path: String, owner: pid_t) throws(ItemFailure) -> Staged {
+        let folder = Paths.directory(of: path)
+        do {
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        } catch {
+            throw ItemFailure(.write, "cannot create \(folder): \(error.localizedDescription)")
+        }
+        let temporary = temporaryPath(for: path, owner: owner)
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { throw systemFailure("cannot create \(temporary)") }
+        let failure = data.withUnsafeBytes { FileDescriptor.writeAll(descriptor, $0) }
+        let closed = close(descriptor) == 0 ? nil : errno
+        if let failure = failure ?? closed {
+            unlink(temporary)
+            throw ItemFailure(.write, "\(path): \(String(cString: strerror(failure)))")
+        }
+        return Staged(temporary: temporary, path: path)
+    }
+
+    /// Writes one whole file (a report, a metrics file) so readers see the old one or the new one,
+    /// never half of it.
+    package static func write(_ data: Data, to path: String) throws(ItemFailure) {
+        if let failure = publish([try stage(data, for: path, owner: getpid())])[0] { throw failure }
+    }
+
+    /// Makes staged files durable under their final names; one result per file, in order.
+    /// A file whose data or rename cannot be made durable fails alone and leaves nothing behind.
+    package static func publish(_ batch: [Staged]) -> [ItemFailure?] {
+        guard !batch.isEmpty else { return [] }
+        var results = [ItemFailure?](repeating: nil, count: batch.count)
+        let folders = Set(batch.map { Paths.directory(of: $0.path) })
+        if !syncFilesystems(of: folders) {
+            // Find out which files could not be written back (syncfs reports only that one could not).
+            for (index, staged) in batch.enumerated() where !sync(staged.temporary) {
+                results[index] = systemFailure("\(staged.path): cannot make it durable")
+                unlink(staged.temporary)
+            }
+        }
+        for (index, staged) in batch.enumerated() where results[index] == nil {
+            if rename(staged.temporary, staged.path) != 0 {
+                results[index] = systemFailure("cannot rename into \(staged.path)")
+                unlink(staged.temporary)
+            }
+        }
+        // The renames themselves must be durable before any item is recorded done.
+        if !syncFilesystems(of: folders) {
+            for (index, staged) in batch.enumerated() where results[index] == nil && !sync(Paths.directory(of: staged.path)) {
+                results[index] = systemFailure("\(staged.path): cannot make the rename durable")
+            }
+        }
+        return results
+    }
+
+    /// `syncfs` once per filesystem holding any of `folders`; false if any reported an error.
+    private static func syncFilesystems(of folders: Set<String>) -> Bool {
+        var synced: Set<UInt> = []
+        var succeeded = true
+        for folder in folders {
+            let descriptor = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            guard descriptor >= 0 else { succeeded = false; continue }
+            defer { close(descriptor) }
+            var info = stat()
+            guard fstat(descriptor, &info) == 0 else { succeeded = false; continue }
+            if synced.insert(UInt(info.st_dev)).inserted, syncfs(descriptor) != 0 { succeeded = false }
+        }
+        return succeeded
+    }
+
+    private static func sync(_ path: String) -> Bool {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return false }
+        defer { close(descriptor) }
+        return fsync(descriptor) == 0
+    }
+
+    private static func systemFailure(_ what: String) -> ItemFailure {
+        ItemFailure(.write, "\(what): \(String(cString: strerror(errno)))")
+    }
+
+    /// Removes temporary files left in `folders` by processes that no longer exist.
+    @discardableResult
+    package static func removeStaleTemporaries(in folders: Set<String>) -> Int {
+        var removed = 0
+        for folder in folders {
+            for entry in SourceDiscovery.listDirectory(folder) where !entry.isDirectory {
+                guard entry.name.utf8.first == UInt8(ascii: "."), let marker = entry.name.range(of: temporaryMarker, options: .backwards),
+                      let pid = pid_t(entry.name[marker.upperBound...]) else { continue }
+                if kill(pid, 0) != 0 && errno == ESRCH, unlink(folder + "/" + entry.name) == 0 {
+                    removed += 1
+                }
+            }
+        }
+        return removed
+    }
+}

@@ -1,0 +1,99 @@
+import Foundation
+import Synchronization
+import Model
+import Keys
+import Manifest
+import State
+
+/// Collects item events from the worker slots and writes them to the state database in batched
+/// transactions, so bookkeeping stays a small part of a run. Outputs the workers staged are
+/// published (made durable under their final names, `AtomicFile.publish`) as one batch just before
+/// the transaction that records them done; an item is reported to the user only once committed.
+/// A crash loses at most the last unflushed batch, whose outputs are simply made again.
+package final class Recorder: Sendable {
+    private let store: StateStore
+    private let runID: Int64
+    private let pending = Mutex<[ItemEvent]>([])
+    private let wake = NSCondition()
+    private let stopped = Mutex(false)
+    private let failure = Mutex<(any Error)?>(nil)
+    private let flushed = DispatchSemaphore(value: 0)
+    private let onCommitted: @Sendable ([ItemEvent]) -> Void
+    private let onFailure: @Sendable (any Error) -> Void
+
+    package static let flushInterval = 0.2
+
+    /// `onFailure` hears of the first batch that could not be recorded (the disk is full, the
+    /// database was deleted), so the run stops rather than work on with nothing recorded.
+    package init(store: StateStore, runID: Int64, onFailure: @escaping @Sendable (any Error) -> Void = { _ in },
+         onCommitted: @escaping @Sendable ([ItemEvent]) -> Void) {
+        self.store = store
+        self.runID = runID
+        self.onFailure = onFailure
+        self.onCommitted = onCommitted
+        let thread = Thread { [self] in flushLoop() }
+        thread.name = "runner.recorder"
+        thread.start()
+    }
+
+    /// Queues events for the next batch. An item finished `done` has its staged output published
+    /// first; if that fails, it is recorded failed (`write`) instead.
+    package func record(_ events: [ItemEvent]) {
+        pending.withLock { $0.append(contentsOf: events) }
+    }
+
+    /// Writes everything still queued and stops the flush thread.
+    package func close() throws {
+        stopped.withLock { $0 = true }
+        wake.lock()
+        wake.signal()
+        wake.unlock()
+        flushed.wait()
+        if let error = failure.withLock({ $0 }) { throw error }
+    }
+
+    private func flushLoop() {
+        while true {
+            let isStopping = stopped.withLock { $0 }
+            let batch = Self.publishingStagedOutputs(pending.withLock { pending in
+                defer { pending = [] }
+                return pending
+            })
+            do {
+                // Records written to a database that is no longer at its path would be lost unseen.
+                if !batch.isEmpty { try store.checkStillInPlace() }
+                try store.record(batch, runID: runID)
+                onCommitted(batch)
+            } catch {
+                let first = failure.withLock { recorded in
+                    defer { recorded = recorded ?? error }
+                    return recorded == nil
+                }
+                if first { onFailure(error) }
+            }
+            if isStopping { break }
+            wake.lock()
+            _ = wake.wait(until: Date().addingTimeInterval(Self.flushInterval))
+            wake.unlock()
+        }
+        flushed.signal()
+    }
+}
+
+extension Recorder {
+    /// Publishes, as one batch, every output the `done` events staged, and turns the events whose
+    /// output could not be published into `write` failures.
+    static func publishingStagedOutputs(_ events: [ItemEvent]) -> [ItemEvent] {
+        let staged = events.compactMap { event -> AtomicFile.Staged? in
+            guard case .finished(_, let path, .done(let rendered, _)) = event else { return nil }
+            return AtomicFile.Staged(temporary: rendered.temporary, path: path)
+        }
+        guard !staged.isEmpty else { return events }
+        var failures = AtomicFile.publish(staged).makeIterator()
+        return events.map { event in
+            guard case .finished(let key, let path, .done(_, let seconds)) = event else { return event }
+            guard let failure = failures.next() ?? nil else { return event }
+            return .finished(key: key, outputPath: path, outcome: .failed(failure, seconds: seconds))
+        }
+    }
+}

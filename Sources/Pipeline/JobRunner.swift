@@ -1,0 +1,218 @@
+import Foundation
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+import Support
+import Model
+import Keys
+import Imaging
+import Manifest
+import Planning
+import State
+import Output
+import Reporting
+import Loading
+import Scheduling
+
+/// Options a person sets on the command line for one run.
+public struct RunOptions: Sendable {
+    public var force = false
+    /// Try blacklisted URLs again; a success removes them from the blacklist.
+    public var retryFailed = false
+    /// Overrides `concurrency.process`.
+    public var workers: Int?
+    public var style = ReportStyle.text
+    /// Show libvips' own warnings from the workers.
+    public var verbose = false
+    /// Fetch and revalidate remote sources into the originals cache, and process nothing.
+    public var downloadOnly = false
+    /// Exit 1 for failures carried over from earlier runs too, not only for new ones.
+    public var strict = false
+    /// Seconds between progress lines (or JSON progress events) when stderr is not a terminal.
+    public var progressInterval = 5.0
+    /// When to stop handing out work (`--deadline`, `--max-duration`); in-flight items finish.
+    public var deadline: Date?
+    /// Where to write Prometheus metrics at the end of the run (`--metrics`).
+    public var metricsPath: String?
+
+    public init() {}
+}
+
+/// The composition root: manifest -> plan -> schedule -> load -> process -> write -> record.
+/// The only place that names every stage; the CLI calls it and maps its result to an exit code.
+public enum JobRunner {
+    /// Runs a job to completion (or until stopped). Throws `RunLock.Held` when another run
+    /// holds the job and `JobFileError` for problems found while planning.
+    public static func run(_ job: Job, options: RunOptions) throws -> RunSummary {
+        // A SQLite error names the state database and says what it means for the job.
+        try StateDatabaseError.naming(job.statePath) { try runJob(job, options: options) }
+    }
+
+    private static func runJob(_ job: Job, options: RunOptions) throws -> RunSummary {
+        let clock = Date()
+        let planner = Planner(job: job, vipsVersion: VipsRuntime.version)
+        // Later runs plan inside a transaction that a job-file error rolls back; a first run checks
+        // the job before it creates the state database at all.
+        if !FileManager.default.fileExists(atPath: job.statePath) { _ = try validate(job) }
+        let lock = try RunLock(statePath: job.statePath)
+        defer { withExtendedLifetime(lock) {} }
+        let store = try StateStore(path: job.statePath, readingAlso: otherStateDatabases(of: job))
+        // Holding the lock proves that a run still marked running was killed.
+        try store.closeAbandonedRuns()
+        let plan = try RunPlan(job, planner: planner, store: store, options: options)
+
+        let reporter = Reporter(style: options.style, jobName: job.name, jobFile: job.filePath, interval: options.progressInterval)
+        let committed = CommittedItems(reporter: reporter)
+        let control = RunControl()
+        let handoff = TaskQueue()
+        let recorder = Recorder(store: store, runID: plan.runID, onFailure: { error in
+            // Nothing more can be recorded: stop handing out work; the error ends the run.
+            control.stopForFailure()
+            handoff.cancel()
+            let named = StateDatabaseError.naming(job.statePath, error)
+            reporter.notice("\((named as? StateDatabaseError)?.summary ?? "\(named)"): stopping, finishing items in flight")
+        }, onCommitted: committed.add)
+        reporter.planned(plan.counts)
+        let downloads = RemoteStage(job: job, planner: planner, sources: plan.remote, repeatedURLs: plan.repeatedURLs,
+                                    store: store, recorder: recorder, handoff: handoff, control: control,
+                                    retryFailed: options.retryFailed, downloadOnly: options.downloadOnly)
+        let stops = RunStops(control: control, handoff: handoff, reporter: reporter, deadline: options.deadline)
+        defer { stops.cancel() }
+        let scheduler = Scheduler(local: localTasks(plan.local, recorder: recorder, downloadOnly: options.downloadOnly),
+                                  downloaded: handoff, settings: schedulerSettings(job, options), control: control,
+                                  recorder: recorder, reporter: reporter)
+        reporter.startTicker()
+        if downloads.isEmpty { handoff.close() } else { downloads.start() }
+        let workers = Result { try scheduler.run() }
+        if case .failure = workers { control.requestStop(signal: SIGTERM) }
+        let downloadsResult = Result { try downloads.wait() }
+        try recorder.close()
+        let summary = summarize(committed.summary, plan: plan.counts, control: control, workers: workers,
+                                options: options, elapsed: Date().timeIntervalSince(clock))
+        try store.finishRun(plan.runID, summary: summary)
+        try trimCache(job, store: store)
+        if let path = options.metricsPath { try MetricsFile(job: job, summary: summary, store: store).write(to: path) }
+        reporter.finished(summary)
+        _ = try workers.get()
+        try downloadsResult.get()
+        return summary
+    }
+
+    /// The run's counts: what was committed, against what was planned.
+    private static func summarize(_ committed: RunSummary, plan planned: PlanCounts, control: RunControl,
+                                  workers: Result<Int, any Error>, options: RunOptions, elapsed: Double) -> RunSummary {
+        var summary = committed
+        summary.planned = planned.pending
+        summary.blocked = planned.blocked
+        // Every planned item ends done, failed, revalidated unchanged (up to date or still failed), or not started.
+        summary.notStarted = planned.pending - summary.done - summary.failed - summary.upToDate - summary.knownFailures
+        summary.upToDate += planned.upToDate
+        summary.knownFailures += planned.knownFailures
+        summary.strict = options.strict
+        summary.workersStarted = (try? workers.get()) ?? 0
+        if case .success = workers { summary.interrupted = control.stopSignal }
+        // A budget that ran out after the last item was handed out left nothing for the next run.
+        summary.stoppedByBudget = control.budgetReached && summary.notStarted > 0
+        summary.elapsedSeconds = elapsed
+        return summary
+    }
+
+    /// Local files go straight to the workers; files that vanished since listing fail here.
+    private static func localTasks(_ sources: PlannedSources, recorder: Recorder, downloadOnly: Bool) -> Scheduler.LocalSource {
+        return {
+            while !downloadOnly, let source = try sources.next() {
+                guard case .file(let path) = source.origin else { continue }
+                if case .missing(let message) = source.identity {
+                    recorder.record(source.finished(.failed(ItemFailure(.unreadable, message), seconds: 0)))
+                    continue
+                }
+                return ScheduledTask(file: path, items: source.items)
+            }
+            return nil
+        }
+    }
+
+    private static func schedulerSettings(_ job: Job, _ options: RunOptions) -> Scheduler.Settings {
+        // A worker can die with a task queued for it: writing to its pipe must fail (EPIPE, the slot
+        // then finds the death), not kill the supervisor. Workers inherit this and stop the same way.
+        signal(SIGPIPE, SIG_IGN)
+        return Scheduler.Settings(
+            slots: options.workers ?? job.concurrency.process,
+            recycleAfter: job.concurrency.recycleAfter,
+            executable: currentExecutable(),
+            hello: WorkerHello(jobText: job.text, jobFilePath: job.filePath,
+                               threadsPerImage: job.concurrency.threadsPerImage, supervisorPID: getpid()),
+            quietWorkerStderr: !options.verbose)
+    }
+
+    /// The job's state databases of other shard layouts: work recorded under another shard count
+    /// (or unsharded). Shards of this run's own count hold other sources only, and may be starting
+    /// at this very moment, so they are left alone.
+    private static func otherStateDatabases(of job: Job) -> [String] {
+        let ownLayout = job.shard.map { "-of-\($0.count)." }
+        return Shard.stateDatabases(of: job.jobStatePath).filter { path in
+            path != job.statePath && !(ownLayout.map { Paths.lastComponent(path).contains($0) } ?? false)
+        }
+    }
+
+    /// How the job's sources spread over `count` shards: sources per shard.
+    public static func spread(_ job: Job, over count: Int) throws -> [Int] {
+        var sources = [Int](repeating: 0, count: count)
+        try Planner(job: job, vipsVersion: VipsRuntime.version).forEachSource { source in
+            sources[Shard.index(of: source.key, count: count)] += 1
+        }
+        return sources
+    }
+
+    /// Keeps the originals cache under `cacheMaxBytes`, removing least recently used originals.
+    private static func trimCache(_ job: Job, store: StateStore) throws {
+        guard let limit = job.remote.cacheMaxBytes else { return }
+        for oldest in try store.originalsBeyond(limit) {
+            unlink(oldest.file)
+            try store.forgetOriginal(oldest.sourceKey)
+        }
+    }
+
+    /// Where this executable lives, so workers are the very same build.
+    package static func currentExecutable() -> String {
+        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+    }
+
+    /// Everything that can be checked before any work: the job file itself, then its sources
+    /// and output paths (missing folders, collisions, escapes). Returns the number of items.
+    public static func validate(_ job: Job) throws -> Int {
+        var items = 0
+        try Planner(job: job, vipsVersion: VipsRuntime.version).forEachSource { items += $0.items.count }
+        return items
+    }
+
+    /// What a run would do, without running it: each source as it is planned, then the counts
+    /// and how many recorded items the job no longer plans (`runner prune` removes them).
+    @discardableResult
+    public static func plan(_ job: Job, force: Bool = false, retryFailed: Bool = false,
+                            _ visit: (PlannedSource) throws -> Void = { _ in }) throws -> (counts: PlanCounts, orphaned: Int) {
+        let planner = Planner(job: job, vipsVersion: VipsRuntime.version)
+        let others = otherStateDatabases(of: job)
+        guard let store = try StateStore.existing(at: job.statePath, readingAlso: others) else {
+            // Never run under this layout: what other shard counts recorded is what the first run will find.
+            if let first = others.first, let earlier = try StateStore.existing(at: first, readingAlso: Array(others.dropFirst())) {
+                return (try earlier.plan { try planner.classifyAll(state: $0, retryFailed: retryFailed, force: force, visit) }, 0)
+            }
+            return (try planner.classifyAll(state: PlanningState(), retryFailed: retryFailed, force: force, visit), 0)
+        }
+        var current = CurrentItems()
+        let counts = try store.plan { pass in
+            try planner.classifyAll(state: pass, retryFailed: retryFailed, force: force) { source in
+                current.insert(source)
+                try visit(source)
+            }
+        }
+        var orphaned = 0
+        try store.sweepItems { recorded in
+            if !current.plans(recorded) { orphaned += 1 }
+            return false
+        }
+        return (counts, orphaned)
+    }
+}

@@ -1,0 +1,89 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import Support
+import Model
+import Manifest
+import Planning
+import State
+import Output
+import Reporting
+import Loading
+
+/// A run's planning pass, in one write transaction that a job-file error rolls back: each source
+/// is classified, recorded and spooled as it is found, so memory does not grow with the job. Only
+/// digests and folder names are kept.
+struct RunPlan {
+    let runID: Int64
+    let counts: PlanCounts
+    /// The sources with work to do, local and remote, in plan order.
+    let local: PlannedSources
+    let remote: PlannedSources
+    /// URLs that more than one source names (only an explicit `key` allows that).
+    let repeatedURLs: DigestSet
+
+    init(_ job: Job, planner: Planner, store: StateStore, options: RunOptions) throws {
+        let localSpool = try PlanSpool(besideStateAt: job.statePath)
+        let remoteSpool = try PlanSpool(besideStateAt: job.statePath)
+        var folders: Set<String> = [job.remote.cacheDirectory]
+        let urlsCanRepeat = job.sources.contains { if case .url(_, let key, _) = $0 { key != nil } else { false } }
+        var seenURLs = DigestSet()
+        var repeatedURLs = DigestSet()
+        (runID, counts) = try store.beginRun(vipsVersion: planner.vipsVersion, limitsDigest: planner.limitsDigest) { pass in
+            try planner.classifyAll(state: pass, retryFailed: options.retryFailed, force: options.force) { found in
+                var source = found
+                // Every output folder, up to date or not: a killed run may have staged a file beside
+                // an output whose record still stands (a --force run stopped before it started the item).
+                for item in source.items { folders.insert(Paths.directory(of: item.outputPath)) }
+                source.items.removeAll { $0.status == .upToDate || $0.status == .knownFailure }
+                guard !source.items.isEmpty else { return }
+                try pass.recordPlanned(source)
+                switch source.origin {
+                case .file:
+                    try localSpool.append(source)
+                case .remote(let remote):
+                    if urlsCanRepeat && !seenURLs.insert(remote.url) { _ = repeatedURLs.insert(remote.url) }
+                    try remoteSpool.append(source)
+                }
+            }
+        }
+        self.repeatedURLs = repeatedURLs
+        local = try localSpool.finishWriting()
+        remote = try remoteSpool.finishWriting()
+        // A killed run may have left temporary files beside the outputs and in the originals cache.
+        AtomicFile.removeStaleTemporaries(in: folders)
+    }
+}
+
+/// What stops a run early: the first SIGINT/SIGTERM drains (a second abandons), and so does the
+/// end of the time budget. Lives until cancelled.
+final class RunStops {
+    private let trap: SignalTrap
+    private let budget: (any DispatchSourceTimer)?
+
+    init(control: RunControl, handoff: TaskQueue, reporter: Reporter, deadline: Date?) {
+        trap = SignalTrap(control) { _, phase in
+            handoff.cancel()
+            reporter.notice(phase == .abandoning
+                ? "stopping now: abandoning items in flight (they run again next time)"
+                : "stopping: finishing items in flight (signal again to abandon them)")
+        }
+        budget = deadline.map { deadline in
+            let timer = DispatchSource.makeTimerSource(queue: .global())
+            timer.schedule(wallDeadline: .now() + max(deadline.timeIntervalSinceNow, 0))
+            timer.setEventHandler {
+                guard control.stopForBudget() else { return }
+                handoff.cancel()
+                reporter.notice("time budget reached: finishing items in flight; run again to continue")
+            }
+            timer.resume()
+            return timer
+        }
+    }
+
+    func cancel() {
+        budget?.cancel()
+        withExtendedLifetime(trap) {}
+    }
+}

@@ -1,0 +1,93 @@
+internal import CSystem
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import Support
+import Imaging
+import Manifest
+import Processing
+import Scheduling
+
+/// The image worker: `runner worker`, started by the supervisor over pipes.
+///
+/// libvips runs only here, one source at a time, so a crash inside a decoder costs one process
+/// and one item, never the run. The worker ignores SIGINT/SIGTERM (the supervisor decides when
+/// it stops) and exits when its input closes, after finishing the item it holds, or at once
+/// (SIGKILL) when the supervisor dies.
+public enum WorkerMain {
+    /// Test-only fault injection: a source whose path contains the text of `crashTriggerVariable`
+    /// crashes the worker; one containing `garbleTriggerVariable`'s makes it answer with garbage.
+    static let crashTriggerVariable = "RUNNER_TEST_CRASH_ON"
+    static let garbleTriggerVariable = "RUNNER_TEST_GARBLE_ON"
+
+    package static func run() -> Int32 {
+        // Die with the supervisor: an orphan would finish the sources it holds and stage their
+        // outputs after the next run had already removed the dead run's temporary files.
+        _ = csystem_die_with_parent()
+        signal(SIGINT, SIG_IGN)
+        signal(SIGTERM, SIG_IGN)
+        keepFreedMemory()
+        // The protocol owns the original stdout; anything a library prints goes to stderr instead.
+        let protocolOutput = dup(STDOUT_FILENO)
+        dup2(STDERR_FILENO, STDOUT_FILENO)
+        let channel = LineChannel(input: STDIN_FILENO, output: protocolOutput)
+        let pipeline: ImagePipeline
+        do {
+            pipeline = try start(channel)
+        } catch {
+            FileHandle.standardError.write(Data("runner worker: \(error)\n".utf8))
+            return 1
+        }
+        return serve(channel, pipeline)
+    }
+
+    /// Reads the supervisor's hello and sets up libvips and the pipeline for its job.
+    private static func start(_ channel: LineChannel) throws -> ImagePipeline {
+        let hello = try channel.receive(WorkerHello.self)
+        // A supervisor that died before the parent-death request took effect sent no signal.
+        guard getppid() == hello.supervisorPID else { throw ChannelError.closed }
+        let job = try Job.parse(text: hello.jobText, filePath: hello.jobFilePath)
+        try VipsRuntime.start(threadsPerImage: hello.threadsPerImage, blockUntrusted: job.limits.blockUntrustedLoaders)
+        return ImagePipeline(outputs: job.outputs, limits: job.limits, stagingOwner: hello.supervisorPID)
+    }
+
+    /// Renders tasks until the supervisor closes the pipe; 1 if it sent something unreadable.
+    private static func serve(_ channel: LineChannel, _ pipeline: ImagePipeline) -> Int32 {
+        let environment = ProcessInfo.processInfo.environment
+        let crashTrigger = environment[crashTriggerVariable].flatMap { $0.isEmpty ? nil : $0 }
+        let garbleTrigger = environment[garbleTriggerVariable].flatMap { $0.isEmpty ? nil : $0 }
+        while true {
+            let task: WorkerTask
+            do {
+                task = try channel.receive(WorkerTask.self)
+            } catch .closed {
+                return 0
+            } catch {
+                FileHandle.standardError.write(Data("runner worker: \(error)\n".utf8))
+                return 1
+            }
+            if let crashTrigger, task.source.contains(crashTrigger) {
+                // Die the way a decoder fault would, without the Swift backtracer resuming us.
+                signal(SIGSEGV, SIG_DFL)
+                raise(SIGSEGV)
+            }
+            if let garbleTrigger, task.source.contains(garbleTrigger) {
+                _ = channel.send(["not": "a reply"])
+                continue
+            }
+            let outcomes = pipeline.render(sourcePath: task.source, requests: task.requests)
+            guard channel.send(WorkerReply(id: task.id, outcomes: outcomes)) else { return 0 }
+        }
+    }
+
+    /// Every image allocates and frees the same few megabytes of decode and region buffers.
+    /// With glibc's defaults those pages go back to the kernel after each image and fault in
+    /// again, zeroed, for the next (about 7% of a small thumbnail's time). Freed memory up to
+    /// 128 MiB stays for reuse; blocks of 32 MiB or more are still mapped and unmapped on their
+    /// own, so one huge image does not pin its memory, and workers are recycled anyway.
+    private static func keepFreedMemory() {
+        mallopt(M_MMAP_THRESHOLD, 32 << 20)
+        mallopt(M_TRIM_THRESHOLD, 128 << 20)
+    }
+}

@@ -1,0 +1,27 @@
+import Support
+/// A set of strings held as 128-bit digests, so planning a million sources and output paths
+/// costs tens of megabytes rather than hundreds. The two halves come from unrelated hashes
+/// (FNV-1a and the standard library's seeded SipHash): a false match needs both to collide at
+/// once, about n²/2¹²⁹ (10⁻²⁷ for a million strings).
+package struct DigestSet {
+
+    package init() {
+
+    }
+    private var digests: Set<UInt128> = []
+
+    /// True if `text` was not in the set yet.
+    package mutating func insert(_ text: String) -> Bool {
+        digests.insert(Self.digest(text)).inserted
+    }
+
+    package func contains(_ text: String) -> Bool {
+        digests.contains(Self.digest(text))
+    }
+
+    private static func digest(_ text: String) -> UInt128 {
+        var seeded = Hasher()
+        seeded.combine(text)
+        return UInt128(StableHash.value(text)) << 64 | UInt128(UInt64(bitPattern: Int64(seeded.finalize())))
+    }
+}

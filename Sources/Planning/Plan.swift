@@ -1,0 +1,118 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import Model
+import Manifest
+
+/// How many items a plan has in each status.
+public struct PlanCounts: Sendable {
+    /// Items a run takes up: those to run and those to revalidate.
+    public var pending = 0
+    /// Of `pending`, the items a run only revalidates (`PlannedItem.Status.revalidate`).
+    public var revalidate = 0
+    public var upToDate = 0
+    public var blocked = 0
+    public var knownFailures = 0
+
+    public init() {}
+
+    /// Items that run whatever servers answer: `pending` without `revalidate`.
+    public var toRun: Int { pending - revalidate }
+
+    public subscript(status: PlannedItem.Status) -> Int {
+        switch status {
+        case .pending: toRun
+        case .revalidate: revalidate
+        case .upToDate: upToDate
+        case .blocked: blocked
+        case .knownFailure: knownFailures
+        }
+    }
+
+    package mutating func add(_ source: PlannedSource) {
+        for item in source.items {
+            switch item.status {
+            case .pending: pending += 1
+            case .revalidate: pending += 1; revalidate += 1
+            case .upToDate: upToDate += 1
+            case .blocked: blocked += 1
+            case .knownFailure: knownFailures += 1
+            }
+        }
+    }
+}
+
+/// One source and the items (one per output) planned for it. Codable: runs spool the sources
+/// they will work on to a file (`PlanSpool`) rather than hold them.
+public struct PlannedSource: Sendable, Codable {
+    /// The source key: a file's absolute path, a URL's normalized form, or an explicit key.
+    public let key: String
+    package let origin: SourceOrigin
+    /// What the fingerprint knows of the source's content, or why a file could not be read.
+    package var identity: SourceIdentity
+    /// A URL source's original in the cache, as the state database records it.
+    package var cachedOriginal: CachedOriginal?
+    /// Why a blocked source's URL is blacklisted.
+    package var blockedReason: String?
+    public var items: [PlannedItem]
+
+    /// The file path or URL, for people.
+    public var location: String {
+        switch origin {
+        case .file(let path): path
+        case .remote(let remote): remote.url
+        }
+    }
+}
+
+package enum SourceIdentity: Sendable, Equatable, Codable {
+    /// A local file: size and modification time.
+    case file(size: Int64, modifiedNanoseconds: Int64)
+    /// A downloaded original: a hash of its bytes.
+    case content(String)
+    /// A remote source not downloaded yet: nothing can be up to date.
+    case unknown
+    /// A local file that cannot be read, and why.
+    case missing(String)
+}
+
+/// (source, output): the unit of progress.
+public struct PlannedItem: Sendable, Codable {
+    public enum Status: String, Sendable, CaseIterable, Codable {
+        /// Needs to run: new, changed, failed before, missing its output, or a URL not downloaded yet.
+        case pending
+        /// Recorded done with the same fingerprint, and the output file exists.
+        case upToDate = "up-to-date"
+        /// Will not run: its URL is blacklisted.
+        case blocked
+        /// Will not run: it failed on this same content and recipe before (see `ItemFailure.isDecidedByContent`).
+        case knownFailure = "known-failure"
+        /// A URL item done from its cached original and still on disk, whose original a run
+        /// revalidates first (`http.revalidate`): it runs only if the URL's content changed.
+        case revalidate
+    }
+
+    /// `sourceKey@outputName`.
+    public let key: String
+    public let outputName: String
+    package let outputIndex: Int
+    public let outputPath: String
+    public package(set) var fingerprint: String
+    public internal(set) var status: Status
+    /// What the state database recorded for this item: done at this same output path, or failed
+    /// in a way its content decided.
+    package var recorded: LedgerEntry?
+
+    /// Up to date: recorded done with this fingerprint, and the output is still there.
+    package var isUpToDate: Bool {
+        guard let recorded, recorded.failureKind == nil else { return false }
+        return recorded.fingerprint == fingerprint && access(outputPath, F_OK) == 0
+    }
+
+    /// Failed before on the same source content and recipe, for a reason the content decides.
+    package var isKnownFailure: Bool {
+        guard let recorded, recorded.failureKind != nil else { return false }
+        return recorded.fingerprint == fingerprint
+    }
+}

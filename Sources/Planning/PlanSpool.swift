@@ -1,0 +1,88 @@
+internal import CSystem
+import Foundation
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+import Support
+import Model
+
+/// The sources a run will work on, written once by the planning pass and read back in order,
+/// so a run's memory does not grow with its length. The file sits beside the state database
+/// (not in /tmp, often a RAM disk) and is unlinked as soon as it is opened: nothing to clean up,
+/// even after a crash. One JSON line per source. One writer (the planning pass) appends; then
+/// `finishWriting` hands the file over to a `PlannedSources`, which any thread may read.
+package final class PlanSpool {
+    package struct Failure: Error, CustomStringConvertible {
+        package let description: String
+    }
+
+    private let descriptor: Int32
+    private var pendingWrite = Data()
+    private var count = 0
+
+    package init(besideStateAt statePath: String) throws {
+        var template = Array((Paths.directory(of: statePath) + "/.runner-plan-XXXXXX").utf8CString)
+        descriptor = template.withUnsafeMutableBufferPointer { mkostemp($0.baseAddress!, O_CLOEXEC) }
+        let path = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        guard descriptor >= 0 else {
+            throw PlanSpool.Failure(description: "cannot create the plan file beside \(statePath): \(String(cString: strerror(errno)))")
+        }
+        unlink(path)
+    }
+
+    /// Closed by the reader once writing is finished, or here if it never was.
+    private var handedOver = false
+
+    deinit { if !handedOver { close(descriptor) } }
+
+    package func append(_ source: PlannedSource) throws {
+        pendingWrite.append(try JSONEncoder().encode(source))
+        pendingWrite.append(UInt8(ascii: "\n"))
+        count += 1
+        if pendingWrite.count >= 1 << 20 { try flush() }
+    }
+
+    /// Ends writing; the sources are then read back, in order, through the returned reader.
+    package func finishWriting() throws -> PlannedSources {
+        try flush()
+        lseek(descriptor, 0, SEEK_SET)
+        handedOver = true
+        return PlannedSources(descriptor: descriptor, count: count)
+    }
+
+    private func flush() throws {
+        if let failure = pendingWrite.withUnsafeBytes({ FileDescriptor.writeAll(descriptor, $0) }) {
+            throw PlanSpool.Failure(description: "cannot write the plan file: \(String(cString: strerror(failure)))")
+        }
+        pendingWrite.removeAll(keepingCapacity: true)
+    }
+}
+
+/// A finished plan spool, read back one source at a time by any number of threads.
+package final class PlannedSources: Sendable {
+    private let descriptor: Int32
+    /// The reader's buffer and position: one reader at a time, by construction.
+    private let channel: Mutex<LineChannel>
+    package let count: Int
+
+    fileprivate init(descriptor: Int32, count: Int) {
+        self.descriptor = descriptor
+        self.count = count
+        channel = Mutex(LineChannel(input: descriptor, output: -1))
+    }
+
+    deinit { close(descriptor) }
+
+    /// The next source, or nil after the last.
+    package func next() throws(PlanSpool.Failure) -> PlannedSource? {
+        try channel.withLock { channel throws(PlanSpool.Failure) -> PlannedSource? in
+            do throws(ChannelError) {
+                return try channel.receive(PlannedSource.self)
+            } catch {
+                guard error != .closed else { return nil }
+                throw PlanSpool.Failure(description: "the plan file is damaged: \(error)")
+            }
+        }
+    }
+}

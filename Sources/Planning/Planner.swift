@@ -1,0 +1,245 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import Support
+import Model
+import Keys
+import Imaging
+import Manifest
+
+/// What the state database says about an item finished earlier: done, or failed for a reason
+/// its content decides (`failureKind`) under the limits `failedUnder` (`Planner.limitsDigest`).
+package struct LedgerEntry: Sendable, Codable {
+    package let fingerprint: String
+    package let outputPath: String
+    package var failureKind: ItemFailure.Kind? = nil
+    package var failedUnder: String? = nil
+
+    package init(fingerprint: String, outputPath: String, failureKind: ItemFailure.Kind? = nil, failedUnder: String? = nil) {
+        self.fingerprint = fingerprint
+        self.outputPath = outputPath
+        self.failureKind = failureKind
+        self.failedUnder = failedUnder
+    }
+}
+
+/// The recorded state that decides whether an item runs, looked up one key at a time so a
+/// plan never needs the whole ledger in memory. `StateStore.PlanningPass` reads the database;
+/// `PlanningState` holds a few entries in memory.
+package protocol PlanningLookup {
+    /// The item's entry if it was recorded done, or failed for a reason its content decides.
+    func recorded(_ itemKey: String) throws -> LedgerEntry?
+    func original(_ sourceKey: String) throws -> CachedOriginal?
+    func blacklistEntry(_ url: String) throws -> BlacklistEntry?
+}
+
+package struct PlanningState: PlanningLookup, Sendable {
+    package var ledger: [String: LedgerEntry] = [:]
+    package var originals: [String: CachedOriginal] = [:]
+    package var blacklist: [String: BlacklistEntry] = [:]
+
+    package init(ledger: [String: LedgerEntry] = [:], originals: [String: CachedOriginal] = [:], blacklist: [String: BlacklistEntry] = [:]) {
+        self.ledger = ledger
+        self.originals = originals
+        self.blacklist = blacklist
+    }
+
+    package func recorded(_ itemKey: String) -> LedgerEntry? { ledger[itemKey] }
+    package func original(_ sourceKey: String) -> CachedOriginal? { originals[sourceKey] }
+    package func blacklistEntry(_ url: String) -> BlacklistEntry? { blacklist[url] }
+}
+
+/// Turns a job into planned sources: expands sources, names every output, fingerprints every
+/// item and decides from the recorded state which are up to date or blocked. Streams: a source
+/// is visited as soon as it is found, and only digests of keys and paths are kept. Reads file
+/// metadata only; never decodes.
+package struct Planner {
+    package let job: Job
+    package let vipsVersion: String
+    /// Each output's recipe and the versions, hashed once rather than once per item.
+    private let outputDigests: [String]
+    /// The limits a content-decided failure was recorded under (`Limits.identifier`, with each
+    /// output's own frame limit): a failure stands only while they are the same.
+    package let limitsDigest: String
+
+    package init(job: Job, vipsVersion: String) {
+        self.job = job
+        self.vipsVersion = vipsVersion
+        outputDigests = job.outputs.map { StableHash.hex($0.recipe, RunnerVersion.string, vipsVersion) }
+        limitsDigest = StableHash.hex(job.limits.identifier, job.outputs.map { $0.frames.map(String.init) ?? "-" }.joined(separator: ","))
+    }
+
+    /// Visits every source of the job (of its shard, when it has one) once, in order, with all its
+    /// items pending: sources deduplicated, outputs named, collisions and escapes rejected (as
+    /// `JobFileError`). A shard names the whole job's outputs, so a collision with another shard's
+    /// output is an error in every shard, never a silent overwrite.
+    package func forEachSource(_ visit: (PlannedSource) throws -> Void) throws {
+        var writtenPaths = Set<UInt64>()
+        try forEachUniqueSource { discovered in
+            let source = try planned(discovered)
+            for item in source.items where !writtenPaths.insert(StableHash.value(item.outputPath)).inserted {
+                // A 64-bit digest can match by chance: only a real earlier writer is an error.
+                if let other = firstWriter(of: item.outputPath), other != item.key {
+                    throw JobFileError("outputs[\(item.outputIndex)].path",
+                                       "two items would write \(item.outputPath): \(other) and \(item.key); add {dir} or {key} to the template")
+                }
+            }
+            if let shard = job.shard, !shard.contains(source.key) { return }
+            try visit(source)
+        }
+    }
+
+    /// Discovered sources, each key once. One folder walk or one glob cannot name a file twice,
+    /// so only jobs with lists or several sources pay for remembering the keys.
+    private func forEachUniqueSource(_ visit: SourceDiscovery.Visitor) throws {
+        let canRepeat = job.sources.count > 1 || job.sources.contains { if case .list = $0 { true } else { false } }
+        var seen = DigestSet()
+        try SourceDiscovery.discover(job.sources) { discovered in
+            guard !canRepeat || seen.insert(discovered.key) else { return }
+            try visit(discovered)
+        }
+    }
+
+    private func planned(_ discovered: DiscoveredSource) throws -> PlannedSource {
+        let identity: SourceIdentity
+        switch discovered.origin {
+        case .file(let path): identity = Self.identity(of: path)
+        case .remote: identity = .unknown
+        }
+        let (stem, ext) = Paths.splitExtension(discovered.fileName)
+        let sourceHash = StableHash.hex(discovered.key)
+        var items: [PlannedItem] = []
+        items.reserveCapacity(job.outputs.count)
+        for (index, output) in job.outputs.enumerated() {
+            let values = PathTemplate.Values(stem: stem, ext: ext, dir: discovered.relativeDirectory,
+                                             name: output.name, key: String(sourceHash.prefix(12)))
+            guard let outputPath = output.template.expand(values) else {
+                throw JobFileError("outputs[\(index)].path", "\(discovered.key) would be written outside \(output.template.root)")
+            }
+            items.append(PlannedItem(key: "\(discovered.key)@\(output.name)", outputName: output.name, outputIndex: index,
+                                     outputPath: outputPath, fingerprint: fingerprint(identity, output: index), status: .pending))
+        }
+        return PlannedSource(key: discovered.key, origin: discovered.origin, identity: identity, items: items)
+    }
+
+    /// The key of the first item that writes `path`. Re-discovers, so it is only for the rare
+    /// digest match (which is almost always a real collision, and then an error).
+    private func firstWriter(of path: String) -> String? {
+        struct Found: Error { let key: String }
+        do {
+            try forEachUniqueSource { discovered in
+                if let item = try planned(discovered).items.first(where: { $0.outputPath == path }) { throw Found(key: item.key) }
+            }
+        } catch let found as Found {
+            return found.key
+        } catch {}
+        return nil
+    }
+
+    /// Plans every source and classifies its items against `state`, passing each on as it is
+    /// classified; returns the counts. Runs and `runner plan` both plan through here.
+    package func classifyAll(state: some PlanningLookup, retryFailed: Bool, force: Bool,
+                             _ visit: (PlannedSource) throws -> Void) throws -> PlanCounts {
+        var counts = PlanCounts()
+        try forEachSource { found in
+            var source = found
+            try classify(&source, state: state, retryFailed: retryFailed, force: force)
+            counts.add(source)
+            try visit(source)
+        }
+        return counts
+    }
+
+    /// Marks items up to date whose recorded fingerprint and output path match and whose output
+    /// file still exists, items that failed before on the same content known failures (unless
+    /// `retryFailed`), and items of blacklisted URLs blocked. Nothing is decoded or downloaded.
+    /// A URL's items are decided here only when its cached original need not be revalidated;
+    /// otherwise the download stage decides, from what this records on the items (items made
+    /// from that original are marked `revalidate`).
+    package func classify(_ source: inout PlannedSource, state: some PlanningLookup, retryFailed: Bool, force: Bool = false,
+                  now: Double = Date().timeIntervalSince1970) throws {
+        if case .remote(let remote) = source.origin {
+            if !retryFailed, let entry = try state.blacklistEntry(remote.url), !isExpired(entry, now: now) {
+                source.blockedReason = "blacklisted since \(ISO8601DateFormatter().string(from: entry.firstSeen)): \(entry.message)"
+                for index in source.items.indices { source.items[index].status = .blocked }
+                return
+            }
+            source.cachedOriginal = try state.original(source.key)
+            if let original = source.cachedOriginal, !needsRevalidation(original, now: now) {
+                source.identity = .content(original.contentHash)
+                for index in source.items.indices {
+                    source.items[index].fingerprint = fingerprint(source.identity, output: source.items[index].outputIndex)
+                }
+            }
+        }
+        for index in source.items.indices where !force {
+            guard let entry = try state.recorded(source.items[index].key) else { continue }
+            // A failure does not depend on where the output goes, but on the limits; a done item's output does.
+            let stands = entry.failureKind != nil ? !retryFailed && entry.failedUnder == limitsDigest
+                : entry.outputPath == source.items[index].outputPath
+            if stands {
+                source.items[index].recorded = entry
+            }
+        }
+        switch source.identity {
+        case .file, .content: break
+        case .unknown:
+            // A stale cached original: the items made from it stand if the server finds it unchanged.
+            guard let original = source.cachedOriginal else { return }
+            for index in source.items.indices {
+                var fromCache = source.items[index]
+                fromCache.fingerprint = fingerprint(.content(original.contentHash), output: fromCache.outputIndex)
+                if fromCache.isUpToDate { source.items[index].status = .revalidate }
+            }
+            return
+        case .missing: return
+        }
+        for index in source.items.indices {
+            if source.items[index].isUpToDate {
+                source.items[index].status = .upToDate
+            } else if source.items[index].isKnownFailure {
+                source.items[index].status = .knownFailure
+            }
+        }
+    }
+
+    private func isExpired(_ entry: BlacklistEntry, now: Double) -> Bool {
+        guard let ttl = job.remote.blacklistTTL else { return false }
+        return entry.lastSeen.timeIntervalSince1970 + ttl < now
+    }
+
+    private func needsRevalidation(_ original: CachedOriginal, now: Double) -> Bool {
+        switch job.remote.revalidate {
+        case .always: true
+        case .never: false
+        case .after(let seconds): original.validatedAt + seconds < now
+        }
+    }
+
+    package static func identity(of path: String) -> SourceIdentity {
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            let code = errno
+            if code == ENOENT && Paths.hasUnnamableBytes(path) { return .missing("\(path): \(Paths.unnamable)") }
+            return .missing("\(path): \(String(cString: strerror(code)))")
+        }
+        guard (info.st_mode & S_IFMT) == S_IFREG else { return .missing("\(path): not a regular file") }
+        let nanoseconds = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
+        return .file(size: Int64(info.st_size), modifiedNanoseconds: nanoseconds)
+    }
+
+    /// Covers the source's identity, the output's whole recipe (chain, format, load options) and
+    /// the versions of runner and libvips: change any of them and the item runs again.
+    package func fingerprint(_ identity: SourceIdentity, output: Int) -> String {
+        var hash = StableHash()
+        switch identity {
+        case .file(let size, let modified): hash.combine("file:\(size):\(modified)")
+        case .content(let digest): hash.combine("content:\(digest)")
+        case .unknown: hash.combine("unknown")
+        case .missing: hash.combine("missing")
+        }
+        hash.combine(outputDigests[output])
+        return hash.hex
+    }
+}

@@ -1,0 +1,319 @@
+package import CVips
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import Model
+import Imaging
+import Manifest
+import Output
+
+/// Renders one source into every output that needs it, inside a worker process.
+///
+/// The source is read once; its header is checked against the limits before any pixel is
+/// decoded; chains that start with `thumbnail` decode with shrink-on-load; chains that need the
+/// full image share one decode. Each output fails or succeeds on its own.
+package struct ImagePipeline {
+    package let outputs: [OutputSpec]
+    package let limits: Limits
+    /// The supervisor, which publishes the staged outputs (see `AtomicFile`).
+    package let stagingOwner: pid_t
+
+    /// What one output needs from the source, decided from the header before any pixel is read.
+    private struct Plan {
+        let output: OutputSpec
+        /// The concrete encoder (`auto` resolved against the source's format).
+        let encoder: any OutputEncoder
+        let pixels: Pixels
+
+        /// Where the output's pixels come from.
+        enum Pixels {
+            /// The first step decodes itself (thumbnail's shrink-on-load).
+            case loader(any LoadingOperation)
+            /// A full decode, possibly shared with other outputs.
+            case decode(Decode)
+        }
+
+        init(_ output: OutputSpec, header: ImageHeader) {
+            self.output = output
+            encoder = output.encoder.resolved(for: header.format)
+            let animated = encoder.canAnimate && header.pages > 1
+            // An animation decodes every page; a loader step then runs per frame like any op.
+            if !animated, let loader = output.chain.steps.first as? any LoadingOperation {
+                pixels = .loader(loader)
+            } else {
+                pixels = .decode(Decode(colourSpace: output.colourSpace, animated: animated))
+            }
+        }
+
+        var decode: Decode? { if case .decode(let decode) = pixels { decode } else { nil } }
+        var animated: Bool { decode?.animated ?? false }
+    }
+
+    /// One way of decoding the whole source; outputs asking for the same one share it.
+    private struct Decode: Hashable {
+        let colourSpace: ColourSpacePolicy
+        /// Every page as one tall strip, rather than the first page only.
+        let animated: Bool
+    }
+
+    package init(outputs: [OutputSpec], limits: Limits, stagingOwner: pid_t) {
+        (self.outputs, self.limits, self.stagingOwner) = (outputs, limits, stagingOwner)
+    }
+
+    /// Renders every request from the source at `sourcePath`: one outcome per request, in order,
+    /// each carrying its share of the source's time.
+    package func render(sourcePath: String, requests: [OutputRequest]) -> [ItemOutcome] {
+        let started = DispatchTime.now().uptimeNanoseconds
+        // Calls that succeed can leave text in libvips' error buffer (lcms does); it is not this source's.
+        vips_error_clear()
+        var results: [Result<RenderedOutput, ItemFailure>]
+        do {
+            let source = try open(sourcePath)
+            let plans = requests.map { Plan(outputs[$0.outputIndex], header: source.header) }
+            for case let decode? in plans.map(\.decode) { source.readers[decode, default: 0] += 1 }
+            results = zip(requests, plans).map { request, plan in
+                Result { () throws(ItemFailure) in try render(request, plan, from: source) }
+            }
+        } catch {
+            results = requests.map { _ in .failure(error) }
+        }
+        let share = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9 / Double(max(requests.count, 1))
+        return results.map { result in
+            switch result {
+            case .success(let rendered): .done(rendered, seconds: share)
+            case .failure(let failure): .failed(failure, seconds: share)
+            }
+        }
+    }
+
+    /// One output: its pixels (decoded or loaded), its chain, the last conversions, encoded and staged.
+    private func render(_ request: OutputRequest, _ plan: Plan, from source: OpenedSource) throws(ItemFailure) -> RenderedOutput {
+        vips_error_clear()  // nor is it this output's
+        let output = plan.output
+        var (frames, steps) = try startingFrames(plan, source)
+        for step in steps {
+            frames = try frames.map { frame throws(ItemFailure) in
+                try processStep(type(of: step).name) { () throws(VipsError) in try step.apply(to: frame) }
+            }
+        }
+        var image = try processStep("frames") { () throws(VipsError) in try stack(frames) }
+        image = try processStep("finish") { () throws(VipsError) in
+            try finish(image, encoder: plan.encoder, metadata: output.metadata, frameHeight: plan.animated ? frames[0].height : nil)
+        }
+        // Render before encoding: pixels are decoded lazily, so damage in the source shows up
+        // here, as a decode failure, rather than inside the encoder.
+        let pixels = try decodeStep { () throws(VipsError) in try image.copiedToMemory() }
+        let data: Data
+        do throws(VipsError) {
+            data = try plan.encoder.encode(pixels, strip: output.metadata == .strip)
+        } catch {
+            throw ItemFailure(.encode, error.message)
+        }
+        let staged = try AtomicFile.stage(data, for: request.path, owner: stagingOwner)
+        return RenderedOutput(width: pixels.width, height: pixels.height, bytes: data.count,
+                              temporary: staged.temporary, warning: source.header.warning)
+    }
+
+    /// The frames an output's chain starts from, and the steps still to run on them: a loader step
+    /// (thumbnail's shrink-on-load) makes the first image itself; otherwise a full decode, shared
+    /// with the source's other outputs that need the same one, cut into frames and autorotated.
+    private func startingFrames(_ plan: Plan, _ source: OpenedSource) throws(ItemFailure) -> ([VipsImageHandle], ArraySlice<any ImageOperation>) {
+        let output = plan.output
+        let steps = output.chain.steps[...]
+        switch plan.pixels {
+        case .loader(let loader):
+            let settings = DecodeSettings(failOn: limits.failOn, autorotate: output.autorotate, colourSpace: output.colourSpace)
+            var image = try decodeStep { () throws(VipsError) in
+                try droppingUnusableProfile(loader.load(source.file, header: source.header, settings: settings), source.header)
+            }
+            // The loader streams the source top to bottom; a later step that reads out of order
+            // (smart crop, trim, rotation) gets the result rendered to memory first, as libvips'
+            // own thumbnail does before its smart crop. The copy is thumbnail-sized.
+            if steps.dropFirst().contains(where: \.needsRandomAccess) {
+                image = try decodeStep { () throws(VipsError) in try image.copiedToMemory() }
+            }
+            return ([image], steps.dropFirst())
+        case .decode(let decode):
+            let frameLimit = output.frames ?? limits.frames
+            if decode.animated, source.header.pages > frameLimit {
+                throw ItemFailure(.tooLarge, "image has \(source.header.pages) frames, over the frames limit \(frameLimit)")
+            }
+            let random = steps.contains { $0.needsRandomAccess } || (output.autorotate && source.header.orientation != 1)
+            let image = try decoded(decode, random: random, from: source)
+            var frames = decode.animated ? try processStep("frames") { () throws(VipsError) in try pages(of: image) } : [image]
+            if output.autorotate {
+                frames = try frames.map { frame throws(ItemFailure) in
+                    try processStep("autorotate") { () throws(VipsError) in try frame.derive("autorot") { cvips_autorot($0, $1) } }
+                }
+            }
+            return (frames, steps)
+        }
+    }
+
+    /// The source decoded whole: into memory once when several outputs read the same decode,
+    /// otherwise lazily (streaming, or random access when the chain needs it).
+    private func decoded(_ decode: Decode, random: Bool, from source: OpenedSource) throws(ItemFailure) -> VipsImageHandle {
+        guard source.readers[decode, default: 0] > 1 else { return try decodeFully(decode, random: random, from: source) }
+        if let shared = source.shared[decode] { return shared }
+        let lazy = try decodeFully(decode, random: false, from: source)
+        let shared = try decodeStep { () throws(VipsError) in try lazy.copiedToMemory() }
+        source.shared[decode] = shared
+        return shared
+    }
+
+    /// A lazy full decode: the header's own streaming decoder the first time, fresh ones after.
+    private func decodeFully(_ decode: Decode, random: Bool, from source: OpenedSource) throws(ItemFailure) -> VipsImageHandle {
+        let image: VipsImageHandle
+        if decode.animated {
+            image = try reopen(source.file, access: VIPS_ACCESS_RANDOM, allPages: true)
+        } else if !random, let unused = source.headerDecoder {
+            source.headerDecoder = nil
+            image = unused
+        } else {
+            image = try reopen(source.file, access: random ? VIPS_ACCESS_RANDOM : VIPS_ACCESS_SEQUENTIAL)
+        }
+        return try decodeStep { () throws(VipsError) in
+            try normalizeColour(droppingUnusableProfile(image, source.header), decode.colourSpace)
+        }
+    }
+
+    /// An animation's strip cut into its frames, so ops that change geometry work per frame.
+    private func pages(of strip: VipsImageHandle) throws(VipsError) -> [VipsImageHandle] {
+        let pageHeight = Int(vips_image_get_page_height(strip.pointer))
+        return try (0..<strip.height / pageHeight).map { page throws(VipsError) in
+            try strip.derive("extract_area") { cvips_extract_area($0, $1, 0, Int32(page * pageHeight), Int32(strip.width), Int32(pageHeight)) }
+        }
+    }
+
+    /// Frames back into one strip; they must have come out of the chain the same size.
+    private func stack(_ frames: [VipsImageHandle]) throws(VipsError) -> VipsImageHandle {
+        guard frames.count > 1 else { return frames[0] }
+        let sizes = Set(frames.map { "\($0.width)x\($0.height)" })
+        guard sizes.count == 1 else {
+            throw VipsError(operation: "frames", message: "the chain made frames of different sizes (\(sizes.sorted().joined(separator: ", "))); an animation needs one size")
+        }
+        return try VipsImageHandle.stacking(frames)
+    }
+
+    /// One source while its outputs render: the file, its header, and the decodes outputs share.
+    private final class OpenedSource {
+        let file: VipsSourceHandle
+        let header: ImageHeader
+        /// The streaming decoder the header was read with, until an output takes it.
+        var headerDecoder: VipsImageHandle?
+        /// How many outputs read each full decode, and the decodes made once for several of them.
+        var readers: [Decode: Int] = [:]
+        var shared: [Decode: VipsImageHandle] = [:]
+
+        init(file: VipsSourceHandle, header: ImageHeader, headerDecoder: VipsImageHandle) {
+            (self.file, self.header, self.headerDecoder) = (file, header, headerDecoder)
+        }
+    }
+
+    /// Opens the header (lazily: no pixels yet) and applies the pixel limit.
+    private func open(_ path: String) throws(ItemFailure) -> OpenedSource {
+        var info = stat()
+        guard stat(path, &info) == 0, access(path, R_OK) == 0 else {
+            throw ItemFailure(.unreadable, "\(path): \(String(cString: strerror(errno)))")
+        }
+        // A FIFO or a device put in a source's place after planning: opening it could block or
+        // never end, and its size of 0 says nothing about its content.
+        guard (info.st_mode & S_IFMT) == S_IFREG else { throw ItemFailure(.unreadable, "\(path): not a regular file") }
+        guard info.st_size > 0 else { throw ItemFailure(.decode, "empty file (0 bytes)") }
+        let source: VipsSourceHandle
+        do { source = try VipsSourceHandle(path: path) } catch { throw ItemFailure(.unreadable, error.message) }
+        let image = try reopen(source, access: VIPS_ACCESS_SEQUENTIAL)
+        let header = ImageHeader(image)
+        let pixels = header.width * header.height
+        if pixels > limits.maxPixels {
+            throw ItemFailure(.tooLarge, "image is \(header.width)x\(header.height) (\(pixels) pixels), over limits.maxPixels \(limits.maxPixels)")
+        }
+        return OpenedSource(file: source, header: header, headerDecoder: image)
+    }
+
+    /// A lazy decoder over the source bytes: streaming top to bottom, or random access;
+    /// the first page, or all of them as one strip.
+    private func reopen(_ source: VipsSourceHandle, access: VipsAccess, allPages: Bool = false) throws(ItemFailure) -> VipsImageHandle {
+        let pointer = allPages ? cvips_open_pages(source.pointer, access, limits.failOn.vipsValue)
+            : cvips_open(source.pointer, access, limits.failOn.vipsValue)
+        guard let pointer else { throw ItemFailure(.decode, VipsError.capture("load").message) }
+        return VipsImageHandle(taking: pointer, retaining: nil)
+    }
+
+    /// A profile libvips cannot use counts as absent (the header's warning says so): without it no
+    /// transform trips over it and no output keeps it. The header spares the common case a profile check.
+    private func droppingUnusableProfile(_ image: VipsImageHandle, _ header: ImageHeader) throws(VipsError) -> VipsImageHandle {
+        guard header.unusableProfileBytes != nil, image.unusableICCProfileBytes != nil else { return image }
+        let copy = try image.derive("copy") { cvips_copy($0, $1) }
+        _ = cvips_remove(copy.pointer, "icc-profile-data")
+        return copy
+    }
+
+    /// Brings a fully decoded image to sRGB (or grey) from any profile, CMYK included. With
+    /// `keep`, RGB and grey pixels stay in their own colour space; anything else still becomes sRGB.
+    /// The profile the transform attaches (sRGB) stays on the image for outputs that keep it.
+    private func normalizeColour(_ image: VipsImageHandle, _ policy: ColourSpacePolicy) throws(VipsError) -> VipsImageHandle {
+        let rgbOrGrey = [VIPS_INTERPRETATION_sRGB, VIPS_INTERPRETATION_RGB16, VIPS_INTERPRETATION_B_W,
+                         VIPS_INTERPRETATION_GREY16].contains(image.interpretation)
+        if image.hasICCProfile && (policy == .srgb || !rgbOrGrey) {
+            let depth: Int32 = image.bandFormat == VIPS_FORMAT_USHORT ? 16 : 8
+            return try image.derive("icc_transform") { cvips_icc_to_srgb($0, $1, depth) }
+        }
+        // 16-bit RGB and grey stay 16-bit through the chain; `finish` picks the depth the encoder wants.
+        return rgbOrGrey ? image : try image.derive("colourspace") { cvips_colourspace($0, $1, VIPS_INTERPRETATION_sRGB) }
+    }
+
+    /// Last steps before encoding: sRGB or grey at 8 bits (16 when the encoder wants them), alpha
+    /// flattened onto white for formats without it, metadata the output does not keep removed,
+    /// and the frame height an animation is saved with.
+    private func finish(_ image: VipsImageHandle, encoder: any OutputEncoder, metadata: MetadataPolicy,
+                        frameHeight: Int?) throws(VipsError) -> VipsImageHandle {
+        var image = image
+        let grey = image.interpretation == VIPS_INTERPRETATION_B_W || image.interpretation == VIPS_INTERPRETATION_GREY16
+        let target = switch (grey, encoder.sixteenBit) {
+        case (true, false): VIPS_INTERPRETATION_B_W
+        case (true, true): VIPS_INTERPRETATION_GREY16
+        case (false, false): VIPS_INTERPRETATION_sRGB
+        case (false, true): VIPS_INTERPRETATION_RGB16
+        }
+        if image.interpretation != target {
+            image = try image.derive("colourspace") { cvips_colourspace($0, $1, target) }
+        }
+        if !encoder.supportsAlpha && image.hasAlpha {
+            let white = image.values(of: Colour(red: 255, green: 255, blue: 255, alpha: 255), bands: image.colourBands)
+            image = try image.derive("flatten") { input, output in
+                white.withUnsafeBufferPointer { cvips_flatten(input, output, $0.baseAddress, Int32($0.count)) }
+            }
+        }
+        let format = encoder.sixteenBit ? VIPS_FORMAT_USHORT : VIPS_FORMAT_UCHAR
+        if image.bandFormat != format {
+            image = try image.derive("cast") { cvips_cast($0, $1, format) }
+        }
+        // Metadata edits go on a copy: the image may be a decode other outputs share.
+        image = try image.derive("copy") { cvips_copy($0, $1) }
+        if let frameHeight {
+            vips_image_set_int(image.pointer, "page-height", Int32(frameHeight))
+        } else {
+            // A single image: a page height left from the loader would make savers split it into frames.
+            _ = cvips_remove(image.pointer, "page-height")
+        }
+        if metadata == .icc {
+            for name in image.fieldNames where Self.nonColourMetadata.contains(where: name.hasPrefix) {
+                _ = cvips_remove(image.pointer, name)
+            }
+        }
+        return image
+    }
+
+    /// Metadata savers write besides the ICC profile: EXIF (blob and fields), XMP, IPTC, Photoshop, PNG comments.
+    private static let nonColourMetadata = ["exif-", "xmp-data", "iptc-data", "photoshop-data", "png-comment-"]
+
+    private func decodeStep<Value>(_ body: () throws(VipsError) -> Value) throws(ItemFailure) -> Value {
+        do { return try body() } catch { throw ItemFailure(.decode, error.message) }
+    }
+
+    private func processStep<Value>(_ name: String, _ body: () throws(VipsError) -> Value) throws(ItemFailure) -> Value {
+        do { return try body() } catch { throw ItemFailure(.process, "\(name): \(error.message)") }
+    }
+}

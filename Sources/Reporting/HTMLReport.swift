@@ -1,0 +1,470 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import Support
+import Model
+import Keys
+import Imaging
+import Manifest
+import State
+import Output
+
+/// `runner report`: the job's state as a page to look at rather than read. One self-contained HTML
+/// file (inline CSS and SVG, a few lines of script, nothing fetched) with the items by state, the
+/// last runs and their throughput, failures by kind (beside their source image when a browser can
+/// show it), warnings and the blacklist, then a contact sheet of outputs. The sheet goes on over
+/// further pages (`report-2.html`, …) of at most `maxPerPage` images; a job too big for `pages`
+/// of them is sampled evenly. Everything is read through bounded queries and a cursor, so a job
+/// of millions of items costs one page of HTML in memory, and every list is capped.
+public struct HTMLReport {
+    public static let maxPerPage = 500
+    /// Sources shown per failure kind (each a card), and rows of warnings and blacklisted URLs;
+    /// `runner failed` lists every one.
+    package static let failureLimit = 25, listLimit = 100
+
+    public struct Options: Sendable {
+        /// The first page; nil: `report.html` beside the state database.
+        public var out: String?
+        /// Runs in the table and the chart.
+        public var runs = 15
+        /// Most pages of outputs; a bigger job is sampled.
+        public var pages = 20
+        public var perPage = HTMLReport.maxPerPage
+        public init() {}
+    }
+
+    public enum Outcome: Sendable {
+        /// The pages written, the first (the report) first.
+        case written([String])
+        /// No run on record: nothing written, no database created.
+        case neverRun
+    }
+
+    package let job: Job
+    package let options: Options
+    package let now: Date
+
+    public static func write(_ job: Job, options: Options = Options(), now: Date = Date()) throws -> Outcome {
+        try HTMLReport(job: job, options: options, now: now).write()
+    }
+
+    private func write() throws -> Outcome {
+        let databases = try JobDatabases(job: job)
+        guard !databases.parts.isEmpty else { return .neverRun }
+        // A sharded job reads as one: its shards' databases merged in memory.
+        let store = databases.isSharded ? try StateStore.merged(databases.parts.map(\.path)) : databases.parts[0].store
+        let runs = try store.recentRuns(limit: options.runs)
+        guard !runs.isEmpty else { return .neverRun }
+
+        let first = Paths.resolve(options.out ?? Paths.directory(of: job.statePath) + "/report.html",
+                                  against: FileManager.default.currentDirectoryPath)
+        let folder = Paths.directory(of: first)
+        let (stem, ext) = Paths.splitExtension(Paths.lastComponent(first))
+        func pagePath(_ page: Int) -> String {
+            page == 1 ? first : folder + "/" + stem + "-\(page)" + (ext.isEmpty ? "" : "." + ext)
+        }
+
+        let perPage = min(max(options.perPage, 1), Self.maxPerPage)
+        let capacity = max(options.pages, 1) * perPage
+        let total = try store.sheetItemCount()
+        let stride = max(1, (total + capacity - 1) / capacity)
+        let shown = min(capacity, (total + stride - 1) / stride)
+        let pageCount = max(1, (shown + perPage - 1) / perPage)
+        let sheet = Sheet(total: total, shown: shown, stride: stride, pageCount: pageCount,
+                          names: (1...pageCount).map { Paths.lastComponent(pagePath($0)) })
+
+        let summary = try summarySections(store, runs: runs, folder: folder)
+        var staged: [AtomicFile.Staged] = []
+        var tiles = "", onPage = 0
+        func flush() throws {
+            let page = staged.count + 1
+            let html = document(page: page, sheet: sheet, body: (page == 1 ? summary : "") + sheet.section(page: page, tiles: tiles))
+            staged.append(try AtomicFile.stage(Data(html.utf8), for: pagePath(page), owner: getpid()))
+            (tiles, onPage) = ("", 0)
+        }
+        do {
+            try store.forEachSheetItem(stride: stride, limit: shown) { item in
+                tiles += tile(item, folder: folder)
+                onPage += 1
+                if onPage == perPage { try flush() }
+            }
+            if onPage > 0 || staged.isEmpty { try flush() }
+        } catch {
+            for page in staged { unlink(page.temporary) }
+            throw error
+        }
+        // The pages are published together, so they always link to each other consistently.
+        if let failure = AtomicFile.publish(staged).compactMap({ $0 }).first { throw failure }
+        // Pages of an earlier, longer report would otherwise linger unlinked.
+        var stale = staged.count + 1
+        while unlink(pagePath(stale)) == 0 { stale += 1 }
+        return .written(staged.map(\.path))
+    }
+
+    // MARK: Page 1: the job, its runs, what went wrong
+
+    private func summarySections(_ store: StateStore, runs: [RunRecord], folder: String) throws -> String {
+        let counts = try store.stateCounts()
+        let warningCount = try store.warnedItemCount()
+        var html = "<section id=\"items\"><div class=\"cards\">"
+        for state in ItemState.allCases.map(\.rawValue) where counts[state] != nil || ["done", "failed"].contains(state) {
+            html += card(id: state, state, counts[state] ?? 0)
+        }
+        html += card(id: "warnings", "with warnings", warningCount) + "</div></section>"
+
+        html += runsSection(runs)
+
+        let kinds = try store.failureKinds().sorted { ($0.count, $1.kind) > ($1.count, $0.kind) }
+        if !kinds.isEmpty {
+            html += "<section id=\"failures\"><h2>Failures</h2>"
+            for kind in kinds {
+                html += "<div class=\"kind\" data-kind=\"\(esc(kind.kind))\"><h3><span class=\"pill bad\">\(esc(kind.kind))</span> "
+                    + "\(Format.count(kind.count)) item\(kind.count == 1 ? "" : "s") <span class=\"muted\">since \(timeTag(kind.since))</span></h3>"
+                let items = try store.failedItems(kind: kind.kind, limit: Self.failureLimit)
+                html += "<ul class=\"failures\">" + Self.bySource(items).map { failure($0.item, outputs: $0.outputs, folder: folder) }.joined()
+                    + "</ul>"
+                html += more(kind.count - items.count)
+            }
+            html += "</section>"
+        }
+
+        if warningCount > 0 {
+            let warned = try store.warnedItems(limit: Self.listLimit)
+            html += "<section id=\"warnings\"><h2>Warnings</h2><p class=\"muted\">Done, but with something to say.</p>"
+                + "<table><thead><tr><th>source</th><th>output</th><th>warning</th></tr></thead><tbody>"
+                + warned.map { "<tr class=\"warning\"><td>\(sourceName($0.source))</td><td>\(esc($0.output))</td><td>\(esc($0.warning))</td></tr>" }.joined()
+                + "</tbody></table>" + more(warningCount - warned.count) + "</section>"
+        }
+
+        let blockedCount = try store.blockedURLCount()
+        if blockedCount > 0 {
+            let blocked = try store.blockedURLs(limit: Self.listLimit)
+            html += "<section id=\"blacklist\"><h2>Blacklisted URLs</h2><p class=\"muted\">Skipped without a request until "
+                + "<code>runner unblock</code>, <code>--retry-failed</code> or <code>blacklist.ttl</code>.</p>"
+                + "<table><thead><tr><th>URL</th><th>kind</th><th>message</th><th>since</th><th class=\"num\">seen</th></tr></thead><tbody>"
+                + blocked.map { entry in
+                    "<tr class=\"blocked\"><td class=\"url\">\(esc(entry.url))</td><td>\(esc(entry.kind))</td><td>\(esc(entry.message))</td>"
+                        + "<td>\(timeTag(entry.firstSeen))</td><td class=\"num\">\(Format.count(entry.count))×</td></tr>"
+                }.joined()
+                + "</tbody></table>" + more(blockedCount - blocked.count) + "</section>"
+        }
+        return html
+    }
+
+    /// The run history: the throughput chart, then a row per run.
+    private func runsSection(_ runs: [RunRecord]) -> String {
+        var html = "<section id=\"runs\"><h2>Runs</h2>" + ThroughputChart.svg(runs.reversed())
+        html += "<table class=\"runs\"><thead><tr><th class=\"num\">run</th><th>started</th><th class=\"num\">duration</th>"
+            + "<th class=\"num\">done</th><th class=\"num\">failed</th><th class=\"num\">up to date</th><th class=\"num\">blocked</th>"
+            + "<th class=\"num\">items/s</th><th>outcome</th><th class=\"num\">exit</th></tr></thead><tbody>"
+        for run in runs {
+            html += "<tr class=\"run\" data-run=\"\(run.id)\"><td class=\"num\">#\(run.id)</td><td>\(timeTag(run.startedAt))</td>"
+                + "<td class=\"num\">\(run.duration.map(Format.duration) ?? "–")</td>"
+                + "<td class=\"num\">\(Format.count(run.done))</td>"
+                + "<td class=\"num\(run.failed > 0 ? " bad" : "")\">\(Format.count(run.failed))</td>"
+                + "<td class=\"num\">\(Format.count(run.upToDate))</td><td class=\"num\">\(Format.count(run.blocked))</td>"
+                + "<td class=\"num\">\(run.itemsPerSecond.map(Format.rate) ?? "–")</td>"
+                + "<td><span class=\"pill \(Self.tone(exitCode: run.exitCode))\">\(esc(run.outcome))</span></td>"
+                + "<td class=\"num\">\(run.exitCode.map(String.init) ?? "–")</td></tr>"
+        }
+        html += "</tbody></table></section>"
+        return html
+    }
+
+    private func card(id: String, _ label: String, _ value: Int) -> String {
+        "<div class=\"card \(id)\" id=\"count-\(id)\"><span class=\"n\">\(Format.count(value))</span> \(label)</div>"
+    }
+
+    private func more(_ hidden: Int) -> String {
+        hidden > 0 ? "<p class=\"more\">and \(Format.count(hidden)) more: <code>runner failed \(esc(job.filePath))</code> lists them all.</p>" : ""
+    }
+
+    /// The failures of one source's outputs with the same message, as one: the list is by source.
+    package static func bySource(_ items: [FailedItemRecord]) -> [(item: FailedItemRecord, outputs: [String])] {
+        var groups: [(item: FailedItemRecord, outputs: [String])] = []
+        for item in items {
+            if let last = groups.last, last.item.source == item.source, last.item.message == item.message {
+                groups[groups.count - 1].outputs.append(item.output)
+            } else {
+                groups.append((item, [item.output]))
+            }
+        }
+        return groups
+    }
+
+    /// A failure beside its source, when the source is a local file a browser can show.
+    private func failure(_ item: FailedItemRecord, outputs: [String], folder: String) -> String {
+        let viewable = item.source.hasPrefix("/") && ImageSignature.format(ofFile: item.source)?.displaysInBrowsers == true
+        var html = "<li class=\"failure\(viewable ? "" : " no-source")\" data-source=\"\(esc(item.source))\">"
+        if viewable {
+            html += "<figure class=\"source\"><img class=\"source\" loading=\"lazy\" src=\"\(esc(href(item.source, from: folder)))\" "
+                + "alt=\"\(esc(Paths.lastComponent(item.source)))\"><figcaption>the source as it is</figcaption></figure>"
+        }
+        return html + "<div class=\"what\"><div class=\"name\">\(sourceName(item.source)) <span class=\"muted\">→ \(esc(outputs.joined(separator: ", ")))</span></div>"
+            + "<div class=\"path muted\">\(esc(item.source))</div>"
+            + "<pre class=\"message\">\(esc(item.message.isEmpty ? "(no message)" : item.message))</pre>"
+            + "<div class=\"muted small\">since \(timeTag(item.at)) · \(item.attempts) attempt\(item.attempts == 1 ? "" : "s")</div></div></li>"
+    }
+
+    // MARK: Contact sheet
+
+    package struct Sheet {
+        package let total: Int
+        package let shown: Int
+        package let stride: Int
+        package let pageCount: Int
+        package let names: [String]
+
+        package func section(page: Int, tiles: String) -> String {
+            var html = "<section id=\"outputs\"><h2>Outputs</h2><p class=\"muted\">"
+            if total == 0 {
+                html += "No output recorded yet."
+            } else if stride == 1 {
+                html += "\(Format.count(total)) item\(total == 1 ? "" : "s"), failed first, then newest first."
+            } else {
+                html += "A sample of \(Format.count(shown)): every \(Format.ordinal(stride)) of \(Format.count(total)) items, failed first, then newest first."
+            }
+            html += "</p>" + navigation(page: page) + "<div class=\"sheet\">" + tiles + "</div>" + navigation(page: page) + "</section>"
+            return html
+        }
+
+        package func navigation(page: Int) -> String {
+            guard pageCount > 1 else { return "" }
+            var html = "<nav class=\"pages\">"
+            html += page > 1 ? "<a rel=\"prev\" href=\"\(esc(href(names[page - 2])))\">← previous</a>" : "<span class=\"off\">← previous</span>"
+            for number in 1...pageCount {
+                html += number == page ? "<span class=\"current\">\(number)</span>"
+                    : "<a href=\"\(esc(href(names[number - 1])))\">\(number)</a>"
+            }
+            html += page < pageCount ? "<a rel=\"next\" href=\"\(esc(href(names[page])))\">next →</a>" : "<span class=\"off\">next →</span>"
+            return html + "</nav>"
+        }
+
+        private func href(_ name: String) -> String { HTMLReport.percentEncoded(name) }
+    }
+
+    private func tile(_ item: SheetItemRecord, folder: String) -> String {
+        let title = esc(item.source + " → " + item.outputPath)
+        let caption = "<div class=\"name\">\(sourceName(item.source))</div>"
+        if let kind = item.failureKind {
+            return "<figure class=\"tile failed\" title=\"\(title)\"><div class=\"frame\"><span class=\"pill bad\">\(esc(kind))</span>"
+                + "<span class=\"excerpt\">\(esc(String(item.failureMessage.prefix(160))))</span></div>"
+                + "<figcaption>\(caption)<div class=\"size\">\(esc(item.output)) · failed</div></figcaption></figure>"
+        }
+        let size = (try? FileManager.default.attributesOfItem(atPath: item.outputPath))?[.size] as? Int
+        guard let size else {
+            return "<figure class=\"tile missing\" title=\"\(title)\"><div class=\"frame\">output missing</div>"
+                + "<figcaption>\(caption)<div class=\"size\">\(esc(item.output))</div></figcaption></figure>"
+        }
+        return "<figure class=\"tile\" title=\"\(title)\"><div class=\"frame\"><img class=\"output\" loading=\"lazy\" decoding=\"async\" "
+            + "src=\"\(esc(href(item.outputPath, from: folder)))\" alt=\"\(esc(Paths.lastComponent(item.outputPath)))\"></div>"
+            + "<figcaption>\(caption)<div class=\"size\"><span>\(esc(item.output))</span>"
+            + "<span><span class=\"dims\"></span>\(Format.bytes(size))</span></div></figcaption></figure>"
+    }
+
+    // MARK: The document
+
+    private func document(page: Int, sheet: Sheet, body: String) -> String {
+        let subtitle = page == 1 ? "runner report" : "outputs, page \(page) of \(sheet.pageCount)"
+        return """
+            <!doctype html>
+            <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+            <title>\(esc(job.name)) · \(subtitle)</title><style>\(Self.style)</style></head>
+            <body data-images-loaded="0/0"><header><div class="wrap"><h1>\(esc(job.name))</h1>
+            <p class="muted">\(page == 1 ? "" : "<a href=\"\(esc(Self.percentEncoded(sheet.names[0])))\">← report</a> · ")\(subtitle) · \
+            written \(timeTag(now)) · job <code>\(esc(job.filePath))</code> · state <code>\(esc(job.statePath))</code></p>
+            </div></header><main class="wrap">\(body)</main>
+            <script>\(Self.script)</script></body></html>
+
+            """
+    }
+
+    /// Reports on `<body>` how many outputs the browser has shown (`data-images-loaded="N/M"`) and
+    /// adds each image's pixel size; a source the browser cannot decode says so instead of a broken icon.
+    package static let script = """
+        (function () {
+          var outputs = document.querySelectorAll('img.output');
+          function count() {
+            var loaded = 0;
+            outputs.forEach(function (img) { if (img.complete && img.naturalWidth > 0) loaded++; });
+            document.body.setAttribute('data-images-loaded', loaded + '/' + outputs.length);
+          }
+          function watch(img, shown, broken) {
+            if (img.complete) { if (img.naturalWidth > 0) shown(); else broken(); }
+            else { img.addEventListener('load', shown); img.addEventListener('error', broken); }
+          }
+          outputs.forEach(function (img) {
+            watch(img, function () {
+              img.closest('figure').querySelector('.dims').textContent = img.naturalWidth + '×' + img.naturalHeight + ' · ';
+              count();
+            }, count);
+          });
+          document.querySelectorAll('img.source').forEach(function (img) {
+            var figure = img.closest('figure'), caption = figure.querySelector('figcaption');
+            watch(img, function () { caption.textContent += ' · ' + img.naturalWidth + '×' + img.naturalHeight; },
+                  function () { figure.classList.add('unviewable'); caption.textContent = 'the browser cannot show it either'; });
+          });
+          count();
+        })();
+        """
+
+    package static let style = """
+        :root{--fg:#1c2330;--muted:#667085;--line:#e4e7ec;--bg:#f6f7f9;--accent:#3559c7;--bad:#b42318;--bad-bg:#fdeceb;\
+        --ok:#1f7a4a;--ok-bg:#e6f4ec;--warn:#9a5a00;--warn-bg:#fff3dc}
+        *{box-sizing:border-box}
+        body{margin:0;background:var(--bg);color:var(--fg);font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,"Noto Sans","DejaVu Sans",sans-serif}
+        .wrap{max-width:1180px;margin:0 auto;padding:0 32px}
+        header{background:#fff;border-bottom:1px solid var(--line);padding:22px 0 16px}
+        h1{margin:0;font-size:26px;font-weight:700;letter-spacing:-.015em}
+        h2{font-size:18px;margin:34px 0 12px;letter-spacing:-.01em}
+        h3{font-size:15px;margin:18px 0 10px;font-weight:600}
+        a{color:var(--accent)}
+        code{font:13px ui-monospace,"DejaVu Sans Mono",monospace;background:#eef0f4;padding:1px 5px;border-radius:4px}
+        header code{background:none;padding:0}
+        .muted{color:var(--muted)} .small{font-size:12.5px} p.muted{margin:4px 0 12px}
+        .cards{display:flex;flex-wrap:wrap;gap:12px;margin-top:24px}
+        .card{background:#fff;border:1px solid var(--line);border-radius:10px;padding:10px 18px 12px;min-width:128px;color:var(--muted)}
+        .card .n{display:block;font-size:28px;font-weight:700;color:var(--fg);font-variant-numeric:tabular-nums}
+        .card.failed .n{color:var(--bad)} .card.done .n{color:var(--ok)} .card.warnings .n,.card.blocked .n{color:var(--warn)}
+        table{width:100%;border-collapse:separate;border-spacing:0;background:#fff;border:1px solid var(--line);border-radius:10px;font-size:14px}
+        th,td{padding:8px 12px;text-align:left;border-bottom:1px solid var(--line);vertical-align:top}
+        tr:last-child td{border-bottom:0}
+        th{font-size:12px;font-weight:600;color:var(--muted);text-transform:uppercase;letter-spacing:.04em}
+        .num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap} td.bad{color:var(--bad);font-weight:600}
+        td.url{word-break:break-all}
+        .pill{display:inline-block;padding:1px 9px;border-radius:999px;font-size:12px;font-weight:600;white-space:nowrap}
+        .pill.ok{background:var(--ok-bg);color:var(--ok)} .pill.bad{background:var(--bad-bg);color:var(--bad)} .pill.warn{background:var(--warn-bg);color:var(--warn)}
+        .chart{display:block;background:#fff;border:1px solid var(--line);border-radius:10px;margin-bottom:14px;width:100%;height:auto}
+        .chart text{font:11px system-ui,"DejaVu Sans",sans-serif;fill:var(--muted)} .chart .value{fill:var(--fg);font-weight:600}
+        .chart .title{font-size:13px;font-weight:600;fill:var(--fg)}
+        ul.failures{list-style:none;margin:0;padding:0}
+        li.failure{display:grid;grid-template-columns:200px 1fr;gap:18px;background:#fff;border:1px solid var(--line);border-radius:10px;padding:12px;margin-bottom:10px}
+        li.failure.no-source{grid-template-columns:1fr}
+        figure.source{margin:0;text-align:center;font-size:12px;color:var(--muted)}
+        figure.source img{display:block;max-width:200px;max-height:160px;margin:0 auto 4px;border-radius:6px;background:#e9ebf0}
+        figure.unviewable img{display:none}
+        figure.unviewable figcaption{border:1px dashed var(--line);border-radius:6px;padding:22px 10px}
+        .name{font-weight:600;overflow-wrap:anywhere} .path{font-size:12.5px;overflow-wrap:anywhere}
+        pre.message{margin:8px 0 6px;padding:8px 10px;white-space:pre-wrap;overflow-wrap:anywhere;background:var(--bad-bg);border-left:3px solid var(--bad);\
+        border-radius:4px;font:12.5px/1.45 ui-monospace,"DejaVu Sans Mono",monospace}
+        p.more{color:var(--muted);font-size:13px}
+        .sheet{display:grid;grid-template-columns:repeat(auto-fill,minmax(200px,1fr));gap:12px}
+        .tile{margin:0;background:#fff;border:1px solid var(--line);border-radius:10px;overflow:hidden}
+        .tile .frame{height:170px;display:flex;align-items:center;justify-content:center;flex-direction:column;gap:6px;
+        background:repeating-conic-gradient(#f0f1f4 0 25%,#fff 0 50%) 0 0/16px 16px}
+        .tile img{display:block;max-width:100%;max-height:170px}
+        .tile.failed .frame{background:var(--bad-bg);padding:10px;text-align:center}
+        .tile.missing .frame{background:#f0f1f4;color:var(--muted);font-size:13px}
+        .excerpt{font:11px/1.35 ui-monospace,"DejaVu Sans Mono",monospace;color:var(--bad);overflow:hidden;max-height:90px;overflow-wrap:anywhere}
+        .tile figcaption{padding:6px 10px 8px;font-size:12.5px} .tile .name{white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
+        .tile .size{color:var(--muted);font-variant-numeric:tabular-nums;display:flex;justify-content:space-between;gap:6px;white-space:nowrap}
+        .tile .size>span:first-child{overflow:hidden;text-overflow:ellipsis} .tile .size>span:last-child{flex-shrink:0}
+        nav.pages{display:flex;flex-wrap:wrap;gap:6px;margin:12px 0;font-size:14px}
+        nav.pages a,nav.pages span{padding:3px 10px;border-radius:6px;border:1px solid var(--line);background:#fff;text-decoration:none}
+        nav.pages .current{background:var(--accent);border-color:var(--accent);color:#fff} nav.pages .off{color:#c0c4cc}
+        main{padding-bottom:48px}
+        """
+
+    // MARK: Helpers
+
+    package static func tone(exitCode: Int?) -> String {
+        switch exitCode { case 0: "ok"; case 1: "bad"; default: "warn" }
+    }
+
+    private func timeTag(_ date: Date) -> String {
+        "<time datetime=\"\(ISO8601DateFormatter().string(from: date))\" title=\"\(Format.relative(date, now: now))\">\(Format.date(date))</time>"
+    }
+
+    /// A source's file name (a URL's last path component), in full on hover.
+    private func sourceName(_ source: String) -> String {
+        let trimmed = source.split(separator: "?").first.map(String.init) ?? source
+        return "<span title=\"\(esc(source))\">\(esc(Paths.lastComponent(trimmed)))</span>"
+    }
+
+    /// `path` as a URL relative to the report's folder, so the report and its outputs can move together.
+    private func href(_ path: String, from folder: String) -> String {
+        Self.percentEncoded(Paths.relative(path, from: folder))
+    }
+
+    /// RFC 3986's unreserved and sub-delimiter characters, `:`, `@` and `/`: ASCII only, so a
+    /// non-ASCII name is sent as UTF-8 escapes.
+    private static let pathCharacters = CharacterSet(charactersIn:
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~!$&'()*+,=:@/")
+
+    package static func percentEncoded(_ path: String) -> String {
+        path.addingPercentEncoding(withAllowedCharacters: pathCharacters) ?? path
+    }
+}
+
+/// Text for HTML: every string from a job, a file name or an error message goes through it.
+package func esc(_ text: String) -> String {
+    var escaped = ""
+    escaped.reserveCapacity(text.utf8.count)
+    for character in text.unicodeScalars {
+        switch character {
+        case "&": escaped += "&amp;"
+        case "<": escaped += "&lt;"
+        case ">": escaped += "&gt;"
+        case "\"": escaped += "&quot;"
+        case "'": escaped += "&#39;"
+        default: escaped.unicodeScalars.append(character)
+        }
+    }
+    return escaped
+}
+
+/// Numbers, sizes, durations and times as the report shows them.
+package enum Format {
+    package static func count(_ value: Int) -> String {
+        let digits = String(value.magnitude)
+        var grouped = ""
+        for (index, digit) in digits.enumerated() {
+            if index > 0 && (digits.count - index) % 3 == 0 { grouped += "," }
+            grouped.append(digit)
+        }
+        return (value < 0 ? "-" : "") + grouped
+    }
+
+    package static func ordinal(_ value: Int) -> String {
+        let suffix = (11...13).contains(value % 100) ? "th" : [1: "st", 2: "nd", 3: "rd"][value % 10] ?? "th"
+        return count(value) + suffix
+    }
+
+    package static func rate(_ perSecond: Double) -> String {
+        perSecond < 10 ? String(format: "%.1f", perSecond) : count(Int(perSecond.rounded()))
+    }
+
+    package static func bytes(_ size: Int) -> String {
+        if size < 1000 { return "\(size) B" }
+        let units = ["kB", "MB", "GB", "TB"]
+        var value = Double(size) / 1000, unit = 0
+        while value >= 1000 && unit < units.count - 1 { value /= 1000; unit += 1 }
+        return String(format: value < 10 ? "%.1f %@" : "%.0f %@", value, units[unit])
+    }
+
+    package static func duration(_ seconds: Double) -> String {
+        if seconds < 10 { return String(format: "%.1f s", seconds) }
+        let whole = Int(seconds.rounded())
+        if whole < 60 { return "\(whole) s" }
+        if whole < 3600 { return "\(whole / 60) min \(whole % 60) s" }
+        return "\(whole / 3600) h \(whole % 3600 / 60) min"
+    }
+
+    package static func date(_ date: Date) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.dateFormat = "yyyy-MM-dd HH:mm:ss"
+        return formatter.string(from: date)
+    }
+
+    package static func relative(_ date: Date, now: Date) -> String {
+        let seconds = Int(now.timeIntervalSince(date))
+        switch seconds {
+        case ..<60: return "just now"
+        case ..<3600: return "\(seconds / 60) min ago"
+        case ..<86_400: return "\(seconds / 3600) h ago"
+        default: return "\(seconds / 86_400) day\(seconds < 2 * 86_400 ? "" : "s") ago"
+        }
+    }
+}

@@ -1,0 +1,72 @@
+import Foundation
+import Model
+import Keys
+import Imaging
+import Manifest
+import State
+import Output
+
+/// Prometheus' text exposition format, written at the end of every run for node_exporter's
+/// textfile collector (`--metrics FILE`): the job's items by state and failures by kind, the run's
+/// results, duration and exit code, and when the job last succeeded, so an alert can fire when a
+/// nightly job has not succeeded for a day. Written whole and renamed into place, so the collector
+/// never reads half a file.
+package struct MetricsFile {
+    package let job: Job
+    package let summary: RunSummary
+    package let store: StateStore
+
+    package init(job: Job, summary: RunSummary, store: StateStore) {
+        self.job = job
+        self.summary = summary
+        self.store = store
+    }
+
+    /// States every job file shows, even at 0, so a dashboard's series do not come and go.
+    private static let itemStates = ItemState.allCases.map(\.rawValue)
+
+    package func write(to path: String) throws {
+        try AtomicFile.write(Data(try text().utf8), to: path)
+    }
+
+    package func text(now: Date = Date()) throws -> String {
+        var lines: [String] = []
+        func metric(_ name: String, _ help: String, _ samples: [(labels: [(String, String)], value: Double)]) {
+            lines.append("# HELP \(name) \(help)")
+            lines.append("# TYPE \(name) gauge")
+            for sample in samples {
+                let labels = ([("job", job.name)] + sample.labels).map { "\($0.0)=\"\(Self.escaped($0.1))\"" }
+                lines.append("\(name){\(labels.joined(separator: ","))} \(Self.number(sample.value))")
+            }
+        }
+        let states = try store.stateCounts()
+        metric("runner_items", "Items of the job by state, as its state database records them.",
+               Set(Self.itemStates + states.keys).sorted().map { ([("state", $0)], Double(states[$0] ?? 0)) })
+        metric("runner_failures", "Failed items of the job by failure kind.",
+               try store.failureKinds().map { ([("kind", $0.kind)], Double($0.count)) })
+        let results: [(String, Int)] = [("done", summary.done), ("failed", summary.failed), ("up_to_date", summary.upToDate),
+                                        ("blocked", summary.blocked), ("known_failure", summary.knownFailures),
+                                        ("not_started", summary.notStarted)]
+        metric("runner_run_items", "Items of the last run by result.", results.map { ([("result", $0.0)], Double($0.1)) })
+        metric("runner_run_duration_seconds", "How long the last run took.", [([], summary.elapsedSeconds)])
+        metric("runner_run_items_per_second", "Items the last run finished per second.", [([], summary.itemsPerSecond)])
+        metric("runner_run_exit_code", "The last run's exit code (see the README's exit codes).",
+               [([], Double(summary.exitCode))])
+        metric("runner_run_end_timestamp_seconds", "When the last run ended (Unix time).", [([], now.timeIntervalSince1970)])
+        if let success = try store.lastSuccess() {
+            metric("runner_last_success_timestamp_seconds", "When a run of the job last exited 0 (Unix time).",
+                   [([], success.timeIntervalSince1970)])
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// Label values escape backslash, double quote and newline (the exposition format's rule).
+    private static func escaped(_ value: String) -> String {
+        value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+            .replacingOccurrences(of: "\n", with: "\\n")
+    }
+
+    private static func number(_ value: Double) -> String {
+        value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)
+    }
+}

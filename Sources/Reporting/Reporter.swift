@@ -1,0 +1,226 @@
+import Foundation
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+import Support
+import Model
+import Keys
+import Imaging
+import Planning
+import State
+
+/// How a run talks to the person or the log reading it.
+public enum ReportStyle: String, Sendable, CaseIterable {
+    /// A live progress line on a terminal, progress lines every few seconds elsewhere (cron).
+    case text
+    /// Only failures and the summary.
+    case quiet
+    /// One JSON event per line on stdout.
+    case json
+}
+
+/// Receives run events from every thread and renders them. A sink: it never calls upstream.
+package final class Reporter: Sendable {
+    private struct Counts {
+        var total = 0
+        var finished = 0
+        var done = 0
+        var failed = 0
+        var lastLine = 0.0
+        var liveLineShown = false
+    }
+
+    private let style: ReportStyle
+    private let jobName: String
+    /// The job file as given, for the hint that names `runner failed`.
+    private let jobFile: String
+    private let isTerminal: Bool
+    /// Seconds between progress lines (and JSON progress events) when stderr is not a terminal.
+    private let interval: Double
+    private let counts = Mutex(Counts())
+    private let started = Date()
+    private let stopped = Mutex(false)
+
+    package init(style: ReportStyle, jobName: String, jobFile: String, interval: Double) {
+        self.style = style
+        self.jobName = jobName
+        self.jobFile = jobFile
+        self.interval = interval
+        isTerminal = isatty(STDERR_FILENO) == 1
+    }
+
+    package func planned(_ planned: PlanCounts) {
+        counts.withLock { $0.total = planned.pending }
+        switch style {
+        case .json:
+            emit(["event": "plan", "job": jobName, "pending": planned.pending, "upToDate": planned.upToDate,
+                  "blocked": planned.blocked, "knownFailures": planned.knownFailures])
+        case .text:
+            var line = "\(jobName): \(planned.pending) to run, \(planned.upToDate) up to date, \(planned.blocked) blocked"
+            if planned.knownFailures > 0 { line += ", \(Self.plural(planned.knownFailures, "known failure")) (not retried)" }
+            writeLine(line)
+        case .quiet:
+            break
+        }
+    }
+
+    package func startTicker() {
+        guard style != .quiet else { return }
+        let thread = Thread { [self] in
+            while !stopped.withLock({ $0 }) {
+                Thread.sleep(forTimeInterval: isTerminal && style == .text ? 0.5 : min(interval, 1))
+                tick()
+            }
+        }
+        thread.start()
+    }
+
+    package func itemFinished(key: String, outputPath: String, outcome: ItemOutcome) {
+        counts.withLock { counts in
+            switch outcome.state {
+            case .done: counts.done += 1
+            case .failed: counts.failed += 1
+            case .blocked, .running, .pending: return  // blocked is never counted as work to do
+            }
+            counts.finished += 1
+        }
+        switch style {
+        case .json:
+            var event: [String: Any] = ["event": "item", "key": key, "output": outputPath, "state": outcome.state.rawValue]
+            if case .blocked(let reason) = outcome { event["message"] = reason } else { event["seconds"] = outcome.seconds }
+            if let failure = outcome.failure {
+                event["kind"] = failure.kind.rawValue
+                event["message"] = failure.message
+            }
+            if let warning = outcome.warning { event["warning"] = warning }
+            emit(event)
+        case .text, .quiet:
+            switch outcome {
+            case .failed(let failure, _): writeLine("failed: \(key): \(failure.kind.rawValue): \(failure.message)")
+            // Blocked is old news (the URL failed in an earlier run): quiet leaves it to the summary.
+            case .blocked(let reason) where style == .text: writeLine("blocked: \(key): \(reason)")
+            case .done(let rendered, _) where style == .text && rendered.warning != nil:
+                writeLine("warning: \(key): \(rendered.warning ?? "")")
+            case .blocked, .done: break
+            }
+        }
+    }
+
+    /// A URL source revalidated unchanged: its item is up to date without any work.
+    package func itemUnchanged(key: String, outputPath: String) {
+        if style == .json { emit(["event": "item", "key": key, "output": outputPath, "state": "up-to-date"]) }
+    }
+
+    /// A URL source revalidated unchanged whose item failed on this content before: not retried.
+    package func itemStillFailed(key: String, outputPath: String) {
+        if style == .json { emit(["event": "item", "key": key, "output": outputPath, "state": "known-failure"]) }
+    }
+
+    package func notice(_ message: String) {
+        switch style {
+        case .json: emit(["event": "notice", "message": message])
+        case .text, .quiet: writeLine(message)
+        }
+    }
+
+    package func finished(_ summary: RunSummary) {
+        stopped.withLock { $0 = true }
+        clearLiveLine()
+        switch style {
+        case .json:
+            emit(["event": "summary", "job": jobName, "done": summary.done, "failed": summary.failed,
+                  "upToDate": summary.upToDate, "blocked": summary.blocked, "knownFailures": summary.knownFailures,
+                  "notStarted": summary.notStarted,
+                  "seconds": summary.elapsedSeconds, "exitCode": Int(summary.exitCode),
+                  "workersStarted": summary.workersStarted,
+                  "interrupted": summary.interrupted.map { Int($0) as Any } ?? NSNull(),
+                  "stoppedByBudget": summary.stoppedByBudget])
+        case .text, .quiet:
+            var line = "\(jobName): \(summary.done) done, \(summary.failed) failed, \(summary.upToDate) up to date"
+            if summary.blocked > 0 { line += ", \(summary.blocked) blocked" }
+            if summary.notStarted > 0 { line += ", \(summary.notStarted) not started" }
+            line += String(format: " in %.1fs", summary.elapsedSeconds)
+            if summary.done > 0 && summary.elapsedSeconds > 0 {
+                line += String(format: " (%.1f items/s)", summary.itemsPerSecond)
+            }
+            if let signal = summary.interrupted { line += "; interrupted by \(String(cString: strsignal(signal)))" }
+            if summary.stoppedByBudget { line += "; stopped by the time budget, run again to continue" }
+            if summary.knownFailures > 0 {
+                line += "; \(Self.plural(summary.knownFailures, "known failure")): runner failed \(jobFile)"
+            }
+            // In a log (cron appends night after night) the summary says which night it was.
+            if isatty(STDOUT_FILENO) != 1 { line = Self.timestamp() + " " + line }
+            FileHandle.standardOutput.write(Data((line + "\n").utf8))
+        }
+    }
+
+    // MARK: Rendering
+
+    private func tick() {
+        let now = Date().timeIntervalSince(started)
+        let live = isTerminal && style == .text
+        let snapshot: Counts? = counts.withLock { counts in
+            if !live && now - counts.lastLine < interval { return nil }
+            counts.lastLine = now
+            return counts
+        }
+        guard let snapshot else { return }
+        if style == .json {
+            emit(["event": "progress", "job": jobName, "finished": snapshot.finished, "total": snapshot.total,
+                  "failed": snapshot.failed, "seconds": now])
+            return
+        }
+        let line = Self.progressLine(job: jobName, finished: snapshot.finished, total: snapshot.total,
+                                     failed: snapshot.failed, elapsed: now)
+        if live {
+            counts.withLock { $0.liveLineShown = true }
+            FileHandle.standardError.write(Data("\r\u{1B}[2K\(line)".utf8))
+        } else {
+            writeLine(line)
+        }
+    }
+
+    /// `job: 12/40 · 3.1 items/s · ETA 0:09`; the ETA reads `--` until an item has finished,
+    /// since no rate is known before.
+    package static func progressLine(job: String, finished: Int, total: Int, failed: Int, elapsed: Double) -> String {
+        let rate = Double(finished) / max(elapsed, 0.001)
+        let eta = finished > 0 ? clock(Double(total - finished) / rate) : "--"
+        var text = "\(job): \(finished)/\(total)" + String(format: " · %.1f items/s · ETA ", rate) + eta
+        if failed > 0 { text += " · \(failed) failed" }
+        return text
+    }
+
+    private static func clock(_ seconds: Double) -> String {
+        let total = Int(seconds.rounded())
+        return total >= 3600 ? String(format: "%d:%02d:%02d", total / 3600, total / 60 % 60, total % 60)
+            : String(format: "%d:%02d", total / 60, total % 60)
+    }
+
+    private static func plural(_ count: Int, _ noun: String) -> String { "\(count) \(noun)\(count == 1 ? "" : "s")" }
+
+    private func clearLiveLine() {
+        if counts.withLock({ $0.liveLineShown }) { FileHandle.standardError.write(Data("\r\u{1B}[2K".utf8)) }
+    }
+
+    /// A line on stderr. Off a terminal (cron's log) each line starts with the time, so a log
+    /// read the morning after says when each thing happened.
+    private func writeLine(_ text: String) {
+        clearLiveLine()
+        let line = isTerminal ? text : Self.timestamp() + " " + text
+        FileHandle.standardError.write(Data((line + "\n").utf8))
+    }
+
+    /// One JSON object per line on stdout, each with the time it was written.
+    private func emit(_ event: [String: Any]) {
+        var event = event
+        event["time"] = Self.timestamp()
+        guard let data = try? JSONSerialization.data(withJSONObject: event, options: [.sortedKeys]) else { return }
+        FileHandle.standardOutput.write(data + Data("\n".utf8))
+    }
+
+    /// ISO 8601 in UTC with milliseconds, e.g. `2026-11-23T02:30:05.123Z`.
+    package static func timestamp(_ date: Date = Date()) -> String {
+        date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
+    }
+}

@@ -1,0 +1,174 @@
+import Foundation
+import Support
+import Model
+import Imaging
+import Manifest
+import State
+
+/// The state databases that hold a job's answer: the job's own, or with shards, each shard's of
+/// the layout that ran last (`--shard K/N` with the newest run). Databases of an earlier shard
+/// count are kept for lookups but no longer counted.
+package struct JobDatabases {
+    package struct Part {
+        /// "3/16", or nil for the whole job's own database.
+        package let shard: String?
+        package let path: String
+        package let store: StateStore
+        package let runs: [RunRecord]
+    }
+
+    package let parts: [Part]
+    /// Databases of earlier layouts, by path.
+    package let earlier: [String]
+
+    package init(job: Job, runs: Int = 1) throws {
+        var layouts: [Int: [Part]] = [:]
+        for path in Shard.stateDatabases(of: job.jobStatePath) {
+            let name = Paths.lastComponent(path)
+            let numbers = name.split { !$0.isNumber }.compactMap { Int($0) }.suffix(2)
+            let sharded = name.contains(".shard-") && numbers.count == 2
+            guard let store = try StateStore.existing(at: path) else { continue }
+            let part = Part(shard: sharded ? "\(numbers.first!)/\(numbers.last!)" : nil, path: path, store: store,
+                            runs: try store.recentRuns(limit: max(runs, 1)))
+            layouts[sharded ? numbers.last! : 0, default: []].append(part)
+        }
+        func lastStart(_ parts: [Part]) -> Date { parts.compactMap { $0.runs.first?.startedAt }.max() ?? .distantPast }
+        let current = layouts.max { lastStart($0.value) < lastStart($1.value) }?.key
+        parts = current.map { layouts[$0]! } ?? []
+        earlier = layouts.filter { $0.key != current }.flatMap { $0.value.map(\.path) }.sorted()
+    }
+
+    package var isSharded: Bool { parts.contains { $0.shard != nil } }
+}
+
+/// `runner status`: item counts by state and the most recent runs; for a sharded job, totals over
+/// its shards and a line per shard.
+public struct StatusReport: Codable, Sendable {
+    public let job: String
+    public let state: String
+    /// False when the job has never run: there is no state database (and none is created).
+    public let hasRun: Bool
+    public let items: [String: Int]
+    /// Done items that rendered with a warning (`runner failed` lists them).
+    public let warnings: Int
+    public let runs: [RunRecord]
+    /// One per shard database, when the job runs as shards.
+    public let shards: [ShardStatus]
+    /// State databases of an earlier shard count, not counted in the totals.
+    public let earlierLayouts: [String]
+
+    public struct ShardStatus: Codable, Sendable {
+        public let shard: String
+        public let state: String
+        public let items: [String: Int]
+        public let lastRun: RunRecord?
+        /// A run of this shard is going on now.
+        public let running: Bool
+    }
+
+    public init(job: Job, runs: Int) throws {
+        let databases = try JobDatabases(job: job, runs: runs)
+        self.job = job.name
+        state = job.jobStatePath
+        hasRun = !databases.parts.isEmpty
+        var totals: [String: Int] = [:]
+        var warnings = 0
+        var shards: [ShardStatus] = []
+        for part in databases.parts {
+            let counts = try part.store.stateCounts()
+            totals.merge(counts, uniquingKeysWith: +)
+            warnings += try part.store.warnedItemCount()
+            if let shard = part.shard {
+                shards.append(ShardStatus(shard: shard, state: part.path, items: counts, lastRun: part.runs.first,
+                                          running: RunLock.isHeld(statePath: part.path)))
+            }
+        }
+        items = totals
+        self.warnings = warnings
+        self.runs = Array(databases.parts.flatMap(\.runs).sorted { $0.startedAt > $1.startedAt }.prefix(runs))
+        self.shards = shards
+        earlierLayouts = databases.earlier
+    }
+
+    public func json() throws -> String { try encodeJSON(self) }
+
+    public func text() -> String {
+        guard hasRun else { return notRunYet(job, state: state) }
+        var lines = ["\(job) (\(state)\(shards.isEmpty ? "" : ", \(shards.count) shards"))"]
+        lines.append("items: " + Self.describe(items) + (warnings > 0 ? " (\(warnings) with warnings)" : ""))
+        let formatter = ISO8601DateFormatter()
+        for shard in shards {
+            let last = shard.lastRun.map { "last run \(formatter.string(from: $0.startedAt)) \($0.outcome) exit \($0.exitCode.map(String.init) ?? "-")" }
+            lines.append("shard \(shard.shard): " + Self.describe(shard.items) + "; " + (last ?? "no run")
+                + (shard.running ? "; running now" : ""))
+        }
+        for run in runs {
+            // A run closed by the next one (it was killed) has no exit code; it ended at its last commit.
+            let ended = run.endedAt.map { end in
+                run.exitCode == nil ? "killed; last commit \(formatter.string(from: end))"
+                    : String(format: "%.1fs", end.timeIntervalSince(run.startedAt))
+            } ?? "no end recorded"
+            lines.append("run \(run.id) \(formatter.string(from: run.startedAt)) \(run.outcome) exit \(run.exitCode.map(String.init) ?? "-"): "
+                + "\(run.done) done, \(run.failed) failed, \(run.upToDate) up to date, \(run.blocked) blocked (\(ended))")
+        }
+        if !earlierLayouts.isEmpty {
+            lines.append("not counted (an earlier shard count): " + earlierLayouts.map(Paths.lastComponent).joined(separator: ", "))
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    private static func describe(_ items: [String: Int]) -> String {
+        let counts = ItemState.allCases.compactMap { state in items[state.rawValue].map { "\($0) \(state.rawValue)" } }
+        return counts.isEmpty ? "none recorded" : counts.joined(separator: ", ")
+    }
+}
+
+/// `runner failed`: every failed item and why, and every item that rendered with a warning.
+public struct FailedReport: Codable, Sendable {
+    public let job: String
+    /// False when the job has never run: there is no state database (and none is created).
+    public let hasRun: Bool
+    public let failed: [FailedItemRecord]
+    public let warnings: [WarnedItemRecord]
+    /// The failed-URL blacklist: URLs later runs skip without a request.
+    public let blocked: [BlacklistEntry]
+    public let state: String
+
+    public init(job: Job) throws {
+        self.job = job.name
+        state = job.jobStatePath
+        // Every shard's database, for a sharded job: one list for the whole job.
+        let stores = try JobDatabases(job: job).parts.map(\.store)
+        hasRun = !stores.isEmpty
+        failed = try stores.flatMap { try $0.failedItems() }.sorted { ($0.source, $0.output) < ($1.source, $1.output) }
+        warnings = try stores.flatMap { try $0.warnedItems() }
+        blocked = try stores.flatMap { try $0.blockedURLs() }.sorted { $0.url < $1.url }
+    }
+
+    public func json() throws -> String { try encodeJSON(self) }
+
+    public func text() -> String {
+        guard hasRun else { return notRunYet(job, state: state) }
+        var lines = failed.map { "\($0.source) -> \($0.output): \($0.kind): \($0.message) (attempts: \($0.attempts))" }
+        if failed.isEmpty { lines.append("\(job): no failed items") }
+        lines += warnings.map { "warning: \($0.key): \($0.warning)" }
+        let formatter = ISO8601DateFormatter()
+        for entry in blocked {
+            lines.append("blocked: \(entry.url): \(entry.message) (since \(formatter.string(from: entry.firstSeen)), "
+                + "seen \(entry.count) time\(entry.count == 1 ? "" : "s"))")
+        }
+        return lines.joined(separator: "\n")
+    }
+}
+
+/// What `status`, `failed` and `prune` say about a job with no state database.
+public func notRunYet(_ jobName: String, state: String) -> String {
+    "\(jobName) has not run yet (no state database at \(state))"
+}
+
+private func encodeJSON(_ value: some Encodable) throws -> String {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+    encoder.dateEncodingStrategy = .iso8601
+    return String(decoding: try encoder.encode(value), as: UTF8.self)
+}

@@ -1,0 +1,245 @@
+import Foundation
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+import Support
+import Model
+import Output
+import Reporting
+import Loading
+
+/// Runs work on a bounded pool of supervised worker processes.
+///
+/// Each slot is a thread that owns at most one worker at a time: it takes the next source,
+/// sends it with every output that needs it (one load feeds every chain), and records the
+/// replies; a second source waits in the worker's pipe so it goes on without a round trip.
+/// Local sources are taken in plan order; downloaded ones as the download stage hands them
+/// over (first, so the originals cache stays small). A worker that dies, or breaks the protocol,
+/// fails only the source it held (kind `crashed`, retried once in the run); a fresh worker takes
+/// its place. Workers are replaced after `recycleAfter` sources so memory stays flat over long runs.
+package final class Scheduler: Sendable {
+    package struct Settings: Sendable {
+        package let slots: Int
+        package let recycleAfter: Int
+        package let executable: String
+        package let hello: WorkerHello
+        package let quietWorkerStderr: Bool
+
+        package init(slots: Int, recycleAfter: Int, executable: String, hello: WorkerHello, quietWorkerStderr: Bool) {
+            (self.slots, self.recycleAfter, self.executable) = (slots, recycleAfter, executable)
+            (self.hello, self.quietWorkerStderr) = (hello, quietWorkerStderr)
+        }
+    }
+
+    /// Local sources, read in plan order; nil once they run out.
+    package typealias LocalSource = @Sendable () throws -> ScheduledTask?
+
+    private struct Queue {
+        var localExhausted = false
+        var retries: [ScheduledTask] = []
+    }
+
+    let settings: Settings
+    private let local: LocalSource
+    private let downloaded: TaskQueue
+    private let queue = Mutex(Queue())
+    let control: RunControl
+    let recorder: Recorder
+    let reporter: Reporter
+    private let workersStarted = Mutex(0)
+    /// What stopped the run from the scheduler's side (a worker that cannot start, a damaged plan).
+    private let fatalError = Mutex<(any Error)?>(nil)
+
+    package init(local: @escaping LocalSource, downloaded: TaskQueue, settings: Settings, control: RunControl,
+                 recorder: Recorder, reporter: Reporter) {
+        self.settings = settings
+        self.local = local
+        self.downloaded = downloaded
+        self.control = control
+        self.recorder = recorder
+        self.reporter = reporter
+    }
+
+    /// Runs until the work is done or the run is stopped; returns how many workers it started.
+    /// What finished is the recorder's to count: an item is done only once committed.
+    package func run() throws -> Int {
+        let group = DispatchGroup()
+        // Workers start lazily, on a slot's first task: a small job starts only as many as it needs.
+        for slot in 0..<settings.slots {
+            group.enter()
+            let thread = Thread { [self] in
+                WorkerSlot(scheduler: self).run()
+                group.leave()
+            }
+            thread.name = "runner.slot.\(slot)"
+            thread.start()
+        }
+        group.wait()
+        if let error = fatalError.withLock({ $0 }) { throw error }
+        return workersStarted.withLock { $0 }
+    }
+
+    /// The next task, waiting for a download when nothing else is ready; nil when the work is done
+    /// or the run is stopping.
+    func nextTask() -> ScheduledTask? {
+        guard takingWork else { return nil }
+        return readyTask() ?? downloaded.pop()
+    }
+
+    private var takingWork: Bool { control.phase == .running && fatalError.withLock { $0 == nil } }
+
+    /// The next task only if one is ready now: a retry, a finished download, or a local file.
+    func readyTask() -> ScheduledTask? {
+        guard takingWork else { return nil }
+        do {
+            return try queue.withLock { queue in
+                if !queue.retries.isEmpty { return queue.retries.removeFirst() }
+                if let ready = downloaded.tryPop() { return ready }
+                guard !queue.localExhausted else { return nil }
+                if let task = try local() { return task }
+                queue.localExhausted = true
+                return nil
+            }
+        } catch {
+            stop(because: error)
+            return nil
+        }
+    }
+
+    /// Starts a worker for a slot, or stops the run when none can start (the task waits for a retry
+    /// that never comes: the run ends with it not started).
+    func startWorker(for task: ScheduledTask) -> WorkerProcess? {
+        do {
+            let worker = try WorkerProcess(executable: settings.executable, hello: settings.hello,
+                                           quietStderr: settings.quietWorkerStderr)
+            control.register(worker: worker.pid)
+            workersStarted.withLock { $0 += 1 }
+            return worker
+        } catch {
+            retry([task])
+            stop(because: error)
+            return nil
+        }
+    }
+
+    func retry(_ tasks: [ScheduledTask], first: Bool = false) {
+        queue.withLock { $0.retries.insert(contentsOf: tasks, at: first ? 0 : $0.retries.count) }
+    }
+
+    private func stop(because error: any Error) {
+        fatalError.withLock { $0 = $0 ?? error }
+    }
+}
+
+/// One slot of the scheduler: the worker it owns now, and the tasks that worker holds.
+private final class WorkerSlot {
+    private let scheduler: Scheduler
+    private var worker: WorkerProcess?
+    private var served = 0
+    /// Sent to `worker` and not yet answered, oldest first: the worker renders them in order.
+    private var inFlight: [(id: Int, task: ScheduledTask)] = []
+
+    /// Tasks a worker holds at once: the one it renders and the next, already in its pipe, so it
+    /// never waits for the supervisor between images (that wait was ~10% of a small thumbnail's time).
+    private static let tasksInFlight = 2
+
+    init(scheduler: Scheduler) {
+        self.scheduler = scheduler
+    }
+
+    func run() {
+        defer { retire() }
+        while true {
+            if inFlight.isEmpty {
+                guard let first = scheduler.nextTask() else { return }
+                if worker == nil { worker = scheduler.startWorker(for: first) }
+                guard let worker else { return }
+                send(first, to: worker)
+            }
+            guard let worker else { return }
+            topUp(worker)
+            do throws(ChannelError) {
+                let reply = try worker.receiveReply()
+                guard reply.id == inFlight[0].id else { throw ChannelError.malformed("a reply to task \(reply.id) out of turn") }
+                accept(reply)
+            } catch {
+                guard replaceBroken(worker, error) else { return }
+            }
+        }
+    }
+
+    /// Top up without waiting: a slot never sits on a task while another slot is idle for lack of one.
+    private func topUp(_ worker: WorkerProcess) {
+        while inFlight.count < Self.tasksInFlight, served + inFlight.count < scheduler.settings.recycleAfter,
+              let next = scheduler.readyTask() {
+            send(next, to: worker)
+        }
+    }
+
+    private func send(_ task: ScheduledTask, to worker: WorkerProcess) {
+        if inFlight.isEmpty { recordStarted(task) }
+        let message = WorkerTask(source: task.source, requests: task.requests)
+        // A worker that died will not answer; the receive finds that out.
+        _ = worker.send(message)
+        inFlight.append((message.id, task))
+    }
+
+    /// A task counts as started when the worker turns to it: when it is sent to an idle worker, or
+    /// when the reply before it arrives. One still queued when a worker dies was never attempted.
+    private func recordStarted(_ task: ScheduledTask) {
+        scheduler.recorder.record(zip(task.keys, task.fingerprints).map { ItemEvent.started(key: $0, fingerprint: $1) })
+    }
+
+    private func accept(_ reply: WorkerReply) {
+        let task = inFlight.removeFirst().task
+        var events = task.finished(reply.outcomes)
+        // A downloaded body that no output could decode is bad image data: blacklisted like a 404
+        // (SDWebImage's BadImageData), so the next run sends no request for it.
+        let contentFailures = reply.outcomes.compactMap(\.failure).filter(\.isDecidedByContent)
+        if let url = task.url, let first = contentFailures.first, contentFailures.count == reply.outcomes.count {
+            events.insert(.blacklisted(url: url, kind: first.kind.rawValue, httpStatus: nil, message: first.description), at: 0)
+        }
+        scheduler.recorder.record(events)
+        if let next = inFlight.first { recordStarted(next.task) }
+        served += 1
+        // Nothing else is in flight at the recycling point: the top-up stops there.
+        if served >= scheduler.settings.recycleAfter { retire() }
+    }
+
+    /// The worker died holding the oldest task, or broke the protocol (it is killed); the other
+    /// tasks it held were never started and go back to the queue. Returns false when abandoning.
+    private func replaceBroken(_ broken: WorkerProcess, _ error: ChannelError) -> Bool {
+        worker = nil
+        served = 0
+        broken.kill()
+        let ended = broken.waitStatus()
+        scheduler.control.unregister(worker: broken.pid)
+        var held = inFlight.removeFirst().task
+        // It may have staged some of its task's outputs (under this run's pid) before dying;
+        // nothing will publish them, and a retry stages its own.
+        for request in held.requests { unlink(AtomicFile.temporaryPath(for: request.path, owner: getpid())) }
+        if scheduler.control.phase == .abandoning { return false }
+        scheduler.retry(inFlight.map(\.task), first: true)
+        inFlight = []
+        let how = error == .closed ? ended : "sent a \(error) and was killed"
+        if held.crashes == 0 {
+            scheduler.reporter.notice("worker \(broken.pid) \(how) on \(held.source); retrying it once")
+            held.crashes += 1
+            scheduler.retry([held])
+        } else {
+            let failure = ItemFailure(.crashed, "worker process \(how) while processing \(held.source)")
+            scheduler.recorder.record(held.finished(held.requests.map { _ in .failed(failure, seconds: 0) }))
+        }
+        return true
+    }
+
+    /// Lets the worker finish and exit (end of input).
+    private func retire() {
+        guard let worker else { return }
+        worker.finish()
+        scheduler.control.unregister(worker: worker.pid)
+        self.worker = nil
+        served = 0
+    }
+}

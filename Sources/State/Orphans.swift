@@ -1,0 +1,90 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import Support
+import Keys
+import Manifest
+import Planning
+
+/// A recorded item the job no longer plans at its recorded path: its source is gone, its output
+/// left the job, or its output path changed.
+public struct Orphan: Sendable {
+    /// Why pruning leaves an orphan's file alone.
+    public enum KeptBecause: Sendable, CustomStringConvertible {
+        /// An item of the job writes this path now.
+        case writtenByJob
+        /// Not recorded done: runner may never have written the file.
+        case notDone
+        case missing
+        /// A symlink, folder or other non-regular file, which runner never writes.
+        case notRegularFile
+        /// The file could not be checked or deleted (errno).
+        case failed(Int32)
+
+        public var description: String {
+            switch self {
+            case .writtenByJob: "the job writes this path now"
+            case .notDone: "not recorded done"
+            case .missing: "no file"
+            case .notRegularFile: "not a regular file"
+            case .failed(let number): "cannot delete it: \(String(cString: strerror(number)))"
+            }
+        }
+    }
+
+    public let key: String
+    public let outputPath: String
+    /// nil when pruning deletes (or has deleted) the file.
+    public let keptBecause: KeptBecause?
+}
+
+/// The items a job plans now, as 64-bit digests of (key, output path) and of output paths (16 MB
+/// each per million items): what tells a recorded item from an orphan. A chance match only ever
+/// keeps a row or a file, so 64 bits do here where `DigestSet` needs 128.
+package struct CurrentItems {
+
+    package init() {
+
+    }
+    private var items = Set<UInt64>()
+    private var paths = Set<UInt64>()
+
+    package mutating func insert(_ source: PlannedSource) {
+        for item in source.items {
+            items.insert(StableHash.value(item.key + "\0" + item.outputPath))
+            paths.insert(StableHash.value(item.outputPath))
+        }
+    }
+
+    package func plans(_ recorded: RecordedItem) -> Bool {
+        items.contains(StableHash.value(recorded.key + "\0" + recorded.outputPath))
+    }
+
+    /// `recorded` as an orphan, its file deleted first when `delete` is set and runner wrote it:
+    /// recorded done at that path, still a regular file there, and no current item's output.
+    package func orphan(_ recorded: RecordedItem, delete: Bool) -> Orphan {
+        let kept: Orphan.KeptBecause? = if paths.contains(StableHash.value(recorded.outputPath)) {
+            .writtenByJob
+        } else if recorded.state != .done {
+            .notDone
+        } else {
+            Self.removeRegularFile(recorded.outputPath, really: delete)
+        }
+        return Orphan(key: recorded.key, outputPath: recorded.outputPath, keptBecause: kept)
+    }
+
+    /// Checks that `path` is a regular file, not following a symlink, and with `really` deletes it.
+    /// Check and removal go through one open folder, so the file cannot become a link in between.
+    private static func removeRegularFile(_ path: String, really: Bool) -> Orphan.KeptBecause? {
+        let folder = open(Paths.directory(of: path), O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard folder >= 0 else { return errno == ENOENT || errno == ENOTDIR ? .missing : .failed(errno) }
+        defer { close(folder) }
+        let name = Paths.lastComponent(path)
+        var info = stat()
+        guard fstatat(folder, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { return errno == ENOENT ? .missing : .failed(errno) }
+        guard (info.st_mode & S_IFMT) == S_IFREG else { return .notRegularFile }
+        if really && unlinkat(folder, name, 0) != 0 { return .failed(errno) }
+        return nil
+    }
+}

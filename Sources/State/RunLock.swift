@@ -1,0 +1,65 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import Support
+import Model
+
+/// One run per state database: an exclusive `flock` on `STATE.lock`, holding the owner's pid.
+/// The kernel drops the lock when the process dies, however it dies, so a crash never leaves it stuck.
+public final class RunLock {
+    public struct Held: Error, CustomStringConvertible {
+        public let path: String
+        public let ownerPID: Int?
+        public var description: String {
+            "another run holds \(path)" + (ownerPID.map { " (pid \($0))" } ?? "")
+        }
+    }
+
+    /// The lock file cannot be created or opened (a folder that cannot be written, a path through a
+    /// file): the machine's problem, not the job file's.
+    public struct Unavailable: Error, CustomStringConvertible {
+        public let path: String
+        public let reason: String
+        public var description: String { "cannot open the state lock \(path): \(reason)" }
+    }
+
+    private let descriptor: Int32
+
+    public init(statePath: String) throws {
+        let path = statePath + ".lock"
+        do {
+            try FileManager.default.createDirectory(atPath: Paths.directory(of: path), withIntermediateDirectories: true)
+        } catch {
+            throw Unavailable(path: path, reason: "cannot create its folder (\(Paths.directory(of: path)))")
+        }
+        // O_CLOEXEC: a worker must never inherit the lock and outlive the run holding it.
+        descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { throw Unavailable(path: path, reason: String(cString: strerror(errno))) }
+        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
+            var text = [UInt8](repeating: 0, count: 32)
+            let count = pread(descriptor, &text, text.count, 0)
+            close(descriptor)
+            let owner = count > 0 ? Int(String(decoding: text[..<count], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) : nil
+            throw Held(path: path, ownerPID: owner)
+        }
+        let pid = "\(getpid())\n"
+        ftruncate(descriptor, 0)
+        _ = pid.withCString { pwrite(descriptor, $0, strlen($0), 0) }
+    }
+
+    /// Whether a live run holds the lock of the database at `statePath` (without taking it).
+    public static func isHeld(statePath: String) -> Bool {
+        let descriptor = open(statePath + ".lock", O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return false }
+        defer { close(descriptor) }
+        guard flock(descriptor, LOCK_SH | LOCK_NB) == 0 else { return true }
+        flock(descriptor, LOCK_UN)
+        return false
+    }
+
+    deinit {
+        flock(descriptor, LOCK_UN)
+        close(descriptor)
+    }
+}

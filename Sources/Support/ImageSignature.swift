@@ -1,0 +1,43 @@
+import Foundation
+
+/// Recognizes image files by their first bytes, so an error page served with 200 (or any other
+/// non-image body) is never cached or decoded, whatever its Content-Type says.
+package enum ImageSignature {
+    package static let prefixLength = 16
+
+    package enum Format {
+        case jpeg, png, gif, webp, tiff, avif, heif, jpegXL
+
+        /// Formats every current browser shows in an `<img>` (a report shows these sources as they are).
+        package var displaysInBrowsers: Bool {
+            switch self {
+            case .jpeg, .png, .gif, .webp, .avif: true
+            case .tiff, .heif, .jpegXL: false
+            }
+        }
+    }
+
+    package static func looksLikeImage(_ head: [UInt8]) -> Bool { format(head) != nil }
+
+    package static func format(_ head: [UInt8]) -> Format? {
+        func starts(_ bytes: [UInt8], at offset: Int = 0) -> Bool {
+            head.count >= offset + bytes.count && Array(head[offset..<offset + bytes.count]) == bytes
+        }
+        if starts([0xFF, 0xD8, 0xFF]) { return .jpeg }
+        if starts([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) { return .png }
+        if starts(Array("GIF8".utf8)) { return .gif }
+        if starts(Array("RIFF".utf8)) && starts(Array("WEBP".utf8), at: 8) { return .webp }
+        if starts([0x49, 0x49, 0x2A, 0x00]) || starts([0x4D, 0x4D, 0x00, 0x2A]) { return .tiff }
+        // ISO BMFF: the major brand says AV1 (AVIF) or another HEIF coding (HEIC, which browsers lack).
+        if starts(Array("ftyp".utf8), at: 4) { return starts(Array("avif".utf8), at: 8) || starts(Array("avis".utf8), at: 8) ? .avif : .heif }
+        if starts([0xFF, 0x0A]) || starts([0x00, 0x00, 0x00, 0x0C, 0x4A, 0x58, 0x4C, 0x20]) { return .jpegXL }
+        return nil
+    }
+
+    /// The format of the file at `path` by its first bytes; nil when it is unreadable or no image.
+    package static func format(ofFile path: String) -> Format? {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
+        defer { try? handle.close() }
+        return format(Array((try? handle.read(upToCount: prefixLength)) ?? Data()))
+    }
+}

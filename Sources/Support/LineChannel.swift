@@ -1,0 +1,65 @@
+import Foundation
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Newline-framed JSON messages over a pair of pipe descriptors: the wire between the
+/// supervisor and its worker processes. JSON never contains a raw newline, so one line is one message.
+package final class LineChannel {
+    private let input: Int32
+    private let output: Int32
+    private var buffer = [UInt8]()
+    private var start = 0
+
+    package init(input: Int32, output: Int32) {
+        self.input = input
+        self.output = output
+    }
+
+    /// The next message. Throws `closed` at end of stream (the peer exited or closed its end) and
+    /// `malformed` for a line that is not the expected message (a broken peer, not a dead one).
+    package func receive<Message: Decodable>(_ type: Message.Type) throws(ChannelError) -> Message {
+        while true {
+            if let newline = buffer[start...].firstIndex(of: UInt8(ascii: "\n")) {
+                let line = Data(buffer[start..<newline])
+                start = newline + 1
+                if start > 65_536 { buffer.removeFirst(start); start = 0 }
+                do {
+                    return try JSONDecoder().decode(Message.self, from: line)
+                } catch {
+                    throw .malformed(String(decoding: line.prefix(200), as: UTF8.self))
+                }
+            }
+            var chunk = [UInt8](repeating: 0, count: 65_536)
+            let count = chunk.withUnsafeMutableBytes { read(input, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { throw .closed }
+            buffer.append(contentsOf: chunk[..<count])
+        }
+    }
+
+    /// Sends one message; false when the peer is gone.
+    @discardableResult
+    package func send<Message: Encodable>(_ message: Message) -> Bool {
+        guard var line = try? JSONEncoder().encode(message) else { return false }
+        line.append(UInt8(ascii: "\n"))
+        return line.withUnsafeBytes { FileDescriptor.writeAll(output, $0) } == nil
+    }
+}
+
+
+/// Why no message came.
+package enum ChannelError: Error, Equatable, CustomStringConvertible {
+    /// End of stream: the peer exited or closed its end.
+    case closed
+    /// A line that is not the expected message (its start, for the log).
+    case malformed(String)
+
+    package var description: String {
+        switch self {
+        case .closed: "end of stream"
+        case .malformed(let line): "malformed message: \(line)"
+        }
+    }
+}

@@ -1,0 +1,102 @@
+import Foundation
+
+/// Lexical path arithmetic (no symlink resolution, no file system access), on bytes as the kernel
+/// sees them: a slash followed by a combining mark is one Character to Swift but still a slash, so
+/// Character-based splitting and prefix tests would let `..` through.
+package enum Paths {
+    private static let slash = UInt8(ascii: "/")
+    private static let dot = UInt8(ascii: ".")
+
+    /// `path` made absolute against `base`, with `.`, `..` and repeated slashes folded away.
+    package static func resolve(_ path: String, against base: String) -> String {
+        normalize(path.utf8.first == slash ? path : base + "/" + path)
+    }
+
+    package static func normalize(_ path: String) -> String {
+        if isNormal(path) { return path }
+        var parts: [Substring.UTF8View] = []
+        for part in path.utf8.split(separator: slash, omittingEmptySubsequences: true) {
+            if part.count == 1 && part.first == dot { continue }
+            if part.count == 2 && part.first == dot && part.last == dot {
+                if !parts.isEmpty { parts.removeLast() }
+                continue
+            }
+            parts.append(part)
+        }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(path.utf8.count)
+        for part in parts {
+            bytes.append(slash)
+            bytes.append(contentsOf: part)
+        }
+        return bytes.isEmpty ? "/" : String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Absolute, with no empty, `.` or `..` component and no trailing slash: what `normalize` makes.
+    /// Planning checks every output path, and most are already normal.
+    private static func isNormal(_ path: String) -> Bool {
+        var bytes = path.utf8.makeIterator()
+        guard bytes.next() == slash else { return false }
+        var componentLength = 0
+        var componentDots = 0
+        func componentIsFine() -> Bool { componentLength > 0 && !(componentDots == componentLength && componentLength <= 2) }
+        while let byte = bytes.next() {
+            if byte == slash {
+                guard componentIsFine() else { return false }
+                componentLength = 0
+                componentDots = 0
+            } else {
+                componentLength += 1
+                if byte == dot { componentDots += 1 }
+            }
+        }
+        return componentIsFine() || path == "/"
+    }
+
+    package static func directory(of path: String) -> String {
+        let bytes = path.utf8
+        guard let slash = bytes.lastIndex(of: slash) else { return "." }
+        return slash == bytes.startIndex ? "/" : String(decoding: bytes[..<slash], as: UTF8.self)
+    }
+
+    package static func lastComponent(_ path: String) -> String {
+        let bytes = path.utf8
+        guard let slash = bytes.lastIndex(of: slash) else { return path }
+        return String(decoding: bytes[bytes.index(after: slash)...], as: UTF8.self)
+    }
+
+    /// `path` relative to `root` when it lies inside it, else nil. Byte for byte: Swift's `==`
+    /// and `hasPrefix` compare canonically equivalent strings as equal, file systems do not.
+    package static func relative(_ path: String, to root: String) -> String? {
+        if path.utf8.elementsEqual(root.utf8) { return "" }
+        let prefix = root.utf8.last == slash ? root : root + "/"
+        guard path.utf8.starts(with: prefix.utf8) else { return nil }
+        return String(decoding: path.utf8.dropFirst(prefix.utf8.count), as: UTF8.self)
+    }
+
+    /// `path` without its first byte (a leading slash).
+    package static func droppingLeadingSlash(_ path: String) -> String {
+        path.utf8.first == slash ? String(decoding: path.utf8.dropFirst(), as: UTF8.self) : path
+    }
+
+    /// How to get from the folder `base` to `path` (both absolute and normal), with `..` where needed.
+    package static func relative(_ path: String, from base: String) -> String {
+        let from = base.split(separator: "/"), to = path.split(separator: "/")
+        let common = zip(from, to).prefix { $0 == $1 }.count
+        return (Array(repeating: "..", count: from.count - common) + to.dropFirst(common).map(String.init)).joined(separator: "/")
+    }
+
+    /// Splits `name.ext` into ("name", "ext"); a leading dot is part of the stem.
+    package static func splitExtension(_ fileName: String) -> (stem: String, ext: String) {
+        let bytes = fileName.utf8
+        guard let dot = bytes.lastIndex(of: dot), dot != bytes.startIndex else { return (fileName, "") }
+        return (String(decoding: bytes[..<dot], as: UTF8.self), String(decoding: bytes[bytes.index(after: dot)...], as: UTF8.self))
+    }
+
+    /// A name read from the disk (a folder's entry, a list's line) whose bytes are not UTF-8 comes
+    /// out with U+FFFD in their place. Such a path names nothing when it is not found: runner
+    /// keeps paths as UTF-8 (in JSON, SQLite and templates), so it cannot name that file.
+    package static func hasUnnamableBytes(_ path: String) -> Bool { path.unicodeScalars.contains("\u{FFFD}") }
+
+    package static let unnamable = "its name is not valid UTF-8, so runner cannot name it (rename it)"
+}

@@ -1,0 +1,93 @@
+/// FNV-1a, 64 bit: a stable hash for fingerprints and the `{key}` template token.
+/// Change detection only; nothing here relies on it resisting an attacker.
+public struct StableHash: Sendable {
+    private static let offsetBasis: UInt64 = 0xcbf2_9ce4_8422_2325
+    private static let prime: UInt64 = 0x0000_0100_0000_01b3
+
+    private var state = offsetBasis
+
+    public init() {}
+
+    private init(state: UInt64) { self.state = state }
+
+    public mutating func combine(_ text: String) { combine(bytes: text.utf8) }
+
+    /// Raw bytes, such as a file's content.
+    public mutating func combine(bytes: some Sequence<UInt8>) {
+        for byte in bytes {
+            state = (state ^ UInt64(byte)) &* Self.prime
+        }
+        // A separator byte keeps ("ab","c") and ("a","bc") apart.
+        state = (state ^ 0xff) &* Self.prime
+    }
+
+    /// Bytes as they stream in (a downloaded original's content identity).
+    public mutating func combine(bytes: UnsafeRawBufferPointer) {
+        var state = self.state
+        for byte in bytes {
+            state = (state ^ UInt64(byte)) &* Self.prime
+        }
+        self.state = state
+    }
+
+    /// What `combine(bytes:)` gives from a fresh hash for each buffer (a downloaded original's
+    /// content identity), computed four buffers at a time. One buffer's hash is a single chain, a
+    /// multiply per byte (~4 cycles a byte, ~0.5 s for 2,000 small images); interleaving four
+    /// chains runs them side by side in the same cycles, about twice as fast as one after another.
+    package static func contentHashes(of buffers: [UnsafeRawBufferPointer]) -> [StableHash] {
+        var states = [UInt64](repeating: offsetBasis, count: buffers.count)
+        var lanes: [(index: Int, position: Int)] = []
+        var next = 0
+        while true {
+            while lanes.count < 4 && next < buffers.count {
+                lanes.append((next, 0))
+                next += 1
+            }
+            guard !lanes.isEmpty else { break }
+            let step = lanes.map { buffers[$0.index].count - $0.position }.min()!
+            if step > 0 {
+                // Four lanes; missing ones repeat lane 0 and their results are dropped.
+                func start(_ lane: Int) -> UnsafePointer<UInt8> {
+                    let (index, position) = lanes[min(lane, lanes.count - 1)]
+                    return buffers[index].baseAddress!.assumingMemoryBound(to: UInt8.self) + position
+                }
+                let (p0, p1, p2, p3) = (start(0), start(1), start(2), start(3))
+                var s0 = states[lanes[0].index]
+                var s1 = lanes.count > 1 ? states[lanes[1].index] : offsetBasis
+                var s2 = lanes.count > 2 ? states[lanes[2].index] : offsetBasis
+                var s3 = lanes.count > 3 ? states[lanes[3].index] : offsetBasis
+                for i in 0..<step {
+                    s0 = (s0 ^ UInt64(p0[i])) &* prime
+                    s1 = (s1 ^ UInt64(p1[i])) &* prime
+                    s2 = (s2 ^ UInt64(p2[i])) &* prime
+                    s3 = (s3 ^ UInt64(p3[i])) &* prime
+                }
+                states[lanes[0].index] = s0
+                if lanes.count > 1 { states[lanes[1].index] = s1 }
+                if lanes.count > 2 { states[lanes[2].index] = s2 }
+                if lanes.count > 3 { states[lanes[3].index] = s3 }
+            }
+            lanes = lanes.map { ($0.index, $0.position + step) }.filter { $0.position < buffers[$0.index].count }
+        }
+        return states.map(StableHash.init(state:))
+    }
+
+    public var value: UInt64 { state }
+
+    public var hex: String {
+        let digits = String(state, radix: 16)
+        return String(repeating: "0", count: 16 - digits.count) + digits
+    }
+
+    public static func value(_ text: String) -> UInt64 {
+        var hash = StableHash()
+        hash.combine(text)
+        return hash.value
+    }
+
+    public static func hex(_ parts: String...) -> String {
+        var hash = StableHash()
+        for part in parts { hash.combine(part) }
+        return hash.hex
+    }
+}

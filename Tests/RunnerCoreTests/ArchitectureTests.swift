@@ -1,0 +1,66 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// The library's rooms: one target per stage, in the order data flows. Package.swift lets a target
+/// depend only on earlier ones; these checks keep the source files honest about it too, and keep
+/// functions short enough to read at once.
+@Suite("Architecture")
+struct ArchitectureTests {
+    /// The stage targets in flow order (Package.swift declares the same dependencies).
+    static let flow = ["Support", "Model", "Keys", "Imaging", "Manifest", "Planning", "State", "Output",
+                       "Reporting", "Loading", "Processing", "Scheduling", "Pipeline"]
+
+    static let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Sources").path
+
+    static func swiftFiles(in target: String) -> [String] {
+        let folder = sources + "/" + target
+        let names = FileManager.default.enumerator(atPath: folder)?.compactMap { $0 as? String } ?? []
+        return names.filter { $0.hasSuffix(".swift") }.map { folder + "/" + $0 }
+    }
+
+    @Test("no source file imports a stage that comes later in the flow")
+    func importsFollowTheFlow() throws {
+        var checked = 0
+        for (position, target) in Self.flow.enumerated() {
+            for file in Self.swiftFiles(in: target) {
+                let text = try String(contentsOfFile: file, encoding: .utf8)
+                for line in text.split(separator: "\n") where line.hasPrefix("import ") || line.contains(" import ") {
+                    guard let module = line.split(separator: " ").last.map(String.init),
+                          let imported = Self.flow.firstIndex(of: module) else { continue }
+                    #expect(imported < position, "\(target)/\(Paths.lastComponent(file)) imports \(module), which comes after it")
+                }
+                checked += 1
+            }
+        }
+        #expect(checked > 60, "found only \(checked) files under \(Self.sources)")
+    }
+
+    @Test("no function, initializer or closure body in Sources is over 60 lines")
+    func functionsAreShort() throws {
+        var long: [String] = []
+        for target in Self.flow + ["runner"] {
+            for file in Self.swiftFiles(in: target) {
+                let lines = try String(contentsOfFile: file, encoding: .utf8).components(separatedBy: "\n")
+                for (index, line) in lines.enumerated() where Self.startsFunction(line) {
+                    // A body opens within the signature's lines; a protocol requirement has none.
+                    let signature = lines[index..<min(index + 5, lines.count)].prefix { !$0.isEmpty }
+                    guard signature.contains(where: { $0.hasSuffix("{") }) else { continue }
+                    let indent = line.prefix { $0 == " " }
+                    guard let end = lines[(index + 1)...].firstIndex(where: { $0.hasPrefix(indent + "}") }) else { continue }
+                    if end - index + 1 > 60 { long.append("\(Paths.lastComponent(file)):\(index + 1) (\(end - index + 1) lines)") }
+                }
+            }
+        }
+        #expect(long.isEmpty, "over 60 lines: \(long)")
+    }
+
+    private static func startsFunction(_ line: String) -> Bool {
+        let words = line.trimmingCharacters(in: .whitespaces).split(separator: " ")
+        let modifiers: Set<Substring> = ["public", "package", "private", "fileprivate", "internal", "static", "final",
+                                         "override", "mutating", "nonisolated", "convenience", "required", "@discardableResult"]
+        guard let keyword = words.first(where: { !modifiers.contains($0) }) else { return false }
+        return keyword == "func" || keyword.hasPrefix("init(") || keyword.hasPrefix("init?(")
+    }
+}
