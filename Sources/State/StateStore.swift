@@ -66,6 +66,18 @@ public final class StateStore: Sendable {
         let inode: UInt64
     }
 
+    /// SQLite's `PRAGMA quick_check`: every page is read and its structure checked (about a second
+    /// per 250 MB). Whoever is about to write (a run, `prune --delete`) calls it first, so a damaged
+    /// database is never written further, nor read as if it held fewer records than it does.
+    package func checkIntact() throws {
+        let problems = try StateDatabaseError.naming(path) {
+            try database.read { try String.fetchAll($0, sql: "PRAGMA quick_check(3)") }
+        }
+        guard problems == ["ok"] else {
+            throw StateDatabaseError(path: path, kind: .damaged, reason: problems.joined(separator: "; "))
+        }
+    }
+
     /// Throws `StateDatabaseError` (`moved`) when the database's path no longer names the file this
     /// store has open: it was deleted or replaced, so whatever is recorded now would be lost.
     package func checkStillInPlace() throws {
