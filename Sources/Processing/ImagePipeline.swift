@@ -66,7 +66,7 @@ package struct ImagePipeline {
     package func render(sourcePath: String, requests: [OutputRequest]) -> [ItemOutcome] {
         let started = DispatchTime.now().uptimeNanoseconds
         // Calls that succeed can leave text in libvips' error buffer (lcms does); it is not this source's.
-        vips_error_clear()
+        VipsError.clearMessages()
         var results: [Result<RenderedOutput, ItemFailure>]
         do {
             let source = try open(sourcePath)
@@ -89,7 +89,7 @@ package struct ImagePipeline {
 
     /// One output: its pixels (decoded or loaded), its chain, the last conversions, encoded and staged.
     private func render(_ request: OutputRequest, _ plan: Plan, from source: OpenedSource) throws(ItemFailure) -> RenderedOutput {
-        vips_error_clear()  // nor is it this output's
+        VipsError.clearMessages()  // nor is it this output's
         let output = plan.output
         var (frames, steps) = try startingFrames(plan, source)
         for step in steps {
