@@ -237,8 +237,15 @@ package struct ImagePipeline {
     private func reopen(_ source: VipsSourceHandle, access: VipsAccess, allPages: Bool = false) throws(ItemFailure) -> VipsImageHandle {
         let pointer = allPages ? cvips_open_pages(source.pointer, access, limits.failOn.vipsValue)
             : cvips_open(source.pointer, access, limits.failOn.vipsValue)
-        guard let pointer else { throw ItemFailure(.decode, VipsError.capture("load").message) }
+        guard let pointer else { throw ItemFailure(.decode, Self.loadFailure(VipsError.capture("load").message)) }
         return VipsImageHandle(taking: pointer, retaining: nil)
+    }
+
+    /// ImageMagick claims any file it half recognises (a TIFF cut off before its directory, a BMP);
+    /// kept blocked as untrusted, its bare refusal would read as if unblocking it were the fix.
+    private static func loadFailure(_ message: String) -> String {
+        guard message.contains("magickload: operation is blocked") else { return message }
+        return "no loader runner trusts can read it: a damaged file, or a format runner does not read (libvips: \(message))"
     }
 
     /// A profile libvips cannot use counts as absent (the header's warning says so): without it no

@@ -171,6 +171,8 @@ struct HostileImageTests {
                 #expect(kind == "decode" || kind == "too-large", "\(name): \(kind): \(message)")
                 // The decoder's own words, not an empty or generic placeholder.
                 #expect(!message.isEmpty && !message.hasSuffix("load failed") && message != "decode failed", "\(name): \(kind): \(message)")
+                // A cut-off TIFF is no reason to unblock ImageMagick.
+                #expect(!message.hasPrefix("magickload: operation is blocked"), "\(name): \(kind): \(message)")
                 #expect(!FileManager.default.fileExists(atPath: output), "\(name): failed, yet \(output) exists")
             default:
                 Issue.record("\(name) ended \(itemState)")
