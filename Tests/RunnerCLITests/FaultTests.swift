@@ -34,9 +34,11 @@ func oneOutputJob(_ workspace: Workspace, chain: String = #"[{"op": "thumbnail",
     """)
 }
 
-/// Temporary files anywhere in the workspace (`.NAME.runner-tmp-PID`).
+/// Temporary files anywhere in the workspace (`.NAME.runner-tmp-PID`), mounts inside it included
+/// (`Workspace.files` stays on one file system).
 func temporaryFiles(_ workspace: Workspace) -> [String] {
-    workspace.files(in: ".").filter { $0.contains(".runner-tmp-") }
+    TreeSnapshot(workspace.root).entries.keys.filter { $0.contains(".runner-tmp-") }
+        .map { String($0.dropFirst(workspace.root.count + 1)) }.sorted()
 }
 
 /// What a person finds after any run: the state database is intact, every item recorded done
