@@ -63,6 +63,23 @@ func checkRecordsAgainstDisk(_ workspace: Workspace, state: String) throws -> [S
     return counts
 }
 
+/// A `slowJob` of 30 sources run with JSON events, once it has reported its first 4 items.
+func startSlowRun(_ workspace: Workspace) throws -> (job: String, run: RunningCommand) {
+    let job = try slowJob(workspace, count: 30)
+    let run = try workspace.start([job, "--log-format", "json"])
+    #expect(run.waitUntil { itemEvents(run) >= 4 })
+    return (job, run)
+}
+
+/// After whatever stopped it, the next run of a `slowJob` of 30 sources exits 0 with every item
+/// done and every output whole.
+func nextRunFinishesSlowJob(_ workspace: Workspace, _ job: String) throws {
+    let next = try workspace.run([job])
+    #expect(next.status == 0, "\(next.stderr)")
+    try verifyOutputs(workspace, expected: 30)
+    #expect(try checkRecordsAgainstDisk(workspace, state: "state/slow.sqlite") == ["done": 60])
+}
+
 /// `runner failed JOB --json`: each failed item's kind and message by source file name and output.
 func failures(_ workspace: Workspace, _ job: String) throws -> [String: (kind: String, message: String)] {
     let result = try workspace.run(["failed", job, "--json"])
@@ -150,10 +167,7 @@ struct FaultTests {
         }
         #expect(temporaryFiles(workspace).isEmpty, "left behind: \(temporaryFiles(workspace))")
 
-        let next = try workspace.run([job])
-        #expect(next.status == 0, "\(next.stderr)")
-        try verifyOutputs(workspace, expected: 30)
-        #expect(try checkRecordsAgainstDisk(workspace, state: "state/slow.sqlite") == ["done": 60])
+        try nextRunFinishesSlowJob(workspace, job)
     }
 
     @Test("an output path taken by a folder fails that item as write when it is published: not recorded done, no temporary file left")
