@@ -14,7 +14,7 @@ public enum FailOn: String, CaseIterable, Sendable, Codable {
 }
 
 /// Decoder settings a worker applies to every source.
-package struct DecodeSettings: Sendable {
+package struct DecodeSettings: Sendable, Equatable {
     package let failOn: FailOn
     package let autorotate: Bool
     package let colourSpace: ColourSpacePolicy

@@ -47,6 +47,7 @@ package struct ImagePipeline {
         }
 
         var decode: Decode? { if case .decode(let decode) = pixels { decode } else { nil } }
+        var isLoader: Bool { if case .loader = pixels { true } else { false } }
         var animated: Bool { decode?.animated ?? false }
     }
 
@@ -72,8 +73,10 @@ package struct ImagePipeline {
             let source = try open(sourcePath)
             let plans = requests.map { Plan(outputs[$0.outputIndex], header: source.header) }
             for case let decode? in plans.map(\.decode) { source.readers[decode, default: 0] += 1 }
-            results = zip(requests, plans).map { request, plan in
-                Result { () throws(ItemFailure) in try render(request, plan, from: source) }
+            source.loadersLeft = plans.filter(\.isLoader).count
+            results = Array(repeating: .failure(ItemFailure(.process, "not rendered")), count: requests.count)
+            for index in renderOrder(plans, header: source.header) {
+                results[index] = Result { () throws(ItemFailure) in try render(requests[index], plans[index], from: source) }
             }
         } catch {
             results = requests.map { _ in .failure(error) }
@@ -124,9 +127,7 @@ package struct ImagePipeline {
         switch plan.pixels {
         case .loader(let loader):
             let settings = DecodeSettings(failOn: limits.failOn, autorotate: output.autorotate, colourSpace: output.colourSpace)
-            var image = try decodeStep { () throws(VipsError) in
-                try droppingUnusableProfile(loader.load(source.file, header: source.header, settings: settings), source.header)
-            }
+            var image = try loaded(loader, settings: settings, from: source)
             // The loader streams the source top to bottom; a later step that reads out of order
             // (smart crop, trim, rotation) gets the result rendered to memory first, as libvips'
             // own thumbnail does before its smart crop. The copy is thumbnail-sized.
@@ -149,6 +150,40 @@ package struct ImagePipeline {
             }
             return (frames, steps)
         }
+    }
+
+    /// A loader step's image (thumbnail's shrink-on-load). A responsive set loads once: the
+    /// largest whole-frame output decodes from the source and is kept in memory, and each smaller
+    /// one is scaled from the smallest kept frame at least as large as it needs, so no output is
+    /// made from fewer pixels than a decode of its own would give it.
+    private func loaded(_ loader: any LoadingOperation, settings: DecodeSettings, from source: OpenedSource) throws(ItemFailure) -> VipsImageHandle {
+        defer { source.loadersLeft -= 1 }
+        let header = source.header
+        let needed = loader.scaledFrame(width: header.displayWidth(autorotate: settings.autorotate),
+                                        height: header.displayHeight(autorotate: settings.autorotate))
+        let larger = source.wholeFrames.filter { $0.settings == settings && $0.image.width >= needed.width && $0.image.height >= needed.height }
+        if let base = larger.min(by: { $0.image.width < $1.image.width }) {
+            return try processStep(type(of: loader).name) { () throws(VipsError) in try loader.apply(to: base.image) }
+        }
+        let image = try decodeStep { () throws(VipsError) in
+            try droppingUnusableProfile(loader.load(source.file, header: header, settings: settings), header)
+        }
+        guard loader.loadsWholeFrame, source.loadersLeft > 1 else { return image }
+        let kept = try decodeStep { () throws(VipsError) in try image.copiedToMemory() }
+        source.wholeFrames.append((settings, kept))
+        return kept
+    }
+
+    /// Loader outputs largest first (so smaller ones can be scaled from them), then the rest in order.
+    private func renderOrder(_ plans: [Plan], header: ImageHeader) -> [Int] {
+        func area(_ plan: Plan) -> Int {
+            guard case .loader(let loader) = plan.pixels else { return 0 }
+            let frame = loader.scaledFrame(width: header.displayWidth(autorotate: plan.output.autorotate),
+                                           height: header.displayHeight(autorotate: plan.output.autorotate))
+            return frame.width * frame.height
+        }
+        let loaders = plans.indices.filter { plans[$0].isLoader }.sorted { area(plans[$0]) > area(plans[$1]) }
+        return loaders + plans.indices.filter { !plans[$0].isLoader }
     }
 
     /// The source decoded whole: into memory once when several outputs read the same decode,
@@ -205,6 +240,9 @@ package struct ImagePipeline {
         /// How many outputs read each full decode, and the decodes made once for several of them.
         var readers: [Decode: Int] = [:]
         var shared: [Decode: VipsImageHandle] = [:]
+        /// Loader outputs still to render, and the whole frames kept in memory for the smaller ones.
+        var loadersLeft = 0
+        var wholeFrames: [(settings: DecodeSettings, image: VipsImageHandle)] = []
 
         init(file: VipsSourceHandle, header: ImageHeader, headerDecoder: VipsImageHandle) {
             (self.file, self.header, self.headerDecoder) = (file, header, headerDecoder)

@@ -108,18 +108,25 @@ package final class Scheduler: Sendable {
     }
 
     /// Starts a worker for a slot, or stops the run when none can start (the task waits for a retry
-    /// that never comes: the run ends with it not started).
+    /// that never comes: the run ends with it not started). A worker killed before it read its
+    /// first message is replaced, a few times, like one that crashed.
     func startWorker(for task: ScheduledTask) -> WorkerProcess? {
-        do {
-            let worker = try WorkerProcess(executable: settings.executable, hello: settings.hello,
-                                           quietStderr: settings.quietWorkerStderr)
-            control.register(worker: worker.pid)
-            workersStarted.withLock { $0 += 1 }
-            return worker
-        } catch {
-            retry([task])
-            stop(because: error)
-            return nil
+        var attempt = 0
+        while true {
+            attempt += 1
+            do {
+                let worker = try WorkerProcess(executable: settings.executable, hello: settings.hello,
+                                               quietStderr: settings.quietWorkerStderr)
+                control.register(worker: worker.pid)
+                workersStarted.withLock { $0 += 1 }
+                return worker
+            } catch let error as WorkerProcess.SpawnError where error.diedAtStart && attempt < 3 {
+                reporter.notice("\(error); starting another")
+            } catch {
+                retry([task])
+                stop(because: error)
+                return nil
+            }
         }
     }
 

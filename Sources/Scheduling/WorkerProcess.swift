@@ -17,6 +17,9 @@ package final class WorkerProcess {
 
     package struct SpawnError: Error, CustomStringConvertible {
         package let description: String
+        /// The worker started but was gone before it took its first message (killed from outside):
+        /// a new one may well start; a spawn that fails outright will fail again.
+        package var diedAtStart = false
     }
 
     /// Serializes pipe creation and spawning: a pipe end must be close-on-exec before any
@@ -28,7 +31,7 @@ package final class WorkerProcess {
             try Self.spawn(executable: executable, quietStderr: quietStderr)
         }
         channel = LineChannel(input: fromWorker, output: toWorker)
-        guard channel.send(hello) else { throw SpawnError(description: "worker \(pid) exited at start") }
+        guard channel.send(hello) else { throw SpawnError(description: "worker \(pid) exited at start", diedAtStart: true) }
     }
 
     private static func spawn(executable: String, quietStderr: Bool) throws -> (pid_t, Int32, Int32) {

@@ -940,8 +940,10 @@ class Harness:
                 check(items[key].attempts == 2, "%s crashed after %d attempts, expected 2" % (key, items[key].attempts))
             crash_sources = {key.rsplit("@", 1)[0] for key in self.reference.done
                              if os.path.basename(key.rsplit("@", 1)[0]) in self.crash_names}
-            check(crash_sources <= crashed_sources, "sources the worker always crashes on were not recorded crashed: %s"
-                  % sorted(crash_sources - crashed_sources))
+            missing = sorted(crash_sources - crashed_sources)
+            check(not missing, "sources the worker always crashes on were not recorded crashed: %s (their items: %s; "
+                  "run exit %s; last notices: %s)" % (missing, [(key, items[key].state, items[key].kind, items[key].attempts)
+                  for key in items if key.rsplit("@", 1)[0] in missing], code, notices[-3:]))
             check(killed_twice <= crashed_sources, "killed on their retry too, yet not recorded crashed: %s"
                   % sorted(killed_twice - crashed_sources))
             check(code == 1, "worker-kill run exited %d, expected 1 (crashed items)" % code)

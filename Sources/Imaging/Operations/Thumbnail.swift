@@ -98,6 +98,21 @@ package struct Thumbnail: LoadingOperation {
         return try letterbox(VipsImageHandle(taking: output, retaining: nil))
     }
 
+    package var loadsWholeFrame: Bool { fit == .inside || fit == .outside }
+
+    package func scaledFrame(width sourceWidth: Int, height sourceHeight: Int) -> (width: Int, height: Int) {
+        let widthRatio = width.map { Double($0) / Double(max(sourceWidth, 1)) }
+        let heightRatio = height.map { Double($0) / Double(max(sourceHeight, 1)) }
+        let ratios = [widthRatio, heightRatio].compactMap { $0 }
+        var scale: Double = switch fit {
+        case .inside, .contain: ratios.min() ?? 1
+        case .cover, .outside: ratios.max() ?? 1
+        case .fill: max(widthRatio ?? 1, heightRatio ?? 1)  // stretching needs each side at least its box
+        }
+        if !enlarge { scale = min(scale, 1) }
+        return (Int((Double(sourceWidth) * scale).rounded(.up)), Int((Double(sourceHeight) * scale).rounded(.up)))
+    }
+
     package func apply(to image: VipsImageHandle) throws(VipsError) -> VipsImageHandle {
         let box = request(sourceWidth: image.width, sourceHeight: image.height)
         return try letterbox(image.derive("thumbnail") { cvips_thumbnail_image($0, $1, box.width, box.height, box.size, box.crop) })
