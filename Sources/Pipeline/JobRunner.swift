@@ -144,7 +144,7 @@ public enum JobRunner {
             executable: currentExecutable(),
             hello: WorkerHello(jobText: job.text, jobFilePath: job.filePath,
                                threadsPerImage: job.concurrency.threadsPerImage, supervisorPID: getpid()),
-            quietWorkerStderr: !options.verbose)
+            quietWorkerStderr: !options.verbose, itemTimeout: Double(job.limits.itemTimeout))
     }
 
     /// The job's state databases of other shard layouts: work recorded under another shard count
