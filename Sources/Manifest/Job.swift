@@ -85,11 +85,23 @@ public struct Limits: Sendable {
     public let blockUntrustedLoaders: Bool
     /// Most frames an animated output may have (a guard against frame bombs).
     public let frames: Int
+    /// Most bytes one full decode may need, from the header; also sizes a worker's address space.
+    public let maxMemory: Int
+    /// Seconds a worker may spend on one source before it is killed and replaced.
+    public let itemTimeout: Int
+
+    /// The address space a worker may map: twice `maxMemory` (a decode and the rendered result
+    /// beside it), 1 GiB for the worker itself, and 128 MiB per libvips thread (stack, malloc arena).
+    package func workerAddressSpace(threadsPerImage: Int) -> Int {
+        let (doubled, over) = maxMemory.multipliedReportingOverflow(by: 2)
+        let room = (1 << 30) + threadsPerImage * (128 << 20)
+        return over || doubled > Int.max - room ? Int.max : doubled + room
+    }
 
     /// Every setting that can decide whether a source fails to decode or is too large. A failure
     /// its content decided stands only while these stay the same (raise `maxPixels` and it is retried).
     package var identifier: String {
-        "maxPixels:\(maxPixels),failOn:\(failOn.rawValue),blockUntrusted:\(blockUntrustedLoaders),frames:\(frames)"
+        "maxPixels:\(maxPixels),failOn:\(failOn.rawValue),blockUntrusted:\(blockUntrustedLoaders),frames:\(frames),maxMemory:\(maxMemory)"
     }
 }
 

@@ -103,7 +103,8 @@ extension Job {
             RemoteSettings.Keys.download, RemoteSettings.Keys.perHost,
         ])), "How much runs at once.")
         package static let limits = ObjectKey("limits", .fixed(ObjectShape([
-            Limit.maxPixels, Limit.failOn, Limit.blockUntrusted, Limit.frames, RemoteSettings.Keys.maxDownloadBytes,
+            Limit.maxPixels, Limit.failOn, Limit.blockUntrusted, Limit.frames, Limit.maxMemory, Limit.itemTimeout,
+            RemoteSettings.Keys.maxDownloadBytes,
         ])), "Guards against hostile or damaged sources.")
     }
 
@@ -251,10 +252,19 @@ extension Job {
                                              "Keep the loaders libvips marks untrusted (PPM, CSV, raw, Analyze, vips, ...) blocked.")
         package static let frames = Key.integer("frames", .positive, .defaults(300),
                                         "Most frames an animated output may have; an animation with more fails as too-large.")
+        /// 2 GiB: every 8- or 16-bit image within the default maxPixels, alpha included.
+        package static let maxMemory = Key.integer("maxMemory", .positive, .defaults(2_147_483_648),
+            "Bytes: an image whose full decode would need more (width x height x bands x bytes per band, from the header) "
+                + "fails as too-large before any pixel is decoded; a worker's address space is capped at twice this plus 1 GiB "
+                + "(and 128 MiB per libvips thread), so a decoder that runs away fails its own source.")
+        package static let itemTimeout = Key.integer("itemTimeout", .positive, .defaults(600),
+            "Seconds a worker may spend on one source (every output of it); one that takes longer or stops answering "
+                + "is killed and replaced, and the source fails as crashed (tried again next run).")
     }
 
     private static func readLimits(_ section: ObjectReader) throws -> Limits {
         Limits(maxPixels: try section.read(Limit.maxPixels), failOn: try section.read(Limit.failOn),
-               blockUntrustedLoaders: try section.read(Limit.blockUntrusted), frames: try section.read(Limit.frames))
+               blockUntrustedLoaders: try section.read(Limit.blockUntrusted), frames: try section.read(Limit.frames),
+               maxMemory: try section.read(Limit.maxMemory), itemTimeout: try section.read(Limit.itemTimeout))
     }
 }

@@ -36,6 +36,13 @@ package final class RunControl: Sendable {
         }
     }
 
+    /// The run cannot go on (its state database cannot be written): drain, as the first signal does.
+    package func stopForFailure() {
+        state.withLock { state in
+            if state.phase == .running { state.phase = .draining }
+        }
+    }
+
     package func requestStop(signal: Int32) {
         let victims: Set<pid_t> = state.withLock { state in
             state.signal = state.signal ?? signal

@@ -55,7 +55,8 @@ public enum ExitStatus {
     public static let jobFile: Int32 = 2
     /// EX_USAGE: the command line is wrong (swift-argument-parser's code for its own errors too).
     public static let commandLine: Int32 = 64
-    /// EX_IOERR: the state database's lock cannot be created or opened (folder, permissions, disk).
+    /// EX_IOERR: the state database's lock cannot be created or opened (folder, permissions, disk), a
+    /// write to the database failed (disk full), or it was deleted while the run held it.
     public static let stateUnavailable: Int32 = 74
     /// EX_TEMPFAIL: another run holds the job's state database.
     public static let locked: Int32 = 75

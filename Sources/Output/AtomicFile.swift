@@ -33,7 +33,21 @@ package enum AtomicFile {
     /// The name a file is written under beside `path` until it is complete: hidden, and naming
     /// `owner`, so `removeStaleTemporaries` can tell a dead run's leftovers from a live one's.
     package static func temporaryPath(for path: String, owner: pid_t) -> String {
-        Paths.directory(of: path) + "/." + Paths.lastComponent(path) + temporaryMarker + String(owner)
+        let name = Paths.lastComponent(path)
+        let suffix = temporaryMarker + String(owner)
+        var hidden = "." + name
+        // A name near NAME_MAX (255 bytes) would not fit with the suffix: it keeps what fits of
+        // its start and a hash of the whole, so the temporary name is still its own.
+        if hidden.utf8.count + suffix.utf8.count > 255 {
+            let hash = "~" + StableHash.hex(name)
+            var kept = ""
+            for scalar in name.unicodeScalars {
+                guard 1 + kept.utf8.count + String(scalar).utf8.count + hash.utf8.count + suffix.utf8.count <= 255 else { break }
+                kept.unicodeScalars.append(scalar)
+            }
+            hidden = "." + kept + hash
+        }
+        return Paths.directory(of: path) + "/" + hidden + suffix
     }
 
     /// Writes `data` beside `path` under a temporary name that names `owner`, the process that

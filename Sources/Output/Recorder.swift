@@ -19,12 +19,17 @@ package final class Recorder: Sendable {
     private let failure = Mutex<(any Error)?>(nil)
     private let flushed = DispatchSemaphore(value: 0)
     private let onCommitted: @Sendable ([ItemEvent]) -> Void
+    private let onFailure: @Sendable (any Error) -> Void
 
     package static let flushInterval = 0.2
 
-    package init(store: StateStore, runID: Int64, onCommitted: @escaping @Sendable ([ItemEvent]) -> Void) {
+    /// `onFailure` hears of the first batch that could not be recorded (the disk is full, the
+    /// database was deleted), so the run stops rather than work on with nothing recorded.
+    package init(store: StateStore, runID: Int64, onFailure: @escaping @Sendable (any Error) -> Void = { _ in },
+         onCommitted: @escaping @Sendable ([ItemEvent]) -> Void) {
         self.store = store
         self.runID = runID
+        self.onFailure = onFailure
         self.onCommitted = onCommitted
         let thread = Thread { [self] in flushLoop() }
         thread.name = "runner.recorder"
@@ -55,10 +60,16 @@ package final class Recorder: Sendable {
                 return pending
             })
             do {
+                // Records written to a database that is no longer at its path would be lost unseen.
+                if !batch.isEmpty { try store.checkStillInPlace() }
                 try store.record(batch, runID: runID)
                 onCommitted(batch)
             } catch {
-                failure.withLock { $0 = $0 ?? error }
+                let first = failure.withLock { recorded in
+                    defer { recorded = recorded ?? error }
+                    return recorded == nil
+                }
+                if first { onFailure(error) }
             }
             if isStopping { break }
             wake.lock()

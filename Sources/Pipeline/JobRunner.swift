@@ -45,6 +45,11 @@ public enum JobRunner {
     /// Runs a job to completion (or until stopped). Throws `RunLock.Held` when another run
     /// holds the job and `JobFileError` for problems found while planning.
     public static func run(_ job: Job, options: RunOptions) throws -> RunSummary {
+        // A SQLite error names the state database and says what it means for the job.
+        try StateDatabaseError.naming(job.statePath) { try runJob(job, options: options) }
+    }
+
+    private static func runJob(_ job: Job, options: RunOptions) throws -> RunSummary {
         let clock = Date()
         let planner = Planner(job: job, vipsVersion: VipsRuntime.version)
         // Later runs plan inside a transaction that a job-file error rolls back; a first run checks
@@ -53,16 +58,23 @@ public enum JobRunner {
         let lock = try RunLock(statePath: job.statePath)
         defer { withExtendedLifetime(lock) {} }
         let store = try StateStore(path: job.statePath, readingAlso: otherStateDatabases(of: job))
+        try store.checkIntact()
         // Holding the lock proves that a run still marked running was killed.
         try store.closeAbandonedRuns()
         let plan = try RunPlan(job, planner: planner, store: store, options: options)
 
         let reporter = Reporter(style: options.style, jobName: job.name, jobFile: job.filePath, interval: options.progressInterval)
         let committed = CommittedItems(reporter: reporter)
-        let recorder = Recorder(store: store, runID: plan.runID, onCommitted: committed.add)
-        reporter.planned(plan.counts)
         let control = RunControl()
         let handoff = TaskQueue()
+        let recorder = Recorder(store: store, runID: plan.runID, onFailure: { error in
+            // Nothing more can be recorded: stop handing out work; the error ends the run.
+            control.stopForFailure()
+            handoff.cancel()
+            let named = StateDatabaseError.naming(job.statePath, error)
+            reporter.notice("\((named as? StateDatabaseError)?.summary ?? "\(named)"): stopping, finishing items in flight")
+        }, onCommitted: committed.add)
+        reporter.planned(plan.counts)
         let downloads = RemoteStage(job: job, planner: planner, sources: plan.remote, repeatedURLs: plan.repeatedURLs,
                                     store: store, recorder: recorder, handoff: handoff, control: control,
                                     retryFailed: options.retryFailed, downloadOnly: options.downloadOnly)
@@ -132,7 +144,7 @@ public enum JobRunner {
             executable: currentExecutable(),
             hello: WorkerHello(jobText: job.text, jobFilePath: job.filePath,
                                threadsPerImage: job.concurrency.threadsPerImage, supervisorPID: getpid()),
-            quietWorkerStderr: !options.verbose)
+            quietWorkerStderr: !options.verbose, itemTimeout: Double(job.limits.itemTimeout))
     }
 
     /// The job's state databases of other shard layouts: work recorded under another shard count

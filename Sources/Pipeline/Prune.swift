@@ -22,6 +22,7 @@ extension JobRunner {
         // No run may record an item while pruning judges its row.
         let lock = delete ? try RunLock(statePath: job.statePath) : nil
         defer { withExtendedLifetime(lock) {} }
+        if delete { try store.checkIntact() }
         // The whole job is planned before anything is touched, so a job-file error changes nothing.
         var current = CurrentItems()
         try Planner(job: job, vipsVersion: VipsRuntime.version).forEachSource { current.insert($0) }

@@ -20,6 +20,8 @@ public enum WorkerMain {
     /// crashes the worker; one containing `garbleTriggerVariable`'s makes it answer with garbage.
     static let crashTriggerVariable = "RUNNER_TEST_CRASH_ON"
     static let garbleTriggerVariable = "RUNNER_TEST_GARBLE_ON"
+    /// And one containing this text makes it stop answering, as a decoder stuck in a loop would.
+    static let hangTriggerVariable = "RUNNER_TEST_HANG_ON"
 
     package static func run() -> Int32 {
         // Die with the supervisor: an orphan would finish the sources it holds and stage their
@@ -48,6 +50,7 @@ public enum WorkerMain {
         // A supervisor that died before the parent-death request took effect sent no signal.
         guard getppid() == hello.supervisorPID else { throw ChannelError.closed }
         let job = try Job.parse(text: hello.jobText, filePath: hello.jobFilePath)
+        capAddressSpace(job.limits.workerAddressSpace(threadsPerImage: hello.threadsPerImage))
         try VipsRuntime.start(threadsPerImage: hello.threadsPerImage, blockUntrusted: job.limits.blockUntrustedLoaders)
         return ImagePipeline(outputs: job.outputs, limits: job.limits, stagingOwner: hello.supervisorPID)
     }
@@ -57,6 +60,7 @@ public enum WorkerMain {
         let environment = ProcessInfo.processInfo.environment
         let crashTrigger = environment[crashTriggerVariable].flatMap { $0.isEmpty ? nil : $0 }
         let garbleTrigger = environment[garbleTriggerVariable].flatMap { $0.isEmpty ? nil : $0 }
+        let hangTrigger = environment[hangTriggerVariable].flatMap { $0.isEmpty ? nil : $0 }
         while true {
             let task: WorkerTask
             do {
@@ -72,6 +76,9 @@ public enum WorkerMain {
                 signal(SIGSEGV, SIG_DFL)
                 raise(SIGSEGV)
             }
+            if let hangTrigger, task.source.contains(hangTrigger) {
+                while true { pause() }
+            }
             if let garbleTrigger, task.source.contains(garbleTrigger) {
                 _ = channel.send(["not": "a reply"])
                 continue
@@ -79,6 +86,14 @@ public enum WorkerMain {
             let outcomes = pipeline.render(sourcePath: task.source, requests: task.requests)
             guard channel.send(WorkerReply(id: task.id, outcomes: outcomes)) else { return 0 }
         }
+    }
+
+    /// A decoder that runs away (asks for gigabytes a header never promised) gets no more than
+    /// `bytes` of address space: its allocation fails, libvips reports it, and only its source fails.
+    private static func capAddressSpace(_ bytes: Int) {
+        guard bytes < Int.max else { return }
+        var limit = rlimit(rlim_cur: rlim_t(bytes), rlim_max: rlim_t(bytes))
+        _ = setrlimit(__rlimit_resource_t(RLIMIT_AS.rawValue), &limit)
     }
 
     /// Every image allocates and frees the same few megabytes of decode and region buffers.

@@ -219,7 +219,11 @@ package struct Planner {
 
     package static func identity(of path: String) -> SourceIdentity {
         var info = stat()
-        guard stat(path, &info) == 0 else { return .missing("\(path): \(String(cString: strerror(errno)))") }
+        guard stat(path, &info) == 0 else {
+            let code = errno
+            if code == ENOENT && Paths.hasUnnamableBytes(path) { return .missing("\(path): \(Paths.unnamable)") }
+            return .missing("\(path): \(String(cString: strerror(code)))")
+        }
         guard (info.st_mode & S_IFMT) == S_IFREG else { return .missing("\(path): not a regular file") }
         let nanoseconds = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
         return .file(size: Int64(info.st_size), modifiedNanoseconds: nanoseconds)

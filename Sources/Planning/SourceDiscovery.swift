@@ -55,7 +55,7 @@ package struct SourceDiscovery {
                 try expandPath(path, recursive: recursive, include: include, exclude: exclude,
                                location: "sources[\(index)].path", visit)
             case .glob(let pattern):
-                try expandGlob(pattern, visit)
+                try expandGlob(pattern, location: "sources[\(index)].glob", visit)
             case .list(let listPath):
                 try expandList(listPath, location: "sources[\(index)].list", visit)
             case .url(let url, let key, let headers):
@@ -76,7 +76,7 @@ package struct SourceDiscovery {
             try visit(.file(path, relativeDirectory: ""))
             return
         }
-        try walk(path, relative: "", recursive: recursive) { name, relative in
+        try walk(path, relative: "", recursive: recursive, location: location, ancestors: []) { name, relative in
             let wanted = include.contains { matches($0, name, caseInsensitive: true) }
                 && !exclude.contains { matches($0, name, caseInsensitive: true) || matches($0, relative.isEmpty ? name : relative + "/" + name, caseInsensitive: true) }
             if wanted {
@@ -86,15 +86,17 @@ package struct SourceDiscovery {
         }
     }
 
-    /// Visits the regular files below `root` (hidden entries skipped), sorted by name.
-    private static func walk(_ root: String, relative: String, recursive: Bool,
+    /// Visits the regular files below `root` (hidden entries skipped), sorted by name. A folder
+    /// already being walked further up (a symlink to itself or to a parent) is not walked again.
+    private static func walk(_ root: String, relative: String, recursive: Bool, location: String, ancestors: Set<FolderID>,
                              _ visit: (_ name: String, _ relativeDirectory: String) throws -> Void) throws {
         let folder = relative.isEmpty ? root : root + "/" + relative
-        for entry in listDirectory(folder) where !entry.name.hasPrefix(".") {
+        guard let (entries, id) = try listSourceFolder(folder, location: location), !ancestors.contains(id) else { return }
+        for entry in entries where !entry.name.hasPrefix(".") {
             if entry.isDirectory {
                 if recursive {
                     try walk(root, relative: relative.isEmpty ? entry.name : relative + "/" + entry.name,
-                             recursive: true, visit)
+                             recursive: true, location: location, ancestors: ancestors.union([id]), visit)
                 }
             } else {
                 try visit(entry.name, relative)
@@ -102,17 +104,59 @@ package struct SourceDiscovery {
         }
     }
 
+    /// A folder by device and inode, whatever path led to it.
+    struct FolderID: Hashable {
+        let device: UInt64
+        let inode: UInt64
+    }
+
+    /// The entries of a folder a source walks into, and which folder it is; nil when it vanished
+    /// since it was listed. A folder that cannot be listed (permission denied, a name that is not
+    /// UTF-8) is a job-file error: its files must never be taken for gone, or a prune would delete
+    /// their outputs.
+    private static func listSourceFolder(_ path: String, location: String) throws -> ([DirectoryEntry], FolderID)? {
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            let code = errno
+            // Gone since its parent was listed (or never there, for a glob's fixed part): nothing to find.
+            if (code == ENOENT || code == ENOTDIR) && !Paths.hasUnnamableBytes(path) { return nil }
+            throw unlistable(path, location: location, errno: code)
+        }
+        switch readDirectory(path) {
+        case .success(let entries): return (entries, FolderID(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)))
+        case .failure(let error) where error.code == ENOENT: return nil
+        case .failure(let error): throw unlistable(path, location: location, errno: error.code)
+        }
+    }
+
+    private static func unlistable(_ path: String, location: String, errno code: Int32) -> JobFileError {
+        if code == ENOENT && Paths.hasUnnamableBytes(path) {
+            return JobFileError(location, "\(path): \(Paths.unnamable)")
+        }
+        return JobFileError(location, "\(path): \(String(cString: strerror(code))) (a folder runner cannot list: fix its permissions, or move it out of the source)")
+    }
+
     package struct DirectoryEntry {
         package let name: String
         package let isDirectory: Bool
     }
 
-    /// readdir without a stat per entry where the file system reports the type.
+    /// readdir without a stat per entry where the file system reports the type; empty when the
+    /// folder cannot be read.
     package static func listDirectory(_ path: String) -> [DirectoryEntry] {
-        guard let handle = opendir(path) else { return [] }
+        (try? readDirectory(path).get()) ?? []
+    }
+
+    struct ReadError: Error {
+        let code: Int32
+    }
+
+    static func readDirectory(_ path: String) -> Result<[DirectoryEntry], ReadError> {
+        guard let handle = opendir(path) else { return .failure(ReadError(code: errno)) }
         defer { closedir(handle) }
         var entries: [DirectoryEntry] = []
         while let entry = readdir(handle) {
+            // A name whose bytes are not UTF-8 comes out with U+FFFD in their place, and names nothing.
             let name = withUnsafePointer(to: entry.pointee.d_name) {
                 $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
             }
@@ -124,7 +168,7 @@ package struct SourceDiscovery {
             }
             entries.append(DirectoryEntry(name: name, isDirectory: isDirectory))
         }
-        return entries.sorted { $0.name < $1.name }
+        return .success(entries.sorted { $0.name < $1.name })
     }
 
     package static func matches(_ pattern: String, _ name: String, caseInsensitive: Bool) -> Bool {
@@ -133,7 +177,7 @@ package struct SourceDiscovery {
 
     // MARK: Globs
 
-    private static func expandGlob(_ pattern: String, _ visit: Visitor) throws {
+    private static func expandGlob(_ pattern: String, location: String, _ visit: Visitor) throws {
         let segments = pattern.split(separator: "/").map(String.init)
         let firstWild = segments.firstIndex { $0.contains { "*?[".contains($0) } } ?? segments.count
         let root = "/" + segments[..<firstWild].joined(separator: "/")
@@ -143,19 +187,22 @@ package struct SourceDiscovery {
             }
             return
         }
-        try matchGlob(Array(segments[firstWild...]), root: root, relative: "", visit)
+        try matchGlob(Array(segments[firstWild...]), root: root, relative: "", location: location, ancestors: [], visit)
     }
 
-    private static func matchGlob(_ segments: [String], root: String, relative: String, _ visit: Visitor) throws {
+    private static func matchGlob(_ segments: [String], root: String, relative: String, location: String,
+                                  ancestors: Set<FolderID>, _ visit: Visitor) throws {
         guard let segment = segments.first else { return }
         let rest = Array(segments.dropFirst())
         let folder = relative.isEmpty ? root : root + "/" + relative
-        let entries = listDirectory(folder)
+        // `**` walks every folder below once, never round a symlink loop.
+        guard let (entries, id) = try listSourceFolder(folder, location: location), !ancestors.contains(id) else { return }
+        let inside = ancestors.union([id])
         func child(_ name: String) -> String { relative.isEmpty ? name : relative + "/" + name }
         if segment == "**" {
-            try matchGlob(rest, root: root, relative: relative, visit)
+            try matchGlob(rest, root: root, relative: relative, location: location, ancestors: ancestors, visit)
             for entry in entries where entry.isDirectory && !entry.name.hasPrefix(".") {
-                try matchGlob(segments, root: root, relative: child(entry.name), visit)
+                try matchGlob(segments, root: root, relative: child(entry.name), location: location, ancestors: inside, visit)
             }
             return
         }
@@ -167,7 +214,7 @@ package struct SourceDiscovery {
                     try visit(.file(folder + "/" + entry.name, relativeDirectory: relative))
                 }
             } else if entry.isDirectory {
-                try matchGlob(rest, root: root, relative: child(entry.name), visit)
+                try matchGlob(rest, root: root, relative: child(entry.name), location: location, ancestors: inside, visit)
             }
         }
     }

@@ -67,7 +67,7 @@ package struct ImagePipeline {
     package func render(sourcePath: String, requests: [OutputRequest]) -> [ItemOutcome] {
         let started = DispatchTime.now().uptimeNanoseconds
         // Calls that succeed can leave text in libvips' error buffer (lcms does); it is not this source's.
-        vips_error_clear()
+        VipsError.clearMessages()
         var results: [Result<RenderedOutput, ItemFailure>]
         do {
             let source = try open(sourcePath)
@@ -92,7 +92,7 @@ package struct ImagePipeline {
 
     /// One output: its pixels (decoded or loaded), its chain, the last conversions, encoded and staged.
     private func render(_ request: OutputRequest, _ plan: Plan, from source: OpenedSource) throws(ItemFailure) -> RenderedOutput {
-        vips_error_clear()  // nor is it this output's
+        VipsError.clearMessages()  // nor is it this output's
         let output = plan.output
         var (frames, steps) = try startingFrames(plan, source)
         for step in steps {
@@ -264,6 +264,9 @@ package struct ImagePipeline {
         guard stat(path, &info) == 0, access(path, R_OK) == 0 else {
             throw ItemFailure(.unreadable, "\(path): \(String(cString: strerror(errno)))")
         }
+        // A FIFO or a device put in a source's place after planning: opening it could block or
+        // never end, and its size of 0 says nothing about its content.
+        guard (info.st_mode & S_IFMT) == S_IFREG else { throw ItemFailure(.unreadable, "\(path): not a regular file") }
         guard info.st_size > 0 else { throw ItemFailure(.decode, "empty file (0 bytes)") }
         let source: VipsSourceHandle
         do { source = try VipsSourceHandle(path: path) } catch { throw ItemFailure(.unreadable, error.message) }
@@ -273,7 +276,18 @@ package struct ImagePipeline {
         if pixels > limits.maxPixels {
             throw ItemFailure(.tooLarge, "image is \(header.width)x\(header.height) (\(pixels) pixels), over limits.maxPixels \(limits.maxPixels)")
         }
+        try checkDecodedSize(image)
         return OpenedSource(file: source, header: header, headerDecoder: image)
+    }
+
+    /// `limits.maxMemory` against what a full decode needs (width x height x bands x bytes per band).
+    private func checkDecodedSize(_ image: VipsImageHandle) throws(ItemFailure) {
+        let bandBytes = Int(vips_format_sizeof(image.bandFormat))
+        let needed = Double(image.width) * Double(image.height) * Double(image.bands) * Double(bandBytes)
+        guard needed > Double(limits.maxMemory) else { return }
+        let mib = { (bytes: Double) in String(format: "%.0f MiB", bytes / 1_048_576) }
+        throw ItemFailure(.tooLarge, "image needs \(mib(needed)) decoded (\(image.width)x\(image.height), \(image.bands) bands of "
+                          + "\(bandBytes) bytes), over limits.maxMemory \(limits.maxMemory) (\(mib(Double(limits.maxMemory))))")
     }
 
     /// A lazy decoder over the source bytes: streaming top to bottom, or random access;
@@ -281,8 +295,15 @@ package struct ImagePipeline {
     private func reopen(_ source: VipsSourceHandle, access: VipsAccess, allPages: Bool = false) throws(ItemFailure) -> VipsImageHandle {
         let pointer = allPages ? cvips_open_pages(source.pointer, access, limits.failOn.vipsValue)
             : cvips_open(source.pointer, access, limits.failOn.vipsValue)
-        guard let pointer else { throw ItemFailure(.decode, VipsError.capture("load").message) }
+        guard let pointer else { throw ItemFailure(.decode, Self.loadFailure(VipsError.capture("load").message)) }
         return VipsImageHandle(taking: pointer, retaining: nil)
+    }
+
+    /// ImageMagick claims any file it half recognises (a TIFF cut off before its directory, a BMP);
+    /// kept blocked as untrusted, its bare refusal would read as if unblocking it were the fix.
+    private static func loadFailure(_ message: String) -> String {
+        guard message.contains("magickload: operation is blocked") else { return message }
+        return "no loader runner trusts can read it: a damaged file, or a format runner does not read (libvips: \(message))"
     }
 
     /// A profile libvips cannot use counts as absent (the header's warning says so): without it no

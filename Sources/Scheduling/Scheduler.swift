@@ -25,10 +25,13 @@ package final class Scheduler: Sendable {
         package let executable: String
         package let hello: WorkerHello
         package let quietWorkerStderr: Bool
+        /// Seconds a worker may take to answer for one source (`limits.itemTimeout`).
+        package let itemTimeout: Double
 
-        package init(slots: Int, recycleAfter: Int, executable: String, hello: WorkerHello, quietWorkerStderr: Bool) {
+        package init(slots: Int, recycleAfter: Int, executable: String, hello: WorkerHello, quietWorkerStderr: Bool,
+                     itemTimeout: Double = 600) {
             (self.slots, self.recycleAfter, self.executable) = (slots, recycleAfter, executable)
-            (self.hello, self.quietWorkerStderr) = (hello, quietWorkerStderr)
+            (self.hello, self.quietWorkerStderr, self.itemTimeout) = (hello, quietWorkerStderr, itemTimeout)
         }
     }
 
@@ -167,7 +170,8 @@ private final class WorkerSlot {
             guard let worker else { return }
             topUp(worker)
             do throws(ChannelError) {
-                let reply = try worker.receiveReply()
+                // The watchdog: a worker that neither answers nor dies within the time is broken.
+                let reply = try worker.receiveReply(within: scheduler.settings.itemTimeout)
                 guard reply.id == inFlight[0].id else { throw ChannelError.malformed("a reply to task \(reply.id) out of turn") }
                 accept(reply)
             } catch {
@@ -229,8 +233,13 @@ private final class WorkerSlot {
         if scheduler.control.phase == .abandoning { return false }
         scheduler.retry(inFlight.map(\.task), first: true)
         inFlight = []
-        let how = error == .closed ? ended : "sent a \(error) and was killed"
-        if held.crashes == 0 {
+        let how = switch error {
+        case .closed: ended
+        case .timedOut: "stopped answering and was killed after limits.itemTimeout (\(Int(scheduler.settings.itemTimeout)) s)"
+        case .malformed: "sent a \(error) and was killed"
+        }
+        // A source that outlasted the watchdog would only outlast it again: no retry in this run.
+        if held.crashes == 0 && error != .timedOut {
             scheduler.reporter.notice("worker \(broken.pid) \(how) on \(held.source); retrying it once")
             held.crashes += 1
             scheduler.retry([held])

@@ -74,8 +74,11 @@ package final class WorkerProcess {
     /// Queues a task in the worker's input; false when the worker is gone.
     package func send(_ task: WorkerTask) -> Bool { channel.send(task) }
 
-    /// Waits for the reply to the oldest task sent: `closed` when the worker died first.
-    package func receiveReply() throws(ChannelError) -> WorkerReply { try channel.receive(WorkerReply.self) }
+    /// Waits for the reply to the oldest task sent: `closed` when the worker died first, `timedOut`
+    /// when `seconds` pass first.
+    package func receiveReply(within seconds: Double? = nil) throws(ChannelError) -> WorkerReply {
+        try channel.receive(WorkerReply.self, within: seconds)
+    }
 
     /// Asks the worker to exit (end of input) and waits for it.
     package func finish() {

@@ -1,5 +1,8 @@
 import Foundation
 import GRDB
+#if canImport(Glibc)
+import Glibc
+#endif
 import Support
 import Model
 import Imaging
@@ -25,11 +28,18 @@ public final class StateStore: Sendable {
             // NORMAL in WAL mode: a commit survives a process crash; only a power loss can undo the last ones.
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
         }
-        database = try DatabaseQueue(path: path, configuration: configuration)
-        try database.writeWithoutTransaction { db in
-            _ = try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL")
+        // A file that is not a database, or a damaged one, is an error naming it: never replaced.
+        database = try StateDatabaseError.naming(path) {
+            let database = try DatabaseQueue(path: path, configuration: configuration)
+            try database.writeWithoutTransaction { db in
+                _ = try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL")
+            }
+            try Self.migrator.migrate(database)
+            return database
         }
-        try Self.migrator.migrate(database)
+        var info = stat()
+        fileID = stat(path, &info) == 0 ? FileID(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)) : nil
+        self.path = path
         var readOnly = Configuration()
         readOnly.readonly = true
         readOnly.busyMode = .timeout(5)
@@ -43,6 +53,39 @@ public final class StateStore: Sendable {
         self.database = database
         try Self.migrator.migrate(database)
         others = []
+        path = ""
+        fileID = nil
+    }
+
+    /// Where the database was opened, and which file that was.
+    private let path: String
+    private let fileID: FileID?
+
+    private struct FileID: Equatable {
+        let device: UInt64
+        let inode: UInt64
+    }
+
+    /// SQLite's `PRAGMA quick_check`: every page is read and its structure checked (about a second
+    /// per 250 MB). Whoever is about to write (a run, `prune --delete`) calls it first, so a damaged
+    /// database is never written further, nor read as if it held fewer records than it does.
+    package func checkIntact() throws {
+        let problems = try StateDatabaseError.naming(path) {
+            try database.read { try String.fetchAll($0, sql: "PRAGMA quick_check(3)") }
+        }
+        guard problems == ["ok"] else {
+            throw StateDatabaseError(path: path, kind: .damaged, reason: problems.joined(separator: "; "))
+        }
+    }
+
+    /// Throws `StateDatabaseError` (`moved`) when the database's path no longer names the file this
+    /// store has open: it was deleted or replaced, so whatever is recorded now would be lost.
+    package func checkStillInPlace() throws {
+        guard let fileID else { return }
+        var info = stat()
+        guard stat(path, &info) == 0, FileID(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)) == fileID else {
+            throw StateDatabaseError(path: path, kind: .moved, reason: "")
+        }
     }
 
     /// One in-memory database holding the items, runs and blacklist of several state databases of

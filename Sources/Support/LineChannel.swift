@@ -17,9 +17,11 @@ package final class LineChannel {
         self.output = output
     }
 
-    /// The next message. Throws `closed` at end of stream (the peer exited or closed its end) and
-    /// `malformed` for a line that is not the expected message (a broken peer, not a dead one).
-    package func receive<Message: Decodable>(_ type: Message.Type) throws(ChannelError) -> Message {
+    /// The next message. Throws `closed` at end of stream (the peer exited or closed its end),
+    /// `malformed` for a line that is not the expected message (a broken peer, not a dead one), and
+    /// `timedOut` when `seconds` pass without a whole line (a peer that stopped answering).
+    package func receive<Message: Decodable>(_ type: Message.Type, within seconds: Double? = nil) throws(ChannelError) -> Message {
+        let deadline = seconds.map { DispatchTime.now().uptimeNanoseconds + UInt64(max($0, 0) * 1e9) }
         while true {
             if let newline = buffer[start...].firstIndex(of: UInt8(ascii: "\n")) {
                 let line = Data(buffer[start..<newline])
@@ -31,11 +33,25 @@ package final class LineChannel {
                     throw .malformed(String(decoding: line.prefix(200), as: UTF8.self))
                 }
             }
+            if let deadline { try wait(until: deadline) }
             var chunk = [UInt8](repeating: 0, count: 65_536)
             let count = chunk.withUnsafeMutableBytes { read(input, $0.baseAddress, $0.count) }
             if count < 0 && errno == EINTR { continue }
             guard count > 0 else { throw .closed }
             buffer.append(contentsOf: chunk[..<count])
+        }
+    }
+
+    /// Returns once the input has bytes (or its end) to read; throws `timedOut` at `deadline`.
+    private func wait(until deadline: UInt64) throws(ChannelError) {
+        while true {
+            let now = DispatchTime.now().uptimeNanoseconds
+            guard now < deadline else { throw .timedOut }
+            var ready = pollfd(fd: input, events: Int16(POLLIN), revents: 0)
+            let milliseconds = Int32(min((deadline - now) / 1_000_000 + 1, UInt64(Int32.max)))
+            let count = poll(&ready, 1, milliseconds)
+            if count > 0 { return }
+            if count < 0 && errno != EINTR { return }  // let the read report it
         }
     }
 
@@ -55,11 +71,14 @@ package enum ChannelError: Error, Equatable, CustomStringConvertible {
     case closed
     /// A line that is not the expected message (its start, for the log).
     case malformed(String)
+    /// No whole message in the time allowed: the peer stopped answering.
+    case timedOut
 
     package var description: String {
         switch self {
         case .closed: "end of stream"
         case .malformed(let line): "malformed message: \(line)"
+        case .timedOut: "no answer in time"
         }
     }
 }

@@ -92,4 +92,11 @@ package enum Paths {
         guard let dot = bytes.lastIndex(of: dot), dot != bytes.startIndex else { return (fileName, "") }
         return (String(decoding: bytes[..<dot], as: UTF8.self), String(decoding: bytes[bytes.index(after: dot)...], as: UTF8.self))
     }
+
+    /// A name read from the disk (a folder's entry, a list's line) whose bytes are not UTF-8 comes
+    /// out with U+FFFD in their place. Such a path names nothing when it is not found: runner
+    /// keeps paths as UTF-8 (in JSON, SQLite and templates), so it cannot name that file.
+    package static func hasUnnamableBytes(_ path: String) -> Bool { path.unicodeScalars.contains("\u{FFFD}") }
+
+    package static let unnamable = "its name is not valid UTF-8, so runner cannot name it (rename it)"
 }

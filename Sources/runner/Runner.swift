@@ -103,6 +103,9 @@ extension Runner {
         case let unavailable as RunLock.Unavailable:
             printError(unavailable.description)
             Foundation.exit(ExitStatus.stateUnavailable)
+        case let database as StateDatabaseError:
+            printError(database.description)
+            Foundation.exit(database.exitCode)
         default:
             Runner.exit(withError: error)
         }

@@ -26,6 +26,15 @@ public struct StateDatabase {
         try queue.read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM item WHERE state = ?", arguments: [state]) ?? 0 }
     }
 
+    /// Every row `sql` returns, each value as text (`NULL` as an empty string).
+    public func rows(_ sql: String, _ arguments: StatementArguments = []) throws -> [[String]] {
+        try queue.read { db in
+            try Row.fetchAll(db, sql: sql, arguments: arguments).map { row in
+                row.databaseValues.map { value in value.isNull ? "" : String.fromDatabaseValue(value) ?? value.description }
+            }
+        }
+    }
+
     public func scalar<T: DatabaseValueConvertible>(_ sql: String, _ arguments: StatementArguments = []) throws -> T? {
         try queue.read { try T.fetchOne($0, sql: sql, arguments: arguments) }
     }

@@ -1,6 +1,7 @@
 package import CVips
 import Foundation
 import Model
+import Synchronization
 
 /// The one Swift owner of a `VipsImage*`: `deinit` drops the reference it took.
 ///
@@ -174,6 +175,8 @@ package struct VipsError: Error, CustomStringConvertible {
             message = String(cString: raw)
             g_free(raw)
         }
+        // Some loaders complain only in warnings and leave the buffer empty (libpng's IHDR checks).
+        if message.isEmpty { message = VipsWarnings.take().joined(separator: "\n") }
         // Each distinct line once: lcms, for one, reports the same damage on every read of a profile.
         var seen: Set<String> = []
         let lines = message.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
@@ -182,6 +185,43 @@ package struct VipsError: Error, CustomStringConvertible {
     }
 
     package var description: String { message }
+
+    /// Forgets what libvips said so far (its error buffer and warnings): calls that succeed leave
+    /// text there too (lcms does), and it is not about the next source or output.
+    package static func clearMessages() {
+        vips_error_clear()
+        VipsWarnings.clear()
+    }
+}
+
+/// libvips reports some decoders' complaints only as GLib warnings (`VIPS-WARNING`), then fails
+/// with an empty error buffer: libpng's "Invalid IHDR data" came out as "load failed". A worker
+/// keeps the latest warnings so such a failure can still say why; they still reach stderr (`-v`).
+enum VipsWarnings {
+    private static let recent = Mutex<[String]>([])
+
+    static func install() {
+        _ = g_log_set_handler("VIPS", G_LOG_LEVEL_WARNING, { domain, level, message, _ in
+            if let message { VipsWarnings.keep(String(cString: message)) }
+            g_log_default_handler(domain, level, message, nil)
+        }, nil)
+    }
+
+    private static func keep(_ line: String) {
+        recent.withLock { lines in
+            lines.append(line)
+            if lines.count > 16 { lines.removeFirst() }
+        }
+    }
+
+    static func clear() { recent.withLock { $0.removeAll() } }
+
+    static func take() -> [String] {
+        recent.withLock { lines in
+            defer { lines.removeAll() }
+            return lines
+        }
+    }
 }
 
 /// Process-wide libvips set-up for a batch worker.
@@ -197,6 +237,7 @@ package enum VipsRuntime {
         vips_concurrency_set(Int32(threadsPerImage))
         // Loaders libvips marks untrusted (ImageMagick, and others fed by external code) stay off.
         vips_block_untrusted_set(blockUntrusted ? 1 : 0)
+        VipsWarnings.install()
     }
 
     package static var version: String { String(cString: vips_version_string()) }

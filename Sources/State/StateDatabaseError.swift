@@ -1,0 +1,59 @@
+import Foundation
+import GRDB
+import Model
+
+/// The job's state database could not be used: runner says which file and why, and never
+/// replaces the file or starts the job over on its own.
+public struct StateDatabaseError: Error, CustomStringConvertible {
+    public enum Kind: Sendable {
+        /// Not a SQLite database, or a damaged one: nothing was run (exit 2).
+        case damaged
+        /// A write failed (disk full, I/O error, read-only): the run stopped (exit 74).
+        case unwritable
+        /// Deleted or replaced while this run held it: the run stopped (exit 74).
+        case moved
+    }
+
+    public let path: String
+    public let kind: Kind
+    /// SQLite's own words.
+    public let reason: String
+
+    /// What happened, in a few words.
+    public var summary: String {
+        switch kind {
+        case .damaged: "state database \(path) is damaged or is not a runner state database (SQLite: \(reason))"
+        case .unwritable: "cannot write the state database \(path) (SQLite: \(reason))"
+        case .moved: "the state database \(path) was deleted or replaced while this run held it"
+        }
+    }
+
+    public var description: String {
+        switch kind {
+        case .damaged:
+            summary + "; runner leaves it as it is and runs nothing: restore it from a backup, or move it away to start "
+                + "the job over (every item is then redone)"
+        case .unwritable:
+            summary + "; stopped: what was recorded before stands, and the items this run could not record run again next time"
+        case .moved:
+            summary + "; stopped: what this run recorded went with it, so the next run starts a new database and redoes "
+                + "those items (their outputs on disk are complete)"
+        }
+    }
+
+    /// The exit code runner documents for it.
+    public var exitCode: Int32 { kind == .damaged ? ExitStatus.jobFile : ExitStatus.stateUnavailable }
+
+    /// `error` told about the database at `path`, if it is SQLite's; anything else stays as it is.
+    package static func naming(_ path: String, _ error: any Error) -> any Error {
+        guard let database = error as? DatabaseError else { return error }
+        let damaged = [.SQLITE_CORRUPT, .SQLITE_NOTADB].contains(database.resultCode)
+        return StateDatabaseError(path: path, kind: damaged ? .damaged : .unwritable,
+                                  reason: database.message ?? "\(database.resultCode)")
+    }
+
+    /// Runs `body`, naming the database at `path` in any SQLite error it throws.
+    package static func naming<T>(_ path: String, _ body: () throws -> T) throws -> T {
+        do { return try body() } catch { throw naming(path, error) }
+    }
+}
