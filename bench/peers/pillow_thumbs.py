@@ -76,7 +76,7 @@ def main():
     jobs = [(s, outdir, specs) for s in sources]
     failures = 0
     with multiprocessing.Pool(processes) as pool:
-        for error in pool.imap_unordered(make, jobs, chunksize=1 if specs else 4):
+        for error in pool.imap_unordered(make, jobs, chunksize=1 if specs and max(w for w, _, _ in specs) > 256 else 4):
             if error:
                 failures += 1
                 print(f"pillow: {error}", file=sys.stderr)

@@ -75,7 +75,7 @@ def main():
     elif mode == "processes":
         import multiprocessing
         with multiprocessing.Pool(count) as pool:
-            errors = list(pool.imap_unordered(make, jobs, chunksize=1 if specs else 4))
+            errors = list(pool.imap_unordered(make, jobs, chunksize=1 if specs and max(w for w, _, _ in specs) > 256 else 4))
     else:
         print("usage: pyvips_thumbs.py threads|processes N OUTDIR LISTFILE [WIDTH:FORMAT:Q ...]", file=sys.stderr)
         return 2
