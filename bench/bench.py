@@ -446,7 +446,7 @@ def make_responsive_peers(args, reference_bin, specs):
     peers = [
         Peer("c2", f"C reference, {workers} threads, decode once", quick=True, suffixes=suffixes,
              command=lambda o, l, w: [reference_bin, str(workers), o, l, *texts]),
-        Peer("c4", f"C reference, {2 * workers} threads, decode once", suffixes=suffixes,
+        Peer("c4", f"C reference, {2 * workers} threads, decode once", suffixes=suffixes, default=False,
              command=lambda o, l, w: [reference_bin, str(2 * workers), o, l, *texts]),
         Peer("c2-widest", f"C reference, {workers} threads, {spec_label(largest)} only",
              suffixes=[spec_suffix(largest)],
@@ -1386,8 +1386,8 @@ def main():
     parser.add_argument("--rounds", type=int, help="interleaved rounds per set (default 3; 1 with --quick)")
     parser.add_argument("--peers", help="comma-separated peer keys: c2,c4,runner,vt1,vt50,im,imsize,pillow,pyvips-t,"
                                         "pyvips-p; runner-p3,runner-p4 (more worker processes than cores, not run by "
-                                        "default); responsive set: c2,c4,c2-widest,runner,runner-widest,vt50,pillow,"
-                                        "pyvips-p,pyvips-t (not by default)")
+                                        "default); responsive set: c2,c2-widest,runner,runner-widest,vt50,pillow,"
+                                        "pyvips-p, and c4,pyvips-t (not by default)")
     parser.add_argument("--runner", default=os.environ.get("BENCH_RUNNER") or default_runner(),
                         help="runner binary (default: $BENCH_RUNNER, else .build/release/runner)")
     parser.add_argument("--workers", type=int, default=2, help="threads/processes per peer (default 2)")
