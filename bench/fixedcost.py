@@ -163,9 +163,10 @@ def perf_run(argv, env, statfile):
 def callgrind_run(argv, env, folder):
     shutil.rmtree(folder, ignore_errors=True)
     os.makedirs(folder)
-    # --smc-check: orc (libvips 8.14's SIMD) writes new machine code where old code was; without it
-    # valgrind runs stale translations and the threaded peers crash.
-    result = subprocess.run(["valgrind", "--tool=callgrind", "--trace-children=yes", "--smc-check=all-non-file",
+    # --smc-check=all: orc (libvips 8.14's SIMD) writes new machine code where old code was, through a
+    # second (file-backed) mapping; without it valgrind runs stale translations and the threaded
+    # peers crash (all-non-file is not enough).
+    result = subprocess.run(["valgrind", "--tool=callgrind", "--trace-children=yes", "--smc-check=all",
                              f"--callgrind-out-file={folder}/cg.%p", *argv], env=env, stdin=subprocess.DEVNULL,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     processes = []
@@ -378,6 +379,8 @@ def main():
     parser.add_argument("--no-strace", action="store_true")
     parser.add_argument("--no-perf", action="store_true")
     parser.add_argument("--write", metavar="REPORT", help="put the tables into REPORT's \"## Fixed cost per image\"")
+    parser.add_argument("--merge", action="store_true",
+                        help="keep bench/cache/runs/fixedcost.json's other results: replace only what this run measures")
     args = parser.parse_args()
     args.runner = os.path.abspath(args.runner)
     counts = sorted(int(c) for c in args.counts.split(","))
@@ -401,8 +404,15 @@ def main():
     sys.path.insert(0, BENCH)
     import bench  # noqa: E402
     results["runner"] = bench.versions(args.runner)["runner"]
+    path = os.path.join(CACHE, "runs", "fixedcost.json")
+    if args.merge and os.path.exists(path):
+        with open(path) as handle:
+            kept = json.load(handle)
+        if kept.get("counts") == counts:
+            results["tools"] = kept.get("tools", {})
+            results["command"] = kept.get("command", "") + "; " + results["command"]
     for key in chosen:
-        results["tools"][key] = {"label": available[key][0]}
+        results["tools"].setdefault(key, {})["label"] = available[key][0]
 
     if not args.no_perf:
         runs = collections.defaultdict(list)
@@ -471,7 +481,6 @@ def main():
             log(f"strace {key:9} {results['tools'][key]['syscalls']['per_image_total']:.1f} syscalls per image")
 
     results["load"] = f"{load_before} / " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
-    path = os.path.join(CACHE, "runs", "fixedcost.json")
     with open(path, "w") as handle:
         json.dump(results, handle, indent=1)
     block = render(results, counts)
