@@ -19,6 +19,8 @@
  *   noheader   no separate header open: the thumbnail's own header is used (saves one sniff + parse)
  *   noslide    vips_operation_block_set("VipsForeignLoadOpenslide", TRUE) before the first image
  *   copymem    vips_image_copy_memory instead of the strip loop (a pool thread per image)
+ *   fdsource   the VipsSource made from an open descriptor, not the file name: loaders that sniff
+ *              by file name only (OpenSlide opens the file as SQLite, among others) are skipped
  *
  * Build: cc -O2 -o probe probe.c $(pkg-config --cflags --libs vips)
  */
@@ -31,7 +33,7 @@
 
 void vips_vector_set_enabled(gboolean enabled); /* libvips 8.14 exports it; vips.h does not declare it */
 
-static int cut_direct, cut_noheader, cut_copymem;
+static int cut_direct, cut_noheader, cut_copymem, cut_fdsource;
 
 static VipsImage *render(VipsImage *in) {
     if (cut_copymem) return vips_image_copy_memory(in);
@@ -65,7 +67,15 @@ static int jpeg_shrink(int width, int target) {
 }
 
 static int one(const char *input, const char *outdir, int width) {
-    VipsSource *source = vips_source_new_from_file(input);
+    VipsSource *source;
+    if (cut_fdsource) {
+        int fd = open(input, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) return -1;
+        source = vips_source_new_from_descriptor(fd); /* dups it */
+        close(fd);
+    } else {
+        source = vips_source_new_from_file(input);
+    }
     if (!source) return -1;
     VipsImage *header = NULL, *thumb = NULL, *memory = NULL;
     int status = -1;
@@ -115,7 +125,7 @@ done:
 
 int main(int argc, char **argv) {
     if (argc < 4) {
-        fprintf(stderr, "usage: %s OUTDIR LISTFILE WIDTH [novector|direct|noheader|noslide|copymem ...]\n", argv[0]);
+        fprintf(stderr, "usage: %s OUTDIR LISTFILE WIDTH [novector|direct|noheader|noslide|copymem|fdsource ...]\n", argv[0]);
         return 2;
     }
     if (VIPS_INIT(argv[0])) vips_error_exit(NULL);
@@ -127,6 +137,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "noheader")) cut_noheader = 1;
         else if (!strcmp(argv[i], "noslide")) vips_operation_block_set("VipsForeignLoadOpenslide", TRUE);
         else if (!strcmp(argv[i], "copymem")) cut_copymem = 1;
+        else if (!strcmp(argv[i], "fdsource")) cut_fdsource = 1;
         else {
             fprintf(stderr, "probe: unknown cut %s\n", argv[i]);
             return 2;
