@@ -142,11 +142,14 @@ def outputs_made(outdir):
 
 
 def perf_run(argv, env, statfile):
+    import bench  # noqa: E402  (busy_seconds: the machine's busy CPU time, for other load)
+    busy = bench.busy_seconds()
     started = time.perf_counter()
     result = subprocess.run(["perf", "stat", "-x", ",", "-e", "task-clock,page-faults,context-switches,cpu-migrations",
                              "-o", statfile, "--", *argv], env=env, stdin=subprocess.DEVNULL,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     wall = time.perf_counter() - started
+    busy = bench.busy_seconds() - busy
     values = {}
     with open(statfile) as handle:
         for line in handle:
@@ -156,8 +159,10 @@ def perf_run(argv, env, statfile):
                     values[parts[2]] = float(parts[0])
                 except ValueError:
                     pass
+    task = values.get("task-clock") or 0.0
     return {"wall": wall, "task_ms": values.get("task-clock"), "faults": values.get("page-faults"),
-            "switches": values.get("context-switches"), "code": result.returncode}
+            "switches": values.get("context-switches"), "code": result.returncode,
+            "other": max(0.0, (busy - task / 1000) / wall)}
 
 
 def callgrind_run(argv, env, folder):
@@ -291,11 +296,13 @@ def render(results, counts):
              f"Each tool makes a 32 px wide JPEG (q80) of each of the tiny set's 64x64 JPEGs (`bench/make-corpus.sh tiny`), "
              f"2 workers. Per image = (cost of {high} images - cost of {low}) / {high - low}, so process start-up drops "
              f"out; start-up = cost of {low} - {low} x per image. Wall, task-clock, faults and switches: median of "
-             f"{results['repeats']} interleaved `perf stat` rounds. Instructions: callgrind over every process of the "
+             f"{results['repeats']} interleaved `perf stat` rounds; task-clock (CPU time) holds up under other load, "
+             "wall time does not: read wall only when \"other load\" is near 0. Instructions: callgrind over every process of the "
              "tree (`--trace-children=yes`; Python's pool processes are forks, followed too). Syscalls: `strace -f -c`.", "",
              "| tool | wall ms/image | task-clock ms/image | instructions/image | start-up wall ms | start-up task-clock ms "
-             "| start-up instructions | syscalls/image | page faults/image | context switches/image | outputs |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "| start-up instructions | syscalls/image | page faults/image | context switches/image | outputs "
+             "| other load (median of the perf runs) |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for key, row in results["tools"].items():
         t = row.get("timing", {})
         ir = row.get("instructions")
@@ -308,7 +315,7 @@ def render(results, counts):
             f"| {fmt(ir and ir['per_image'] / 1e6, '.2f')} M | {fmt(t.get('wall_start'), '.0f')} "
             f"| {fmt(t.get('task_start'), '.0f')} | {fmt(ir and ir['start'] / 1e6, '.0f')} M "
             f"| {fmt(sc and sc['per_image_total'], '.1f')} | {fmt(t.get('faults_per'), '.1f')} "
-            f"| {fmt(t.get('switches_per'), '.1f')} | {row.get('outputs', '-')} |")
+            f"| {fmt(t.get('switches_per'), '.1f')} | {row.get('outputs', '-')} | {fmt(t.get('other'), '.2f')} |")
     lines.append("")
     breakdown = results["tools"].get("runner", {}).get("breakdown")
     if breakdown:
@@ -375,6 +382,9 @@ def main():
     parser.add_argument("--repeats", type=int, default=5, help="interleaved perf stat rounds (default 5)")
     parser.add_argument("--tools", default="runner,c2,pyvips-t,pillow",
                         help="runner,c2,pyvips-t,pyvips-p,pillow,vt50 (default runner,c2,pyvips-t,pillow)")
+    parser.add_argument("--settle", type=float, default=10,
+                        help="before each perf run, wait up to this many seconds for other load to fall below "
+                             "0.25 cores (default 10; 300 s in all)")
     parser.add_argument("--no-callgrind", action="store_true")
     parser.add_argument("--no-strace", action="store_true")
     parser.add_argument("--no-perf", action="store_true")
@@ -415,18 +425,21 @@ def main():
         results["tools"].setdefault(key, {})["label"] = available[key][0]
 
     if not args.no_perf:
+        settler = bench.Settler(args.settle, 300)
         runs = collections.defaultdict(list)
         for round_index in range(args.repeats):
             for count in counts:
                 for key in chosen:
                     label, command, extra = available[key]
                     workdir, outdir, listfile = prepare(workroot, key, count, files)
+                    settler.wait()
                     run = perf_run(command(outdir, listfile, workdir), dict(os.environ, **extra),
                                    os.path.join(workdir, "perf.txt"))
                     run["outputs"] = outputs_made(outdir)
                     runs[(key, count)].append(run)
                     log(f"perf round {round_index + 1}/{args.repeats} {key:9} n={count:4} wall {run['wall']:6.2f}s "
-                        f"task {run['task_ms']:8.0f} ms  exit {run['code']}  {run['outputs']}/{count}")
+                        f"task {run['task_ms']:8.0f} ms  other load {run['other']:4.2f}  exit {run['code']}  "
+                        f"{run['outputs']}/{count}")
         for key in chosen:
             med = {count: {m: statistics.median(r[m] for r in runs[(key, count)])
                            for m in ("wall", "task_ms", "faults", "switches")} for count in counts}
@@ -438,6 +451,7 @@ def main():
                       "raw": {str(c): runs[(key, c)] for c in counts}}
             timing["wall_start"] = 1000 * lo["wall"] - counts[0] * timing["wall_per"]
             timing["task_start"] = lo["task_ms"] - counts[0] * timing["task_per"]
+            timing["other"] = statistics.median(r["other"] for c in counts for r in runs[(key, c)])
             results["tools"][key]["timing"] = timing
             results["tools"][key]["outputs"] = f"{min(r['outputs'] for r in runs[(key, counts[-1])])}/{counts[-1]}"
 
