@@ -92,10 +92,10 @@ def role(pid, names):
     return names[pid]
 
 
-def sample(root, fds, names):
-    """[(pid, tid, role, thread name, state, what, cpu ticks)] for every thread of the tree."""
+def sample(pids, fds, names):
+    """[(pid, tid, role, thread name, state, what, cpu ticks)] for every thread of these processes."""
     rows = []
-    for pid in tree(root):
+    for pid in pids:
         try:
             tids = os.listdir(f"/proc/{pid}/task")
         except OSError:
@@ -146,9 +146,14 @@ def main():
     busy_before = busy_seconds()
     started = time.perf_counter()
     process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, process_group=0)
+    pids, refreshed = [process.pid], 0.0
     try:
         while True:
-            rows = sample(process.pid, fds, names)
+            # Walking all of /proc for the tree is what costs: only every 0.1 s (a new worker is
+            # missed for at most that long).
+            if time.perf_counter() - refreshed > 0.1:
+                pids, refreshed = tree(process.pid), time.perf_counter()
+            rows = sample(pids, fds, names)
             samples.append((time.perf_counter() - started, rows))
             pid, status, usage = os.wait4(process.pid, os.WNOHANG)
             if pid:
@@ -216,11 +221,16 @@ def main():
         "thread_states": {f"{who} / {comm}": {k: v / sum(c.values()) for k, v in c.most_common(6)}
                           for (who, comm), c in sorted(states.items())},
         "exit": os.waitstatus_to_exitcode(status),
+        # wait4's rusage covers every waited-for process of the tree
+        "minor_faults": usage.ru_minflt, "major_faults": usage.ru_majflt,
+        "voluntary_switches": usage.ru_nvcsw, "involuntary_switches": usage.ru_nivcsw,
     }
     print(f"{args.label or command[0]}: wall {wall:.2f} s, CPU {cpu:.2f} s = {cpu / wall:.2f} cores; other load "
           f"{other / wall:.2f} cores; harness {harness:.2f} s; idle {summary['idle_core_seconds']:.2f} core-s "
           f"(samples: start-up {phases['start-up']:.2f} in the first {summary['start_up_seconds']:.2f} s, middle "
-          f"{phases['middle']:.2f}, tail {phases['tail']:.2f} in the last {summary['tail_seconds']:.2f} s); exit {summary['exit']}")
+          f"{phases['middle']:.2f}, tail {phases['tail']:.2f} in the last {summary['tail_seconds']:.2f} s); exit {summary['exit']}; "
+          f"faults {usage.ru_minflt} minor, {usage.ru_majflt} major; context switches {usage.ru_nvcsw} voluntary, "
+          f"{usage.ru_nivcsw} involuntary")
     for item in summary["middle_idle_blame"]:
         print(f"   middle idle {item['core_seconds']:6.2f} core-s: {item['role']} / {item['thread']}: {item['blocked in']}")
     for name, shares in summary["thread_states"].items():
