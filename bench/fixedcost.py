@@ -415,12 +415,16 @@ def main():
     import bench  # noqa: E402
     results["runner"] = bench.versions(args.runner)["runner"]
     path = os.path.join(CACHE, "runs", "fixedcost.json")
+    measuring = not (args.no_perf and args.no_callgrind and args.no_strace)
     if args.merge and os.path.exists(path):
         with open(path) as handle:
             kept = json.load(handle)
         if kept.get("counts") == counts:
             results["tools"] = kept.get("tools", {})
-            results["command"] = kept.get("command", "") + "; " + results["command"]
+            if measuring:
+                results["command"] = kept.get("command", "") + "; " + results["command"]
+            else:  # only rendering (--write): everything as it was measured
+                results.update({k: kept[k] for k in ("date", "command", "runner", "load") if k in kept})
     for key in chosen:
         results["tools"].setdefault(key, {})["label"] = available[key][0]
 
@@ -494,7 +498,8 @@ def main():
                 "by_count": {str(c): by_count[c]["calls"] for c in counts}}
             log(f"strace {key:9} {results['tools'][key]['syscalls']['per_image_total']:.1f} syscalls per image")
 
-    results["load"] = f"{load_before} / " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    if measuring or "load" not in results:
+        results["load"] = f"{load_before} / " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
     with open(path, "w") as handle:
         json.dump(results, handle, indent=1)
     block = render(results, counts)
