@@ -51,15 +51,20 @@ RUNNER_FUNCTIONS = [
     ("ImagePipeline.render (one source, every output)", "worker", r"ImagePipeline\.render\(sourcePath"),
     ("  open: stat + access + VipsSource + header (ImagePipeline.open)", "worker", r"ImagePipeline\.open\("),
     ("    vips_source_new_from_file", "worker", r"^vips_source_new_from_file$"),
-    ("    vips_image_new_from_source (sniff + header read)", "worker", r"^vips_image_new_from_source$"),
-    ("  vips_thumbnail_source (sniff + header + reopen at the shrink + build the pipeline)", "worker",
+    ("vips_image_new_from_source (3 calls: runner's header open, 2 inside vips_thumbnail_source)", "worker",
+     r"^vips_image_new_from_source$"),
+    ("vips_foreign_find_load_source (the sniff: 4 calls)", "worker", r"^vips_foreign_find_load_source$"),
+    ("  openslide_detect_vendor (OpenSlide's part of the sniff, SQLite open)", "worker", r"^openslide_detect_vendor$"),
+    ("  vips_thumbnail_source (sniff, header, load at the shrink, build the resize)", "worker",
      r"^vips_thumbnail_source$"),
+    ("    vips_resize", "worker", r"^vips_resize$"),
+    ("      orc compiling the reduce program (vips_vector_compile)", "worker", r"^vips_vector_compile$"),
     ("  render to memory (VipsImageHandle.copiedToMemory)", "worker", r"copiedToMemory\(\)"),
     ("  finish (colourspace, copy, metadata removal)", "worker", r"ImagePipeline\.finish\("),
     ("  encode (JPEGEncoder.encode)", "worker", r"JPEGEncoder\.encode\("),
     ("    vips_jpegsave_buffer", "worker", r"^vips_jpegsave_buffer$"),
     ("  stage the output (AtomicFile.stage: temp file, write, close)", "worker", r"AtomicFile\.stage\("),
-    ("libvips: jpeg_read_header (libjpeg, every open)", "worker", r"^jpeg_read_header$"),
+    ("libvips: jpeg_read_header (libjpeg, every header load)", "worker", r"^jpeg_read_header$"),
     ("libvips: operations built (vips_cache_operation_buildp, top level)", "worker", r"^vips_cache_operation_buildp$"),
     ("libvips: g_object_unref (top level)", "worker", r"^g_object_unref$"),
     ("libvips: thread pools (vips_threadpool_run)", "worker", r"^vips_threadpool_run$"),
@@ -69,8 +74,10 @@ RUNNER_FUNCTIONS = [
     ("worker: pipe messages out (LineChannel.send)", "worker", r"LineChannel\.send"),
     ("supervisor: everything per image", "supervisor", None),
     ("supervisor: SQLite (sqlite3_step)", "supervisor", r"^sqlite3_step$"),
-    ("supervisor: pipe messages (LineChannel.send)", "supervisor", r"LineChannel\.send"),
-    ("supervisor: pipe messages (LineChannel.receive)", "supervisor", r"LineChannel\.receive"),
+    ("supervisor: GRDB writes (DatabaseQueue.writeWithoutTransaction, all threads)", "supervisor",
+     r"writeWithoutTransaction<A>\(_:\) in conformance DatabaseQueue"),
+    ("supervisor: JSON encoding (JSONEncoder.encode: the tasks it sends)", "supervisor", r"JSONEncoder\.encode"),
+    ("supervisor: pipe messages in (LineChannel.receive: the replies)", "supervisor", r"LineChannel\.receive"),
     ("supervisor: publish (AtomicFile: syncfs, renames)", "supervisor", r"AtomicFile\.publish"),
     ("supervisor: Recorder", "supervisor", r"Recorder\."),
     ("supervisor: planning (Planner)", "supervisor", r"Planner\."),
@@ -234,6 +241,15 @@ def inclusive(path):
 
 def role_of(command):
     return "worker" if command.split()[1:2] == ["worker"] else "supervisor"
+
+
+def runner_breakdown_from(by_count, counts, row):
+    """runner_breakdown over kept callgrind files, with the totals per role taken from `row`."""
+    for count in counts:
+        kept = row["instructions"]["by_count"][str(count)]
+        for process, saved in zip(by_count[count]["processes"], kept):
+            process["ir"] = saved["ir"]
+    return runner_breakdown(by_count, counts)
 
 
 def runner_breakdown(cg_by_count, counts):
@@ -478,9 +494,29 @@ def main():
                 "by_count": {str(c): [{"cmd": p["cmd"][:200], "ir": p["ir"]} for p in by_count[c]["processes"]]
                              for c in counts}}
             if key == "runner":
+                results["tools"][key]["callgrind_dirs"] = {str(c): os.path.join(workroot, f"callgrind-{key}-{c}")
+                                                           for c in counts}
                 results["tools"][key]["breakdown"] = runner_breakdown(by_count, counts)
                 results["tools"][key]["top"] = {role: top_functions(by_count, counts, role)
                                                 for role in ("worker", "supervisor")}
+
+    runner_row = results["tools"].get("runner", {})
+    if args.no_callgrind and runner_row.get("callgrind_dirs"):
+        # Recompute runner's breakdown (RUNNER_FUNCTIONS may have changed) from the kept files.
+        by_count = {}
+        for count in counts:
+            folder = runner_row["callgrind_dirs"][str(count)]
+            if not os.path.isdir(folder):
+                by_count = None
+                break
+            processes = []
+            for name in sorted(os.listdir(folder)):
+                with open(os.path.join(folder, name), errors="replace") as handle:
+                    command = next((line[4:].strip() for line in handle if line.startswith("cmd:")), "")
+                processes.append({"file": os.path.join(folder, name), "cmd": command})
+            by_count[count] = {"processes": processes}
+        if by_count:
+            runner_row["breakdown"] = runner_breakdown_from(by_count, counts, runner_row)
 
     if not args.no_strace:
         for key in chosen:
