@@ -57,9 +57,37 @@ CORPUS = os.path.join(CACHE, "corpus")
 SETS = {
     "large": "~200 JPEGs of 8-20 megapixels (re-encoded Debian wallpaper photos)",
     "small": "~2,000 JPEGs of 1-2 megapixels (re-encoded Debian wallpaper photos)",
+    "responsive": "every photo of the large set to five outputs: WebP quality 80 at widths 320, 640, 1280 and 1920, "
+                  "and JPEG quality 82 at 1280 (with --quick: the quick set at widths 80, 160, 320, 480 and JPEG at 320)",
     "quick": "20 synthetic JPEGs of ~1.5 megapixels (smoke test)",
     "downloads": "the first 2,000 JPEGs of the small set, fetched from nginx on 127.0.0.1 (20 of the quick set with --quick)",
 }
+# The responsive set (issue 15): (width, format, quality) of each output, fit inside the width, never
+# enlarged. Every peer makes all of them from one source; quick mode scales the widths down.
+RESPONSIVE = [(320, "webp", 80), (640, "webp", 80), (1280, "webp", 80), (1920, "webp", 80), (1280, "jpeg", 82)]
+QUICK_RESPONSIVE = [(80, "webp", 80), (160, "webp", 80), (320, "webp", 80), (480, "webp", 80), (320, "jpeg", 82)]
+QUICK_RESPONSIVE_FILES = 4  # --quick runs the responsive set on the first 4 files of the quick set
+
+
+def spec_text(spec):
+    """WIDTH:FORMAT:Q, as reference.c and the Python peers take it."""
+    return f"{spec[0]}:{spec[1]}:{spec[2]}"
+
+
+def spec_suffix(spec):
+    """What an output's file name adds to the source's stem: -WIDTH.webp or -WIDTH.jpg."""
+    return f"-{spec[0]}.{'webp' if spec[1] == 'webp' else 'jpg'}"
+
+
+def spec_label(spec):
+    return f"{spec[0]} {spec[1]} q{spec[2]}"
+
+
+def widest(specs):
+    """The spec of the largest output (the first of the widest width)."""
+    return max(specs, key=lambda spec: spec[0])
+
+
 NOISY = 0.25  # a run during which other work kept more than this many cores busy, on average, is flagged
 PLACEHOLDER = "_To be filled in: a profile of runner against the C reference (see the numbers above)._"
 
@@ -239,10 +267,14 @@ def measure(argv, env=None, cwd=None, stderr_path=None, sample_interval=0.25, se
 # --- peers ----------------------------------------------------------------------------------------
 
 class Peer:
-    """One contender. `command(outdir, listfile, workdir)` gives argv; `check()` gives a skip reason."""
+    """One contender. `command(outdir, listfile, workdir)` gives argv; `check()` gives a skip reason.
+    `suffixes`: what each output's name adds to its source's stem (one output per source: ".jpg").
+    A peer with `default` false runs only when --peers names it."""
 
-    def __init__(self, key, label, command, check=lambda: None, env=None, quick=False):
+    def __init__(self, key, label, command, check=lambda: None, env=None, quick=False, suffixes=(".jpg",),
+                 default=True):
         self.key, self.label, self.command, self.check, self.env, self.quick = key, label, command, check, env or {}, quick
+        self.suffixes, self.default = tuple(suffixes), default
 
 
 def is_elf(path):
@@ -301,24 +333,13 @@ def make_peers(args, reference_bin):
         convert["path"] = find_convert()
         return reason
 
-    def runner_command(outdir, listfile, workdir):
-        job = {
-            "version": 1,
-            "name": "bench",
-            "sources": [{"list": listfile}],
-            "outputs": [{
-                "name": "thumb",
-                "path": os.path.join(outdir, "{stem}.jpg"),
-                "chain": [{"op": "thumbnail", "width": 256, "height": 256, "fit": "inside"}],
-                "format": {"type": "jpeg", "quality": 80},
-            }],
-            "concurrency": {"process": args.workers},
-            "state": os.path.join(workdir, "state.sqlite"),  # fresh each run: workdir is emptied
-        }
-        path = os.path.join(workdir, "job.json")
-        with open(path, "w") as handle:
-            json.dump(job, handle, indent=2)
-        return [runner, path, "--quiet"]
+    def runner_command(processes):
+        return lambda outdir, listfile, workdir: write_runner_job(runner, workdir, listfile, [{
+            "name": "thumb",
+            "path": os.path.join(outdir, "{stem}.jpg"),
+            "chain": [{"op": "thumbnail", "width": 256, "height": 256, "fit": "inside"}],
+            "format": {"type": "jpeg", "quality": 80},
+        }], processes)
 
     def vipsthumbnail(per_process):
         return lambda outdir, listfile, workdir: [
@@ -341,8 +362,12 @@ def make_peers(args, reference_bin):
              lambda o, l, w: [reference_bin, str(workers), o, l], quick=True),
         Peer("c4", f"C reference, {2 * workers} threads",
              lambda o, l, w: [reference_bin, str(2 * workers), o, l]),
-        Peer("runner", f"runner, {workers} worker processes", runner_command,
+        Peer("runner", f"runner, {workers} worker processes", runner_command(workers),
              check=lambda: None if os.access(runner, os.X_OK) else f"no runner binary at {runner}", quick=True),
+        # More worker processes than cores (issue 15, section 3): only when --peers names them.
+        *[Peer(f"runner-p{n}", f"runner, {n} worker processes", runner_command(n), default=False,
+               check=lambda: None if os.access(runner, os.X_OK) else f"no runner binary at {runner}")
+          for n in (workers + 1, 2 * workers)],
         Peer("vt1", f"vipsthumbnail, xargs -P {workers}, 1 file/process", vipsthumbnail(1),
              check=lambda: None if shutil.which("vipsthumbnail") else "vipsthumbnail is missing",
              env={"VIPS_CONCURRENCY": "1"}),
@@ -363,15 +388,91 @@ def make_peers(args, reference_bin):
              lambda o, l, w: [python, os.path.join(BENCH, "peers", "pyvips_thumbs.py"), "processes", str(workers), o, l],
              check=lambda: ensure_pip("pyvips", "pyvips", install)),
     ]
+    return select_peers(peers, args)
+
+
+def select_peers(peers, args):
+    """The peers --peers names (keys another set has are left to it), the quick ones with --quick,
+    else the default ones; every one with args.everyone (to check --peers)."""
+    if getattr(args, "everyone", False):
+        return peers
     if args.peers:
-        wanted = args.peers.split(",")
-        unknown = set(wanted) - {p.key for p in peers}
-        if unknown:
-            sys.exit(f"bench: unknown peers {', '.join(sorted(unknown))} (have {', '.join(p.key for p in peers)})")
-        peers = [p for p in peers if p.key in wanted]
-    elif args.quick:
-        peers = [p for p in peers if p.quick]
-    return peers
+        return [p for p in peers if p.key in args.peers.split(",")]
+    return [p for p in peers if (p.quick if args.quick else p.default)]
+
+
+def write_runner_job(runner, workdir, listfile, outputs, processes):
+    """argv of runner over a fresh job file in `workdir`: `listfile`'s sources, these outputs."""
+    job = {
+        "version": 1,
+        "name": "bench",
+        "sources": [{"list": listfile}],
+        "outputs": outputs,
+        "concurrency": {"process": processes},
+        "state": os.path.join(workdir, "state.sqlite"),  # fresh each run: workdir is emptied
+    }
+    path = os.path.join(workdir, "job.json")
+    with open(path, "w") as handle:
+        json.dump(job, handle, indent=2)
+    return [runner, path, "--quiet"]
+
+
+def make_responsive_peers(args, reference_bin, specs):
+    """The responsive set's peers: every output of `specs` from each source. Those marked "decode
+    once" decode at the widest output and derive the narrower ones from that decode."""
+    runner, python, workers = args.runner, sys.executable, args.workers
+    install = not args.no_install and not args.quick
+    largest = widest(specs)
+    texts = [spec_text(spec) for spec in specs]
+    suffixes = [spec_suffix(spec) for spec in specs]
+    runner_ok = lambda: None if os.access(runner, os.X_OK) else f"no runner binary at {runner}"  # noqa: E731
+
+    def runner_outputs(outdir, chosen):
+        return [{
+            "name": f"w{spec[0]}-{spec[1]}",
+            "path": os.path.join(outdir, "{stem}" + spec_suffix(spec)),
+            "chain": [{"op": "thumbnail", "width": spec[0], "fit": "inside"}],
+            "format": {"type": spec[1], "quality": spec[2]},
+        } for spec in chosen]
+
+    def vipsthumbnail(outdir, listfile, workdir):
+        # One xargs per output, one after the other: each vipsthumbnail decodes every source again.
+        # "WIDTHx>": fit the width, any height, never enlarge.
+        script = " && ".join(
+            f"xargs -d '\\n' -a \"$0\" -P {workers} -n 50 vipsthumbnail -s '{w}x>' "
+            f"-o \"$1/%s{spec_suffix((w, kind, q))}[Q={q},strip]\"" for w, kind, q in specs)
+        return ["sh", "-c", script, listfile, outdir]
+
+    peers = [
+        Peer("c2", f"C reference, {workers} threads, decode once", quick=True, suffixes=suffixes,
+             command=lambda o, l, w: [reference_bin, str(workers), o, l, *texts]),
+        Peer("c4", f"C reference, {2 * workers} threads, decode once", suffixes=suffixes, default=False,
+             command=lambda o, l, w: [reference_bin, str(2 * workers), o, l, *texts]),
+        Peer("c2-widest", f"C reference, {workers} threads, {spec_label(largest)} only",
+             suffixes=[spec_suffix(largest)],
+             command=lambda o, l, w: [reference_bin, str(workers), o, l, spec_text(largest)]),
+        Peer("runner", f"runner, {workers} worker processes, one job with {len(specs)} outputs", quick=True,
+             suffixes=suffixes, check=runner_ok,
+             command=lambda o, l, w: write_runner_job(runner, w, l, runner_outputs(o, specs), workers)),
+        Peer("runner-widest", f"runner, {workers} worker processes, {spec_label(largest)} only", quick=True,
+             suffixes=[spec_suffix(largest)], check=runner_ok,
+             command=lambda o, l, w: write_runner_job(runner, w, l, runner_outputs(o, [largest]), workers)),
+        Peer("vt50", f"vipsthumbnail once per output, xargs -P {workers}, 50 files/process", suffixes=suffixes,
+             command=vipsthumbnail, env={"VIPS_CONCURRENCY": "1"},
+             check=lambda: None if shutil.which("vipsthumbnail") else "vipsthumbnail is missing"),
+        Peer("pillow", f"Pillow, decode once (draft), pool of {workers} processes", suffixes=suffixes,
+             command=lambda o, l, w: [python, os.path.join(BENCH, "peers", "pillow_thumbs.py"), str(workers), o, l, *texts],
+             check=lambda: ensure_pip("pillow", "PIL", install)),
+        Peer("pyvips-t", f"pyvips, decode once, {workers} threads", suffixes=suffixes, default=False,
+             command=lambda o, l, w: [python, os.path.join(BENCH, "peers", "pyvips_thumbs.py"), "threads", str(workers),
+                                      o, l, *texts],
+             check=lambda: ensure_pip("pyvips", "pyvips", install)),
+        Peer("pyvips-p", f"pyvips, decode once, pool of {workers} processes", suffixes=suffixes,
+             command=lambda o, l, w: [python, os.path.join(BENCH, "peers", "pyvips_thumbs.py"), "processes",
+                                      str(workers), o, l, *texts],
+             check=lambda: ensure_pip("pyvips", "pyvips", install)),
+    ]
+    return select_peers(peers, args)
 
 
 # --- quality --------------------------------------------------------------------------------------
@@ -445,8 +546,13 @@ def warm(files):
                 pass
 
 
-def count_outputs(outdir):
-    return sum(1 for f in os.listdir(outdir) if f.endswith(".jpg") and os.path.getsize(os.path.join(outdir, f)) > 0)
+def count_outputs(outdir, files=None, suffixes=(".jpg",)):
+    """Non-empty outputs in `outdir`: every .jpg, or with `files`, each source's stem + each suffix."""
+    if files is None:
+        return sum(1 for f in os.listdir(outdir) if f.endswith(".jpg") and os.path.getsize(os.path.join(outdir, f)) > 0)
+    present = {f for f in os.listdir(outdir) if os.path.getsize(os.path.join(outdir, f)) > 0}
+    return sum(1 for source in files for suffix in suffixes
+               if os.path.splitext(os.path.basename(source))[0] + suffix in present)
 
 
 def startup_probe(peers, source, workdir, repeats, interval):
@@ -495,27 +601,36 @@ def bench_set(name, files, peers, args, settler):
             settler.wait()
             run = measure(argv, env=dict(os.environ, **peer.env),
                           stderr_path=os.path.join(run_dir, "stderr.txt"), sample_interval=args.rss_interval)
-            run["outputs"] = count_outputs(outdir)
+            run["outputs"] = count_outputs(outdir, files, peer.suffixes)
+            run["expected"] = len(files) * len(peer.suffixes)
             results[peer.key].append(run)
             log(f"{name} round {round_index + 1}/{args.rounds} {peer.key:9} {run['wall']:7.2f}s "
                 f"{len(files) / run['wall']:7.1f} img/s  cpu {run['cpu']:6.1f}s  other load {run['other']:4.2f}  exit {run['code']}  "
-                f"{run['outputs']}/{len(files)} outputs")
+                f"{run['outputs']}/{run['expected']} outputs")
+    # Quality: one score per peer, or per output (suffix) for peers that make several, then over half
+    # as many images (a 1920-wide comparison takes a while in pure Python).
     quality = {}
-    if args.samples > 0:
-        step = max(1, len(files) // args.samples)
-        sample = files[::step][:args.samples]
+    samples = args.samples if all(p.suffixes == (".jpg",) for p in peers) else min(args.samples, max(1, len(files) // 20))
+    if samples > 0:
+        step = max(1, len(files) // samples)
+        sample = files[::step][:samples]
         checker = Quality(os.path.join(workdir, "quality"))
         for peer in peers:
+            if args.quick and len(peer.suffixes) > 1 and peer.key != "runner":
+                continue  # --quick: runner's outputs show the check works; seconds count
             outdir = os.path.join(workdir, peer.key, "out")
-            scores = []
-            for source in sample:
-                thumbnail = os.path.join(outdir, os.path.splitext(os.path.basename(source))[0] + ".jpg")
-                if os.path.exists(thumbnail):
-                    try:
-                        scores.append(checker.mad(source, thumbnail))
-                    except (ValueError, subprocess.CalledProcessError) as error:
-                        log(f"quality {peer.key} {os.path.basename(source)}: {error}")
-            quality[peer.key] = statistics.mean(scores) if scores else None
+            by_suffix = {}
+            for suffix in peer.suffixes:
+                scores = []
+                for source in sample:
+                    thumbnail = os.path.join(outdir, os.path.splitext(os.path.basename(source))[0] + suffix)
+                    if os.path.exists(thumbnail):
+                        try:
+                            scores.append(checker.mad(source, thumbnail))
+                        except (ValueError, subprocess.CalledProcessError) as error:
+                            log(f"quality {peer.key} {os.path.basename(thumbnail)}: {error}")
+                by_suffix[suffix] = statistics.mean(scores) if scores else None
+            quality[peer.key] = by_suffix[".jpg"] if peer.suffixes == (".jpg",) else by_suffix
         log(f"{name}: quality measured on {len(sample)} images")
     if args.quick and not args.keep:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -540,7 +655,8 @@ def summarise(name, files, peers, results, quality):
         runs = results[peer.key]
         used = undisturbed(runs)
         rates = [len(files) / r["wall"] for r in runs]
-        ok = all(r["code"] == 0 and r["outputs"] == len(files) for r in runs)
+        expected = runs[0].get("expected", len(files))
+        ok = all(r["code"] == 0 and r["outputs"] == expected for r in runs)
         rate = statistics.median(len(files) / r["wall"] for r in used)
         cpu = statistics.median(r["cpu"] for r in used)
         rows.append({
@@ -553,7 +669,7 @@ def summarise(name, files, peers, results, quality):
             "other": statistics.median(r["other"] for r in runs),
             "disturbed": sum(1 for r in runs if r["other"] > NOISY),
             "used": len(used),
-            "outputs": min(r["outputs"] for r in runs), "codes": sorted({r["code"] for r in runs}),
+            "outputs": min(r["outputs"] for r in runs), "expected": expected, "codes": sorted({r["code"] for r in runs}),
             "runs": len(runs),
             "raw": [{k: round(v, 4) if isinstance(v, float) else v for k, v in r.items()} for r in runs],
         })
@@ -567,12 +683,50 @@ def table(rows, count):
     for r in rows:
         ratio = f"{r['ratio']:.2f}" if r["ratio"] is not None else "-"
         mad = f"{r['mad']:.2f}" if r["mad"] is not None else "-"
-        outputs = f"{r['outputs']}/{count}" + ("" if r["ok"] else f" FAILED (exit {','.join(map(str, r['codes']))})")
+        outputs = f"{r['outputs']}/{r.get('expected', count)}" + ("" if r["ok"] else f" FAILED (exit {','.join(map(str, r['codes']))})")
         pss = f"{r['pss']:.0f}" if r["pss"] else "-"  # a run shorter than the sampling interval
         lines.append(f"| {r['label']} | {r['rate']:.1f} | {r['min']:.1f} - {r['max']:.1f} | {ratio} | {r['wall']:.2f} "
                      f"| {r['cpu']:.1f} | {r['cpu_ms']:.1f} | {r['rss']:.0f} | {pss} | {mad} | {outputs} "
                      f"| {r['other']:.2f} | {r['disturbed']}/{r['runs']} | {r['used']} |")
     return "\n".join(lines)
+
+
+def responsive_table(rows, count):
+    """The responsive set's table: a quality score per output, and outputs out of sources x outputs."""
+    suffixes = []
+    for r in rows:
+        for suffix in (r["mad"] or {}) if isinstance(r["mad"], dict) else []:
+            if suffix not in suffixes:
+                suffixes.append(suffix)
+    specs = sorted(suffixes, key=lambda x: (x.endswith(".jpg"), int(x[1:].split(".")[0])))
+    names = [f"MAD {x[1:].split('.')[0]} {'webp' if x.endswith('.webp') else 'jpeg'}" for x in specs]
+    lines = ["| peer | images/s (median of runs used) | min - max | x C ref | wall s | CPU s | CPU ms/image "
+             "| max RSS of one process MB | peak PSS of tree MB | " + " | ".join(names) + " | outputs | other load "
+             "| disturbed runs | runs used |",
+             "|---|" + "---:|" * (13 + len(names))]
+    for r in rows:
+        ratio = f"{r['ratio']:.2f}" if r["ratio"] is not None else "-"
+        mads = r["mad"] if isinstance(r["mad"], dict) else {}
+        cells = " | ".join(f"{mads[x]:.2f}" if mads.get(x) is not None else "-" for x in specs)
+        outputs = f"{r['outputs']}/{r.get('expected', count)}" + ("" if r["ok"] else f" FAILED (exit {','.join(map(str, r['codes']))})")
+        pss = f"{r['pss']:.0f}" if r["pss"] else "-"
+        lines.append(f"| {r['label']} | {r['rate']:.1f} | {r['min']:.1f} - {r['max']:.1f} | {ratio} | {r['wall']:.2f} "
+                     f"| {r['cpu']:.1f} | {r['cpu_ms']:.1f} | {r['rss']:.0f} | {pss} | {cells} | {outputs} "
+                     f"| {r['other']:.2f} | {r['disturbed']}/{r['runs']} | {r['used']} |")
+    return "\n".join(lines)
+
+
+def whole_over_widest(rows, whole_key, widest_key):
+    """(median, min, max) over the rounds of whole_key's wall / widest_key's wall in the same round,
+    and the same for CPU; None when either is missing."""
+    by_key = {r["key"]: r for r in rows}
+    if whole_key not in by_key or widest_key not in by_key:
+        return None
+    pairs = list(zip(by_key[whole_key]["raw"], by_key[widest_key]["raw"]))
+    walls = [a["wall"] / b["wall"] for a, b in pairs]
+    cpus = [a["cpu"] / b["cpu"] for a, b in pairs if b["cpu"] > 0]
+    return {"wall": statistics.median(walls), "min": min(walls), "max": max(walls),
+            "cpu": statistics.median(cpus) if cpus else None, "rounds": len(pairs)}
 
 
 def compile_reference():
@@ -1079,6 +1233,19 @@ def analysis(records, probe):
                 lines.append(f"  End to end (download and a thumbnail of each): runner {e2e['rate']:.1f} images/s against "
                              f"{both['rate']:.1f} for curl followed by the C reference ({e2e['ratio']:.2f}x).")
         c2, runner = by_key.get("c2"), by_key.get("runner")
+        if name == "responsive":
+            if c2 and runner:
+                lines.append(f"- **responsive**: runner makes the five outputs of {runner['rate']:.2f} sources/s against "
+                             f"{c2['rate']:.2f} for the C reference decoding once ({runner['ratio']:.2f}x); "
+                             f"{runner['cpu_ms']:.0f} CPU ms per source against {c2['cpu_ms']:.0f}.")
+            for whole, alone, who in (("runner", "runner-widest", "runner"), ("c2", "c2-widest", "the C reference")):
+                ratio = whole_over_widest(rows, whole, alone)
+                if ratio:
+                    cpu = f"; CPU {ratio['cpu']:.2f}x" if ratio["cpu"] else ""
+                    lines.append(f"  Whole set / largest single output alone, {who}: {ratio['wall']:.2f}x wall "
+                                 f"(median of {ratio['rounds']} interleaved rounds' ratios, {ratio['min']:.2f} - "
+                                 f"{ratio['max']:.2f}){cpu}.")
+            c2, runner = None, None  # the thumbnail line below is not this set's
         if c2 and runner:
             extra_ms = 1000 * (runner["wall"] - c2["wall"]) / count
             lines.append(f"- **{name}**: runner makes {runner['rate']:.1f} images/s against the C reference's "
@@ -1125,12 +1292,16 @@ def previous_facts(report_path):
     return facts
 
 
-SET_ORDER = ["large", "small", "downloads", "quick"]
+SET_ORDER = ["large", "small", "responsive", "downloads", "quick"]
+# Sections written by hand (bench/fixedcost.py fills the tables of the first), kept across
+# regenerations between "## Where the time goes" and "## Notes".
+HAND_WRITTEN = ["## Fixed cost per image", "## Idle cores and worker processes"]
 
 
 def write_report(path, args, info, vers, command, records, probe, skipped, elapsed, load, settle_waited):
     where = kept_section(path, "## Where the time goes") or PLACEHOLDER
     notes = kept_section(path, "## Notes")  # hand-written; kept across regenerations like the section above
+    kept = {heading: kept_section(path, heading) for heading in HAND_WRITTEN}
     out = ["# Benchmarks", "",
            f"Made by `bench/bench.py` on {datetime.date.today().isoformat()} in {elapsed / 60:.1f} minutes. "
            "Regenerate with `make bench` (see bench/README.md). Thumbnails fit inside 256x256, JPEG quality 80, "
@@ -1178,12 +1349,16 @@ def write_report(path, args, info, vers, command, records, probe, skipped, elaps
                     "counted in CPU s or other load.", "", downloads_table(record["rows"], count), ""]
         else:
             mp = f", {record['megapixels'] / count:.1f} megapixels on average" if record.get("megapixels") else ""
+            render = responsive_table if name == "responsive" else table
             out += [f"{count} files{mp} ({record.get('description') or SETS.get(name, '')}).", "",
-                    table(record["rows"], count), ""]
+                    render(record["rows"], count), ""]
     if skipped:
         out += ["## Skipped peers", ""] + [f"- {label}: {reason}" for label, reason in skipped] + [""]
     out += ["## Analysis", "", analysis(records, probe), "",
             "## Where the time goes", "", where, ""]
+    for heading in HAND_WRITTEN:
+        if kept[heading]:
+            out += [heading, "", kept[heading], ""]
     if notes:
         out += ["## Notes", "", notes, ""]
     with open(path, "w") as handle:
@@ -1206,13 +1381,19 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true",
                         help="quick set, 1 round, C reference + runner, no report; fails if runner fails")
-    parser.add_argument("--sets", help="comma-separated sets: downloads, large, small, quick (default: "
-                                       "downloads,large,small; quick,downloads with --quick)")
+    parser.add_argument("--sets", help="comma-separated sets: downloads, large, small, responsive, quick (default: "
+                                       "downloads,large,small,responsive; quick,responsive,downloads with --quick)")
     parser.add_argument("--rounds", type=int, help="interleaved rounds per set (default 3; 1 with --quick)")
-    parser.add_argument("--peers", help="comma-separated peer keys: c2,c4,runner,vt1,vt50,im,imsize,pillow,pyvips-t,pyvips-p")
+    parser.add_argument("--peers", help="comma-separated peer keys: c2,c4,runner,vt1,vt50,im,imsize,pillow,pyvips-t,"
+                                        "pyvips-p; runner-p3,runner-p4 (more worker processes than cores, not run by "
+                                        "default); responsive set: c2,c2-widest,runner,runner-widest,vt50,pillow,"
+                                        "pyvips-p, and c4,pyvips-t (not by default)")
     parser.add_argument("--runner", default=os.environ.get("BENCH_RUNNER") or default_runner(),
                         help="runner binary (default: $BENCH_RUNNER, else .build/release/runner)")
     parser.add_argument("--workers", type=int, default=2, help="threads/processes per peer (default 2)")
+    parser.add_argument("--responsive-every", type=int, default=1, metavar="N",
+                        help="the responsive set takes every Nth photo of the large set (default 1: all 200; "
+                             "a source costs 1-2 CPU s there, so 4 makes a 5-round series fit in ~15 minutes)")
     parser.add_argument("--samples", type=int, help="images per set for the quality score (default 20; 3 with --quick)")
     parser.add_argument("--limit", type=int, help="use only the first N files of each set (downloads: of its 2,000)")
     parser.add_argument("--report", default=os.path.join(ROOT, "BENCHMARKS.md"),
@@ -1228,7 +1409,7 @@ def main():
     parser.add_argument("--rss-interval", type=float, default=0.25, help="seconds between /proc samples (default 0.25)")
     args = parser.parse_args()
     args.runner = os.path.abspath(args.runner)
-    sets = (args.sets or ("quick,downloads" if args.quick else "downloads,large,small")).split(",")
+    sets = (args.sets or ("quick,responsive,downloads" if args.quick else "downloads,large,small,responsive")).split(",")
     unknown = set(sets) - set(SETS)
     if unknown:
         sys.exit(f"bench: unknown sets {', '.join(sorted(unknown))} (have {', '.join(SETS)})")
@@ -1236,6 +1417,8 @@ def main():
     args.samples = args.samples if args.samples is not None else (3 if args.quick else 20)
     write = not (args.quick or args.no_report)
     image_sets = [name for name in sets if name != "downloads"]
+    thumbnail_sets = [name for name in image_sets if name != "responsive"]
+    specs = QUICK_RESPONSIVE if args.quick else RESPONSIVE
 
     started = time.time()
     load_before = ", ".join(f"{x:.2f}" for x in os.getloadavg())
@@ -1245,12 +1428,25 @@ def main():
     if runner_is_stale(args.runner):
         log(f"warning: {args.runner} is older than Sources/ (rebuild it to measure the current code)")
     reference_bin = compile_reference()
+    if args.peers:
+        everyone = argparse.Namespace(**dict(vars(args), everyone=True))
+        known = [p.key for p in make_peers(everyone, reference_bin) + make_responsive_peers(everyone, reference_bin, specs)]
+        unknown = set(args.peers.split(",")) - set(known)
+        if unknown:
+            sys.exit(f"bench: unknown peers {', '.join(sorted(unknown))} (have {', '.join(dict.fromkeys(known))})")
     skipped, usable, peers = [], [], []
-    if image_sets:
+    responsive_usable, responsive_peers = [], []
+    if thumbnail_sets:
         peers = make_peers(args, reference_bin)
         usable, skipped = split_runnable(peers, lambda peer: peer.check())
         if not usable:
             sys.exit("bench: no peer can run")
+    if "responsive" in image_sets:
+        responsive_peers = make_responsive_peers(args, reference_bin, specs)
+        responsive_usable, responsive_skipped = split_runnable(responsive_peers, lambda peer: peer.check())
+        skipped += [(f"{label} (responsive)", reason) for label, reason in responsive_skipped]
+        if not responsive_usable:
+            sys.exit("bench: no peer of the responsive set can run")
 
     settler = Settler(args.settle, args.settle_budget)
     records = {}
@@ -1262,9 +1458,15 @@ def main():
                 corpus = corpus_files("quick" if args.quick else "small")
                 files = corpus[:args.limit or (len(corpus) if args.quick else 2000)]
             else:
-                files = corpus_files(name)[:args.limit] if args.limit else corpus_files(name)
+                folder = ("quick" if args.quick else "large") if name == "responsive" else name
+                files = corpus_files(folder)[:args.limit] if args.limit else corpus_files(folder)
+                if args.quick and name == "responsive":
+                    files = files[:QUICK_RESPONSIVE_FILES]  # it checks the set works; seconds count
+                elif name == "responsive":
+                    files = files[::args.responsive_every]
             if not files:
-                source = "quick" if args.quick else "small" if name == "downloads" else name
+                source = ("quick" if args.quick else "small" if name == "downloads" else
+                          ("quick" if args.quick else "large") if name == "responsive" else name)
                 sys.exit(f"bench: no files in {os.path.join(CORPUS, source)}: run bench/make-corpus.sh {source}")
             record = {"count": len(files), "megapixels": megapixels(files) if write else 0,
                       "description": SETS.get(name, ""), "date": datetime.date.today().isoformat()}
@@ -1275,10 +1477,17 @@ def main():
                 record.update(rows=rows, server=server, bytes=sum(os.path.getsize(f) for f in files))
                 rendered = downloads_table(rows, len(files))
             else:
-                log(f"set {name}: {len(files)} files, {args.rounds} rounds, peers {', '.join(p.key for p in usable)}")
-                results, quality = bench_set(name, files, usable, args, settler)
-                record["rows"] = summarise(name, files, usable, results, quality)
-                rendered = table(record["rows"], len(files))
+                members = responsive_usable if name == "responsive" else usable
+                if name == "responsive":
+                    record["description"] = (("every" if args.responsive_every == 1 or args.quick else
+                                              f"every {args.responsive_every}th")
+                                             + f" file of the {'quick' if args.quick else 'large'} set to "
+                                             + ", ".join(spec_label(spec) for spec in specs)
+                                             + ", each fit inside its width and never enlarged")
+                log(f"set {name}: {len(files)} files, {args.rounds} rounds, peers {', '.join(p.key for p in members)}")
+                results, quality = bench_set(name, files, members, args, settler)
+                record["rows"] = summarise(name, files, members, results, quality)
+                rendered = (responsive_table if name == "responsive" else table)(record["rows"], len(files))
             records[name] = record
             print(f"\n{name}: {len(files)} files, {args.rounds} round(s)\n")
             print(rendered)
@@ -1288,9 +1497,9 @@ def main():
             item() if callable(item) else shutil.rmtree(item, ignore_errors=True)
 
     probe = {}
-    if not args.no_probe and not args.quick and image_sets:
+    if not args.no_probe and not args.quick and thumbnail_sets:
         keys = [p for p in usable if p.key in ("c2", "runner", "vt1", "pyvips-t")]
-        source = corpus_files(image_sets[-1])[0]
+        source = corpus_files(thumbnail_sets[-1])[0]
         try:
             probe = startup_probe(keys, source, os.path.join(CACHE, "runs", "probe"), 5, args.rss_interval)
         except (OSError, subprocess.SubprocessError) as error:

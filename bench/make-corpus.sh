@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Builds the benchmark corpus under bench/cache/corpus/, deterministically, with the vips CLI.
 #
-#   bench/make-corpus.sh [quick|small|large|all]...     (default: all)
+#   bench/make-corpus.sh [quick|small|large|tiny|all]...     (default: all: quick, large, small)
 #
 # Sets:
 #   large  LARGE_COUNT (200) JPEGs of 8-20 megapixels
 #   small  SMALL_COUNT (2000) JPEGs of 1-2 megapixels
 #   quick  QUICK_COUNT (20) JPEGs of ~1.5 megapixels, synthetic (made from seeded vips noise, so it
 #          needs nothing but libvips-tools: `bench.py --quick` and the test suite use it)
+#   tiny   TINY_COUNT (500) JPEGs of 64x64, synthetic like quick: what a run costs per image when
+#          there are almost no pixels (bench/fixedcost.py; not part of `all`)
 #
 # large and small are re-encodings of the real photographs (and a few renders) that Debian ships
 # in lomiri-wallpapers-16.04, lomiri-wallpapers-20.04, plasma-workspace-wallpapers and
@@ -20,7 +22,7 @@
 # unchanged and whose SHA256SUMS checks is left as it is; otherwise it is rebuilt from scratch.
 #
 # Environment: CORPUS_DIR (default bench/cache/corpus), JOBS (default nproc),
-# LARGE_COUNT, SMALL_COUNT, QUICK_COUNT.
+# LARGE_COUNT, SMALL_COUNT, QUICK_COUNT, TINY_COUNT.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -29,6 +31,7 @@ JOBS=${JOBS:-$(nproc)}
 LARGE_COUNT=${LARGE_COUNT:-200}
 SMALL_COUNT=${SMALL_COUNT:-2000}
 QUICK_COUNT=${QUICK_COUNT:-20}
+TINY_COUNT=${TINY_COUNT:-500}
 PACKAGES=(lomiri-wallpapers-16.04 lomiri-wallpapers-20.04 plasma-workspace-wallpapers mate-backgrounds)
 # Bump when a change to this script changes what it makes: a set made by another version is rebuilt.
 CORPUS_VERSION=1
@@ -213,6 +216,37 @@ build_quick_set() {
     seal_set "$dir" "$recipe"
 }
 
+# Synthetic like quick: a 1600x1200 master of smooth seeded colour blobs and grain, cut into
+# TINY_COUNT 64x64 crops (a grid walk, so no two are alike) at JPEG qualities 70-95.
+build_tiny_set() {
+    local count=$TINY_COUNT dir=$CORPUS_DIR/tiny
+    local recipe="set=tiny count=$count version=$CORPUS_VERSION $VIPS_VERSION"
+    if set_is_current "$dir" "$recipe" "$count"; then
+        log "tiny: up to date ($count files, checksums match)"
+        return 0
+    fi
+    log "tiny: building $count synthetic 64x64 files"
+    rm -rf "$dir"
+    mkdir -p "$dir/tmp"
+    local t=$dir/tmp/m b
+    for b in 0 1 2; do
+        vips gaussnoise "$t.n$b.v" 80 60 --sigma 55 --mean 128 --seed $((b + 11))
+    done
+    vips bandjoin "$t.n0.v $t.n1.v $t.n2.v" "$t.j.v"
+    vips resize "$t.j.v" "$t.r.v" 20 --kernel lanczos3
+    vips gaussnoise "$t.g.v" 1600 1200 --sigma 10 --mean 0 --seed 14
+    vips add "$t.r.v" "$t.g.v" "$t.s.v"
+    vips cast "$t.s.v" "$t.u.v" uchar
+    vips copy "$t.u.v" "$t.v" --interpretation srgb
+    awk -v count="$count" -v master="$t.v" -v dir="$dir" 'BEGIN {
+        for (i = 0; i < count; i++) {
+            left = (i * 61) % (1600 - 64); top = (int(i / 24) * 47 + i * 13) % (1200 - 64)
+            printf "%s\t%s/t%04d.jpg[Q=%d,strip]\t%d\t%d\n", master, dir, i, 70 + (i % 6) * 5, left, top
+        } }' | tr '\t\n' '\0\0' | xargs -0 -r -n 4 -P "$JOBS" sh -c 'vips extract_area "$0" "$1" "$2" "$3" 64 64'
+    rm -rf "$dir/tmp"
+    seal_set "$dir" "$recipe"
+}
+
 mkdir -p "$CORPUS_DIR"
 [ $# -gt 0 ] || set -- all
 for target in "$@"; do
@@ -221,9 +255,10 @@ for target in "$@"; do
         #                         name  count          MP     source>=MP  stage  seed
         large) build_photo_set large "$LARGE_COUNT"  8 20  6           0      1 ;;
         small) build_photo_set small "$SMALL_COUNT"  1 2   2           2400   2 ;;
+        tiny) build_tiny_set ;;
         all) build_quick_set
              build_photo_set large "$LARGE_COUNT" 8 20 6 0 1
              build_photo_set small "$SMALL_COUNT" 1 2 2 2400 2 ;;
-        *) die "unknown set '$target' (quick, small, large, all)" ;;
+        *) die "unknown set '$target' (quick, small, large, tiny, all)" ;;
     esac
 done
