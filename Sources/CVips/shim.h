@@ -23,6 +23,8 @@ static inline VipsImage *cvips_new_from_buffer(const void *buf, size_t len, Vips
 // it (a large original is never copied whole into memory) and the loader sniffing and file opens
 // happen once per source, not once per decode. The caller owns the source (g_object_unref).
 static inline VipsSource *cvips_source(const char *name) { return vips_source_new_from_file(name); }
+// By descriptor (libvips dups it): the sniff then runs only the loaders that test bytes.
+static inline VipsSource *cvips_source_descriptor(int descriptor) { return vips_source_new_from_descriptor(descriptor); }
 static inline VipsImage *cvips_open(VipsSource *source, VipsAccess access, VipsFailOn fail_on) {
     return vips_image_new_from_source(source, "", "access", access, "fail_on", fail_on, NULL);
 }

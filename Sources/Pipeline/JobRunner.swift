@@ -61,7 +61,10 @@ public enum JobRunner {
         try store.checkIntact()
         // Holding the lock proves that a run still marked running was killed.
         try store.closeAbandonedRuns()
-        let plan = try RunPlan(job, planner: planner, store: store, options: options)
+        let launcher = workerLauncher(job, options)
+        let plan = try RunPlan(job, planner: planner, store: store, options: options) { sourcesToDo in
+            if !options.downloadOnly { launcher.prestart(forSources: sourcesToDo) }
+        }
 
         let reporter = Reporter(style: options.style, jobName: job.name, jobFile: job.filePath, interval: options.progressInterval)
         let committed = CommittedItems(reporter: reporter)
@@ -81,8 +84,8 @@ public enum JobRunner {
         let stops = RunStops(control: control, handoff: handoff, reporter: reporter, deadline: options.deadline)
         defer { stops.cancel() }
         let scheduler = Scheduler(local: localTasks(plan.local, recorder: recorder, downloadOnly: options.downloadOnly),
-                                  downloaded: handoff, settings: schedulerSettings(job, options), control: control,
-                                  recorder: recorder, reporter: reporter)
+                                  downloaded: handoff, settings: schedulerSettings(job, options), launcher: launcher,
+                                  control: control, recorder: recorder, reporter: reporter)
         reporter.startTicker()
         if downloads.isEmpty { handoff.close() } else { downloads.start() }
         let workers = Result { try scheduler.run() }
@@ -135,16 +138,18 @@ public enum JobRunner {
     }
 
     private static func schedulerSettings(_ job: Job, _ options: RunOptions) -> Scheduler.Settings {
+        Scheduler.Settings(slots: options.workers ?? job.concurrency.process, recycleAfter: job.concurrency.recycleAfter,
+                           itemTimeout: Double(job.limits.itemTimeout))
+    }
+
+    private static func workerLauncher(_ job: Job, _ options: RunOptions) -> WorkerLauncher {
         // A worker can die with a task queued for it: writing to its pipe must fail (EPIPE, the slot
         // then finds the death), not kill the supervisor. Workers inherit this and stop the same way.
         signal(SIGPIPE, SIG_IGN)
-        return Scheduler.Settings(
-            slots: options.workers ?? job.concurrency.process,
-            recycleAfter: job.concurrency.recycleAfter,
-            executable: currentExecutable(),
-            hello: WorkerHello(jobText: job.text, jobFilePath: job.filePath,
-                               threadsPerImage: job.concurrency.threadsPerImage, supervisorPID: getpid()),
-            quietWorkerStderr: !options.verbose, itemTimeout: Double(job.limits.itemTimeout))
+        let hello = WorkerHello(jobText: job.text, jobFilePath: job.filePath,
+                                threadsPerImage: job.concurrency.threadsPerImage, supervisorPID: getpid())
+        return WorkerLauncher(executable: currentExecutable(), hello: hello, quietStderr: !options.verbose,
+                              slots: schedulerSettings(job, options).slots)
     }
 
     /// The job's state databases of other shard layouts: work recorded under another shard count

@@ -23,13 +23,15 @@ struct RunPlan {
     /// URLs that more than one source names (only an explicit `key` allows that).
     let repeatedURLs: DigestSet
 
-    init(_ job: Job, planner: Planner, store: StateStore, options: RunOptions) throws {
+    /// `foundWork` hears how many sources with work to do have been spooled so far (workers start on it).
+    init(_ job: Job, planner: Planner, store: StateStore, options: RunOptions, foundWork: (Int) -> Void) throws {
         let localSpool = try PlanSpool(besideStateAt: job.statePath)
         let remoteSpool = try PlanSpool(besideStateAt: job.statePath)
         var folders: Set<String> = [job.remote.cacheDirectory]
         let urlsCanRepeat = job.sources.contains { if case .url(_, let key, _) = $0 { key != nil } else { false } }
         var seenURLs = DigestSet()
         var repeatedURLs = DigestSet()
+        var sourcesToDo = 0
         (runID, counts) = try store.beginRun(vipsVersion: planner.vipsVersion, limitsDigest: planner.limitsDigest) { pass in
             try planner.classifyAll(state: pass, retryFailed: options.retryFailed, force: options.force) { found in
                 var source = found
@@ -39,6 +41,8 @@ struct RunPlan {
                 source.items.removeAll { $0.status == .upToDate || $0.status == .knownFailure }
                 guard !source.items.isEmpty else { return }
                 try pass.recordPlanned(source)
+                sourcesToDo += 1
+                foundWork(sourcesToDo)
                 switch source.origin {
                 case .file:
                     try localSpool.append(source)

@@ -269,7 +269,7 @@ package struct ImagePipeline {
         guard (info.st_mode & S_IFMT) == S_IFREG else { throw ItemFailure(.unreadable, "\(path): not a regular file") }
         guard info.st_size > 0 else { throw ItemFailure(.decode, "empty file (0 bytes)") }
         let source: VipsSourceHandle
-        do { source = try VipsSourceHandle(path: path) } catch { throw ItemFailure(.unreadable, error.message) }
+        do { source = try VipsSourceHandle(path: path, byName: !limits.blockUntrustedLoaders) } catch { throw ItemFailure(.unreadable, error.message) }
         let image = try reopen(source, access: VIPS_ACCESS_SEQUENTIAL)
         let header = ImageHeader(image)
         let pixels = header.width * header.height
@@ -301,7 +301,11 @@ package struct ImagePipeline {
 
     /// ImageMagick claims any file it half recognises (a TIFF cut off before its directory, a BMP);
     /// kept blocked as untrusted, its bare refusal would read as if unblocking it were the fix.
+    /// A source opened by descriptor has no name for libvips' "is not a known file format" to give.
     private static func loadFailure(_ message: String) -> String {
+        if message.contains("is not in a known format") {
+            return "is not a known file format: no loader recognises its first bytes"
+        }
         guard message.contains("magickload: operation is blocked") else { return message }
         return "no loader runner trusts can read it: a damaged file, or a format runner does not read (libvips: \(message))"
     }

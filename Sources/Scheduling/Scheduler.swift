@@ -22,16 +22,11 @@ package final class Scheduler: Sendable {
     package struct Settings: Sendable {
         package let slots: Int
         package let recycleAfter: Int
-        package let executable: String
-        package let hello: WorkerHello
-        package let quietWorkerStderr: Bool
         /// Seconds a worker may take to answer for one source (`limits.itemTimeout`).
         package let itemTimeout: Double
 
-        package init(slots: Int, recycleAfter: Int, executable: String, hello: WorkerHello, quietWorkerStderr: Bool,
-                     itemTimeout: Double = 600) {
-            (self.slots, self.recycleAfter, self.executable) = (slots, recycleAfter, executable)
-            (self.hello, self.quietWorkerStderr, self.itemTimeout) = (hello, quietWorkerStderr, itemTimeout)
+        package init(slots: Int, recycleAfter: Int, itemTimeout: Double = 600) {
+            (self.slots, self.recycleAfter, self.itemTimeout) = (slots, recycleAfter, itemTimeout)
         }
     }
 
@@ -44,6 +39,7 @@ package final class Scheduler: Sendable {
     }
 
     let settings: Settings
+    private let launcher: WorkerLauncher
     private let local: LocalSource
     private let downloaded: TaskQueue
     private let queue = Mutex(Queue())
@@ -51,12 +47,17 @@ package final class Scheduler: Sendable {
     let recorder: Recorder
     let reporter: Reporter
     private let workersStarted = Mutex(0)
+    /// Slots that are running and hold no task: while one waits, the others do not queue a second
+    /// task for their workers (a 2-image job runs on two workers, not one after the other on one).
+    let hungrySlots: Atomic<Int>
     /// What stopped the run from the scheduler's side (a worker that cannot start, a damaged plan).
     private let fatalError = Mutex<(any Error)?>(nil)
 
-    package init(local: @escaping LocalSource, downloaded: TaskQueue, settings: Settings, control: RunControl,
-                 recorder: Recorder, reporter: Reporter) {
+    package init(local: @escaping LocalSource, downloaded: TaskQueue, settings: Settings, launcher: WorkerLauncher,
+                 control: RunControl, recorder: Recorder, reporter: Reporter) {
         self.settings = settings
+        self.launcher = launcher
+        hungrySlots = Atomic(settings.slots)
         self.local = local
         self.downloaded = downloaded
         self.control = control
@@ -68,7 +69,7 @@ package final class Scheduler: Sendable {
     /// What finished is the recorder's to count: an item is done only once committed.
     package func run() throws -> Int {
         let group = DispatchGroup()
-        // Workers start lazily, on a slot's first task: a small job starts only as many as it needs.
+        // A slot takes its worker on its first task: one the launcher prestarted while planning, else a new one.
         for slot in 0..<settings.slots {
             group.enter()
             let thread = Thread { [self] in
@@ -79,6 +80,7 @@ package final class Scheduler: Sendable {
             thread.start()
         }
         group.wait()
+        launcher.finishUnused()
         if let error = fatalError.withLock({ $0 }) { throw error }
         return workersStarted.withLock { $0 }
     }
@@ -118,8 +120,7 @@ package final class Scheduler: Sendable {
         while true {
             attempt += 1
             do {
-                let worker = try WorkerProcess(executable: settings.executable, hello: settings.hello,
-                                               quietStderr: settings.quietWorkerStderr)
+                let worker = try launcher.take()
                 control.register(worker: worker.pid)
                 workersStarted.withLock { $0 += 1 }
                 return worker
@@ -149,6 +150,8 @@ private final class WorkerSlot {
     private var served = 0
     /// Sent to `worker` and not yet answered, oldest first: the worker renders them in order.
     private var inFlight: [(id: Int, task: ScheduledTask)] = []
+    /// Counted in the scheduler's `hungrySlots`: running and holding no task.
+    private var hungry = true
 
     /// Tasks a worker holds at once: the one it renders and the next, already in its pipe, so it
     /// never waits for the supervisor between images (that wait was ~10% of a small thumbnail's time).
@@ -159,13 +162,18 @@ private final class WorkerSlot {
     }
 
     func run() {
-        defer { retire() }
+        defer {
+            setHungry(false)
+            retire()
+        }
         while true {
             if inFlight.isEmpty {
+                setHungry(true)
                 guard let first = scheduler.nextTask() else { return }
                 if worker == nil { worker = scheduler.startWorker(for: first) }
                 guard let worker else { return }
                 send(first, to: worker)
+                setHungry(false)
             }
             guard let worker else { return }
             topUp(worker)
@@ -183,7 +191,7 @@ private final class WorkerSlot {
     /// Top up without waiting: a slot never sits on a task while another slot is idle for lack of one.
     private func topUp(_ worker: WorkerProcess) {
         while inFlight.count < Self.tasksInFlight, served + inFlight.count < scheduler.settings.recycleAfter,
-              let next = scheduler.readyTask() {
+              scheduler.hungrySlots.load(ordering: .acquiring) == 0, let next = scheduler.readyTask() {
             send(next, to: worker)
         }
     }
@@ -248,6 +256,12 @@ private final class WorkerSlot {
             scheduler.recorder.record(held.finished(held.requests.map { _ in .failed(failure, seconds: 0) }))
         }
         return true
+    }
+
+    private func setHungry(_ now: Bool) {
+        guard now != hungry else { return }
+        hungry = now
+        scheduler.hungrySlots.add(now ? 1 : -1, ordering: .releasing)
     }
 
     /// Lets the worker finish and exit (end of input).

@@ -6,8 +6,9 @@ import Glibc
 import Support
 
 /// A supervised image worker: this same executable started as `runner worker`, fed tasks over
-/// its stdin and answering on its stdout. Owns the child's pid and both pipe ends.
-package final class WorkerProcess {
+/// its stdin and answering on its stdout. Owns the child's pid and both pipe ends. Used by one
+/// thread at a time: the launcher hands it to one slot, which alone talks to it.
+package final class WorkerProcess: @unchecked Sendable {
     package let pid: pid_t
     private let channel: LineChannel
     private let toWorker: Int32
