@@ -152,17 +152,18 @@ package struct ImagePipeline {
         }
     }
 
-    /// A loader step's image (thumbnail's shrink-on-load). A responsive set loads once: the
-    /// largest whole-frame output decodes from the source and is kept in memory, and a smaller one
-    /// is scaled from the smallest kept frame at least 1.5 times as large as it needs, when that frame has
-    /// no more pixels than its own shrink-on-load decode would (a JPEG decoded at 1/8 for a small
-    /// thumbnail is cheaper than scaling a large kept frame down).
+    /// A loader step's image (thumbnail's shrink-on-load). A responsive set loads once, as a
+    /// cascade: the largest whole-frame output decodes from the source, and each smaller one is
+    /// scaled from the smallest kept frame at least 1.5 times as large as it needs (then kept
+    /// itself, when more outputs follow), provided that frame has no more pixels than its own
+    /// shrink-on-load decode would (a JPEG decoded at 1/8 for a small thumbnail is cheaper than
+    /// scaling a large frame down).
     private func loaded(_ loader: any LoadingOperation, settings: DecodeSettings, from source: OpenedSource) throws(ItemFailure) -> VipsImageHandle {
         defer { source.loadersLeft -= 1 }
         let header = source.header
         let needed = loader.scaledFrame(width: header.displayWidth(autorotate: settings.autorotate),
                                         height: header.displayHeight(autorotate: settings.autorotate))
-        // The very frame another output decoded (the same size in two formats) is reused as it is;
+        // The very frame another output made (the same size in two formats) is reused as it is;
         // a frame barely larger would be resampled twice by a small factor, which softens it, so
         // otherwise only frames at least 1.5 times as large are used (a measured MAD under 1/255).
         let larger = source.wholeFrames.filter { frame in
@@ -171,13 +172,16 @@ package struct ImagePipeline {
             return frame.settings == settings && (same || (2 * width >= 3 * needed.width && 2 * height >= 3 * needed.height))
         }
         let ownDecode = header.pixelsDecoded(toMake: needed, displayWidth: header.displayWidth(autorotate: settings.autorotate))
+        let image: VipsImageHandle
         if let base = larger.min(by: { $0.image.width < $1.image.width }), base.image.width * base.image.height <= ownDecode {
-            return try processStep(type(of: loader).name) { () throws(VipsError) in try loader.apply(to: base.image) }
+            image = try processStep(type(of: loader).name) { () throws(VipsError) in try loader.apply(to: base.image) }
+        } else {
+            image = try decodeStep { () throws(VipsError) in
+                try droppingUnusableProfile(loader.load(source.file, header: header, settings: settings), header)
+            }
         }
-        let image = try decodeStep { () throws(VipsError) in
-            try droppingUnusableProfile(loader.load(source.file, header: header, settings: settings), header)
-        }
-        guard loader.loadsWholeFrame, source.loadersLeft > 1 else { return image }
+        let alreadyKept = source.wholeFrames.contains { $0.settings == settings && $0.image.width == image.width && $0.image.height == image.height }
+        guard loader.loadsWholeFrame, source.loadersLeft > 1, !alreadyKept else { return image }
         let kept = try decodeStep { () throws(VipsError) in try image.copiedToMemory() }
         source.wholeFrames.append((settings, kept))
         return kept
