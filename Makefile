@@ -47,11 +47,14 @@ test-slurm: deps
 # Full benchmark: builds the photo corpus from Debian wallpaper packages (once; then a checksum
 # check), times runner's downloads against curl (nginx on 127.0.0.1), runs runner against the C
 # reference and its peers in interleaved rounds (thumbnails of the large and small sets, and the
-# responsive set: five WebP/JPEG widths of every large photo), writes BENCHMARKS.md. About an hour
-# on 2 cores; the fixed cost per image is measured apart (bench/fixedcost.py, see bench/README.md).
+# responsive set: five WebP/JPEG widths of every large photo), then runner's bookkeeping at scale
+# (flat memory, the 100,000-item up-to-date rerun, a 1,000,000-URL plan), and writes BENCHMARKS.md.
+# About an hour and a half on 2 cores; the fixed cost per image is measured apart
+# (bench/fixedcost.py, see bench/README.md).
 bench: build
 	bench/make-corpus.sh all
 	python3 bench/bench.py --runner .build/release/runner
+	python3 bench/bookkeeping.py --runner .build/release/runner --write BENCHMARKS.md
 
 # A few seconds: the C reference and runner on 20 synthetic images, 4 of them as a responsive set,
 # then the 20 as a downloads set (the tests run this too).

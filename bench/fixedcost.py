@@ -371,15 +371,16 @@ def render(results, counts):
     return "\n".join(lines)
 
 
-def write_section(report, block):
-    heading = "## Fixed cost per image"
+def write_section(report, block, heading="## Fixed cost per image", begin=BEGIN, end=END):
+    """Puts `block` (which starts with `begin` and ends with `end`) under `heading` in the report:
+    in place of the block written before, else right after the heading, else before "## Notes"."""
     try:
         with open(report) as handle:
             text = handle.read()
     except OSError:
         text = "# Benchmarks\n"
-    if BEGIN in text and END in text:
-        text = text[:text.index(BEGIN)] + block + text[text.index(END) + len(END):]
+    if begin in text and end in text:
+        text = text[:text.index(begin)] + block + text[text.index(end) + len(end):]
     elif heading in text:
         start = text.index(heading) + len(heading)
         text = text[:start] + "\n\n" + block + text[start:]

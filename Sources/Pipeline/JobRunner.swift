@@ -58,6 +58,7 @@ public enum JobRunner {
         let lock = try RunLock(statePath: job.statePath)
         defer { withExtendedLifetime(lock) {} }
         let store = try StateStore(path: job.statePath, readingAlso: otherStateDatabases(of: job))
+        defer { store.close() }
         try store.checkIntact()
         // Holding the lock proves that a run still marked running was killed.
         try store.closeAbandonedRuns()

@@ -57,6 +57,16 @@ public final class StateStore: Sendable {
         fileID = nil
     }
 
+    /// Closes the connections now rather than with the last reference: SQLite checkpoints the WAL
+    /// and removes its `-wal` and `-shm` files only on a clean close, and a run's threads still
+    /// winding down could hold the store past the process's exit (a later run by another user then
+    /// found root's `-shm` and could not write). Everything was committed before; a failure to close
+    /// loses nothing, so it is not an error.
+    package func close() {
+        try? database.close()
+        for other in others { try? other.close() }
+    }
+
     /// Where the database was opened, and which file that was.
     private let path: String
     private let fileID: FileID?

@@ -18,9 +18,11 @@ struct ResponsiveSetTests {
     ]
 
     /// Renders `chains` (each an output) from `source` in one pipeline call, as a worker does.
-    static func render(_ source: String, chains: [String], in workspace: Workspace, folder: String) throws -> [String] {
+    static func render(_ source: String, chains: [String], in workspace: Workspace, folder: String,
+                       autorotate: Bool = true) throws -> [String] {
         let outputs = chains.enumerated().map { index, chain in
-            #"{"name": "o\#(index)", "path": "\#(folder)/\#(index)/{stem}.png", "chain": [\#(chain)], "format": {"type": "png"}}"#
+            #"{"name": "o\#(index)", "path": "\#(folder)/\#(index)/{stem}.png", "chain": [\#(chain)], "format": {"type": "png"}, "#
+                + #""autorotate": \#(autorotate)}"#
         }
         let job = try Job.parse(text: #"{"version": 1, "sources": [{"path": "."}], "outputs": [\#(outputs.joined(separator: ","))]}"#,
                                 filePath: workspace.path("job.json"))
