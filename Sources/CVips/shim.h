@@ -44,24 +44,6 @@ static inline int cvips_thumbnail_source(VipsSource *source, VipsImage **out, in
                                  "no_rotate", no_rotate, "fail_on", fail_on, "option_string", loader_options, NULL);
 }
 
-// A JPEG decoded at 1/shrink (1, 2, 4 or 8) by libjpeg itself, then thumbnail's own resize,
-// colour management and rotation: what vips_thumbnail_source does for a JPEG, without sniffing
-// the source again and reading its header twice more.
-static inline VipsImage *cvips_jpegload_shrunk(VipsSource *source, int shrink, VipsFailOn fail_on) {
-    VipsImage *out = NULL;
-    if (vips_jpegload_source(source, &out, "shrink", shrink, "access", VIPS_ACCESS_SEQUENTIAL, "fail_on", fail_on, NULL))
-        return NULL;
-    return out;
-}
-static inline int cvips_thumbnail_loaded(VipsImage *in, VipsImage **out, int width, int height, VipsSize size,
-                                         VipsInteresting crop, int no_rotate, const char *export_profile) {
-    if (export_profile)
-        return vips_thumbnail_image(in, out, width, "height", height, "size", size, "crop", crop,
-                                    "no_rotate", no_rotate, "export_profile", export_profile, NULL);
-    return vips_thumbnail_image(in, out, width, "height", height, "size", size, "crop", crop,
-                                "no_rotate", no_rotate, NULL);
-}
-
 // Shrink-on-load: the decoder itself skips the pixels the thumbnail does not need.
 // For a thumbnail step that is not first in its chain (the image is already decoded).
 static inline int cvips_thumbnail_image(VipsImage *in, VipsImage **out, int width, int height,

@@ -57,6 +57,26 @@ package enum SourceFormat: Sendable, Equatable {
     }
 }
 
+extension ImageHeader {
+    /// About how many pixels libvips decodes to make a thumbnail whose whole frame is `frame`
+    /// (`displayWidth` wide), with shrink-on-load: a JPEG by a power of two up to 8 that leaves at
+    /// least a 2x final resample (libvips' `vips_thumbnail_find_jpegshrink`); WebP and HEIF at any
+    /// scale, to about twice the frame; other formats in full.
+    package func pixelsDecoded(toMake frame: (width: Int, height: Int), displayWidth: Int) -> Int {
+        let full = width * height
+        switch format {
+        case .jpeg:
+            let shrink = Double(displayWidth) / Double(max(frame.width, 1))
+            let factor = shrink >= 16 ? 8 : shrink >= 8 ? 4 : shrink >= 4 ? 2 : 1
+            return full / (factor * factor)
+        case .webp, .avif:
+            return min(full, 4 * frame.width * frame.height)
+        case .png, .gif, .tiff, .other:
+            return full
+        }
+    }
+}
+
 extension FailOn {
     package var vipsValue: VipsFailOn {
         switch self {

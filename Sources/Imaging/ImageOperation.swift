@@ -57,9 +57,6 @@ package protocol LoadingOperation: ImageOperation {
     /// Whether what `load` returns is the whole frame, scaled, aspect kept (nothing cropped, padded
     /// or stretched), so smaller outputs can be derived from it.
     var loadsWholeFrame: Bool { get }
-    /// About how many pixels `load` decodes from this source: what scaling a kept frame instead
-    /// is weighed against.
-    func pixelsDecoded(_ header: ImageHeader, settings: DecodeSettings) -> Int
 }
 
 /// What ops may need from the job while they are being read: where relative paths resolve.

@@ -171,7 +171,7 @@ package struct ImagePipeline {
             let same = width == needed.width && height == needed.height
             return frame.settings == settings && (same || (2 * width >= 3 * needed.width && 2 * height >= 3 * needed.height))
         }
-        let ownDecode = loader.pixelsDecoded(header, settings: settings)
+        let ownDecode = header.pixelsDecoded(toMake: needed, displayWidth: header.displayWidth(autorotate: settings.autorotate))
         let image: VipsImageHandle
         if let base = larger.min(by: { $0.image.width < $1.image.width }), base.image.width * base.image.height <= ownDecode {
             image = try processStep(type(of: loader).name) { () throws(VipsError) in try loader.apply(to: base.image) }

@@ -2,9 +2,9 @@ import Foundation
 import Testing
 import TestSupport
 
-/// runner loads a JPEG for `thumbnail` itself, at the scale libvips' thumbnail would pick, rather
-/// than through `vips_thumbnail_source` (which sniffs the file and reads its header twice more).
-/// The pictures must stay libvips' own: every fit, box and orientation, pixel for pixel.
+/// runner's `thumbnail` makes libvips' own pictures: every fit, box, orientation and colour space of
+/// a JPEG, pixel for pixel as `vips thumbnail` makes them (the box, size and crop runner hands to
+/// libvips, and the shrink-on-load libvips picks from them).
 @Suite("JPEG shrink-on-load: the same pixels as libvips' thumbnail")
 struct JPEGShrinkOnLoadTests {
     /// Sources: EXIF orientations (300x200 stored), profiles, CMYK, grey, progressive, a 1200x800 photo.

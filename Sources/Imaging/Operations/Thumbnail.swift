@@ -91,70 +91,14 @@ package struct Thumbnail: LoadingOperation {
         // (with colorspace "keep", only CMYK, which no output stores).
         let converts = settings.colourSpace == .srgb || header.interpretation == VIPS_INTERPRETATION_CMYK
         let exportProfile: String? = header.needsColourTransform && converts ? "srgb" : nil
-        let noRotate: Int32 = settings.autorotate ? 0 : 1
-        if header.format == .jpeg {
-            // The header already named the loader: no second sniff (4% of a small image's work).
-            let shrink = Self.jpegShrink(box, width: header.width, height: header.height,
-                                         swapped: settings.autorotate && header.orientation >= 5)
-            guard let loaded = cvips_jpegload_shrunk(source.pointer, shrink, settings.failOn.vipsValue) else {
-                throw VipsError.capture("thumbnail")
-            }
-            let image = VipsImageHandle(taking: loaded, retaining: nil)
-            return try letterbox(image.derive("thumbnail") { input, output in
-                cvips_thumbnail_loaded(input, output, box.width, box.height, box.size, box.crop, noRotate, exportProfile)
-            })
-        }
         let status = cvips_thumbnail_source(source.pointer, &output, box.width, box.height, box.size, box.crop,
-                                            noRotate, settings.failOn.vipsValue,
+                                            settings.autorotate ? 0 : 1, settings.failOn.vipsValue,
                                             "fail_on=\(settings.failOn.rawValue)", exportProfile)
         guard status == 0, let output else { throw VipsError.capture("thumbnail") }
         return try letterbox(VipsImageHandle(taking: output, retaining: nil))
     }
 
-    /// The JPEG scale libvips 8.14's thumbnail loads at (`vips_thumbnail_find_jpegshrink` over
-    /// `vips_thumbnail_calculate_shrink`): the shrink the box needs on the axis the fit follows,
-    /// then 8, 4 or 2 when that is at least 16, 8 or 4, leaving at least 2x for lanczos3.
-    /// `ThumbnailTests` holds every fit to libvips' own thumbnail, pixel for pixel.
-    static func jpegShrink(_ box: (width: Int32, height: Int32, size: VipsSize, crop: VipsInteresting),
-                           width: Int, height: Int, swapped: Bool) -> Int32 {
-        let (targetWidth, targetHeight) = swapped ? (box.height, box.width) : (box.width, box.height)
-        var horizontal = Double(width) / Double(targetWidth)
-        var vertical = Double(height) / Double(targetHeight)
-        // Cropping fills the box, so it follows the axis that needs less shrinking; fitting, the one that needs more.
-        let followsWidth = box.crop != VIPS_INTERESTING_NONE ? horizontal < vertical : !(horizontal < vertical)
-        if box.size != VIPS_SIZE_FORCE {
-            if followsWidth { vertical = horizontal } else { horizontal = vertical }
-        }
-        if box.size == VIPS_SIZE_UP {
-            (horizontal, vertical) = (min(1, horizontal), min(1, vertical))
-        } else if box.size == VIPS_SIZE_DOWN {
-            (horizontal, vertical) = (max(1, horizontal), max(1, vertical))
-        }
-        let shrink = min(min(horizontal, Double(width)), min(vertical, Double(height)))
-        return shrink >= 16 ? 8 : shrink >= 8 ? 4 : shrink >= 4 ? 2 : 1
-    }
-
     package var loadsWholeFrame: Bool { fit == .inside || fit == .outside }
-
-    /// A JPEG at the scale `load` picks; WebP and HEIF at any scale, to about twice the frame;
-    /// other formats in full.
-    package func pixelsDecoded(_ header: ImageHeader, settings: DecodeSettings) -> Int {
-        let full = header.width * header.height
-        let (displayWidth, displayHeight) = (header.displayWidth(autorotate: settings.autorotate),
-                                             header.displayHeight(autorotate: settings.autorotate))
-        switch header.format {
-        case .jpeg:
-            let box = request(sourceWidth: displayWidth, sourceHeight: displayHeight)
-            let factor = Int(Self.jpegShrink(box, width: header.width, height: header.height,
-                                             swapped: settings.autorotate && header.orientation >= 5))
-            return full / (factor * factor)
-        case .webp, .avif:
-            let frame = scaledFrame(width: displayWidth, height: displayHeight)
-            return min(full, 4 * frame.width * frame.height)
-        case .png, .gif, .tiff, .other:
-            return full
-        }
-    }
 
     package func scaledFrame(width sourceWidth: Int, height sourceHeight: Int) -> (width: Int, height: Int) {
         let widthRatio = width.map { Double($0) / Double(max(sourceWidth, 1)) }
