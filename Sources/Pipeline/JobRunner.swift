@@ -63,6 +63,7 @@ public enum JobRunner {
         // Holding the lock proves that a run still marked running was killed.
         try store.closeAbandonedRuns()
         let launcher = workerLauncher(job, options)
+        defer { launcher.close() }
         let plan = try RunPlan(job, planner: planner, store: store, options: options) { sourcesToDo in
             if !options.downloadOnly { launcher.prestart(forSources: sourcesToDo) }
         }

@@ -80,7 +80,7 @@ package final class Scheduler: Sendable {
             thread.start()
         }
         group.wait()
-        launcher.finishUnused()
+        launcher.close()
         if let error = fatalError.withLock({ $0 }) { throw error }
         return workersStarted.withLock { $0 }
     }
