@@ -29,36 +29,14 @@ import subprocess
 import sys
 import time
 
+from bench import process_tree
+
 SYSCALLS = {0: "read", 1: "write", 7: "poll", 17: "pread64", 18: "pwrite64", 23: "select", 35: "nanosleep",
             61: "wait4", 74: "fsync", 75: "fdatasync", 202: "futex", 230: "clock_nanosleep", 232: "epoll_wait",
             257: "openat", 270: "pselect6", 271: "ppoll", 281: "epoll_pwait", 306: "syncfs", 435: "clone3",
             56: "clone", 59: "execve", 9: "mmap", 11: "munmap", 3: "close", 82: "rename", 264: "renameat",
             316: "renameat2", 87: "unlink", 263: "unlinkat", 5: "fstat", 262: "newfstatat", 4: "stat"}
 TICK = os.sysconf("SC_CLK_TCK")
-
-
-def children_map():
-    children = collections.defaultdict(list)
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat", "rb") as handle:
-                    stat = handle.read()
-            except OSError:
-                continue
-            ppid = int(stat[stat.rindex(b")") + 2:].split()[1])
-            children[ppid].append(int(entry))
-    return children
-
-
-def tree(root):
-    children = children_map()
-    found, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        found.append(pid)
-        todo.extend(children.get(pid, []))
-    return found
 
 
 def fd_kind(pid, fd, cache):
@@ -152,7 +130,7 @@ def main():
             # Walking all of /proc for the tree is what costs: only every 0.1 s (a new worker is
             # missed for at most that long).
             if time.perf_counter() - refreshed > 0.1:
-                pids, refreshed = tree(process.pid), time.perf_counter()
+                pids, refreshed = process_tree(process.pid), time.perf_counter()
             rows = sample(pids, fds, names)
             samples.append((time.perf_counter() - started, rows))
             pid, status, usage = os.wait4(process.pid, os.WNOHANG)

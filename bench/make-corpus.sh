@@ -184,6 +184,21 @@ build_photo_set() {   # build_photo_set NAME COUNT MIN_MP MAX_MP SOURCE_MIN_MP S
     log "$name: done in $((SECONDS - started))s ($(du -sh "$dir" | cut -f1))"
 }
 
+# make_master PREFIX SCALE SEED GRAIN_SEED: PREFIX.v, an sRGB master of smooth colour blobs (80x60
+# seeded noise per band, upscaled SCALE times with lanczos3) plus fine grain, to cut crops from.
+make_master() {
+    local t=$1 scale=$2 seed=$3 grain_seed=$4 b
+    for b in 0 1 2; do
+        vips gaussnoise "$t.n$b.v" 80 60 --sigma 55 --mean 128 --seed $((b + seed))
+    done
+    vips bandjoin "$t.n0.v $t.n1.v $t.n2.v" "$t.j.v"
+    vips resize "$t.j.v" "$t.r.v" "$scale" --kernel lanczos3
+    vips gaussnoise "$t.g.v" $((80 * scale)) $((60 * scale)) --sigma 10 --mean 0 --seed "$grain_seed"
+    vips add "$t.r.v" "$t.g.v" "$t.s.v"
+    vips cast "$t.s.v" "$t.u.v" uchar
+    vips copy "$t.u.v" "$t.v" --interpretation srgb
+}
+
 # Synthetic, package-free: one 2400x1800 master (seeded low-frequency colour noise, upscaled with
 # lanczos3 x30 into smooth blobs and edges, plus fine grain), cut into QUICK_COUNT overlapping crops of
 # ~1.2-1.6 megapixels at several JPEG qualities. Not photographs: a smoke-test set.
@@ -197,16 +212,8 @@ build_quick_set() {
     log "quick: building $count synthetic files"
     rm -rf "$dir"
     mkdir -p "$dir/tmp"
-    local t=$dir/tmp/m b i
-    for b in 0 1 2; do
-        vips gaussnoise "$t.n$b.v" 80 60 --sigma 55 --mean 128 --seed $((b + 1))
-    done
-    vips bandjoin "$t.n0.v $t.n1.v $t.n2.v" "$t.j.v"
-    vips resize "$t.j.v" "$t.r.v" 30 --kernel lanczos3
-    vips gaussnoise "$t.g.v" 2400 1800 --sigma 10 --mean 0 --seed 4
-    vips add "$t.r.v" "$t.g.v" "$t.s.v"
-    vips cast "$t.s.v" "$t.u.v" uchar
-    vips copy "$t.u.v" "$t.v" --interpretation srgb
+    local t=$dir/tmp/m i
+    make_master "$t" 30 1 4
     for ((i = 0; i < count; i++)); do
         local w=$((1280 + (i % 4) * 96)) h=$((960 + (i % 3) * 80)) q=$((70 + (i % 6) * 5))
         local left=$(((i * 397) % (2400 - w))) top=$(((i * 211) % (1800 - h)))
@@ -228,16 +235,8 @@ build_tiny_set() {
     log "tiny: building $count synthetic 64x64 files"
     rm -rf "$dir"
     mkdir -p "$dir/tmp"
-    local t=$dir/tmp/m b
-    for b in 0 1 2; do
-        vips gaussnoise "$t.n$b.v" 80 60 --sigma 55 --mean 128 --seed $((b + 11))
-    done
-    vips bandjoin "$t.n0.v $t.n1.v $t.n2.v" "$t.j.v"
-    vips resize "$t.j.v" "$t.r.v" 20 --kernel lanczos3
-    vips gaussnoise "$t.g.v" 1600 1200 --sigma 10 --mean 0 --seed 14
-    vips add "$t.r.v" "$t.g.v" "$t.s.v"
-    vips cast "$t.s.v" "$t.u.v" uchar
-    vips copy "$t.u.v" "$t.v" --interpretation srgb
+    local t=$dir/tmp/m
+    make_master "$t" 20 11 14
     awk -v count="$count" -v master="$t.v" -v dir="$dir" 'BEGIN {
         for (i = 0; i < count; i++) {
             left = (i * 61) % (1600 - 64); top = (int(i / 24) * 47 + i * 13) % (1200 - 64)
