@@ -299,17 +299,22 @@ package struct ImagePipeline {
     private func reopen(_ source: VipsSourceHandle, access: VipsAccess, allPages: Bool = false) throws(ItemFailure) -> VipsImageHandle {
         let pointer = allPages ? cvips_open_pages(source.pointer, access, limits.failOn.vipsValue)
             : cvips_open(source.pointer, access, limits.failOn.vipsValue)
-        guard let pointer else { throw ItemFailure(.decode, Self.loadFailure(VipsError.capture("load").message)) }
+        guard let pointer else {
+            let message = VipsError.capture("load").message
+            // Asked only after a failure: whether any loader claims the first bytes at all.
+            let recognised = vips_foreign_find_load_source(source.pointer) != nil
+            VipsError.clearMessages()
+            throw ItemFailure(.decode, Self.loadFailure(message, recognised: recognised))
+        }
         return VipsImageHandle(taking: pointer, retaining: nil)
     }
 
-    /// ImageMagick claims any file it half recognises (a TIFF cut off before its directory, a BMP);
-    /// kept blocked as untrusted, its bare refusal would read as if unblocking it were the fix.
-    /// A source opened by descriptor has no name for libvips' "is not a known file format" to give.
-    private static func loadFailure(_ message: String) -> String {
-        if message.contains("is not in a known format") {
-            return "is not a known file format: no loader recognises its first bytes"
-        }
+    /// A file no loader claims says so (opened by descriptor, libvips has no name to put in its own
+    /// "is not a known file format"). ImageMagick claims any file it half recognises (a TIFF cut off
+    /// before its directory, a BMP); kept blocked as untrusted, its bare refusal would read as if
+    /// unblocking it were the fix.
+    private static func loadFailure(_ message: String, recognised: Bool) -> String {
+        guard recognised else { return "is not a known file format: no loader recognises its first bytes" }
         guard message.contains("magickload: operation is blocked") else { return message }
         return "no loader runner trusts can read it: a damaged file, or a format runner does not read (libvips: \(message))"
     }
