@@ -41,7 +41,7 @@ public enum WorkerMain {
             FileHandle.standardError.write(Data("runner worker: \(error)\n".utf8))
             return 1
         }
-        return serve(channel, pipeline)
+        return VipsRuntime.onLibvipsThread { serve(channel, pipeline) }
     }
 
     /// Reads the supervisor's hello and sets up libvips and the pipeline for its job.

@@ -1,3 +1,4 @@
+import CVips
 import Foundation
 import Testing
 import TestSupport
@@ -44,7 +45,7 @@ struct Render {
 
 @Suite("Processing: chain ops on real libvips output")
 struct ProcessingTests {
-    // fixtures/photos/picos-de-europa.jpg is 1200x800.
+    // fixtures/photos/picos-de-europa.jpg is 1024x768.
     @Test("thumbnail fits", arguments: [
         ("cover", 100, 100, 100, 100), ("inside", 100, 100, 100, 75), ("fill", 100, 50, 100, 50),
         ("contain", 100, 100, 100, 100), ("outside", 100, 100, 133, 100),
@@ -184,6 +185,20 @@ struct ProcessingTests {
             let render = try Render("quirky/" + name, chain: #"{"op": "thumbnail", "width": 64, "height": 64, "fit": "inside"}"#)
             #expect(render.probe != nil, "\(name): \(render.result)")
         }
+    }
+
+    @Test("a render on a libvips thread, as the worker's, makes the same image as on any other")
+    func rendersOnLibvipsThread() throws {
+        let chain = #"{"op": "thumbnail", "width": 900, "fit": "inside"}, {"op": "sharpen", "sigma": 1}"#
+        let here = try Render("photos/picos-de-europa.jpg", chain: chain)
+        #expect(vips_thread_isvips() == 0)
+        let (onLibvipsThread, there) = VipsRuntime.onLibvipsThread {
+            (vips_thread_isvips() != 0, Result { try Render("photos/picos-de-europa.jpg", chain: chain) })
+        }
+        #expect(onLibvipsThread)
+        let render = try there.get()
+        #expect(render.probe?.width == 900 && here.probe?.width == 900)
+        #expect(ImageProbe.meanAbsoluteDifference(here.outputPath, render.outputPath) == 0)
     }
 
     @Test("the pixel limit is checked from the header, before decoding")
