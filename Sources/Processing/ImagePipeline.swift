@@ -154,27 +154,18 @@ package struct ImagePipeline {
 
     /// A loader step's image (thumbnail's shrink-on-load). A responsive set loads once, as a
     /// cascade: the largest whole-frame output decodes from the source, and each smaller one is
-    /// scaled from the smallest kept frame at least 1.5 times as large as it needs (then kept
-    /// itself, when more outputs follow), provided that frame has no more pixels than its own
-    /// shrink-on-load decode would (a JPEG decoded at 1/8 for a small thumbnail is cheaper than
-    /// scaling a large frame down).
+    /// scaled from a kept frame when that is less work than decoding (`Cascade.base`), then kept
+    /// itself when more outputs follow.
     private func loaded(_ loader: any LoadingOperation, settings: DecodeSettings, from source: OpenedSource) throws(ItemFailure) -> VipsImageHandle {
         defer { source.loadersLeft -= 1 }
         let header = source.header
         let needed = loader.scaledFrame(width: header.displayWidth(autorotate: settings.autorotate),
                                         height: header.displayHeight(autorotate: settings.autorotate))
-        // The very frame another output made (the same size in two formats) is reused as it is;
-        // a frame barely larger would be resampled twice by a small factor, which softens it, so
-        // otherwise only frames at least 1.5 times as large are used (a measured MAD under 1/255).
-        let larger = source.wholeFrames.filter { frame in
-            let (width, height) = (frame.image.width, frame.image.height)
-            let same = width == needed.width && height == needed.height
-            return frame.settings == settings && (same || (2 * width >= 3 * needed.width && 2 * height >= 3 * needed.height))
-        }
-        let ownDecode = header.pixelsDecoded(toMake: needed, displayWidth: header.displayWidth(autorotate: settings.autorotate))
+        let candidates = source.wholeFrames.filter { $0.settings == settings }.map(\.image)
+        let decodeCost = header.decodeCost(toMake: needed, displayWidth: header.displayWidth(autorotate: settings.autorotate))
         let image: VipsImageHandle
-        if let base = larger.min(by: { $0.image.width < $1.image.width }), base.image.width * base.image.height <= ownDecode {
-            image = try processStep(type(of: loader).name) { () throws(VipsError) in try loader.apply(to: base.image) }
+        if let base = Cascade.base(for: needed, among: candidates.map { ($0.width, $0.height) }, decodeCost: decodeCost) {
+            image = try processStep(type(of: loader).name) { () throws(VipsError) in try loader.apply(to: candidates[base]) }
         } else {
             image = try decodeStep { () throws(VipsError) in
                 try droppingUnusableProfile(loader.load(source.file, header: header, settings: settings), header)
