@@ -35,6 +35,33 @@ package struct PathTemplate: Sendable {
         absolute = written.utf8.first == UInt8(ascii: "/") ? written : baseDirectory + "/" + written
         let literal = absolute.prefix { $0 != "{" }
         root = Paths.normalize(Paths.directory(of: String(literal) + (literal.count == absolute.count ? "" : "x")))
+        pieces = Self.pieces(of: absolute)
+    }
+
+    /// One stretch of the template: text as written, or a token's place.
+    private enum Piece: Sendable {
+        case literal(String), stem, ext, dir, name, key
+    }
+
+    /// `absolute` parsed once, so planning does not scan it again for every item.
+    private let pieces: [Piece]
+
+    private static func pieces(of template: String) -> [Piece] {
+        var pieces: [Piece] = []
+        var scan = template[...]
+        while let open = scan.firstIndex(of: "{"), let close = scan[open...].firstIndex(of: "}") {
+            if open > scan.startIndex { pieces.append(.literal(String(scan[..<open]))) }
+            switch scan[scan.index(after: open)..<close] {
+            case "stem": pieces.append(.stem)
+            case "ext": pieces.append(.ext)
+            case "dir": pieces.append(.dir)
+            case "name": pieces.append(.name)
+            default: pieces.append(.key)
+            }
+            scan = scan[scan.index(after: close)...]
+        }
+        if !scan.isEmpty { pieces.append(.literal(String(scan))) }
+        return pieces
     }
 
     package struct Values {
@@ -56,19 +83,16 @@ package struct PathTemplate: Sendable {
     /// The concrete output path, or nil when the values would leave `root`.
     package func expand(_ values: Values) -> String? {
         var result = ""
-        var scan = absolute[...]
-        while let open = scan.firstIndex(of: "{"), let close = scan[open...].firstIndex(of: "}") {
-            result += scan[..<open]
-            switch scan[scan.index(after: open)..<close] {
-            case "stem": result += Self.component(values.stem)
-            case "ext": result += Self.component(values.ext)
-            case "dir": result += Self.folder(values.dir)
-            case "name": result += Self.component(values.name)
-            default: result += values.key
+        for piece in pieces {
+            switch piece {
+            case .literal(let text): result += text
+            case .stem: result += Self.component(values.stem)
+            case .ext: result += Self.component(values.ext)
+            case .dir: result += Self.folder(values.dir)
+            case .name: result += Self.component(values.name)
+            case .key: result += values.key
             }
-            scan = scan[scan.index(after: close)...]
         }
-        result += scan
         let path = Paths.normalize(result)
         guard let inside = Paths.relative(path, to: root), !inside.isEmpty else { return nil }
         return path
