@@ -9,33 +9,22 @@ import Imaging
 /// of the source key). Token values are sanitized and the result must stay inside `root`, the
 /// folder the template's literal prefix names, so no source name can write elsewhere.
 package struct PathTemplate: Sendable {
-    package static let tokens: Set<String> = ["stem", "ext", "dir", "name", "key"]
-
-    package let written: String
-    /// The template made absolute against the job's folder, tokens still in place.
-    package let absolute: String
     package let root: String
 
     package init(_ written: String, baseDirectory: String, location: String) throws {
-        var scan = written[...]
-        while let open = scan.firstIndex(of: "{") {
-            guard let close = scan[open...].firstIndex(of: "}") else {
-                throw JobFileError(location, "unclosed { in path template")
-            }
-            let token = String(scan[scan.index(after: open)..<close])
-            guard Self.tokens.contains(token) else {
-                throw JobFileError(location, "unknown token {\(token)} (known: {dir}, {ext}, {key}, {name}, {stem})")
-            }
-            scan = scan[scan.index(after: close)...]
-        }
+        let parsed = try Self.pieces(of: written, location: location)
         guard !written.hasSuffix("/") else { throw JobFileError(location, "must name a file, not a folder") }
-        self.written = written
         // The kernel would stop at a NUL: the file would land somewhere else than the root says.
         guard !written.utf8.contains(0) else { throw JobFileError(location, "must not contain a NUL character") }
-        absolute = written.utf8.first == UInt8(ascii: "/") ? written : baseDirectory + "/" + written
-        let literal = absolute.prefix { $0 != "{" }
-        root = Paths.normalize(Paths.directory(of: String(literal) + (literal.count == absolute.count ? "" : "x")))
-        pieces = Self.pieces(of: absolute)
+        // The job's folder is text as it stands, braces and all: only the template has tokens.
+        let folder = written.utf8.first == UInt8(ascii: "/") ? "" : baseDirectory + "/"
+        let (leading, rest): (String, ArraySlice<Piece>) = if case .literal(let text) = parsed.first {
+            (folder + text, parsed.dropFirst())
+        } else {
+            (folder, parsed[...])
+        }
+        pieces = (leading.isEmpty ? [] : [.literal(leading)]) + rest
+        root = Paths.normalize(Paths.directory(of: leading + (rest.isEmpty ? "" : "x")))
     }
 
     /// One stretch of the template: text as written, or a token's place.
@@ -43,20 +32,25 @@ package struct PathTemplate: Sendable {
         case literal(String), stem, ext, dir, name, key
     }
 
-    /// `absolute` parsed once, so planning does not scan it again for every item.
+    /// The template made absolute against the job's folder, parsed once so that planning does not
+    /// scan it again for every item.
     private let pieces: [Piece]
 
-    private static func pieces(of template: String) -> [Piece] {
+    private static func pieces(of written: String, location: String) throws -> [Piece] {
         var pieces: [Piece] = []
-        var scan = template[...]
-        while let open = scan.firstIndex(of: "{"), let close = scan[open...].firstIndex(of: "}") {
+        var scan = written[...]
+        while let open = scan.firstIndex(of: "{") {
+            guard let close = scan[open...].firstIndex(of: "}") else {
+                throw JobFileError(location, "unclosed { in path template")
+            }
             if open > scan.startIndex { pieces.append(.literal(String(scan[..<open]))) }
             switch scan[scan.index(after: open)..<close] {
             case "stem": pieces.append(.stem)
             case "ext": pieces.append(.ext)
             case "dir": pieces.append(.dir)
             case "name": pieces.append(.name)
-            default: pieces.append(.key)
+            case "key": pieces.append(.key)
+            case let token: throw JobFileError(location, "unknown token {\(token)} (known: {dir}, {ext}, {key}, {name}, {stem})")
             }
             scan = scan[scan.index(after: close)...]
         }

@@ -56,6 +56,16 @@ struct PlanningTests {
         #expect(throws: JobFileError.self) { try PathTemplate("out/", baseDirectory: "/job", location: "x") }
     }
 
+    @Test("braces in the job's folder are part of its name, not tokens")
+    func bracesInJobFolder() throws {
+        let template = try PathTemplate("out/{stem}.jpg", baseDirectory: "/jobs/a{stem}b", location: "x")
+        #expect(template.root == "/jobs/a{stem}b/out")
+        #expect(template.expand(.init(stem: "photo", ext: "jpg", dir: "", name: "t", key: "k")) == "/jobs/a{stem}b/out/photo.jpg")
+        let plain = try PathTemplate("out/all.jpg", baseDirectory: "/jobs/{x}", location: "x")
+        #expect(plain.root == "/jobs/{x}/out")
+        #expect(plain.expand(.init(stem: "photo", ext: "jpg", dir: "", name: "t", key: "k")) == "/jobs/{x}/out/all.jpg")
+    }
+
     @Test("content hashes taken four buffers at a time equal the streamed hash of each")
     func contentHashes() {
         var generator = SystemRandomNumberGenerator()
