@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -245,10 +246,28 @@ public final class StateStore: Sendable {
                 FROM item LEFT JOIN run ON run.id = item.run_id
                 WHERE item.key = ? AND item.state IN (\(ItemState.done.sql), \(ItemState.failed.sql))
                 """)
-            guard let row = try Row.fetchOne(statement, arguments: [itemKey]) else { return nil }
-            if row[2] == ItemState.done.rawValue { return LedgerEntry(fingerprint: row[0], outputPath: row[1]) }
-            guard let kind = (row[3] as String?).flatMap(ItemFailure.Kind.init(rawValue:)), kind.isDecidedByContent else { return nil }
-            return LedgerEntry(fingerprint: row[0], outputPath: row[1], failureKind: kind, failedUnder: row[4])
+            // One lookup per planned item: stepped through SQLite's own API, since GRDB's row cursor
+            // (arguments array, cursor and row objects) was most of a 100,000-item rerun's lookup time.
+            let raw = statement.sqliteStatement
+            return try itemKey.withCString { key in
+                defer { sqlite3_reset(raw); sqlite3_clear_bindings(raw) }
+                sqlite3_bind_text(raw, 1, key, -1, nil)  // nil: SQLITE_STATIC, the key outlives the step
+                switch sqlite3_step(raw) {
+                case SQLITE_DONE: return nil
+                case SQLITE_ROW: break
+                case let code: throw DatabaseError(resultCode: ResultCode(rawValue: code), message: db.lastErrorMessage, sql: statement.sql)
+                }
+                let fingerprint = Self.text(raw, 0) ?? "", outputPath = Self.text(raw, 1) ?? ""
+                if Self.text(raw, 2) == ItemState.done.rawValue { return LedgerEntry(fingerprint: fingerprint, outputPath: outputPath) }
+                guard let kind = Self.text(raw, 3).flatMap(ItemFailure.Kind.init(rawValue:)), kind.isDecidedByContent else { return nil }
+                return LedgerEntry(fingerprint: fingerprint, outputPath: outputPath, failureKind: kind, failedUnder: Self.text(raw, 4))
+            }
+        }
+
+        /// Column `index` of the current row as text; nil for NULL.
+        private static func text(_ statement: SQLiteStatement, _ index: Int32) -> String? {
+            guard let bytes = sqlite3_column_text(statement, index) else { return nil }
+            return String(decoding: UnsafeBufferPointer(start: bytes, count: Int(sqlite3_column_bytes(statement, index))), as: UTF8.self)
         }
 
         package func original(_ sourceKey: String) throws -> CachedOriginal? {
