@@ -250,24 +250,27 @@ public final class StateStore: Sendable {
             // (arguments array, cursor and row objects) was most of a 100,000-item rerun's lookup time.
             let raw = statement.sqliteStatement
             return try itemKey.withCString { key in
+                // Cleared as well as reset: the binding points into `key`, which ends with this closure.
                 defer { sqlite3_reset(raw); sqlite3_clear_bindings(raw) }
-                sqlite3_bind_text(raw, 1, key, -1, nil)  // nil: SQLITE_STATIC, the key outlives the step
-                switch sqlite3_step(raw) {
+                var code = sqlite3_bind_text(raw, 1, key, -1, nil)  // nil: SQLITE_STATIC, no copy
+                if code == SQLITE_OK { code = sqlite3_step(raw) }
+                switch code {
                 case SQLITE_DONE: return nil
                 case SQLITE_ROW: break
-                case let code: throw DatabaseError(resultCode: ResultCode(rawValue: code), message: db.lastErrorMessage, sql: statement.sql)
+                default: throw DatabaseError(resultCode: ResultCode(rawValue: code), message: db.lastErrorMessage, sql: statement.sql)
                 }
-                let fingerprint = Self.text(raw, 0) ?? "", outputPath = Self.text(raw, 1) ?? ""
-                if Self.text(raw, 2) == ItemState.done.rawValue { return LedgerEntry(fingerprint: fingerprint, outputPath: outputPath) }
-                guard let kind = Self.text(raw, 3).flatMap(ItemFailure.Kind.init(rawValue:)), kind.isDecidedByContent else { return nil }
-                return LedgerEntry(fingerprint: fingerprint, outputPath: outputPath, failureKind: kind, failedUnder: Self.text(raw, 4))
+                // fingerprint, output_path and state are NOT NULL; error_kind and run.limits may be NULL.
+                let fingerprint = String(sqliteStatement: raw, index: 0), outputPath = String(sqliteStatement: raw, index: 1)
+                if String(sqliteStatement: raw, index: 2) == ItemState.done.rawValue {
+                    return LedgerEntry(fingerprint: fingerprint, outputPath: outputPath)
+                }
+                guard let kind = Self.nullableText(raw, 3).flatMap(ItemFailure.Kind.init(rawValue:)), kind.isDecidedByContent else { return nil }
+                return LedgerEntry(fingerprint: fingerprint, outputPath: outputPath, failureKind: kind, failedUnder: Self.nullableText(raw, 4))
             }
         }
 
-        /// Column `index` of the current row as text; nil for NULL.
-        private static func text(_ statement: SQLiteStatement, _ index: Int32) -> String? {
-            guard let bytes = sqlite3_column_text(statement, index) else { return nil }
-            return String(decoding: UnsafeBufferPointer(start: bytes, count: Int(sqlite3_column_bytes(statement, index))), as: UTF8.self)
+        private static func nullableText(_ statement: SQLiteStatement, _ index: CInt) -> String? {
+            sqlite3_column_type(statement, index) == SQLITE_NULL ? nil : String(sqliteStatement: statement, index: index)
         }
 
         package func original(_ sourceKey: String) throws -> CachedOriginal? {
