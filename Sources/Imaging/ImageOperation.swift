@@ -35,17 +35,6 @@ extension ImageOperation {
     package var needsRandomAccess: Bool { false }
 }
 
-extension ObjectReader {
-    /// `value` (read from `key`) when it is no larger in size than libvips' largest coordinate,
-    /// VIPS_MAX_COORD: sizes and offsets are handed to libvips as 32-bit integers, so a larger
-    /// one would trap the worker instead of failing the job file.
-    package func coordinate(_ key: any KeyDeclaration, _ value: Int?) throws -> Int? {
-        let limit = 10_000_000  // VIPS_MAX_COORD
-        guard let value, value > limit || value < -limit else { return value }
-        throw error(key, value > 0 ? "must be at most \(limit) (libvips' largest image side)" : "must be at least -\(limit)")
-    }
-}
-
 /// An op that can replace the decode itself, such as `thumbnail` (shrink-on-load).
 /// As a chain's first step it decodes; anywhere else it runs through `apply` like any op.
 package protocol LoadingOperation: ImageOperation {

@@ -173,6 +173,22 @@ public enum Bound: Sendable {
     case atLeast(Double)
     case range(Double, Double)       // inclusive
     case oneOf([Double])
+    /// Image sides, offsets and margins in pixels: libvips takes them as 32-bit integers and makes
+    /// no side beyond VIPS_MAX_COORD, so a larger one would trap the worker instead of failing the
+    /// job file.
+    case pixels(PixelBound)
+
+    public enum PixelBound: Sendable {
+        /// A side or a radius: 1 to the largest side.
+        case side
+        /// Added pixels, a left or top edge: 0 to the largest side.
+        case margin
+        /// A move either way.
+        case offset
+    }
+
+    /// VIPS_MAX_COORD.
+    package static let largestImageSide = 10_000_000.0
 
     package func violation(_ value: Double, integer: Bool) -> String? {
         switch self {
@@ -189,6 +205,19 @@ public enum Bound: Sendable {
         case .oneOf(let allowed):
             return allowed.contains(value) ? nil
                 : "must be one of \(allowed.map(canonicalNumber).joined(separator: ", "))"
+        case .pixels(let kind):
+            let (low, high) = pixelRange(kind)
+            if value < low { return kind == .side ? "must be a positive integer" : "must be at least \(canonicalNumber(low))" }
+            return value <= high ? nil : "must be at most \(canonicalNumber(high)) (libvips' largest image side)"
+        }
+    }
+
+    private func pixelRange(_ kind: PixelBound) -> (Double, Double) {
+        let largest = Self.largestImageSide
+        switch kind {
+        case .side: return (1, largest)
+        case .margin: return (0, largest)
+        case .offset: return (-largest, largest)
         }
     }
 
@@ -202,13 +231,14 @@ public enum Bound: Sendable {
         case .atLeast(let low): schema["minimum"] = .number(low)
         case .range(let low, let high): (schema["minimum"], schema["maximum"]) = (.number(low), .number(high))
         case .oneOf(let allowed): schema["enum"] = .array(allowed.map(JSONValue.number))
+        case .pixels(let kind): (schema["minimum"], schema["maximum"]) = (.number(pixelRange(kind).0), .number(pixelRange(kind).1))
         }
         return schema
     }
 
     package var integerMessage: String {
         switch self {
-        case .positive: "must be a positive integer"
+        case .positive, .pixels(.side): "must be a positive integer"
         case .range(let low, let high): "must be an integer between \(canonicalNumber(low)) and \(canonicalNumber(high))"
         default: "must be an integer"
         }

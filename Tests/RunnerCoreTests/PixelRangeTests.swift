@@ -20,7 +20,13 @@ struct PixelRangeTests {
         }
     }
 
-    @Test("thumbnail, pad and composite name the key", arguments: [
+    @Test("every pixel size names its key", arguments: [
+        (#"{"op": "resize", "width": 3000000000}"#, "outputs[0].chain[0].width"),
+        (#"{"op": "resize", "width": 10, "height": 10000001, "fit": "fill"}"#, "outputs[0].chain[0].height"),
+        (#"{"op": "crop", "width": 10, "height": 10, "x": 2147483648}"#, "outputs[0].chain[0].x"),
+        (#"{"op": "crop", "width": 3000000000, "height": 10}"#, "outputs[0].chain[0].width"),
+        (#"{"op": "border", "width": 3000000000}"#, "outputs[0].chain[0].width"),
+        (#"{"op": "roundCorners", "radius": 3000000000}"#, "outputs[0].chain[0].radius"),
         (#"{"op": "thumbnail", "width": 4294967296, "fit": "inside"}"#, "outputs[0].chain[0].width"),
         (#"{"op": "thumbnail", "width": 10, "height": 10000001}"#, "outputs[0].chain[0].height"),
         (#"{"op": "pad", "width": 2147483648}"#, "outputs[0].chain[0].width"),
@@ -46,5 +52,7 @@ struct PixelRangeTests {
             }
         }
         #expect(error(#"{"op": "thumbnail", "width": 10000000, "height": 1}"#) == nil, "the limit itself is fine")
+        #expect(error(#"{"op": "resize", "width": 10000000}"#) == nil, "the limit itself is fine")
+        #expect(error(#"{"op": "resize", "width": 3000000000}"#)?.message.contains("at most 10000000") == true)
     }
 }

@@ -7,7 +7,7 @@ import Keys
 package struct Border: ImageOperation {
     package static let name = "border"
     package static let summary = "Paint a frame over the image's edges, keeping its size (Kingfisher's BorderImageProcessor); a translucent colour blends over the edge."
-    package static let width = Key.integer("width", .positive, .required, "Frame width in pixels.")
+    package static let width = Key.integer("width", .pixels(.side), .required, "Frame width in pixels.")
     package static let colour = Key.colour("colour", .defaults(.black), "The frame's colour.")
     package static let keys: [any KeyDeclaration] = [width, colour]
     package let width: Int

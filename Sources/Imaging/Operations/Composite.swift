@@ -18,8 +18,8 @@ package struct Composite: ImageOperation {
     package static let image = Key.text("image", .required, "The image file, relative to the job file; it must exist when the job is read.")
     package static let gravity = Key.choice("gravity", .defaults(Crop.Gravity.centre),
                                     "Where the image goes (attention and entropy apply to crops only).")
-    package static let offsetX = Key.integer("offsetX", .any, .defaults(0), "Pixels to move it right (negative: left).")
-    package static let offsetY = Key.integer("offsetY", .any, .defaults(0), "Pixels to move it down (negative: up).")
+    package static let offsetX = Key.integer("offsetX", .pixels(.offset), .defaults(0), "Pixels to move it right (negative: left).")
+    package static let offsetY = Key.integer("offsetY", .pixels(.offset), .defaults(0), "Pixels to move it down (negative: up).")
     package static let opacity = Key.number("opacity", .range(0, 1), .defaults(1), "How opaque the laid image is.")
     package static let blend = Key.choice("blend", .defaults(Blend.over), "libvips blend mode.")
     package static let scale = Key.number("scale", .positive, .optional("its own size"),
@@ -86,8 +86,8 @@ package struct Composite: ImageOperation {
         imageHash = hash.hex
         gravity = try parameters.read(Self.gravity)
         if gravity.isSmart { throw parameters.error(Self.gravity, "\(gravity.rawValue) applies to crops only") }
-        offsetX = try parameters.coordinate(Self.offsetX, parameters.read(Self.offsetX)) ?? 0
-        offsetY = try parameters.coordinate(Self.offsetY, parameters.read(Self.offsetY)) ?? 0
+        offsetX = try parameters.read(Self.offsetX)
+        offsetY = try parameters.read(Self.offsetY)
         opacity = try parameters.read(Self.opacity)
         blend = try parameters.read(Self.blend)
         scale = try parameters.optional(Self.scale)

@@ -8,10 +8,10 @@ import Keys
 package struct Crop: ImageOperation {
     package static let name = "crop"
     package static let summary = "Cut a region, clipped to the image: a box (x, y, width, height), width and height placed by gravity, or trim: true to remove the border that differs from background by less than threshold (libvips find_trim). An image that is all background is kept as it is."
-    package static let width = Key.integer("width", .positive, .optional(), "Region width in pixels (required unless trim).")
-    package static let height = Key.integer("height", .positive, .optional(), "Region height in pixels (required unless trim).")
-    package static let x = Key.integer("x", .nonNegative, .defaults(0), "Region's left edge, for a box (instead of gravity).")
-    package static let y = Key.integer("y", .nonNegative, .defaults(0), "Region's top edge, for a box (instead of gravity).")
+    package static let width = Key.integer("width", .pixels(.side), .optional(), "Region width in pixels (required unless trim).")
+    package static let height = Key.integer("height", .pixels(.side), .optional(), "Region height in pixels (required unless trim).")
+    package static let x = Key.integer("x", .pixels(.margin), .defaults(0), "Region's left edge, for a box (instead of gravity).")
+    package static let y = Key.integer("y", .pixels(.margin), .defaults(0), "Region's top edge, for a box (instead of gravity).")
     package static let gravity = Key.choice("gravity", .defaults(Gravity.centre),
                                     "Where the region lies; attention and entropy pick it by content.")
     package static let trim = Key.flag("trim", default: false, "Remove a uniform border instead of cutting a given region.")

@@ -7,13 +7,13 @@ import Keys
 package struct Pad: ImageOperation {
     package static let name = "pad"
     package static let summary = "Grow the canvas, never cropping: to at least width x height with the image placed by gravity, or by top, right, bottom and left margins. A translucent background adds alpha."
-    package static let width = Key.integer("width", .positive, .optional("the image's width"), "Least canvas width in pixels.")
-    package static let height = Key.integer("height", .positive, .optional("the image's height"), "Least canvas height in pixels.")
+    package static let width = Key.integer("width", .pixels(.side), .optional("the image's width"), "Least canvas width in pixels.")
+    package static let height = Key.integer("height", .pixels(.side), .optional("the image's height"), "Least canvas height in pixels.")
     package static let gravity = Key.choice("gravity", .defaults(Crop.Gravity.centre),
                                     "With width/height: where the image goes (attention and entropy apply to crops only).")
     package static let background = Key.colour("background", .defaults(.black), "The added canvas's colour.")
     private static let marginKeys = ["top", "right", "bottom", "left"].map {
-        Key.integer($0, .nonNegative, .defaults(0), "Pixels added at the \($0), instead of width/height.")
+        Key.integer($0, .pixels(.margin), .defaults(0), "Pixels added at the \($0), instead of width/height.")
     }
     package static let keys: [any KeyDeclaration] = [width, height, gravity, background] + marginKeys
 
@@ -33,11 +33,11 @@ package struct Pad: ImageOperation {
             }
             let gravity = try parameters.read(Self.gravity)
             if gravity.isSmart { throw parameters.error(Self.gravity, "\(gravity.rawValue) applies to crops only") }
-            extent = .size(width: try parameters.coordinate(Self.width, parameters.optional(Self.width)),
-                           height: try parameters.coordinate(Self.height, parameters.optional(Self.height)), gravity: gravity)
+            extent = .size(width: try parameters.optional(Self.width),
+                           height: try parameters.optional(Self.height), gravity: gravity)
         } else {
             if parameters.has(Self.gravity) { throw parameters.error(Self.gravity, "applies to width/height only") }
-            let margins = try Self.marginKeys.map { try parameters.coordinate($0, parameters.read($0)) ?? 0 }
+            let margins = try Self.marginKeys.map { try parameters.read($0) }
             guard margins.contains(where: { $0 > 0 }) else {
                 throw parameters.error(Self.width, "give width and/or height, or at least one of top, right, bottom, left")
             }

@@ -7,8 +7,8 @@ import Keys
 package struct Resize: ImageOperation {
     package static let name = "resize"
     package static let summary = "Resample the decoded image (libvips resize, no shrink-on-load: use thumbnail as a first step for speed) with sharp's fit. With one side given the other follows the aspect ratio, whatever fit says. Without enlarge no side grows."
-    package static let width = Key.integer("width", .positive, .optional(), "Box width in pixels.")
-    package static let height = Key.integer("height", .positive, .optional(), "Box height in pixels.")
+    package static let width = Key.integer("width", .pixels(.side), .optional(), "Box width in pixels.")
+    package static let height = Key.integer("height", .pixels(.side), .optional(), "Box height in pixels.")
     package static let fit = Key.choice("fit", .defaults(Thumbnail.Fit.cover),
         "cover fills the box and crops at position; contain fits inside and pads at position; fill stretches; inside fits inside; outside covers without cropping.")
     package static let position = Key.choice("position", .defaults(Crop.Gravity.centre),

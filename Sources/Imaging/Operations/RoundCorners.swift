@@ -9,7 +9,7 @@ package struct RoundCorners: ImageOperation {
 
     package enum Corner: String, CaseIterable, Sendable { case topLeft, topRight, bottomLeft, bottomRight }
 
-    package static let radius = Key.integer("radius", .positive, .required, "Corner radius in pixels.")
+    package static let radius = Key.integer("radius", .pixels(.side), .required, "Corner radius in pixels.")
     package static let corners = Key.choices("corners", noun: "corner", .defaults(Corner.allCases), "Which corners to round.")
     package static let keys: [any KeyDeclaration] = [radius, corners]
 

@@ -8,8 +8,8 @@ import Keys
 package struct Thumbnail: LoadingOperation {
     package static let name = "thumbnail"
     package static let summary = "Resize with shrink-on-load (sharp's fit). With one side given only inside is allowed."
-    package static let width = Key.integer("width", .positive, .optional(), "Box width in pixels.")
-    package static let height = Key.integer("height", .positive, .optional(), "Box height in pixels.")
+    package static let width = Key.integer("width", .pixels(.side), .optional(), "Box width in pixels.")
+    package static let height = Key.integer("height", .pixels(.side), .optional(), "Box height in pixels.")
     package static let fit = Key.choice("fit", .defaults(Fit.cover),
         "cover fills the box and crops at position; contain fits inside and pads to the box; fill stretches to the box; inside fits inside; outside covers the box without cropping.")
     package static let position = Key.choice("position", .defaults(Position.centre), "Where cover crops; attention and entropy pick by content.")
@@ -29,8 +29,8 @@ package struct Thumbnail: LoadingOperation {
     package let background: Colour
 
     package init(reading parameters: ObjectReader, context: OperationContext) throws {
-        width = try parameters.coordinate(Self.width, parameters.optional(Self.width))
-        height = try parameters.coordinate(Self.height, parameters.optional(Self.height))
+        width = try parameters.optional(Self.width)
+        height = try parameters.optional(Self.height)
         fit = try parameters.read(Self.fit)
         position = try parameters.read(Self.position)
         enlarge = try parameters.read(Self.enlarge)
