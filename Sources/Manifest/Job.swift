@@ -16,7 +16,7 @@ public struct Job: Sendable {
     package let outputs: [OutputSpec]
     public let concurrency: ConcurrencySettings
     public let limits: Limits
-    /// This run's state database: the job's own, or with a shard, the shard's (`Shard.statePath`).
+    /// This run's state database: the job's own, or with a shard, the shard's (`JobStateLayout.path`).
     public internal(set) var statePath: String
     public let remote: RemoteSettings
     /// The part of the job this run does (`--shard K/N`); nil for the whole job.
@@ -27,11 +27,14 @@ public struct Job: Sendable {
 
     public var outputNames: [String] { outputs.map(\.name) }
 
+    /// Every state database of the job as it is on disk now.
+    public var stateLayout: JobStateLayout { JobStateLayout(jobStatePath: jobStatePath) }
+
     /// The same job restricted to `shard`, with the shard's own state database and lock.
     public func sharded(_ shard: Shard) -> Job {
         var part = self
         part.unshardedStatePath = jobStatePath
-        part.statePath = shard.statePath(for: jobStatePath)
+        part.statePath = JobStateLayout.path(for: shard, jobStatePath: jobStatePath)
         part.shard = shard
         return part
     }

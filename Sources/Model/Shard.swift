@@ -35,32 +35,6 @@ public struct Shard: Sendable, Equatable, CustomStringConvertible {
     }
 
     public func contains(_ sourceKey: String) -> Bool { Self.index(of: sourceKey, count: count) == index }
-
-    /// The shard's own state database beside the job's: `thumbs.sqlite` -> `thumbs.shard-3-of-16.sqlite`.
-    public func statePath(for jobStatePath: String) -> String {
-        let (stem, ext) = Paths.splitExtension(Paths.lastComponent(jobStatePath))
-        return Paths.directory(of: jobStatePath) + "/\(stem).shard-\(index)-of-\(count)" + (ext.isEmpty ? "" : ".\(ext)")
-    }
-
-    /// Every state database of a job: the unsharded one and each shard's, under any shard count,
-    /// as far as they exist.
-    public static func stateDatabases(of jobStatePath: String) -> [String] {
-        let folder = Paths.directory(of: jobStatePath)
-        let (stem, ext) = Paths.splitExtension(Paths.lastComponent(jobStatePath))
-        let prefix = stem + ".shard-", suffix = ext.isEmpty ? "" : "." + ext
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
-        let shards = names.filter { name in
-            guard name.hasPrefix(prefix), name.hasSuffix(suffix) else { return false }
-            let middle = name.dropFirst(prefix.count).dropLast(suffix.count).split(separator: "-")
-            return middle.count == 3 && middle[1] == "of" && Int(middle[0]) != nil && Int(middle[2]) != nil
-        }
-        // By shard count, then index, numerically.
-        func countAndIndex(_ name: String) -> [Int] {
-            name.dropFirst(prefix.count).split { !$0.isNumber }.compactMap { Int($0) }.prefix(2).reversed()
-        }
-        let ordered = shards.sorted { countAndIndex($0).lexicographicallyPrecedes(countAndIndex($1)) }
-        return (FileManager.default.fileExists(atPath: jobStatePath) ? [jobStatePath] : []) + ordered.map { folder + "/" + $0 }
-    }
 }
 
 extension Shard {

@@ -154,15 +154,8 @@ public enum JobRunner {
                               slots: schedulerSettings(job, options).slots)
     }
 
-    /// The job's state databases of other shard layouts: work recorded under another shard count
-    /// (or unsharded). Shards of this run's own count hold other sources only, and may be starting
-    /// at this very moment, so they are left alone.
-    private static func otherStateDatabases(of job: Job) -> [String] {
-        let ownLayout = job.shard.map { "-of-\($0.count)." }
-        return Shard.stateDatabases(of: job.jobStatePath).filter { path in
-            path != job.statePath && !(ownLayout.map { Paths.lastComponent(path).contains($0) } ?? false)
-        }
-    }
+    /// The job's state databases of other shard layouts, which planning reads.
+    private static func otherStateDatabases(of job: Job) -> [String] { job.stateLayout.otherLayouts(than: job.shard) }
 
     /// How the job's sources spread over `count` shards: sources per shard.
     public static func spread(_ job: Job, over count: Int) throws -> [Int] {

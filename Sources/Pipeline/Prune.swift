@@ -13,31 +13,37 @@ extension JobRunner {
         public var failed = 0
     }
 
-    /// Lists, and with `delete` prunes, the items the state database records but the job no
-    /// longer plans at their recorded path. Pruning deletes an orphan's file only where runner
-    /// wrote it (`CurrentItems.orphan`), then drops its row; a file it could not delete keeps its
-    /// row, so a later prune tries again. Nil when the job has never run; nothing is created then.
+    /// Lists, and with `delete` prunes, the items the job's state databases record (each shard's,
+    /// for a sharded job: the layout that ran last) but the job no longer plans at their recorded
+    /// path. Pruning deletes an orphan's file only where runner wrote it (`CurrentItems.orphan`),
+    /// then drops its row; a file it could not delete keeps its row, so a later prune tries again.
+    /// Nil when the job has never run; nothing is created then.
     public static func prune(_ job: Job, delete: Bool, _ visit: (Orphan) throws -> Void) throws -> PruneCounts? {
-        guard let store = try StateStore.existing(at: job.statePath) else { return nil }
-        // No run may record an item while pruning judges its row.
-        let lock = delete ? try RunLock(statePath: job.statePath) : nil
-        defer { withExtendedLifetime(lock) {} }
-        if delete { try store.checkIntact() }
+        let databases = try job.stateLayout.current { try StateStore.existing(at: $0.path)?.recentRuns(limit: 1).first?.startedAt }.current
+        guard !databases.isEmpty else { return nil }
+        // No run may record an item while pruning judges its row; every database is checked before any is touched.
+        let locks = delete ? try databases.map { try RunLock(statePath: $0.path) } : []
+        defer { withExtendedLifetime(locks) {} }
+        let stores = try databases.compactMap { try StateStore.existing(at: $0.path) }
+        defer { stores.forEach { $0.close() } }
+        if delete { try stores.forEach { try $0.checkIntact() } }
         // The whole job is planned before anything is touched, so a job-file error changes nothing.
         var current = CurrentItems()
         try Planner(job: job, vipsVersion: VipsRuntime.version).forEachSource { current.insert($0) }
         var counts = PruneCounts()
-        try store.sweepItems { recorded in
-            guard !current.plans(recorded) else { return false }
-            let orphan = current.orphan(recorded, delete: delete)
-            counts.orphans += 1
-            if orphan.keptBecause == nil { counts.files += 1 }
-            try visit(orphan)
-            if case .failed = orphan.keptBecause {
-                counts.failed += 1
-                return false
+        for store in stores {
+            try store.sweepItems { recorded in
+                guard !current.plans(recorded) else { return false }
+                let orphan = current.orphan(recorded, delete: delete)
+                counts.orphans += 1
+                if orphan.keptBecause == nil { counts.files += 1 }
+                try visit(orphan)
+                if case .failed = orphan.keptBecause {
+                    counts.failed += 1
+                    return false
+                }
+                return delete
             }
-            return delete
         }
         return counts
     }

@@ -22,20 +22,16 @@ package struct JobDatabases {
     package let earlier: [String]
 
     package init(job: Job, runs: Int = 1) throws {
-        var layouts: [Int: [Part]] = [:]
-        for path in Shard.stateDatabases(of: job.jobStatePath) {
-            let name = Paths.lastComponent(path)
-            let numbers = name.split { !$0.isNumber }.compactMap { Int($0) }.suffix(2)
-            let sharded = name.contains(".shard-") && numbers.count == 2
-            guard let store = try StateStore.existing(at: path) else { continue }
-            let part = Part(shard: sharded ? "\(numbers.first!)/\(numbers.last!)" : nil, path: path, store: store,
+        var opened: [String: Part] = [:]
+        let (current, earlier) = try job.stateLayout.current { database in
+            guard let store = try StateStore.existing(at: database.path) else { return nil }
+            let part = Part(shard: database.shard?.description, path: database.path, store: store,
                             runs: try store.recentRuns(limit: max(runs, 1)))
-            layouts[sharded ? numbers.last! : 0, default: []].append(part)
+            opened[database.path] = part
+            return part.runs.first?.startedAt
         }
-        func lastStart(_ parts: [Part]) -> Date { parts.compactMap { $0.runs.first?.startedAt }.max() ?? .distantPast }
-        let current = layouts.max { lastStart($0.value) < lastStart($1.value) }?.key
-        parts = current.map { layouts[$0]! } ?? []
-        earlier = layouts.filter { $0.key != current }.flatMap { $0.value.map(\.path) }.sorted()
+        parts = current.compactMap { opened[$0.path] }
+        self.earlier = earlier.map(\.path).sorted()
     }
 
     package var isSharded: Bool { parts.contains { $0.shard != nil } }

@@ -16,7 +16,7 @@ import Planning
 /// whose migrations are named and never edited once shipped, and methods that keep the invariants.
 public final class StateStore: Sendable {
     private let database: DatabaseQueue
-    /// The job's other state databases (`Shard.stateDatabases`), opened read-only for planning.
+    /// The job's other state databases (`JobStateLayout.otherLayouts`), opened read-only for planning.
     private let others: [DatabaseQueue]
 
     /// Opens (creating and migrating) the database at `path`; `readingAlso` names other state
@@ -447,18 +447,13 @@ public final class StateStore: Sendable {
 
     // URLs go on the blacklist through `record` (`ItemEvent.blacklisted`), with their items.
 
-    /// Removes URLs from the blacklist (all of them when `urls` is nil); returns how many were removed.
+    /// Removes URLs from the blacklist (all of them when `urls` is nil); returns those removed.
     @discardableResult
-    public func unblock(_ urls: [String]?) throws -> Int {
+    public func unblock(_ urls: [String]?) throws -> Set<String> {
         try database.write { db in
-            if let urls {
-                for url in urls {
-                    try db.execute(sql: "DELETE FROM blacklist WHERE url = ?", arguments: [RemoteURL(url)?.normalized ?? url])
-                }
-            } else {
-                try db.execute(sql: "DELETE FROM blacklist")
-            }
-            return db.changesCount
+            guard let urls else { return Set(try String.fetchAll(db, sql: "DELETE FROM blacklist RETURNING url")) }
+            let statement = try db.makeStatement(sql: "DELETE FROM blacklist WHERE url = ? RETURNING url")
+            return Set(try urls.compactMap { try String.fetchOne(statement, arguments: [RemoteURL($0)?.normalized ?? $0]) })
         }
     }
 

@@ -287,7 +287,7 @@ struct Unblock: ParsableCommand {
     func run() throws {
         do {
             let loaded = try job.load()
-            let removed = try StateStore.existing(at: loaded.statePath)?.unblock(all ? nil : urls) ?? 0
+            let removed = try JobRunner.unblock(loaded, urls: all ? nil : urls).count
             print("\(removed) URL\(removed == 1 ? "" : "s") unblocked")
         } catch {
             Runner.exit(for: error)

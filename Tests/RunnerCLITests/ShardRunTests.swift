@@ -83,6 +83,41 @@ struct ShardRunTests {
         #expect(try workspace.run(["failed", job]).stdout.contains("truncated.jpg -> t: decode"))
     }
 
+    @Test("unblock and prune act on every shard's database, as failed and status read them")
+    func operatorToolsSeeEveryShard() throws {
+        let workspace = try Workspace()
+        let server = try HTTPTestServer()
+        _ = try shardedJob(workspace)
+        // The same job with two URLs the origin answers 404 for, keyed so that each shard blacklists one in its own database.
+        let keys = (0..<2).map { shard in (0...).lazy.map { "missing-\($0)" }.first { Shard.index(of: $0, count: 2) == shard }! }
+        let job = try workspace.writeJob("""
+        {"version": 1, "name": "sharded",
+         "sources": [{"path": "in"}, {"url": "\(server.url("/status/404/a.jpg"))", "key": "\(keys[0])"},
+                     {"url": "\(server.url("/status/404/b.jpg"))", "key": "\(keys[1])"}],
+         "outputs": [{"name": "t", "path": "out/t/{stem}.jpg",
+                      "chain": [{"op": "thumbnail", "width": 48, "height": 48, "fit": "inside"}], "format": {"type": "jpeg"}}],
+         "state": "state/job.sqlite"}
+        """)
+        for index in 0..<2 {
+            let result = try workspace.run([job, "--shard", "\(index)/2"])
+            #expect(result.status == 1, "\(result.stderr)")
+        }
+        let failed = try workspace.run(["failed", job]).stdout
+        #expect(failed.contains("/status/404/a.jpg") && failed.contains("/status/404/b.jpg"), "\(failed)")
+        let unblocked = try workspace.run(["unblock", job, "--all"])
+        #expect(unblocked.stdout == "2 URLs unblocked\n", "\(unblocked.stdout)\(unblocked.stderr)")
+        #expect(try workspace.run(["unblock", job, "--all"]).stdout == "0 URLs unblocked\n")
+
+        // A source that left the job: its output is an orphan in whichever shard recorded it.
+        try FileManager.default.removeItem(atPath: workspace.path("in/5.jpg"))
+        let listed = try workspace.run(["prune", job])
+        #expect(listed.status == 0 && listed.stdout.contains("1 orphaned item, 1 file to delete"), "\(listed.stdout)\(listed.stderr)")
+        let pruned = try workspace.run(["prune", job, "--delete"])
+        #expect(pruned.stdout.contains("1 orphaned item dropped, 1 file deleted"), "\(pruned.stdout)\(pruned.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: workspace.path("out/t/5.jpg")))
+        #expect(workspace.files(in: "out/t").count == 23)
+    }
+
     @Test("a collision with another shard's output is a job-file error in every shard")
     func collisionsAcrossShards() throws {
         let workspace = try Workspace()

@@ -49,7 +49,7 @@ struct ShardTests {
     @Test("each shard has its own state database beside the job's, found again under any shard count")
     func databases() throws {
         let shard = try #require(Shard(index: 3, count: 16))
-        #expect(shard.statePath(for: "/srv/jobs/state/thumbs.sqlite") == "/srv/jobs/state/thumbs.shard-3-of-16.sqlite")
+        #expect(JobStateLayout.path(for: shard, jobStatePath: "/srv/jobs/state/thumbs.sqlite") == "/srv/jobs/state/thumbs.shard-3-of-16.sqlite")
         let folder = NSTemporaryDirectory() + "runner-shards-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
@@ -57,7 +57,7 @@ struct ShardTests {
                      "thumbs.shard-1-of-2.sqlite-wal", "other.shard-0-of-2.sqlite", "thumbs.shard-x-of-2.sqlite"] {
             FileManager.default.createFile(atPath: folder + "/" + name, contents: Data())
         }
-        #expect(Shard.stateDatabases(of: folder + "/thumbs.sqlite").map { ($0 as NSString).lastPathComponent }
+        #expect(JobStateLayout(jobStatePath: folder + "/thumbs.sqlite").databases.map { ($0.path as NSString).lastPathComponent }
             == ["thumbs.sqlite", "thumbs.shard-0-of-2.sqlite", "thumbs.shard-2-of-16.sqlite", "thumbs.shard-10-of-16.sqlite"])
     }
 }
