@@ -36,3 +36,7 @@ public struct JobFileError: Error, Equatable, CustomStringConvertible, Sendable 
         position == nil ? "\(file): \(description)" : "\(file):\(description)"
     }
 }
+
+extension JobFileError: ExitCoded {
+    public var exitCode: Int32 { ExitStatus.jobFile }
+}

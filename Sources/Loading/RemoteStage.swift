@@ -67,7 +67,7 @@ package final class RemoteStage: @unchecked Sendable {
     /// Stops handing out work after an error that must not pass silently (the run then ends with it).
     private func fail(_ error: any Error) {
         failure.withLock { $0 = $0 ?? error }
-        control.requestStop(signal: SIGTERM)
+        control.stop(for: .failure(error))
     }
 
     private func cacheFile(for sourceKey: String) -> String {

@@ -12,10 +12,21 @@ package final class RunControl: Sendable {
 
     package enum Phase: Sendable { case running, draining, abandoning }
 
+    /// Why a run stops early. Only signals escalate: a second one abandons the items in flight.
+    package enum StopReason: Sendable {
+        case signal(Int32)
+        /// The time budget (`--deadline`, `--max-duration`) ran out.
+        case budget
+        /// The run cannot go on (its state database cannot be written, its plan cannot be read).
+        case failure(any Error)
+    }
+
     private struct State {
         var phase = Phase.running
         var signal: Int32?
         var budgetReached = false
+        var failure: (any Error)?
+        var signalsSeen = 0
         var workers: Set<pid_t> = []
     }
 
@@ -24,36 +35,41 @@ package final class RunControl: Sendable {
     package var phase: Phase { state.withLock { $0.phase } }
     package var stopSignal: Int32? { state.withLock { $0.signal } }
     package var budgetReached: Bool { state.withLock { $0.budgetReached } }
+    /// The first failure that stopped the run.
+    package var failure: (any Error)? { state.withLock { $0.failure } }
 
-    /// The time budget (`--deadline`, `--max-duration`) ran out: drain, as the first signal does.
-    /// Returns false when the run was already stopping.
-    package func stopForBudget() -> Bool {
-        state.withLock { state in
+    /// Drains (no new items; those in flight finish) for a budget or a failure; returns false when
+    /// the run was already stopping. A signal goes through `requestStop(signal:)`.
+    @discardableResult
+    package func stop(for reason: StopReason) -> Bool {
+        if case .signal(let number) = reason {
+            requestStop(signal: number)
+            return true
+        }
+        return state.withLock { state in
+            switch reason {
+            case .budget: if state.phase == .running { state.budgetReached = true }
+            case .failure(let error): state.failure = state.failure ?? error
+            case .signal: break
+            }
             guard state.phase == .running else { return false }
             state.phase = .draining
-            state.budgetReached = true
             return true
         }
     }
 
-    /// The run cannot go on (its state database cannot be written): drain, as the first signal does.
-    package func stopForFailure() {
-        state.withLock { state in
-            if state.phase == .running { state.phase = .draining }
-        }
-    }
-
+    /// The first signal drains; the second abandons (its workers are killed), whatever else
+    /// stopped the run before.
     package func requestStop(signal: Int32) {
         let victims: Set<pid_t> = state.withLock { state in
             state.signal = state.signal ?? signal
-            switch state.phase {
-            case .running:
-                state.phase = .draining
+            state.signalsSeen += 1
+            guard state.signalsSeen > 1 else {
+                if state.phase == .running { state.phase = .draining }
                 return []
-            case .draining, .abandoning:
-                state.phase = .abandoning
-                return state.workers
             }
+            state.phase = .abandoning
+            return state.workers
         }
         for pid in victims { kill(pid, SIGKILL) }
     }

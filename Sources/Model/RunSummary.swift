@@ -1,3 +1,5 @@
+import Support
+
 /// Counts and outcome of one run, and the exit code it maps to.
 public struct RunSummary: Sendable, Codable {
     public var planned = 0
@@ -13,13 +15,17 @@ public struct RunSummary: Sendable, Codable {
     public var interrupted: Int32?
     /// The time budget ran out: work was left for the next run.
     public var stoppedByBudget = false
+    /// What stopped the run on a failure of its own, or failed once its work was done (the
+    /// `--metrics` file); its exit code wins over every other.
+    public var failure: RunFailure?
     public var elapsedSeconds = 0.0
     /// Worker processes started: one per slot, plus replacements after crashes and recycling.
     public var workersStarted = 0
 
     /// How the run ended, as the `run` table and `runner status` say it.
-    public var outcome: String {
-        interrupted != nil ? "interrupted" : stoppedByBudget ? "stopped-by-budget" : "finished"
+    public var outcome: RunOutcome {
+        if let failure, !failure.afterTheWork { return .failed }
+        return interrupted != nil ? .interrupted : stoppedByBudget ? .stoppedByBudget : .finished
     }
 
     /// `--strict`: failures carried over from earlier runs (known failures, blocked URLs) exit 1 too.
@@ -28,9 +34,11 @@ public struct RunSummary: Sendable, Codable {
     public init() {}
 
     /// 0 nothing new failed; 1 this run recorded a failure (or, with `strict`, any failure is on
-    /// record); 124 stopped by the time budget; 130/143 interrupted (SIGINT/SIGTERM). Failures carried over unchanged leave it 0,
-    /// so a nightly cron job with one corrupt file does not fail every night.
+    /// record); 124 stopped by the time budget; 130/143 interrupted (SIGINT/SIGTERM); a failure of
+    /// the run's own, its code. Failures carried over unchanged leave it 0, so a nightly cron job
+    /// with one corrupt file does not fail every night.
     public var exitCode: Int32 {
+        if let failure { return failure.exitCode }
         if let interrupted { return 128 + interrupted }
         if stoppedByBudget { return ExitStatus.budgetExhausted }
         let carriedOver = knownFailures + blocked
@@ -47,19 +55,29 @@ extension RunSummary {
     public var itemsPerSecond: Double { Self.itemsPerSecond(done: done, failed: failed, seconds: elapsedSeconds) }
 }
 
-/// The exit codes runner documents.
-public enum ExitStatus {
-    public static let success: Int32 = 0
-    public static let someItemsFailed: Int32 = 1
-    /// The job file is invalid or unreadable; nothing was run.
-    public static let jobFile: Int32 = 2
-    /// EX_USAGE: the command line is wrong (swift-argument-parser's code for its own errors too).
-    public static let commandLine: Int32 = 64
-    /// EX_IOERR: the state database's lock cannot be created or opened (folder, permissions, disk), a
-    /// write to the database failed (disk full), or it was deleted while the run held it.
-    public static let stateUnavailable: Int32 = 74
-    /// EX_TEMPFAIL: another run holds the job's state database.
-    public static let locked: Int32 = 75
-    /// The time budget ran out with work left (GNU timeout's code for "time ran out"); run again to continue.
-    public static let budgetExhausted: Int32 = 124
+/// How a run ended: the `run` table's `outcome`, spelled once.
+public enum RunOutcome: String, Sendable, Codable, CaseIterable, CustomStringConvertible {
+    case running, finished, interrupted
+    case stoppedByBudget = "stopped-by-budget"
+    /// Stopped on a failure of its own (`RunSummary.failure`).
+    case failed
+
+    package var sql: String { "'\(rawValue)'" }
+    public var description: String { rawValue }
+}
+
+/// A failure that ended a run, as printed, recorded and returned: one exit code everywhere.
+public struct RunFailure: Sendable, Codable, Equatable, CustomStringConvertible {
+    public let message: String
+    public let exitCode: Int32
+    /// The work itself ended as it would have; only a step after it failed (the metrics file).
+    public let afterTheWork: Bool
+
+    public init(_ error: any Error, afterTheWork: Bool = false) {
+        message = "\(error)"
+        exitCode = ExitStatus.code(for: error)
+        self.afterTheWork = afterTheWork
+    }
+
+    public var description: String { message }
 }

@@ -74,7 +74,7 @@ public enum JobRunner {
         let handoff = TaskQueue()
         let recorder = Recorder(store: store, runID: plan.runID, onFailure: { error in
             // Nothing more can be recorded: stop handing out work; the error ends the run.
-            control.stopForFailure()
+            control.stop(for: .failure(StateDatabaseError.naming(job.statePath, error)))
             handoff.cancel()
             let named = StateDatabaseError.naming(job.statePath, error)
             reporter.notice("\((named as? StateDatabaseError)?.summary ?? "\(named)"): stopping, finishing items in flight")
@@ -91,18 +91,34 @@ public enum JobRunner {
         reporter.startTicker()
         if downloads.isEmpty { handoff.close() } else { downloads.start() }
         let workers = Result { try scheduler.run() }
-        if case .failure = workers { control.requestStop(signal: SIGTERM) }
+        if case .failure(let error) = workers { control.stop(for: .failure(error)) }
         let downloadsResult = Result { try downloads.wait() }
-        try recorder.close()
-        let summary = summarize(committed.summary, plan: plan.counts, control: control, workers: workers,
+        let recorded = Result { try recorder.close() }
+        let trimmed = Result { try trimCache(job, store: store) }
+        var summary = summarize(committed.summary, plan: plan.counts, control: control, workers: workers,
                                 options: options, elapsed: Date().timeIntervalSince(clock))
-        try store.finishRun(plan.runID, summary: summary)
-        try trimCache(job, store: store)
-        if let path = options.metricsPath { try MetricsFile(job: job, summary: summary, store: store).write(to: path) }
-        reporter.finished(summary)
-        _ = try workers.get()
-        try downloadsResult.get()
+        // The first failure of the run's own decides its outcome and exit code, printed, recorded and returned alike.
+        let failure = [control.failure, workers.failure, downloadsResult.failure, recorded.failure, trimmed.failure].lazy.compactMap { $0 }.first
+        summary.failure = failure.map { RunFailure(StateDatabaseError.naming(job.statePath, $0)) }
+        finish(&summary, job, runID: plan.runID, store: store, metricsPath: options.metricsPath, reporter: reporter)
         return summary
+    }
+
+    /// Writes the metrics, records the run's end and prints its summary; a failure of either
+    /// becomes the run's own, unless it already has one.
+    private static func finish(_ summary: inout RunSummary, _ job: Job, runID: Int64, store: StateStore, metricsPath: String?,
+                               reporter: Reporter) {
+        if let metricsPath {
+            do { try MetricsFile(job: job, summary: summary, store: store).write(to: metricsPath) } catch {
+                // Said whatever else failed; it decides the exit code only of a run that did its work.
+                if summary.failure == nil { summary.failure = RunFailure(error, afterTheWork: true) } else { reporter.notice("\(error)") }
+            }
+        }
+        do { try store.finishRun(runID, summary: summary) } catch where summary.failure == nil {
+            // Unrecorded: the next run closes this one as interrupted.
+            summary.failure = RunFailure(StateDatabaseError.naming(job.statePath, error))
+        } catch {}  // the run's own failure is what could not be recorded; it says more
+        reporter.finished(summary)
     }
 
     /// The run's counts: what was committed, against what was planned.
@@ -117,7 +133,7 @@ public enum JobRunner {
         summary.knownFailures += planned.knownFailures
         summary.strict = options.strict
         summary.workersStarted = (try? workers.get()) ?? 0
-        if case .success = workers { summary.interrupted = control.stopSignal }
+        summary.interrupted = control.stopSignal
         // A budget that ran out after the last item was handed out left nothing for the next run.
         summary.stoppedByBudget = control.budgetReached && summary.notStarted > 0
         summary.elapsedSeconds = elapsed
@@ -215,5 +231,12 @@ public enum JobRunner {
             return false
         }
         return (counts, orphaned)
+    }
+}
+
+extension Result {
+    fileprivate var failure: Failure? {
+        if case .failure(let error) = self { return error }
+        return nil
     }
 }

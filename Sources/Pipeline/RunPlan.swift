@@ -77,7 +77,7 @@ final class RunStops {
             let timer = DispatchSource.makeTimerSource(queue: .global())
             timer.schedule(wallDeadline: .now() + max(deadline.timeIntervalSinceNow, 0))
             timer.setEventHandler {
-                guard control.stopForBudget() else { return }
+                guard control.stop(for: .budget) else { return }
                 handoff.cancel()
                 reporter.notice("time budget reached: finishing items in flight; run again to continue")
             }

@@ -165,7 +165,7 @@ public struct HTMLReport {
                 + "<td class=\"num\(run.failed > 0 ? " bad" : "")\">\(Format.count(run.failed))</td>"
                 + "<td class=\"num\">\(Format.count(run.upToDate))</td><td class=\"num\">\(Format.count(run.blocked))</td>"
                 + "<td class=\"num\">\(run.itemsPerSecond.map(Format.rate) ?? "–")</td>"
-                + "<td><span class=\"pill \(Self.tone(exitCode: run.exitCode))\">\(esc(run.outcome))</span></td>"
+                + "<td><span class=\"pill \(Self.tone(exitCode: run.exitCode))\">\(esc(run.outcome.rawValue))</span></td>"
                 + "<td class=\"num\">\(run.exitCode.map(String.init) ?? "–")</td></tr>"
         }
         html += "</tbody></table></section>"

@@ -1,4 +1,5 @@
 import Foundation
+import Support
 import Model
 import Keys
 import Imaging
@@ -25,8 +26,18 @@ package struct MetricsFile {
     /// States every job file shows, even at 0, so a dashboard's series do not come and go.
     private static let itemStates = ItemState.allCases.map(\.rawValue)
 
+    /// The metrics file could not be written: the run's work stands, its exit code says so.
+    package struct Unwritable: ExitCoded, CustomStringConvertible {
+        package let path: String
+        package let reason: String
+        package var exitCode: Int32 { ExitStatus.metricsUnwritable }
+        package var description: String { "cannot write the metrics file \(path): \(reason)" }
+    }
+
     package func write(to path: String) throws {
-        try AtomicFile.write(Data(try text().utf8), to: path)
+        do { try AtomicFile.write(Data(try text().utf8), to: path) } catch {
+            throw Unwritable(path: path, reason: "\(error)")
+        }
     }
 
     package func text(now: Date = Date()) throws -> String {
@@ -53,7 +64,8 @@ package struct MetricsFile {
         metric("runner_run_exit_code", "The last run's exit code (see the README's exit codes).",
                [([], Double(summary.exitCode))])
         metric("runner_run_end_timestamp_seconds", "When the last run ended (Unix time).", [([], now.timeIntervalSince1970)])
-        if let success = try store.lastSuccess() {
+        // Written before the run's end is recorded: a run exiting 0 is itself the last success.
+        if let success = summary.exitCode == ExitStatus.success ? now : try store.lastSuccess() {
             metric("runner_last_success_timestamp_seconds", "When a run of the job last exited 0 (Unix time).",
                    [([], success.timeIntervalSince1970)])
         }

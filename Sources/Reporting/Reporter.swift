@@ -135,7 +135,8 @@ package final class Reporter: Sendable {
                   "seconds": summary.elapsedSeconds, "exitCode": Int(summary.exitCode),
                   "workersStarted": summary.workersStarted,
                   "interrupted": summary.interrupted.map { Int($0) as Any } ?? NSNull(),
-                  "stoppedByBudget": summary.stoppedByBudget])
+                  "stoppedByBudget": summary.stoppedByBudget, "outcome": summary.outcome.rawValue,
+                  "failure": summary.failure.map { $0.message as Any } ?? NSNull()])
         case .text, .quiet:
             var line = "\(jobName): \(summary.done) done, \(summary.failed) failed, \(summary.upToDate) up to date"
             if summary.blocked > 0 { line += ", \(summary.blocked) blocked" }
@@ -146,6 +147,10 @@ package final class Reporter: Sendable {
             }
             if let signal = summary.interrupted { line += "; interrupted by \(String(cString: strsignal(signal)))" }
             if summary.stoppedByBudget { line += "; stopped by the time budget, run again to continue" }
+            if let failure = summary.failure {
+                line += failure.afterTheWork ? "; then failed: \(failure)" : "; stopped: \(failure)"
+                line += " (exit \(failure.exitCode))"
+            }
             if summary.knownFailures > 0 {
                 line += "; \(Self.plural(summary.knownFailures, "known failure")): runner failed \(jobFile)"
             }

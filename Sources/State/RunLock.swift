@@ -8,9 +8,10 @@ import Model
 /// One run per state database: an exclusive `flock` on `STATE.lock`, holding the owner's pid.
 /// The kernel drops the lock when the process dies, however it dies, so a crash never leaves it stuck.
 public final class RunLock {
-    public struct Held: Error, CustomStringConvertible {
+    public struct Held: ExitCoded, CustomStringConvertible {
         public let path: String
         public let ownerPID: Int?
+        public var exitCode: Int32 { ExitStatus.locked }
         public var description: String {
             "another run holds \(path)" + (ownerPID.map { " (pid \($0))" } ?? "")
         }
@@ -18,9 +19,10 @@ public final class RunLock {
 
     /// The lock file cannot be created or opened (a folder that cannot be written, a path through a
     /// file): the machine's problem, not the job file's.
-    public struct Unavailable: Error, CustomStringConvertible {
+    public struct Unavailable: ExitCoded, CustomStringConvertible {
         public let path: String
         public let reason: String
+        public var exitCode: Int32 { ExitStatus.stateUnavailable }
         public var description: String { "cannot open the state lock \(path): \(reason)" }
     }
 

@@ -1,10 +1,11 @@
 import Foundation
 import GRDB
+import Support
 import Model
 
 /// The job's state database could not be used: runner says which file and why, and never
 /// replaces the file or starts the job over on its own.
-public struct StateDatabaseError: Error, CustomStringConvertible {
+public struct StateDatabaseError: ExitCoded, CustomStringConvertible {
     public enum Kind: Sendable {
         /// Not a SQLite database, or a damaged one: nothing was run (exit 2).
         case damaged

@@ -41,6 +41,7 @@ public final class StateStore: Sendable {
         var info = stat()
         fileID = stat(path, &info) == 0 ? FileID(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)) : nil
         self.path = path
+        ownerless = !RunLock.isHeld(statePath: path)
         var readOnly = Configuration()
         readOnly.readonly = true
         readOnly.busyMode = .timeout(5)
@@ -56,6 +57,7 @@ public final class StateStore: Sendable {
         others = []
         path = ""
         fileID = nil
+        ownerless = false
     }
 
     /// Closes the connections now rather than with the last reference: SQLite checkpoints the WAL
@@ -67,6 +69,11 @@ public final class StateStore: Sendable {
         try? database.close()
         for other in others { try? other.close() }
     }
+
+    /// No process held the job's run lock when the store was opened (a reader's view; a run holds
+    /// it): a run still recorded `running` was killed, and reads show it as the next run will
+    /// record it, interrupted, with its items still `running` pending again.
+    private let ownerless: Bool
 
     /// Where the database was opened, and which file that was.
     private let path: String
@@ -115,6 +122,12 @@ public final class StateStore: Sendable {
                     try db.execute(sql: "INSERT OR IGNORE INTO item (run_id, \(itemColumns)) SELECT run_id + ?, \(itemColumns) FROM part.item",
                                    arguments: [shift])
                     try db.execute(sql: "INSERT OR IGNORE INTO blacklist SELECT * FROM part.blacklist")
+                    if !RunLock.isHeld(statePath: path) {
+                        try db.execute(sql: """
+                            UPDATE run SET outcome = \(RunOutcome.interrupted.sql) WHERE outcome = \(RunOutcome.running.sql) AND id > ?;
+                            UPDATE item SET state = \(ItemState.pending.sql) WHERE state = \(ItemState.running.sql) AND run_id > ?
+                            """, arguments: [shift, shift])
+                    }
                     return .commit
                 }
                 try db.execute(sql: "DETACH DATABASE part")
@@ -346,12 +359,12 @@ public final class StateStore: Sendable {
     package func closeAbandonedRuns() throws {
         try database.write { db in
             try db.execute(sql: """
-                UPDATE run SET outcome = 'interrupted', ended_at = COALESCE(last.at, run.started_at),
+                UPDATE run SET outcome = \(RunOutcome.interrupted.sql), ended_at = COALESCE(last.at, run.started_at),
                     done = last.done, failed = last.failed
                 FROM (SELECT dead.id, MAX(item.updated_at) AS at, COUNT(CASE item.state WHEN \(ItemState.done.sql) THEN 1 END) AS done,
                              COUNT(CASE item.state WHEN \(ItemState.failed.sql) THEN 1 END) AS failed
                       FROM run AS dead LEFT JOIN item ON item.run_id = dead.id
-                      WHERE dead.outcome = 'running' GROUP BY dead.id) AS last
+                      WHERE dead.outcome = \(RunOutcome.running.sql) GROUP BY dead.id) AS last
                 WHERE run.id = last.id;
                 UPDATE item SET state = \(ItemState.pending.sql) WHERE state = \(ItemState.running.sql);
                 """)
@@ -365,6 +378,8 @@ public final class StateStore: Sendable {
                 WHERE id = ?
                 """, arguments: [Date().timeIntervalSince1970, summary.done, summary.failed, summary.upToDate, summary.blocked,
                                  summary.outcome, summary.exitCode, runID])
+            // Items abandoned in flight (a second signal killed their workers) run again next time.
+            try db.execute(sql: "UPDATE item SET state = \(ItemState.pending.sql) WHERE state = \(ItemState.running.sql)")
         }
     }
 
@@ -521,6 +536,9 @@ public final class StateStore: Sendable {
             for row in try Row.fetchAll(db, sql: "SELECT state, COUNT(*) FROM item GROUP BY state") {
                 counts[row[0]] = row[1]
             }
+            if ownerless, let running = counts.removeValue(forKey: ItemState.running.rawValue) {
+                counts[ItemState.pending.rawValue, default: 0] += running
+            }
             return counts
         }
     }
@@ -532,7 +550,8 @@ public final class StateStore: Sendable {
                           endedAt: (row["ended_at"] as Double?).map { Date(timeIntervalSince1970: $0) },
                           pid: row["pid"], runnerVersion: row["runner_version"], vipsVersion: row["vips_version"],
                           planned: row["planned"], upToDate: row["up_to_date"], done: row["done"],
-                          failed: row["failed"], blocked: row["blocked"], outcome: row["outcome"],
+                          failed: row["failed"], blocked: row["blocked"],
+                          outcome: ownerless && row["outcome"] == RunOutcome.running ? .interrupted : row["outcome"],
                           exitCode: row["exit_code"])
             }
         }
@@ -619,6 +638,8 @@ public final class StateStore: Sendable {
     }
 }
 
+extension RunOutcome: DatabaseValueConvertible {}
+
 extension BlacklistEntry {
     init(_ row: Row) {
         self.init(url: row["url"], kind: row["kind"], httpStatus: row["http_status"], message: row["message"],
@@ -655,7 +676,7 @@ public struct RunRecord: Sendable, Codable {
     public let done: Int
     public let failed: Int
     public let blocked: Int
-    public let outcome: String
+    public let outcome: RunOutcome
     public let exitCode: Int?
 }
 

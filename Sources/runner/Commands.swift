@@ -63,6 +63,14 @@ struct Run: ParsableCommand {
         if let maxDuration, Durations.seconds(maxDuration) == nil {
             throw ValidationError("--max-duration must be a duration such as 90s, 30m, 4h or 1d, not \"\(maxDuration)\"")
         }
+        // Found before any work rather than after a night's run; a write that still fails then exits 73.
+        if let metrics {
+            var isFolder: ObjCBool = false
+            let folder = Paths.directory(of: Paths.resolve(metrics, against: FileManager.default.currentDirectoryPath))
+            guard FileManager.default.fileExists(atPath: folder, isDirectory: &isFolder), isFolder.boolValue else {
+                throw ValidationError("--metrics: no such folder \(folder)")
+            }
+        }
     }
 
     func run() throws {
@@ -83,6 +91,7 @@ struct Run: ParsableCommand {
             options.deadline = ends.compactMap { $0 }.min()
             options.style = logFormat == .json ? .json : quiet ? .quiet : .text
             let summary = try JobRunner.run(loaded, options: options)
+            if let failure = summary.failure { Runner.printError(failure.message) }
             throw ExitCode(summary.exitCode)
         } catch let exit as ExitCode {
             throw exit

@@ -81,9 +81,10 @@ struct ShardOptions: ParsableArguments {
 }
 
 /// A rejected job file: printed after its path, exit code 2.
-struct JobFileFailure: Error, CustomStringConvertible {
+struct JobFileFailure: ExitCoded, CustomStringConvertible {
     let path: String
     let error: JobFileError
+    var exitCode: Int32 { ExitStatus.jobFile }
     var description: String { error.described(in: path) }
 }
 
@@ -91,23 +92,12 @@ extension Runner {
     /// Maps an error that escaped a subcommand to the documented exit codes.
     static func exit(for error: any Error) -> Never {
         switch error {
-        case let failure as JobFileFailure:
-            printError(failure.description)
-            Foundation.exit(ExitStatus.jobFile)
-        case let failure as JobFileError:
-            printError(failure.description)
-            Foundation.exit(ExitStatus.jobFile)
-        case let held as RunLock.Held:
-            printError(held.description)
-            Foundation.exit(ExitStatus.locked)
-        case let unavailable as RunLock.Unavailable:
-            printError(unavailable.description)
-            Foundation.exit(ExitStatus.stateUnavailable)
-        case let database as StateDatabaseError:
-            printError(database.description)
-            Foundation.exit(database.exitCode)
-        default:
+        case is ExitCode, is CleanExit, is ValidationError:
             Runner.exit(withError: error)
+        default:
+            // A documented code of its own, else EX_SOFTWARE: never 1, which means "an item failed".
+            printError("\(error)")
+            Foundation.exit(ExitStatus.code(for: error))
         }
     }
 

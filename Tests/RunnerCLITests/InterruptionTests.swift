@@ -96,6 +96,12 @@ struct InterruptionTests {
         _ = run.wait()
         // Workers die with their supervisor (PR_SET_PDEATHSIG); give the kernel a moment to reap them.
         usleep(300_000)
+        if afterItems > 0 {
+            // Nobody holds the job now: status shows the killed run interrupted and nothing running, before any run closes it.
+            let status = try #require(try JSONSerialization.jsonObject(with: Data(try workspace.run(["status", job, "--json"]).stdout.utf8)) as? [String: Any])
+            #expect((status["items"] as? [String: Int])?["running"] == nil, "\(status)")
+            #expect(((status["runs"] as? [[String: Any]])?.first?["outcome"] as? String) == "interrupted", "\(status)")
+        }
 
         let resumed = try workspace.run([job, "--log-format", "json"])
         #expect(resumed.status == 0, "\(resumed.stderr)")
@@ -122,6 +128,11 @@ struct InterruptionTests {
         let result = run.wait()
         #expect(result.status == 143, "\(result.stderr)")
         #expect(result.stdout.contains("abandoning items in flight"))
+        // The process is gone: status says so at once, with no item left running.
+        let status = try #require(try JSONSerialization.jsonObject(with: Data(try workspace.run(["status", job, "--json"]).stdout.utf8)) as? [String: Any])
+        #expect((status["items"] as? [String: Int])?["running"] == nil, "\(status)")
+        #expect(((status["runs"] as? [[String: Any]])?.first?["outcome"] as? String) == "interrupted", "\(status)")
+        #expect(((status["runs"] as? [[String: Any]])?.first?["exitCode"] as? Int) == 143, "\(status)")
         usleep(300_000)
         let resumed = try workspace.run([job])
         #expect(resumed.status == 0, "\(resumed.stderr)")

@@ -1,0 +1,32 @@
+/// The exit codes runner documents.
+public enum ExitStatus {
+    public static let success: Int32 = 0
+    public static let someItemsFailed: Int32 = 1
+    /// The job file is invalid or unreadable; nothing was run.
+    public static let jobFile: Int32 = 2
+    /// EX_USAGE: the command line is wrong (swift-argument-parser's code for its own errors too).
+    public static let commandLine: Int32 = 64
+    /// EX_IOERR: the state database's lock cannot be created or opened (folder, permissions, disk), a
+    /// write to the database failed (disk full), or it was deleted while the run held it.
+    public static let stateUnavailable: Int32 = 74
+    /// EX_TEMPFAIL: another run holds the job's state database.
+    public static let locked: Int32 = 75
+    /// EX_SOFTWARE: the run stopped on a failure of its own (a damaged plan spool, a worker that
+    /// cannot be started); what it recorded stands.
+    public static let internalFailure: Int32 = 70
+    /// EX_CANTCREAT: the run ended but its `--metrics` file could not be written.
+    public static let metricsUnwritable: Int32 = 73
+    /// The time budget ran out with work left (GNU timeout's code for "time ran out"); run again to continue.
+    public static let budgetExhausted: Int32 = 124
+
+    /// The code a run or command ends with for `error`: its own documented one, else `internalFailure`.
+    public static func code(for error: any Error) -> Int32 {
+        (error as? any ExitCoded)?.exitCode ?? internalFailure
+    }
+}
+
+/// An error with an exit code of its own in the README's table.
+public protocol ExitCoded: Error {
+    var exitCode: Int32 { get }
+}
+

@@ -1,0 +1,75 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// How a run ends is one fact: the exit code it prints, returns and records is the same number,
+/// and the recorded outcome says why it stopped.
+@Suite("How a run ends, printed, returned and recorded alike", .serialized)
+struct RunOutcomeTests {
+    /// The last run's outcome and exit code as the state database records them.
+    func lastRun(_ workspace: Workspace, _ state: String) throws -> [String] {
+        try #require(try StateDatabase(path: workspace.path(state)).rows("SELECT outcome, COALESCE(exit_code, '-') FROM run ORDER BY id DESC LIMIT 1").first)
+    }
+
+    @Test("a run stopped by a failure of its own (its state database locked past the busy timeout while downloading) is recorded failed with the code it exits with, not as SIGTERM")
+    func internalFailureIsNoSignal() throws {
+        let workspace = try Workspace()
+        let server = try HTTPTestServer()
+        // 60 URLs the server answers after 0.3 s each: downloads are still going when the database is locked.
+        let sources = (0..<60).map { "{\"url\": \"\(server.url("/busy/\($0).jpg"))\"}" }.joined(separator: ", ")
+        let job = try workspace.writeJob("""
+        {"version": 1, "name": "remote", "sources": [\(sources)],
+         "outputs": [{"name": "t", "path": "out/{stem}.jpg", "chain": [{"op": "thumbnail", "width": 32, "fit": "inside"}], "format": {"type": "jpeg"}}],
+         "state": "state/remote.sqlite"}
+        """)
+        let run = try workspace.start([job, "--log-format", "json"])
+        #expect(run.waitUntil { itemEvents(run) >= 2 })
+        // Another process holds the write lock for 7 s, past runner's 5 s busy timeout.
+        let holder = try RunningCommand(systemPython, arguments: ["-c", """
+            import sqlite3, sys, time
+            db = sqlite3.connect(sys.argv[1], isolation_level=None)
+            db.execute("BEGIN EXCLUSIVE"); time.sleep(7); db.execute("COMMIT")
+            """, workspace.path("state/remote.sqlite")], directory: workspace.root, environment: [:])
+        let result = run.wait(timeout: 120)
+        _ = holder.wait()
+        #expect(result.status == 74, "\(result.stdout.suffix(400)) \(result.stderr)")
+        #expect(result.stderr.contains("cannot write the state database"), "\(result.stderr)")
+        let summary = try #require(summaryEvent(result.stdout), "\(result.stdout.suffix(400))")
+        #expect(summary["exitCode"] as? Int == 74 && summary["outcome"] as? String == "failed", "\(summary)")
+        #expect(summary["interrupted"] is NSNull, "no signal stopped it: \(summary)")
+        #expect(try lastRun(workspace, "state/remote.sqlite") == ["failed", "74"])
+        let status = try workspace.run(["status", job]).stdout
+        #expect(status.contains("failed exit 74"), "\(status)")
+        #expect(!status.contains("interrupted"), "\(status)")
+        // Nothing was lost: the next run finishes the rest.
+        let next = try workspace.run([job])
+        #expect(next.status == 0, "\(next.stderr)")
+        #expect(workspace.files(in: "out").count == 60)
+    }
+
+    @Test("--metrics into a folder that does not exist is a command-line error before any work")
+    func metricsFolderChecked() throws {
+        let workspace = try Workspace()
+        try workspace.copyFixtures(["photos/friends.jpg"], to: "in")
+        let job = try simpleJob(workspace)
+        let result = try workspace.run([job, "--metrics", workspace.path("nowhere/job.prom")])
+        #expect(result.status == 64, "\(result.stderr)")
+        #expect(result.stderr.contains("--metrics: no such folder \(workspace.path("nowhere"))"), "\(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: workspace.path("out")), "nothing was run")
+    }
+
+    @Test("a metrics file that cannot be written: the summary is printed, the run exits 73 and records 73; the work stands")
+    func metricsWriteFails() throws {
+        let workspace = try Workspace()
+        try workspace.copyFixtures(["photos/friends.jpg"], to: "in")
+        let job = try simpleJob(workspace)
+        // /proc exists but takes no new file.
+        let result = try workspace.run([job, "--metrics", "/proc/runner-test.prom"])
+        #expect(result.status == 73, "\(result.stdout) \(result.stderr)")
+        #expect(result.stdout.contains("1 done, 0 failed") && result.stdout.contains("then failed: cannot write the metrics file /proc/runner-test.prom"),
+                "\(result.stdout)")
+        #expect(result.stderr.contains("cannot write the metrics file /proc/runner-test.prom"), "\(result.stderr)")
+        #expect(try lastRun(workspace, "state.sqlite") == ["finished", "73"])
+        #expect(try workspace.run([job]).stdout.contains("0 done, 0 failed, 1 up to date"), "the work stood")
+    }
+}
