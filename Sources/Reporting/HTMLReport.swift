@@ -14,7 +14,7 @@ import Output
 /// file (inline CSS and SVG, a few lines of script, nothing fetched) with the items by state, the
 /// last runs and their throughput, failures by kind (beside their source image when a browser can
 /// show it), warnings and the blacklist, then a contact sheet of outputs. The sheet goes on over
-/// further pages (`report-2.html`, …) of at most `maxPerPage` images; a job too big for `pages`
+/// further pages (`thumbs-report-2.html`, …) of at most `maxPerPage` images; a job too big for `pages`
 /// of them is sampled evenly. Everything is read through bounded queries and a cursor, so a job
 /// of millions of items costs one page of HTML in memory, and every list is capped.
 public struct HTMLReport {
@@ -24,7 +24,7 @@ public struct HTMLReport {
     package static let failureLimit = 25, listLimit = 100
 
     public struct Options: Sendable {
-        /// The first page; nil: `report.html` beside the state database.
+        /// The first page; nil: `defaultPath(for:)`.
         public var out: String?
         /// Runs in the table and the chart.
         public var runs = 15
@@ -49,6 +49,14 @@ public struct HTMLReport {
         try HTMLReport(job: job, options: options, now: now).write()
     }
 
+    /// Beside the state database, named after it (`state/thumbs.sqlite` -> `state/thumbs-report.html`):
+    /// jobs that share a state folder each get their own report, and their pages never replace,
+    /// or remove as stale, another job's.
+    package static func defaultPath(for job: Job) -> String {
+        let state = job.jobStatePath
+        return Paths.directory(of: state) + "/" + Paths.splitExtension(Paths.lastComponent(state)).stem + "-report.html"
+    }
+
     private func write() throws -> Outcome {
         let databases = try JobDatabases(job: job)
         guard !databases.parts.isEmpty else { return .neverRun }
@@ -57,8 +65,7 @@ public struct HTMLReport {
         let runs = try store.recentRuns(limit: options.runs)
         guard !runs.isEmpty else { return .neverRun }
 
-        let first = Paths.resolve(options.out ?? Paths.directory(of: job.statePath) + "/report.html",
-                                  against: FileManager.default.currentDirectoryPath)
+        let first = Paths.resolve(options.out ?? Self.defaultPath(for: job), against: FileManager.default.currentDirectoryPath)
         let folder = Paths.directory(of: first)
         let (stem, ext) = Paths.splitExtension(Paths.lastComponent(first))
         func pagePath(_ page: Int) -> String {

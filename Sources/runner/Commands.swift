@@ -237,7 +237,7 @@ struct Report: ParsableCommand {
 
     @OptionGroup var job: JobArgument
 
-    @Option(help: ArgumentHelp("The report's first page (default: report.html beside the state database).", valueName: "file"))
+    @Option(help: ArgumentHelp("The report's first page (default: STATE-report.html beside the state database STATE.sqlite).", valueName: "file"))
     var out: String?
 
     @Option(help: "How many recent runs to show.")
