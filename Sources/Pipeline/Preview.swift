@@ -90,8 +90,9 @@ public enum Preview {
     /// A new folder under the system's temporary folder (`runner-preview-XXXXXX`).
     public static func temporaryFolder() throws -> String {
         var template = Array((NSTemporaryDirectory() + "/runner-preview-XXXXXX").utf8CString)
-        guard mkdtemp(&template) != nil else { throw CocoaError(.fileWriteUnknown) }
-        return Paths.normalize(String(cString: template))
+        let made = template.withUnsafeMutableBufferPointer { buffer in mkdtemp(buffer.baseAddress!).map { String(cString: $0) } }
+        guard let made else { throw CocoaError(.fileWriteUnknown) }
+        return Paths.normalize(made)
     }
 
     /// The source as the planner sees it, and the file the worker reads: the local file itself, or
@@ -118,29 +119,12 @@ public enum Preview {
         return (.remote(url.normalized, key: nil, headers: headers), file)
     }
 
-    /// One task on one worker, as a run hands it out: the worker's crash or silence fails the
-    /// outputs (`crashed`) instead of this process.
+    /// One task on one worker, as a run hands it out.
     private static func renderOnWorker(_ job: Job, file: String, requests: [OutputRequest], verbose: Bool) -> [(OutputRequest, ItemOutcome)] {
-        signal(SIGPIPE, SIG_IGN)
         let hello = WorkerHello(jobText: job.text, jobFilePath: job.filePath,
                                 threadsPerImage: job.concurrency.threadsPerImage, supervisorPID: getpid())
-        let outcomes: [ItemOutcome]
-        do {
-            let worker = try WorkerProcess(executable: JobRunner.currentExecutable(), hello: hello, quietStderr: !verbose)
-            defer { worker.finish() }
-            guard worker.send(WorkerTask(source: file, requests: requests)) else { throw ChannelError.closed }
-            do {
-                outcomes = try worker.receiveReply(within: Double(job.limits.itemTimeout)).outcomes
-            } catch {
-                worker.kill()
-                let how = error == .timedOut ? "stopped answering within limits.itemTimeout (\(job.limits.itemTimeout) s)" : worker.waitStatus()
-                for request in requests { unlink(AtomicFile.temporaryPath(for: request.path, owner: getpid())) }
-                throw ItemFailure(.crashed, "worker process \(how)")
-            }
-        } catch {
-            let failure = error as? ItemFailure ?? ItemFailure(.crashed, "\(error)")
-            outcomes = requests.map { _ in .failed(failure, seconds: 0) }
-        }
+        let outcomes = WorkerBatch.render([WorkerTask(source: file, requests: requests)], hello: hello, workers: 1,
+                                          timeout: Double(job.limits.itemTimeout), verbose: verbose)[0]
         return Array(zip(requests, outcomes))
     }
 }

@@ -120,8 +120,10 @@ package struct ImagePipeline {
             throw ItemFailure(.encode, error.message)
         }
         let staged = try AtomicFile.stage(data, for: request.path, owner: stagingOwner)
-        return RenderedOutput(width: pixels.width, height: pixels.height, bytes: data.count,
-                              temporary: staged.temporary, warning: source.header.warning)
+        var rendered = RenderedOutput(width: pixels.width, height: pixels.height, bytes: data.count,
+                                      temporary: staged.temporary, warning: source.header.warning)
+        (rendered.sourceWidth, rendered.sourceHeight) = (source.header.width, source.header.height)
+        return rendered
     }
 
     /// The frames an output's chain starts from, and the steps still to run on them: a loader step

@@ -259,7 +259,7 @@ struct Report: ParsableCommand {
             let loaded = try job.load()
             var options = HTMLReport.Options()
             (options.out, options.runs, options.pages, options.perPage) = (out, runs, pages, perPage)
-            switch try HTMLReport.write(loaded, options: options) {
+            switch try JobRunner.report(loaded, options: options) {
             case .written(let pages): print(pages[0])
             case .neverRun: print("\(loaded.name) has not run yet: no report written")
             }

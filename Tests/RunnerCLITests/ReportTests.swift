@@ -167,7 +167,7 @@ struct ReportTests {
 
         let paged = try workspace.run(["report", job, "--per-page", "2", "--out", "pages/index.html"])
         #expect(paged.stdout == workspace.path("pages/index.html") + "\n", "\(paged.stderr)")
-        #expect(workspace.files(in: "pages") == ["index-2.html", "index-3.html", "index.html"])
+        #expect(workspace.files(in: "pages").filter { $0.hasSuffix(".html") } == ["index-2.html", "index-3.html", "index.html"])
         let second = try String(contentsOfFile: workspace.path("pages/index-2.html"), encoding: .utf8)
         #expect(second.contains("<a rel=\"prev\" href=\"index.html\">") && second.contains("<a rel=\"next\" href=\"index-3.html\">"))
         #expect(!second.contains("id=\"runs\""), "the runs and failures are on the first page only")
@@ -175,10 +175,10 @@ struct ReportTests {
         let dom = try Chromium.dom(of: workspace.path("pages/index-2.html"))
         #expect(count("<figure class=\"tile", in: dom) == 2)
         #expect(dom.contains("data-images-loaded=\"2/2\""))
-        #expect(dom.contains("src=\"../out/"))
+        #expect(dom.contains("href=\"../out/") && dom.contains("src=\"index-previews/"))
 
         #expect(try workspace.run(["report", job, "--out", "pages/index.html"]).status == 0)
-        #expect(workspace.files(in: "pages") == ["index.html"], "pages of the longer report are gone")
+        #expect(workspace.files(in: "pages").filter { $0.hasSuffix(".html") } == ["index.html"], "pages of the longer report are gone")
 
         let sampled = try workspace.run(["report", job, "--pages", "1", "--per-page", "2"])
         #expect(sampled.stdout == workspace.path("state-report.html") + "\n")
