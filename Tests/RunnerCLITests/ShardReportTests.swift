@@ -136,4 +136,62 @@ struct ShardReportTests {
         #expect((chart["smallest"] as? Double ?? 0) >= 10, "text at a readable size: \(chart)")
         try Chromium.screenshot(of: report, to: try TestArtifacts.path("report-256-shards.png"), height: 900)
     }
+
+    @Test("the contact sheet of 1600 px WebPs: a light page of previews made once, every tile painted in a screenshot")
+    func lightSheet() throws {
+        try requireChromium()
+        let workspace = try Workspace()
+        let job = try shardableJob(workspace, output: """
+            {"name": "large", "path": "out/{stem}.webp", "chain": [{"op": "thumbnail", "width": 1600, "fit": "inside", "enlarge": true}],
+             "format": {"type": "webp", "quality": 80}}
+            """)
+        #expect(try workspace.run([job]).status == 0)
+        #expect(try workspace.run(["report", job]).status == 0)
+        let report = workspace.path("state/job-report.html")
+        let html = try String(contentsOfFile: report, encoding: .utf8)
+        func size(_ relative: String) throws -> Int {
+            let path = workspace.path("state/" + (relative.removingPercentEncoding ?? relative))
+            return try #require(try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int)
+        }
+        let images = try matches("<img class=\"output[^\"]*\" src=\"([^\"]+)\"", in: html).map { $0[0] }
+        let outputs = try workspace.files(in: "out").map { try #require(try FileManager.default.attributesOfItem(atPath: workspace.path("out/" + $0))[.size] as? Int) }
+        let weight = html.utf8.count + (try images.map(size).reduce(0, +))
+        print("contact sheet of 24 outputs (\(outputs.reduce(0, +)) bytes): page weighs \(weight) bytes")
+        #expect(images.count == 24 && images.allSatisfy { $0.hasPrefix("job-report-previews/") }, "\(images)")
+        #expect(weight < 24 * 12_000 + 150_000 && weight * 8 < outputs.reduce(0, +), "\(weight) bytes against outputs of \(outputs)")
+        let previews = workspace.files(in: "state/job-report-previews")
+        let made = previews.compactMap { workspace.modificationDate("state/job-report-previews/" + $0) }
+
+        // Every tile painted: the screenshot's pixels inside each image are not the empty frame's.
+        let layout = try #require(try evaluate(report, """
+            return {height: document.documentElement.scrollHeight, tiles: Array.from(document.querySelectorAll('img.output')).map(function (img) {
+              var r = img.getBoundingClientRect(); return [r.left + scrollX, r.top + scrollY, r.width, r.height, img.naturalWidth]; })};
+            """, height: 1000) as? [String: Any])
+        let tiles = try #require(layout["tiles"] as? [[Double]])
+        let height = min(try #require(layout["height"] as? Int), 16000)
+        let screenshot = try TestArtifacts.path("report-sheet.png")
+        try Chromium.screenshot(of: report, to: screenshot, height: height)
+        var blank: [Int] = []
+        for (index, tile) in tiles.enumerated() {
+            let points = [(0.5, 0.5), (0.3, 0.3), (0.7, 0.3), (0.3, 0.7), (0.7, 0.7)].compactMap { fx, fy in
+                ImageProbe.pixel(screenshot, x: Int(tile[0] + tile[2] * fx), y: Int(tile[1] + tile[3] * fy))
+            }
+            // The empty frame is a checkerboard of #f0f1f4 and #fff.
+            let painted = points.filter { pixel in
+                [[240.0, 241, 244], [255, 255, 255]].allSatisfy { empty in zip(pixel, empty).contains { abs($0 - $1) > 12 } }
+            }
+            if tile[4] == 0 || tile[2] < 50 || painted.count < 3 { blank.append(index) }
+        }
+        #expect(tiles.count == 24 && blank.isEmpty, "tiles not painted: \(blank) of \(tiles.count)")
+
+        // A second report makes nothing again; a changed output gets a new preview, its old one goes.
+        #expect(try workspace.run(["report", job]).status == 0)
+        #expect(workspace.files(in: "state/job-report-previews") == previews)
+        #expect(previews.compactMap { workspace.modificationDate("state/job-report-previews/" + $0) } == made, "made once")
+        try FileManager.default.removeItem(atPath: workspace.path("out/0-friends.webp"))
+        #expect(try workspace.run([job]).status == 0)
+        #expect(try workspace.run(["report", job]).status == 0)
+        let after = workspace.files(in: "state/job-report-previews")
+        #expect(after.count == 24 && Set(after).subtracting(previews).count == 1, "one preview made again: \(after)")
+    }
 }
