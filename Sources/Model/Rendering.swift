@@ -18,6 +18,8 @@ public struct RenderedOutput: Sendable, Codable, Equatable {
     package let temporary: String
     /// Something the item should say though it rendered (an ignored ICC profile).
     package let warning: String?
+    /// The source's pixel size, from its header (a report's preview tells the size of the output it shows).
+    package var sourceWidth: Int?, sourceHeight: Int?
 
     package init(width: Int, height: Int, bytes: Int, temporary: String, warning: String?) {
         (self.width, self.height, self.bytes, self.temporary, self.warning) = (width, height, bytes, temporary, warning)

@@ -101,6 +101,12 @@ package struct Planner {
         }
     }
 
+    /// One source's items as a run would plan them, output paths and all, whether or not the job's
+    /// sources find it, and without the state database (`runner preview`).
+    package func items(of discovered: DiscoveredSource) throws -> [PlannedItem] {
+        try planned(discovered).items
+    }
+
     private func planned(_ discovered: DiscoveredSource) throws -> PlannedSource {
         let identity: SourceIdentity
         switch discovered.origin {

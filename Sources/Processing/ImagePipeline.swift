@@ -63,12 +63,15 @@ package struct ImagePipeline {
     }
 
     /// Renders every request from the source at `sourcePath`: one outcome per request, in order,
-    /// each carrying its share of the source's time.
+    /// each carrying its own rendering time plus an equal share of opening the source (a decode
+    /// several outputs share counts for the first that needs it), so the times add up to the source's.
     package func render(sourcePath: String, requests: [OutputRequest]) -> [ItemOutcome] {
-        let started = DispatchTime.now().uptimeNanoseconds
+        let clock = { DispatchTime.now().uptimeNanoseconds }
+        let started = clock()
         // Calls that succeed can leave text in libvips' error buffer (lcms does); it is not this source's.
         VipsError.clearMessages()
         var results: [Result<RenderedOutput, ItemFailure>]
+        var own = [UInt64](repeating: 0, count: requests.count)
         do {
             let source = try open(sourcePath)
             let plans = requests.map { Plan(outputs[$0.outputIndex], header: source.header) }
@@ -76,16 +79,19 @@ package struct ImagePipeline {
             source.loadersLeft = plans.filter(\.isLoader).count
             results = Array(repeating: .failure(ItemFailure(.process, "not rendered")), count: requests.count)
             for index in renderOrder(plans, header: source.header) {
+                let began = clock()
                 results[index] = Result { () throws(ItemFailure) in try render(requests[index], plans[index], from: source) }
+                own[index] = clock() - began
             }
         } catch {
             results = requests.map { _ in .failure(error) }
         }
-        let share = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9 / Double(max(requests.count, 1))
-        return results.map { result in
+        let common = Double(clock() - started - own.reduce(0, +)) / Double(max(requests.count, 1))
+        return zip(results, own).map { result, own in
+            let seconds = (Double(own) + common) / 1e9
             switch result {
-            case .success(let rendered): .done(rendered, seconds: share)
-            case .failure(let failure): .failed(failure, seconds: share)
+            case .success(let rendered): return .done(rendered, seconds: seconds)
+            case .failure(let failure): return .failed(failure, seconds: seconds)
             }
         }
     }
@@ -114,8 +120,10 @@ package struct ImagePipeline {
             throw ItemFailure(.encode, error.message)
         }
         let staged = try AtomicFile.stage(data, for: request.path, owner: stagingOwner)
-        return RenderedOutput(width: pixels.width, height: pixels.height, bytes: data.count,
-                              temporary: staged.temporary, warning: source.header.warning)
+        var rendered = RenderedOutput(width: pixels.width, height: pixels.height, bytes: data.count,
+                                      temporary: staged.temporary, warning: source.header.warning)
+        (rendered.sourceWidth, rendered.sourceHeight) = (source.header.width, source.header.height)
+        return rendered
     }
 
     /// The frames an output's chain starts from, and the steps still to run on them: a loader step

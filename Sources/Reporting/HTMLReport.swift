@@ -14,7 +14,7 @@ import Output
 /// file (inline CSS and SVG, a few lines of script, nothing fetched) with the items by state, the
 /// last runs and their throughput, failures by kind (beside their source image when a browser can
 /// show it), warnings and the blacklist, then a contact sheet of outputs. The sheet goes on over
-/// further pages (`report-2.html`, …) of at most `maxPerPage` images; a job too big for `pages`
+/// further pages (`thumbs-report-2.html`, …) of at most `maxPerPage` images; a job too big for `pages`
 /// of them is sampled evenly. Everything is read through bounded queries and a cursor, so a job
 /// of millions of items costs one page of HTML in memory, and every list is capped.
 public struct HTMLReport {
@@ -24,7 +24,7 @@ public struct HTMLReport {
     package static let failureLimit = 25, listLimit = 100
 
     public struct Options: Sendable {
-        /// The first page; nil: `report.html` beside the state database.
+        /// The first page; nil: `defaultPath(for:)`.
         public var out: String?
         /// Runs in the table and the chart.
         public var runs = 15
@@ -45,20 +45,30 @@ public struct HTMLReport {
     package let options: Options
     package let now: Date
 
-    public static func write(_ job: Job, options: Options = Options(), now: Date = Date()) throws -> Outcome {
-        try HTMLReport(job: job, options: options, now: now).write()
+    /// `previews` makes the contact sheet's previews (`SheetPreviews`); the composition root
+    /// gives it worker processes.
+    package static func write(_ job: Job, options: Options = Options(), now: Date = Date(),
+                              previews: @escaping SheetPreviews.Maker) throws -> Outcome {
+        try HTMLReport(job: job, options: options, now: now).write(previews: previews)
     }
 
-    private func write() throws -> Outcome {
+    /// Beside the state database, named after it (`state/thumbs.sqlite` -> `state/thumbs-report.html`):
+    /// jobs that share a state folder each get their own report, and their pages never replace,
+    /// or remove as stale, another job's.
+    package static func defaultPath(for job: Job) -> String {
+        let state = job.jobStatePath
+        return Paths.directory(of: state) + "/" + Paths.splitExtension(Paths.lastComponent(state)).stem + "-report.html"
+    }
+
+    private func write(previews maker: @escaping SheetPreviews.Maker) throws -> Outcome {
+        // The runs, each with its shard, and the shards: as `runner status` tells them.
+        let status = try StatusReport(job: job, runs: options.runs)
+        guard status.hasRun, !status.runs.isEmpty else { return .neverRun }
         let databases = try JobDatabases(job: job)
-        guard !databases.parts.isEmpty else { return .neverRun }
         // A sharded job reads as one: its shards' databases merged in memory.
         let store = databases.isSharded ? try StateStore.merged(databases.parts.map(\.path)) : databases.parts[0].store
-        let runs = try store.recentRuns(limit: options.runs)
-        guard !runs.isEmpty else { return .neverRun }
 
-        let first = Paths.resolve(options.out ?? Paths.directory(of: job.statePath) + "/report.html",
-                                  against: FileManager.default.currentDirectoryPath)
+        let first = Paths.resolve(options.out ?? Self.defaultPath(for: job), against: FileManager.default.currentDirectoryPath)
         let folder = Paths.directory(of: first)
         let (stem, ext) = Paths.splitExtension(Paths.lastComponent(first))
         func pagePath(_ page: Int) -> String {
@@ -74,28 +84,32 @@ public struct HTMLReport {
         let sheet = Sheet(total: total, shown: shown, stride: stride, pageCount: pageCount,
                           names: (1...pageCount).map { Paths.lastComponent(pagePath($0)) })
 
-        let summary = try summarySections(store, runs: runs, folder: folder)
+        let summary = try summarySections(store, status: status, folder: folder)
+        let previews = SheetPreviews(reportPath: first, maker: maker)
         var staged: [AtomicFile.Staged] = []
-        var tiles = "", onPage = 0
+        var onPage: [SheetItemRecord] = []
         func flush() throws {
             let page = staged.count + 1
+            let tiles = sheetTiles(onPage, previews: previews, folder: folder)
             let html = document(page: page, sheet: sheet, body: (page == 1 ? summary : "") + sheet.section(page: page, tiles: tiles))
             staged.append(try AtomicFile.stage(Data(html.utf8), for: pagePath(page), owner: getpid()))
-            (tiles, onPage) = ("", 0)
+            onPage = []
         }
         do {
             try store.forEachSheetItem(stride: stride, limit: shown) { item in
-                tiles += tile(item, folder: folder)
-                onPage += 1
-                if onPage == perPage { try flush() }
+                onPage.append(item)
+                if onPage.count == perPage { try flush() }
             }
-            if onPage > 0 || staged.isEmpty { try flush() }
+            if !onPage.isEmpty || staged.isEmpty { try flush() }
         } catch {
             for page in staged { unlink(page.temporary) }
+            previews.discard()
             throw error
         }
-        // The pages are published together, so they always link to each other consistently.
-        if let failure = AtomicFile.publish(staged).compactMap({ $0 }).first { throw failure }
+        // The pages are published together, so they always link to each other consistently, and
+        // after the previews they show.
+        if let failure = AtomicFile.publish(previews.staged + staged).compactMap({ $0 }).first { throw failure }
+        previews.removeUnused()
         // Pages of an earlier, longer report would otherwise linger unlinked.
         var stale = staged.count + 1
         while unlink(pagePath(stale)) == 0 { stale += 1 }
@@ -104,7 +118,7 @@ public struct HTMLReport {
 
     // MARK: Page 1: the job, its runs, what went wrong
 
-    private func summarySections(_ store: StateStore, runs: [RunRecord], folder: String) throws -> String {
+    private func summarySections(_ store: StateStore, status: StatusReport, folder: String) throws -> String {
         let counts = try store.stateCounts()
         let warningCount = try store.warnedItemCount()
         var html = "<section id=\"items\"><div class=\"cards\">"
@@ -113,7 +127,7 @@ public struct HTMLReport {
         }
         html += card(id: "warnings", "with warnings", warningCount) + "</div></section>"
 
-        html += runsSection(runs)
+        html += runsSection(status.runs, sharded: !status.shards.isEmpty) + shardsSection(status.shards)
 
         let kinds = try store.failureKinds().sorted { ($0.count, $1.kind) > ($1.count, $0.kind) }
         if !kinds.isEmpty {
@@ -152,24 +166,56 @@ public struct HTMLReport {
         return html
     }
 
-    /// The run history: the throughput chart, then a row per run.
-    private func runsSection(_ runs: [RunRecord]) -> String {
+    /// The run history: the throughput chart, then a row per run, newest first by start time, each
+    /// with its shard when the job runs as shards (run numbers count per shard).
+    private func runsSection(_ runs: [JobRun], sharded: Bool) -> String {
         var html = "<section id=\"runs\"><h2>Runs</h2>" + ThroughputChart.svg(runs.reversed())
-        html += "<table class=\"runs\"><thead><tr><th class=\"num\">run</th><th>started</th><th class=\"num\">duration</th>"
+        html += "<table class=\"runs\"><thead><tr><th class=\"num\">run</th>" + (sharded ? "<th class=\"num\">shard</th>" : "")
+            + "<th>started</th><th class=\"num\">duration</th>"
             + "<th class=\"num\">done</th><th class=\"num\">failed</th><th class=\"num\">up to date</th><th class=\"num\">blocked</th>"
             + "<th class=\"num\">items/s</th><th>outcome</th><th class=\"num\">exit</th></tr></thead><tbody>"
-        for run in runs {
-            html += "<tr class=\"run\" data-run=\"\(run.id)\"><td class=\"num\">#\(run.id)</td><td>\(timeTag(run.startedAt))</td>"
-                + "<td class=\"num\">\(run.duration.map(Format.duration) ?? "–")</td>"
-                + "<td class=\"num\">\(Format.count(run.done))</td>"
-                + "<td class=\"num\(run.failed > 0 ? " bad" : "")\">\(Format.count(run.failed))</td>"
-                + "<td class=\"num\">\(Format.count(run.upToDate))</td><td class=\"num\">\(Format.count(run.blocked))</td>"
-                + "<td class=\"num\">\(run.itemsPerSecond.map(Format.rate) ?? "–")</td>"
-                + "<td><span class=\"pill \(Self.tone(exitCode: run.exitCode))\">\(esc(run.outcome.rawValue))</span></td>"
-                + "<td class=\"num\">\(run.exitCode.map(String.init) ?? "–")</td></tr>"
+        for (run, shard) in runs.map({ ($0.run, $0.shard) }) {
+            html += "<tr class=\"run\" data-run=\"\(run.id)\"\(shard.map { " data-shard=\"\(esc($0))\"" } ?? "")><td class=\"num\">#\(run.id)</td>"
+                + (sharded ? "<td class=\"num\">\(esc(shard ?? "–"))</td>" : "") + runCells(run) + "</tr>"
         }
         html += "</tbody></table></section>"
         return html
+    }
+
+    /// A run's cells from its start to its exit code.
+    private func runCells(_ run: RunRecord) -> String {
+        "<td>\(timeTag(run.startedAt))</td><td class=\"num\">\(run.duration.map(Format.duration) ?? "–")</td>"
+            + "<td class=\"num\">\(Format.count(run.done))</td>"
+            + "<td class=\"num\(run.failed > 0 ? " bad" : "")\">\(Format.count(run.failed))</td>"
+            + "<td class=\"num\">\(Format.count(run.upToDate))</td><td class=\"num\">\(Format.count(run.blocked))</td>"
+            + "<td class=\"num\">\(run.itemsPerSecond.map(Format.rate) ?? "–")</td>"
+            + "<td><span class=\"pill \(Self.tone(exitCode: run.exitCode))\">\(esc(run.outcome.rawValue))</span></td>"
+            + "<td class=\"num\">\(run.exitCode.map(String.init) ?? "–")</td>"
+    }
+
+    /// A sharded job: a row per shard with its items and its latest run, as `runner status` has them.
+    private func shardsSection(_ shards: [StatusReport.ShardStatus]) -> String {
+        guard !shards.isEmpty else { return "" }
+        var html = "<section id=\"shards\"><h2>Shards</h2><table class=\"shards\"><thead><tr><th class=\"num\">shard</th>"
+            + "<th class=\"num\">done</th><th class=\"num\">failed</th><th class=\"num\">other items</th><th>last run</th>"
+            + "<th class=\"num\">duration</th><th class=\"num\">items/s</th><th>outcome</th><th class=\"num\">exit</th></tr></thead><tbody>"
+        for shard in shards {
+            let other = shard.items.filter { !["done", "failed"].contains($0.key) }.values.reduce(0, +)
+            let failed = shard.items["failed"] ?? 0
+            html += "<tr class=\"shard\" data-shard=\"\(esc(shard.shard))\"><td class=\"num\">\(esc(shard.shard))</td>"
+                + "<td class=\"num\">\(Format.count(shard.items["done"] ?? 0))</td>"
+                + "<td class=\"num\(failed > 0 ? " bad" : "")\">\(Format.count(failed))</td><td class=\"num\">\(Format.count(other))</td>"
+            guard let run = shard.lastRun else {
+                html += "<td colspan=\"5\" class=\"muted\">no run</td></tr>"
+                continue
+            }
+            let running = shard.running ? " <span class=\"pill warn\">running now</span>" : ""
+            html += "<td>#\(run.id) · \(timeTag(run.startedAt))</td><td class=\"num\">\(run.duration.map(Format.duration) ?? "–")</td>"
+                + "<td class=\"num\">\(run.itemsPerSecond.map(Format.rate) ?? "–")</td>"
+                + "<td><span class=\"pill \(Self.tone(exitCode: run.exitCode))\">\(esc(run.outcome.rawValue))</span>\(running)</td>"
+                + "<td class=\"num\">\(run.exitCode.map(String.init) ?? "–")</td></tr>"
+        }
+        return html + "</tbody></table></section>"
     }
 
     private func card(id: String, _ label: String, _ value: Int) -> String {
@@ -244,7 +290,16 @@ public struct HTMLReport {
         private func href(_ name: String) -> String { HTMLReport.percentEncoded(name) }
     }
 
-    private func tile(_ item: SheetItemRecord, folder: String) -> String {
+    /// A page's tiles, with the previews of their outputs (made now when they are not on disk yet).
+    private func sheetTiles(_ items: [SheetItemRecord], previews: SheetPreviews, folder: String) -> String {
+        let sizes = items.map { item in
+            item.failureKind == nil ? (try? FileManager.default.attributesOfItem(atPath: item.outputPath))?[.size] as? Int : nil
+        }
+        let shown = previews.previews(for: items.indices.map { sizes[$0] == nil ? nil : items[$0].outputPath })
+        return items.indices.map { tile(items[$0], size: sizes[$0], preview: shown[$0], folder: folder) }.joined()
+    }
+
+    private func tile(_ item: SheetItemRecord, size: Int?, preview: SheetPreviews.Preview?, folder: String) -> String {
         let title = esc(item.source + " → " + item.outputPath)
         let caption = "<div class=\"name\">\(sourceName(item.source))</div>"
         if let kind = item.failureKind {
@@ -252,15 +307,17 @@ public struct HTMLReport {
                 + "<span class=\"excerpt\">\(esc(String(item.failureMessage.prefix(160))))</span></div>"
                 + "<figcaption>\(caption)<div class=\"size\">\(esc(item.output)) · failed</div></figcaption></figure>"
         }
-        let size = (try? FileManager.default.attributesOfItem(atPath: item.outputPath))?[.size] as? Int
         guard let size else {
             return "<figure class=\"tile missing\" title=\"\(title)\"><div class=\"frame\">output missing</div>"
                 + "<figcaption>\(caption)<div class=\"size\">\(esc(item.output))</div></figcaption></figure>"
         }
-        return "<figure class=\"tile\" title=\"\(title)\"><div class=\"frame\"><img class=\"output\" loading=\"lazy\" decoding=\"async\" "
-            + "src=\"\(esc(href(item.outputPath, from: folder)))\" alt=\"\(esc(Paths.lastComponent(item.outputPath)))\"></div>"
+        // The preview, linking to the output; the output itself only when no preview could be made.
+        let full = esc(href(item.outputPath, from: folder)), alt = esc(Paths.lastComponent(item.outputPath))
+        let image = preview.map { "<img class=\"output preview\" src=\"\(esc(Self.percentEncoded($0.href)))\" alt=\"\(alt)\">" }
+            ?? "<img class=\"output\" loading=\"lazy\" decoding=\"async\" src=\"\(full)\" alt=\"\(alt)\">"
+        return "<figure class=\"tile\" title=\"\(title)\"><a class=\"frame\" href=\"\(full)\">\(image)</a>"
             + "<figcaption>\(caption)<div class=\"size\"><span>\(esc(item.output))</span>"
-            + "<span><span class=\"dims\"></span>\(Format.bytes(size))</span></div></figcaption></figure>"
+            + "<span><span class=\"dims\">\(preview.map { "\($0.width)×\($0.height) · " } ?? "")</span>\(Format.bytes(size))</span></div></figcaption></figure>"
     }
 
     // MARK: The document
@@ -281,7 +338,7 @@ public struct HTMLReport {
     }
 
     /// Reports on `<body>` how many outputs the browser has shown (`data-images-loaded="N/M"`) and
-    /// adds each image's pixel size; a source the browser cannot decode says so instead of a broken icon.
+    /// adds the pixel size of each output shown whole; a source the browser cannot decode says so instead of a broken icon.
     package static let script = """
         (function () {
           var outputs = document.querySelectorAll('img.output');
@@ -296,7 +353,10 @@ public struct HTMLReport {
           }
           outputs.forEach(function (img) {
             watch(img, function () {
-              img.closest('figure').querySelector('.dims').textContent = img.naturalWidth + '×' + img.naturalHeight + ' · ';
+              // A preview's tile already names the output's own size.
+              if (!img.classList.contains('preview')) {
+                img.closest('figure').querySelector('.dims').textContent = img.naturalWidth + '×' + img.naturalHeight + ' · ';
+              }
               count();
             }, count);
           });
@@ -353,7 +413,7 @@ public struct HTMLReport {
         .tile{margin:0;background:#fff;border:1px solid var(--line);border-radius:10px;overflow:hidden}
         .tile .frame{height:170px;display:flex;align-items:center;justify-content:center;flex-direction:column;gap:6px;
         background:repeating-conic-gradient(#f0f1f4 0 25%,#fff 0 50%) 0 0/16px 16px}
-        .tile img{display:block;max-width:100%;max-height:170px}
+        .tile img{display:block;max-width:100%;max-height:170px} .tile a.frame{text-decoration:none}
         .tile.failed .frame{background:var(--bad-bg);padding:10px;text-align:center}
         .tile.missing .frame{background:#f0f1f4;color:var(--muted);font-size:13px}
         .excerpt{font:11px/1.35 ui-monospace,"DejaVu Sans Mono",monospace;color:var(--bad);overflow:hidden;max-height:90px;overflow-wrap:anywhere}

@@ -47,7 +47,8 @@ public struct StatusReport: Codable, Sendable {
     public let items: [String: Int]
     /// Done items that rendered with a warning (`runner failed` lists them).
     public let warnings: Int
-    public let runs: [RunRecord]
+    /// Newest first, each with its shard when the job runs as shards.
+    public let runs: [JobRun]
     /// One per shard database, when the job runs as shards.
     public let shards: [ShardStatus]
     /// State databases of an earlier shard count, not counted in the totals.
@@ -81,7 +82,7 @@ public struct StatusReport: Codable, Sendable {
         }
         items = totals
         self.warnings = warnings
-        self.runs = Array(databases.parts.flatMap(\.runs).sorted { $0.startedAt > $1.startedAt }.prefix(runs))
+        self.runs = databases.runsInTimeOrder(limit: runs)
         self.shards = shards
         earlierLayouts = databases.earlier
     }
@@ -98,13 +99,13 @@ public struct StatusReport: Codable, Sendable {
             lines.append("shard \(shard.shard): " + Self.describe(shard.items) + "; " + (last ?? "no run")
                 + (shard.running ? "; running now" : ""))
         }
-        for run in runs {
+        for (name, run) in runs.map({ ($0.name, $0.run) }) {
             // A run closed by the next one (it was killed) has no exit code; it ended at its last commit.
             let ended = run.endedAt.map { end in
                 run.exitCode == nil ? "killed; last commit \(formatter.string(from: end))"
                     : String(format: "%.1fs", end.timeIntervalSince(run.startedAt))
             } ?? "no end recorded"
-            lines.append("run \(run.id) \(formatter.string(from: run.startedAt)) \(run.outcome) exit \(run.exitCode.map(String.init) ?? "-"): "
+            lines.append("\(name) \(formatter.string(from: run.startedAt)) \(run.outcome) exit \(run.exitCode.map(String.init) ?? "-"): "
                 + "\(run.done) done, \(run.failed) failed, \(run.upToDate) up to date, \(run.blocked) blocked (\(ended))")
         }
         if !earlierLayouts.isEmpty {

@@ -246,7 +246,7 @@ struct Report: ParsableCommand {
 
     @OptionGroup var job: JobArgument
 
-    @Option(help: ArgumentHelp("The report's first page (default: report.html beside the state database).", valueName: "file"))
+    @Option(help: ArgumentHelp("The report's first page (default: STATE-report.html beside the state database STATE.sqlite).", valueName: "file"))
     var out: String?
 
     @Option(help: "How many recent runs to show.")
@@ -268,10 +268,61 @@ struct Report: ParsableCommand {
             let loaded = try job.load()
             var options = HTMLReport.Options()
             (options.out, options.runs, options.pages, options.perPage) = (out, runs, pages, perPage)
-            switch try HTMLReport.write(loaded, options: options) {
+            switch try JobRunner.report(loaded, options: options) {
             case .written(let pages): print(pages[0])
             case .neverRun: print("\(loaded.name) has not run yet: no report written")
             }
+        } catch {
+            Runner.exit(for: error)
+        }
+    }
+}
+
+struct PreviewCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "preview",
+        abstract: "Render one file or URL through the job's outputs into a scratch folder; touches no state, cache or output of the job.")
+
+    @OptionGroup var job: JobArgument
+
+    @Argument(help: ArgumentHelp("The image: a file (relative to the current folder) or an http(s) URL.", valueName: "file-or-url"))
+    var source: String
+
+    @Option(help: ArgumentHelp("The folder to write into (default: a new temporary folder).", valueName: "dir"))
+    var out: String?
+
+    @Option(help: ArgumentHelp("Only this output (default: every output).", valueName: "name"))
+    var output: String?
+
+    @Flag(name: .shortAndLong, help: "Show libvips warnings from the worker.")
+    var verbose = false
+
+    func run() throws {
+        do {
+            let loaded = try job.load()
+            let folder = try out.map { Paths.resolve($0, against: FileManager.default.currentDirectoryPath) } ?? Preview.temporaryFolder()
+            let rendered = try Preview.render(loaded, source: source, output: output, into: folder, verbose: verbose)
+            print(folder)
+            let nameWidth = rendered.map(\.output.count).max() ?? 0
+            for file in rendered {
+                let name = file.output.padding(toLength: nameWidth, withPad: " ", startingAt: 0)
+                let time = String(format: "%.3f s", file.seconds)
+                switch file.result {
+                case .success(let image):
+                    print("\(name)  \(Paths.lastComponent(file.path))  \(image.width)x\(image.height)  \(Format.bytes(image.bytes))  \(time)")
+                case .failure(let failure):
+                    print("\(name)  failed (\(failure.kind.rawValue)), \(time)")
+                    Runner.printError("\(file.output): \(failure)")
+                }
+            }
+            if rendered.contains(where: { if case .failure = $0.result { true } else { false } }) {
+                throw ExitCode(ExitStatus.someItemsFailed)
+            }
+        } catch let exit as ExitCode {
+            throw exit
+        } catch let failure as Preview.Failure {
+            Runner.printError(failure.description)
+            throw ExitCode(failure.isCommandLineError ? ExitStatus.commandLine : ExitStatus.someItemsFailed)
         } catch {
             Runner.exit(for: error)
         }

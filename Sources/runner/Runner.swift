@@ -15,8 +15,8 @@ struct Runner: ParsableCommand {
         commandName: "runner",
         abstract: "Run a JSON image job: plan it, process it with libvips, resume it after any stop.",
         version: RunnerVersion.string,
-        subcommands: [Run.self, Validate.self, Schema.self, PlanCommand.self, Status.self, Failed.self, Report.self, Unblock.self,
-                      Prune.self, Worker.self],
+        subcommands: [Run.self, Validate.self, Schema.self, PlanCommand.self, PreviewCommand.self, Status.self, Failed.self, Report.self,
+                      Unblock.self, Prune.self, Worker.self],
         defaultSubcommand: Run.self
     )
 

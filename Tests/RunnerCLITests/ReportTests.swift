@@ -58,9 +58,9 @@ struct ReportTests {
 
         let written = try workspace.run(["report", job])
         #expect(written.status == 0, "\(written.stderr)")
-        let report = workspace.path("state/report.html")
-        #expect(written.stdout == report + "\n", "prints where the report is, beside the state database")
-        #expect(workspace.files(in: "state").filter { $0.hasSuffix(".html") } == ["report.html"], "one page for 18 items")
+        let report = workspace.path("state/job-report.html")
+        #expect(written.stdout == report + "\n", "prints where the report is, beside the state database, named after it")
+        #expect(workspace.files(in: "state").filter { $0.hasSuffix(".html") } == ["job-report.html"], "one page for 18 items")
 
         let dom = try Chromium.dom(of: report)
         // The job's name is text, not markup.
@@ -117,6 +117,34 @@ struct ReportTests {
         print("report screenshot: \(screenshot)")
     }
 
+    @Test("two jobs sharing a state folder each get their own report, and neither removes the other's pages")
+    func jobsSharingAStateFolder() throws {
+        let workspace = try Workspace()
+        try workspace.copyFixtures(["photos/friends.jpg", "photos/fig-bowl.jpg", "photos/aitzgorri.jpg"], to: "in")
+        func job(_ name: String) throws -> String {
+            try workspace.writeJob("""
+                {"version": 1, "name": "\(name)", "sources": [{"path": "in", "include": ["*"]}],
+                 "outputs": [{"name": "t", "path": "out-\(name)/{stem}.jpg", "chain": [{"op": "thumbnail", "width": 64, "fit": "inside"}],
+                              "format": {"type": "jpeg"}}],
+                 "state": "state/\(name).sqlite"}
+                """, name: "\(name).json")
+        }
+        let (nightly, weekly) = (try job("nightly"), try job("weekly"))
+        #expect(try workspace.run([nightly]).status == 0)
+        #expect(try workspace.run([weekly]).status == 0)
+        // Three pages for the nightly job, then the weekly job's report of one page.
+        let first = try workspace.run(["report", nightly, "--per-page", "1"])
+        #expect(first.stdout == workspace.path("state/nightly-report.html") + "\n", "\(first.stderr)")
+        let second = try workspace.run(["report", weekly])
+        #expect(second.stdout == workspace.path("state/weekly-report.html") + "\n", "\(second.stderr)")
+        #expect(workspace.files(in: "state").filter { $0.hasSuffix(".html") }
+            == ["nightly-report-2.html", "nightly-report-3.html", "nightly-report.html", "weekly-report.html"])
+        for (name, page) in [("nightly", "nightly-report.html"), ("nightly", "nightly-report-3.html"), ("weekly", "weekly-report.html")] {
+            let html = try String(contentsOfFile: workspace.path("state/" + page), encoding: .utf8)
+            #expect(html.contains("<h1>\(name)</h1>"), "\(page) is the \(name) job's")
+        }
+    }
+
     @Test("a job that has never run: says so, exit 0, and creates no database")
     func neverRun() throws {
         let workspace = try Workspace()
@@ -139,7 +167,7 @@ struct ReportTests {
 
         let paged = try workspace.run(["report", job, "--per-page", "2", "--out", "pages/index.html"])
         #expect(paged.stdout == workspace.path("pages/index.html") + "\n", "\(paged.stderr)")
-        #expect(workspace.files(in: "pages") == ["index-2.html", "index-3.html", "index.html"])
+        #expect(workspace.files(in: "pages").filter { $0.hasSuffix(".html") } == ["index-2.html", "index-3.html", "index.html"])
         let second = try String(contentsOfFile: workspace.path("pages/index-2.html"), encoding: .utf8)
         #expect(second.contains("<a rel=\"prev\" href=\"index.html\">") && second.contains("<a rel=\"next\" href=\"index-3.html\">"))
         #expect(!second.contains("id=\"runs\""), "the runs and failures are on the first page only")
@@ -147,12 +175,13 @@ struct ReportTests {
         let dom = try Chromium.dom(of: workspace.path("pages/index-2.html"))
         #expect(count("<figure class=\"tile", in: dom) == 2)
         #expect(dom.contains("data-images-loaded=\"2/2\""))
-        #expect(dom.contains("src=\"../out/"))
+        #expect(dom.contains("href=\"../out/") && dom.contains("src=\"index-previews/"))
 
         #expect(try workspace.run(["report", job, "--out", "pages/index.html"]).status == 0)
-        #expect(workspace.files(in: "pages") == ["index.html"], "pages of the longer report are gone")
+        #expect(workspace.files(in: "pages").filter { $0.hasSuffix(".html") } == ["index.html"], "pages of the longer report are gone")
 
         let sampled = try workspace.run(["report", job, "--pages", "1", "--per-page", "2"])
+        #expect(sampled.stdout == workspace.path("state-report.html") + "\n")
         let page = try String(contentsOfFile: try #require(sampled.stdout.split(separator: "\n").first.map(String.init)), encoding: .utf8)
         #expect(page.contains("A sample of 2: every 3rd of 5 items, failed first, then newest first."))
         #expect(try captures("<figure class=\"tile([^\"]*)\"", in: page).map { $0[0] } == [" failed", ""])
@@ -188,14 +217,14 @@ struct ReportTests {
         #expect(pages.count == 20)
         for name in pages {
             let text = try String(contentsOfFile: workspace.path(name), encoding: .utf8)
-            #expect(count("<figure class=\"tile", in: text) == (name == "report-20.html" ? 402 : 500), "\(name)")
+            #expect(count("<figure class=\"tile", in: text) == (name == "state-report-20.html" ? 402 : 500), "\(name)")
             #expect(text.utf8.count < 400_000, "\(name): \(text.utf8.count) bytes")
         }
-        let first = try String(contentsOfFile: workspace.path("report.html"), encoding: .utf8)
+        let first = try String(contentsOfFile: workspace.path("state-report.html"), encoding: .utf8)
         #expect(try captures("<section id=\"outputs\"><h2>Outputs</h2><p class=\"muted\">(.*?)</p>", in: first)
             == [["A sample of 9,902: every 101st of 1,000,003 items, failed first, then newest first."]])
         #expect(first.contains("and 976 more: <code>runner failed"), "a long failure list is cut short and says where the rest is")
-        let dom = try Chromium.dom(of: workspace.path("report.html"), budget: 5000)
+        let dom = try Chromium.dom(of: workspace.path("state-report.html"), budget: 5000)
         #expect(try captures("data-images-loaded=\"([^\"]*)\"", in: dom) == [["490/490"]])
     }
 }

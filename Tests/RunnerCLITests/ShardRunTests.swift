@@ -56,7 +56,7 @@ struct ShardRunTests {
         // The report reads the job as one: the items of every shard of the latest layout (3, which took over the 4s records), and their runs.
         let report = try workspace.run(["report", job])
         #expect(report.status == 0, "\(report.stderr)")
-        let html = try String(contentsOfFile: workspace.path("state/report.html"), encoding: .utf8)
+        let html = try String(contentsOfFile: workspace.path("state/job-report.html"), encoding: .utf8)
         #expect(html.contains("id=\"count-done\"><span class=\"n\">48</span> done"), "the four shards' items together")
         #expect(html.components(separatedBy: "<tr class=\"run\"").count - 1 == 3, "the runs of the latest layout, 3 shards")
         let spread = try workspace.run(["plan", job, "--shards", "4"])

@@ -1,0 +1,15 @@
+import Foundation
+
+extension Downloader {
+    /// Fetches one URL into `destination` with the job's HTTP settings (timeouts, retries, size
+    /// limit, the check that the body is an image), unconditionally and outside the originals
+    /// cache: `runner preview`.
+    package func fetch(_ url: String, headers: [String: String], to destination: String) -> DownloadResult {
+        var request: DownloadRequest? = DownloadRequest(url: url, headers: headers, etag: nil, lastModified: nil,
+                                                        destination: destination)
+        var result: DownloadResult?
+        run(next: { defer { request = nil }; return request }, canStart: { true }, shouldStop: { false },
+            deliver: { _, delivered in result = delivered })
+        return result ?? .failed(DownloadFailure(reason: .local, detail: "the transfer ended without a result"), attempts: 0)
+    }
+}

@@ -1,0 +1,37 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import Model
+import Manifest
+import Output
+import Reporting
+import Scheduling
+
+/// `runner report`: the HTML report, its contact sheet's previews made by worker processes
+/// through the same pipeline as outputs (a `thumbnail` chain and the WebP encoder), so libvips
+/// never runs in the reporting process and a damaged output costs only its own preview.
+extension JobRunner {
+    /// Previews fit inside 256 × 192 (a tile is about 210 × 170), without metadata.
+    static let previewJobText = """
+        {"version": 1, "name": "report previews", "sources": [{"glob": "/nonexistent/*"}],
+         "outputs": [{"name": "preview", "path": "/nonexistent/{stem}.webp",
+                      "chain": [{"op": "thumbnail", "width": 256, "height": 192, "fit": "inside"}],
+                      "format": {"type": "webp", "quality": 70}}]}
+        """
+
+    public static func report(_ job: Job, options: HTMLReport.Options) throws -> HTMLReport.Outcome {
+        let hello = WorkerHello(jobText: previewJobText, jobFilePath: job.filePath, threadsPerImage: 1, supervisorPID: getpid())
+        return try HTMLReport.write(job, options: options) { wanted in
+            let tasks = wanted.map { WorkerTask(source: $0.output, requests: [OutputRequest(outputIndex: 0, path: $0.preview)]) }
+            let outcomes = WorkerBatch.render(tasks, hello: hello, workers: job.concurrency.process,
+                                              timeout: Double(job.limits.itemTimeout), verbose: false)
+            return zip(wanted, outcomes).map { wanted, outcomes in
+                guard case .done(let rendered, _)? = outcomes.first, let width = rendered.sourceWidth,
+                      let height = rendered.sourceHeight else { return nil }
+                return SheetPreviews.Made(staged: AtomicFile.Staged(temporary: rendered.temporary, path: wanted.preview),
+                                          width: width, height: height)
+            }
+        }
+    }
+}
