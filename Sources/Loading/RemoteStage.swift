@@ -28,12 +28,18 @@ package final class RemoteStage: @unchecked Sendable {
     private let control: RunControl
     private let retryFailed: Bool
     private let downloadOnly: Bool
+    /// Says something once to the person running the job (an origin serving stale).
+    private let notice: @Sendable (String) -> Void
+    /// Origins already said to be failing this run, so each is said once.
+    private var staleOrigins: Set<String> = []
     private let finished = DispatchSemaphore(value: 0)
     /// What stopped the stage early: a state write that failed, a damaged plan file.
     private let failure = Mutex<(any Error)?>(nil)
 
     package init(job: Job, planner: Planner, sources: PlannedSources, repeatedURLs: DigestSet, store: StateStore,
-         recorder: Recorder, handoff: TaskQueue, control: RunControl, retryFailed: Bool, downloadOnly: Bool) {
+         recorder: Recorder, handoff: TaskQueue, control: RunControl, retryFailed: Bool, downloadOnly: Bool,
+         notice: @escaping @Sendable (String) -> Void) {
+        self.notice = notice
         self.job = job
         self.planner = planner
         self.sources = sources
@@ -145,6 +151,9 @@ package final class RemoteStage: @unchecked Sendable {
         let content: CachedOriginal
         switch result {
         case .failed(let failure, let attempts):
+            let (stale, failing) = staleIfError(failure, sources: sources, now: now)
+            if !stale.isEmpty { serveStale(url, stale, failure) }
+            guard !failing.isEmpty else { return }
             var message = failure.description
             var events: [ItemEvent] = []
             if failure.isTransient {
@@ -161,7 +170,7 @@ package final class RemoteStage: @unchecked Sendable {
             // A body this machine could not store is a local write failure, not the server's.
             let kind: ItemFailure.Kind = failure.reason == .local ? .write : .download
             let outcome = ItemOutcome.failed(ItemFailure(kind, message), seconds: 0)
-            recorder.record(events + sources.flatMap { $0.finished(outcome) })
+            recorder.record(events + failing.flatMap { $0.finished(outcome) })
             return
         case .fetched(let etag, let lastModified, let contentHash, let size):
             content = CachedOriginal(sourceKey: primary.key, url: url, file: primaryFile, etag: etag, lastModified: lastModified,
@@ -192,6 +201,40 @@ package final class RemoteStage: @unchecked Sendable {
         }
     }
 
+    /// The sources a transiently failed revalidation leaves served by their cached original (RFC
+    /// 5861's stale-if-error: validated within `http.staleIfError`, its file still there), and
+    /// the rest, which fail.
+    private func staleIfError(_ failure: DownloadFailure, sources: [PlannedSource], now: Double)
+        -> (stale: [(PlannedSource, CachedOriginal)], failing: [PlannedSource]) {
+        var stale: [(PlannedSource, CachedOriginal)] = [], failing: [PlannedSource] = []
+        for source in sources {
+            if failure.isTransient, let original = source.cachedOriginal, now - original.validatedAt <= job.remote.staleIfError,
+               access(original.file, R_OK) == 0 {
+                stale.append((source, original))
+            } else {
+                failing.append(source)
+            }
+        }
+        return (stale, failing)
+    }
+
+    /// Keeps stale sources' up-to-date outputs up to date, counted not revalidated; renders their
+    /// other outputs from the cached original. Said once per origin.
+    private func serveStale(_ url: String, _ sources: [(PlannedSource, CachedOriginal)], _ failure: DownloadFailure) {
+        let origin = URLComponents(string: url).map { ($0.host ?? "") + ($0.port.map { ":\($0)" } ?? "") } ?? url
+        if staleOrigins.insert(origin).inserted {
+            notice("\(origin): \(failure); its cached originals serve unrevalidated (http.staleIfError "
+                + "\(Durations.describe(job.remote.staleIfError)) after their last revalidation); runner failed shows since when")
+        }
+        do { try store.markNotRevalidated(sources.map(\.0.key), reason: failure.description) } catch {
+            fail(error)
+            return
+        }
+        for (source, original) in sources {
+            dispatch(source, identity: .content(original.contentHash), file: original.file, revalidated: false)
+        }
+    }
+
     /// `file` as a second name of `original`, replacing what was there.
     private static func hardLink(_ original: String, as file: String) throws(ItemFailure) {
         if unlink(file) != 0 && errno != ENOENT || link(original, file) != 0 {
@@ -201,13 +244,14 @@ package final class RemoteStage: @unchecked Sendable {
 
     /// With the content known: items whose outputs are current are done again, items that failed
     /// on this same content stay failed; the rest go to a worker (or, with --download-only, stay pending).
-    private func dispatch(_ source: PlannedSource, identity: SourceIdentity, file: String) {
+    private func dispatch(_ source: PlannedSource, identity: SourceIdentity, file: String, revalidated: Bool = true) {
         var work: [PlannedItem] = []
         var settled: [ItemEvent] = []
         for var item in source.items {
             item.fingerprint = planner.fingerprint(identity, output: item.outputIndex)
             if item.isUpToDate {
-                settled.append(.unchanged(key: item.key, outputPath: item.outputPath, fingerprint: item.fingerprint))
+                settled.append(revalidated ? .unchanged(key: item.key, outputPath: item.outputPath, fingerprint: item.fingerprint)
+                    : .notRevalidated(key: item.key, outputPath: item.outputPath, fingerprint: item.fingerprint))
             } else if item.isKnownFailure {
                 settled.append(.stillFailed(key: item.key, outputPath: item.outputPath))
             } else {

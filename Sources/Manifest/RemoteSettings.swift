@@ -15,6 +15,10 @@ public struct RemoteSettings: Sendable {
     /// Sent with every request; values never reach logs or the database.
     public var headers: [String: String]
     public var revalidate: Revalidation
+    /// How long a cached original whose revalidation fails transiently (the origin unreachable,
+    /// timing out, answering 5xx) still counts as current: its up-to-date outputs stay up to date
+    /// (RFC 5861's stale-if-error), counted "not revalidated" instead of failed.
+    public var staleIfError: Double
     public var retry: RetryPolicy
     /// How long a blacklisted URL stays blocked; nil: until unblocked or `--retry-failed`.
     public var blacklistTTL: Double?
@@ -82,8 +86,10 @@ extension RemoteSettings {
             default: throw JobFileError(location, "must be \"always\", \"never\" or a duration such as \"12h\"")
             }
         }
+        package static let staleIfError = Key.duration("staleIfError", .defaults(7 * 86_400),
+            "How long after its last successful revalidation a cached original still serves when revalidating it fails transiently (origin unreachable, timeout, 5xx, 408, 429): its up-to-date outputs stay up to date, counted not revalidated; after that its items fail as download failures. \"0s\" turns it off.")
         package static let http = ObjectKey("http", .fixed(ObjectShape([
-            timeout, connectTimeout, maxRedirects, lowSpeedLimit, lowSpeedTime, headers, headersFromEnv, revalidate,
+            timeout, connectTimeout, maxRedirects, lowSpeedLimit, lowSpeedTime, headers, headersFromEnv, revalidate, staleIfError,
         ])), "HTTP(S) transfers.")
 
         package static let attempts = Key.integer("attempts", .range(1, 100), .defaults(3), "Tries per URL in a run for transient failures.")
@@ -129,6 +135,7 @@ extension Job {
             timeout: try http.read(Keys.timeout), connectTimeout: try http.read(Keys.connectTimeout),
             maxRedirects: try http.read(Keys.maxRedirects), lowSpeedLimit: try http.read(Keys.lowSpeedLimit),
             lowSpeedTime: try http.read(Keys.lowSpeedTime), headers: headers, revalidate: try http.read(Keys.revalidate),
+            staleIfError: try http.read(Keys.staleIfError),
             retry: RetryPolicy(attempts: try retry.read(Keys.attempts), initialDelay: try retry.read(Keys.initialDelay),
                                maxDelay: try retry.read(Keys.maxDelay)),
             blacklistTTL: try blacklist.optional(Keys.ttl), maxDownloadBytes: try limits.read(Keys.maxDownloadBytes),

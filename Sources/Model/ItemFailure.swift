@@ -52,6 +52,9 @@ package enum ItemEvent: Sendable {
     /// A remote source revalidated unchanged whose item failed on this same content before: the
     /// recorded failure stands, nothing is decoded.
     case stillFailed(key: String, outputPath: String)
+    /// A remote source whose revalidation failed transiently, within `http.staleIfError` of its
+    /// last success: its outputs stay up to date, from the cached original.
+    case notRevalidated(key: String, outputPath: String, fingerprint: String)
     /// A URL goes on the failed-URL blacklist (recorded in the same transaction as its items).
     case blacklisted(url: String, kind: String, httpStatus: Int?, message: String)
     /// A URL comes off the blacklist (a retried download succeeded).

@@ -9,6 +9,9 @@ public struct RunSummary: Sendable, Codable {
     public var blocked = 0
     /// Items that failed in an earlier run on the same content and were not tried again.
     public var knownFailures = 0
+    /// URL items kept up to date from a cached original whose revalidation failed transiently
+    /// (`http.staleIfError`): not failures.
+    public var notRevalidated = 0
     /// Items not started because the run was interrupted.
     public var notStarted = 0
     /// The signal that interrupted the run, if one did.

@@ -82,7 +82,8 @@ public enum JobRunner {
         reporter.planned(plan.counts)
         let downloads = RemoteStage(job: job, planner: planner, sources: plan.remote, repeatedURLs: plan.repeatedURLs,
                                     store: store, recorder: recorder, handoff: handoff, control: control,
-                                    retryFailed: options.retryFailed, downloadOnly: options.downloadOnly)
+                                    retryFailed: options.retryFailed, downloadOnly: options.downloadOnly,
+                                    notice: reporter.notice)
         let stops = RunStops(control: control, handoff: handoff, reporter: reporter, deadline: options.deadline)
         defer { stops.cancel() }
         let scheduler = Scheduler(local: localTasks(plan.local, recorder: recorder, downloadOnly: options.downloadOnly),
@@ -129,6 +130,7 @@ public enum JobRunner {
         summary.blocked = planned.blocked
         // Every planned item ends done, failed, revalidated unchanged (up to date or still failed), or not started.
         summary.notStarted = planned.pending - summary.done - summary.failed - summary.upToDate - summary.knownFailures
+            - summary.notRevalidated
         summary.upToDate += planned.upToDate
         summary.knownFailures += planned.knownFailures
         summary.strict = options.strict

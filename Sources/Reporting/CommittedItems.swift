@@ -30,6 +30,9 @@ package final class CommittedItems: Sendable {
             case .unchanged(let key, let outputPath, _):
                 reporter.itemUnchanged(key: key, outputPath: outputPath)
                 counts.withLock { $0.upToDate += 1 }
+            case .notRevalidated(let key, let outputPath, _):
+                reporter.itemUnchanged(key: key, outputPath: outputPath, revalidated: false)
+                counts.withLock { $0.notRevalidated += 1 }
             case .stillFailed(let key, let outputPath):
                 reporter.itemStillFailed(key: key, outputPath: outputPath)
                 counts.withLock { $0.knownFailures += 1 }

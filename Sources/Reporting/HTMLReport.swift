@@ -125,7 +125,10 @@ public struct HTMLReport {
         for state in ItemState.allCases.map(\.rawValue) where counts[state] != nil || ["done", "failed"].contains(state) {
             html += card(id: state, state, counts[state] ?? 0)
         }
-        html += card(id: "warnings", "with warnings", warningCount) + "</div></section>"
+        html += card(id: "warnings", "with warnings", warningCount)
+        let stale = try store.notRevalidated().count
+        if stale > 0 { html += card(id: "not-revalidated", "sources not revalidated (origin failing)", stale) }
+        html += "</div></section>"
 
         html += runsSection(status.runs, sharded: !status.shards.isEmpty) + shardsSection(status.shards)
 

@@ -55,7 +55,11 @@ package struct MetricsFile {
                Set(Self.itemStates + states.keys).sorted().map { ([("state", $0)], Double(states[$0] ?? 0)) })
         metric("runner_failures", "Failed items of the job by failure kind.",
                try store.failureKinds().map { ([("kind", $0.kind)], Double($0.count)) })
+        let stale = try store.notRevalidated()
+        metric("runner_sources_not_revalidated", "URL sources served from a cached original whose revalidation last failed (http.staleIfError).",
+               [([], Double(stale.count))])
         let results: [(String, Int)] = [("done", summary.done), ("failed", summary.failed), ("up_to_date", summary.upToDate),
+                                        ("not_revalidated", summary.notRevalidated),
                                         ("blocked", summary.blocked), ("known_failure", summary.knownFailures),
                                         ("not_started", summary.notStarted)]
         metric("runner_run_items", "Items of the last run by result.", results.map { ([("result", $0.0)], Double($0.1)) })

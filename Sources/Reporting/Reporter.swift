@@ -108,8 +108,8 @@ package final class Reporter: Sendable {
     }
 
     /// A URL source revalidated unchanged: its item is up to date without any work.
-    package func itemUnchanged(key: String, outputPath: String) {
-        if style == .json { emit(["event": "item", "key": key, "output": outputPath, "state": "up-to-date"]) }
+    package func itemUnchanged(key: String, outputPath: String, revalidated: Bool = true) {
+        if style == .json { emit(["event": "item", "key": key, "output": outputPath, "state": revalidated ? "up-to-date" : "not-revalidated"]) }
     }
 
     /// A URL source revalidated unchanged whose item failed on this content before: not retried.
@@ -131,6 +131,7 @@ package final class Reporter: Sendable {
         case .json:
             emit(["event": "summary", "job": jobName, "done": summary.done, "failed": summary.failed,
                   "upToDate": summary.upToDate, "blocked": summary.blocked, "knownFailures": summary.knownFailures,
+                  "notRevalidated": summary.notRevalidated,
                   "notStarted": summary.notStarted,
                   "seconds": summary.elapsedSeconds, "exitCode": Int(summary.exitCode),
                   "workersStarted": summary.workersStarted,
@@ -139,6 +140,7 @@ package final class Reporter: Sendable {
                   "failure": summary.failure.map { $0.message as Any } ?? NSNull()])
         case .text, .quiet:
             var line = "\(jobName): \(summary.done) done, \(summary.failed) failed, \(summary.upToDate) up to date"
+            if summary.notRevalidated > 0 { line += ", \(summary.notRevalidated) not revalidated (origin failing)" }
             if summary.blocked > 0 { line += ", \(summary.blocked) blocked" }
             if summary.notStarted > 0 { line += ", \(summary.notStarted) not started" }
             line += String(format: " in %.1fs", summary.elapsedSeconds)

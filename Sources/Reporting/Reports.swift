@@ -47,6 +47,10 @@ public struct StatusReport: Codable, Sendable {
     public let items: [String: Int]
     /// Done items that rendered with a warning (`runner failed` lists them).
     public let warnings: Int
+    /// URL sources served from a cached original since its revalidation failed (`http.staleIfError`).
+    public let notRevalidated: Int
+    /// The oldest such failure.
+    public let notRevalidatedSince: Date?
     /// Newest first, each with its shard when the job runs as shards.
     public let runs: [JobRun]
     /// One per shard database, when the job runs as shards.
@@ -69,12 +73,16 @@ public struct StatusReport: Codable, Sendable {
         state = job.jobStatePath
         hasRun = !databases.parts.isEmpty
         var totals: [String: Int] = [:]
-        var warnings = 0
+        var warnings = 0, notRevalidated = 0
+        var since: [Date] = []
         var shards: [ShardStatus] = []
         for part in databases.parts {
             let counts = try part.store.stateCounts()
             totals.merge(counts, uniquingKeysWith: +)
             warnings += try part.store.warnedItemCount()
+            let stale = try part.store.notRevalidated()
+            notRevalidated += stale.count
+            since += stale.since.map { [$0] } ?? []
             if let shard = part.shard {
                 shards.append(ShardStatus(shard: shard, state: part.path, items: counts, lastRun: part.runs.first,
                                           running: RunLock.isHeld(statePath: part.path)))
@@ -82,6 +90,8 @@ public struct StatusReport: Codable, Sendable {
         }
         items = totals
         self.warnings = warnings
+        self.notRevalidated = notRevalidated
+        notRevalidatedSince = since.min()
         self.runs = databases.runsInTimeOrder(limit: runs)
         self.shards = shards
         earlierLayouts = databases.earlier
@@ -94,6 +104,10 @@ public struct StatusReport: Codable, Sendable {
         var lines = ["\(job) (\(state)\(shards.isEmpty ? "" : ", \(shards.count) shards"))"]
         lines.append("items: " + Self.describe(items) + (warnings > 0 ? " (\(warnings) with warnings)" : ""))
         let formatter = ISO8601DateFormatter()
+        if notRevalidated > 0 {
+            lines.append("not revalidated: \(notRevalidated) URL source\(notRevalidated == 1 ? "" : "s") served from the cache since "
+                + "\(notRevalidatedSince.map(formatter.string) ?? "-") (origin failing; http.staleIfError)")
+        }
         for shard in shards {
             let last = shard.lastRun.map { "last run \(formatter.string(from: $0.startedAt)) \($0.outcome) exit \($0.exitCode.map(String.init) ?? "-")" }
             lines.append("shard \(shard.shard): " + Self.describe(shard.items) + "; " + (last ?? "no run")

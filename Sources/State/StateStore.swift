@@ -122,6 +122,7 @@ public final class StateStore: Sendable {
                     try db.execute(sql: "INSERT OR IGNORE INTO item (run_id, \(itemColumns)) SELECT run_id + ?, \(itemColumns) FROM part.item",
                                    arguments: [shift])
                     try db.execute(sql: "INSERT OR IGNORE INTO blacklist SELECT * FROM part.blacklist")
+                    try db.execute(sql: "INSERT OR IGNORE INTO original SELECT * FROM part.original")
                     if !RunLock.isHeld(statePath: path) {
                         try db.execute(sql: """
                             UPDATE run SET outcome = \(RunOutcome.interrupted.sql) WHERE outcome = \(RunOutcome.running.sql) AND id > ?;
@@ -212,6 +213,14 @@ public final class StateStore: Sendable {
             // The limits a run decoded under (`Planner.limitsDigest`): a failure its content decided
             // stands only while they are the same.
             try db.execute(sql: "ALTER TABLE run ADD COLUMN limits TEXT")
+        }
+        migrator.registerMigration("v5: originals not revalidated") { db in
+            // Why revalidating a cached original last failed, and since when (it served stale
+            // meanwhile); NULL once a revalidation succeeds (a saved original replaces the row).
+            try db.execute(sql: """
+                ALTER TABLE original ADD COLUMN revalidation_error TEXT;
+                ALTER TABLE original ADD COLUMN revalidation_failed_since REAL;
+                """)
         }
         return migrator
     }
@@ -409,7 +418,7 @@ public final class StateStore: Sendable {
                 switch event {
                 case .started(let key, let fingerprint):
                     try started.execute(arguments: [fingerprint, runID, now, key])
-                case .unchanged(let key, let outputPath, let fingerprint):
+                case .unchanged(let key, let outputPath, let fingerprint), .notRevalidated(let key, let outputPath, let fingerprint):
                     try unchanged.execute(arguments: [fingerprint, outputPath, runID, now, key])
                 case .stillFailed:
                     break  // the recorded failure stands as it is
@@ -521,6 +530,28 @@ public final class StateStore: Sendable {
             let statement = try db.makeStatement(sql: "UPDATE original SET used_at = ? WHERE source_key = ?")
             let now = Date().timeIntervalSince1970
             for key in sourceKeys { try statement.execute(arguments: [now, key]) }
+        }
+    }
+
+    /// Revalidating these cached originals failed transiently and they serve stale: why, and
+    /// since the first such failure after their last successful revalidation.
+    package func markNotRevalidated(_ sourceKeys: [String], reason: String) throws {
+        guard !sourceKeys.isEmpty else { return }
+        try database.write { db in
+            let statement = try db.makeStatement(sql: """
+                UPDATE original SET revalidation_error = ?, revalidation_failed_since = COALESCE(revalidation_failed_since, ?)
+                WHERE source_key = ?
+                """)
+            let now = Date().timeIntervalSince1970
+            for key in sourceKeys { try statement.execute(arguments: [reason, now, key]) }
+        }
+    }
+
+    /// Cached originals serving stale since a revalidation failed, and the oldest such failure.
+    public func notRevalidated() throws -> (count: Int, since: Date?) {
+        try database.read { db in
+            let row = try Row.fetchOne(db, sql: "SELECT COUNT(*), MIN(revalidation_failed_since) FROM original WHERE revalidation_error IS NOT NULL")
+            return (row?[0] ?? 0, (row?[1] as Double?).map(Date.init(timeIntervalSince1970:)))
         }
     }
 

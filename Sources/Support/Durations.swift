@@ -11,6 +11,15 @@ public enum Durations {
         return Double(text).flatMap { $0 >= 0 ? $0 : nil }
     }
 
+    /// `seconds` as a job file would spell it, in the largest unit that divides it: 604800 -> "1w".
+    public static func describe(_ seconds: Double) -> String {
+        for (unit, scale) in [("w", 604_800.0), ("d", 86_400), ("h", 3600), ("m", 60)]
+        where seconds >= scale && seconds.truncatingRemainder(dividingBy: scale) == 0 {
+            return "\(Int(seconds / scale))\(unit)"
+        }
+        return seconds == seconds.rounded() ? "\(Int(seconds))s" : "\(seconds)s"
+    }
+
     /// What `seconds` reads, as a JSON Schema pattern (the spellings people write; `seconds` also
     /// takes Swift's other number forms, such as `1e3`).
     public static let pattern = #"^([0-9]+(\.[0-9]*)?|\.[0-9]+)[smhdw]?$"#

@@ -9,13 +9,14 @@ public final class HTTPTestServer: @unchecked Sendable {
     private let process = Process()
     public let port: Int
 
-    public init(image: String = Fixtures.path("extra/ladybird.jpg")) throws {
+    /// `port`: listen there (a server started again where an earlier one stood); 0: any free port.
+    public init(image: String = Fixtures.path("extra/ladybird.jpg"), port: Int = 0) throws {
         let script = (Fixtures.root as NSString).deletingLastPathComponent + "/Tests/http-server/server.py"
         let portFile = NSTemporaryDirectory() + "runner-http-\(UUID().uuidString)"
         defer { unlink(portFile) }
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["python3", script, "--image", image, "--port-file", portFile,
-                             "--variant", "other=" + Fixtures.path("extra/yellow-flower.jpg")]
+                             "--variant", "other=" + Fixtures.path("extra/yellow-flower.jpg"), "--port", String(port)]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
@@ -60,6 +61,9 @@ public final class HTTPTestServer: @unchecked Sendable {
     }
 
     public func reset() throws { _ = try get("/_reset") }
+
+    /// How `/img/` answers from now on: "503", "hang" (headers never come), or "none" (served again).
+    public func outage(_ mode: String) throws { _ = try get("/_outage/" + mode) }
 
     /// A plain HTTP/1.0 GET over a socket: the body. Independent of the client under test.
     private func get(_ path: String) throws -> Data {

@@ -15,6 +15,7 @@ COUNTS = {}
 CONDITIONAL = {}
 HEADERS = {}
 IN_FLIGHT = {"now": 0, "max": 0}
+OUTAGE = {"mode": "none"}   # /_outage/<none|503|hang>: how /img/ answers while the origin is "down"
 ETAG = '"v1"'
 LAST_MODIFIED = "Mon, 02 Nov 2026 10:00:00 GMT"
 
@@ -66,9 +67,17 @@ class Handler(BaseHTTPRequestHandler):
             with LOCK:
                 COUNTS.clear(); CONDITIONAL.clear(); HEADERS.clear(); IN_FLIGHT.update(now=0, max=0)
             return self.send(200, b"{}", "application/json")
+        if path.startswith("/_outage/"):
+            OUTAGE["mode"] = path.split("/")[2]
+            return self.send(200, b"{}", "application/json")
         n = self.count()
         parts = path.strip("/").split("/")
         kind = parts[0]
+        if kind == "img" and OUTAGE["mode"] == "503":
+            return self.send(503, b"down for maintenance", "text/html")
+        if kind == "img" and OUTAGE["mode"] == "hang":
+            time.sleep(30)
+            return
         if kind == "img":                      # /img/<anything>.jpg: the image, with validators
             return self.send_image(parts[1] if len(parts) > 2 else "")
         if kind == "busy":                     # /busy/<anything>: the image after 0.3 s; counts requests in flight
@@ -166,6 +175,7 @@ def main():
     parser.add_argument("--image", required=True)
     parser.add_argument("--variant", action="append", default=[], help="NAME=PATH served at /img/NAME/...")
     parser.add_argument("--port-file", help="also write the port to this file (atomically)")
+    parser.add_argument("--port", type=int, default=0, help="listen here (0: any free port)")
     arguments = parser.parse_args()
     with open(arguments.image, "rb") as handle:
         Handler.image = handle.read()
@@ -173,7 +183,8 @@ def main():
         name, path = variant.split("=", 1)
         with open(path, "rb") as handle:
             Handler.variants[name] = handle.read()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    ThreadingHTTPServer.allow_reuse_address = True
+    server = ThreadingHTTPServer(("127.0.0.1", arguments.port), Handler)
     server.daemon_threads = True
     port = server.server_address[1]
     if arguments.port_file:
