@@ -185,7 +185,8 @@ extension Job {
     package enum Output {
         package static let name = Key.text("name", .required, "The output's name: letters, digits, -, _ and .; unique in the job.")
         package static let path = Key.text("path", .required,
-            "Output path template, relative to the job file: {stem}, {ext}, {dir}, {name}, {key}; must stay inside the folder its literal prefix names.")
+            "Output path template, relative to the job file: {stem}, {ext}, {dir}, {name}, {key}; must stay inside the folder its literal prefix names, "
+                + "and its extension must not name another format than format.type (.webp with jpeg; auto is not checked).")
         package static let chain = ListKey("chain", of: .tagged(operationShape), "Processing steps, in order ([] only re-encodes).")
         package static let format = ObjectKey("format", required: true, .tagged(encoderShape), "The encoding.")
         package static let autorotate = Key.flag("autorotate", default: true, "Apply the EXIF orientation while decoding.")
@@ -210,10 +211,14 @@ extension Job {
                 throw output.error(Output.name, "may contain only letters, digits, '-', '_' and '.'")
             }
             guard seen.insert(name).inserted else { throw output.error(Output.name, "\"\(name)\" is used by another output") }
-            let template = try PathTemplate(try output.read(Output.path), baseDirectory: baseDirectory,
-                                            location: output.location(Output.path))
+            let written = try output.read(Output.path)
+            let template = try PathTemplate(written, baseDirectory: baseDirectory, location: output.location(Output.path))
             let chain = try OperationChain.read(try output.array(Output.chain), context: context)
             let encoder = try readEncoder(try output.object(Output.format))
+            // A name that ends in a token is checked for each item by the planner.
+            if !template.extensionVaries, let mismatch = extensionMismatch(Paths.lastComponent(written), for: encoder) {
+                throw output.error(Output.path, mismatch)
+            }
             let autorotate = try output.read(Output.autorotate)
             let keepMetadata = try output.read(Output.keepMetadata)
             let keepIcc = try output.read(Output.keepIcc)

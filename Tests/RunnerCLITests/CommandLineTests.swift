@@ -33,6 +33,25 @@ struct CommandLineTests {
         #expect(try workspace.run(["jobs/nightly"]).status == 2)
     }
 
+    @Test("an output name ending in {ext} is checked per source: a PNG source named .png with type jpeg stops the job before any work")
+    func extensionFromSource() throws {
+        let workspace = try Workspace()
+        try workspace.copyFixtures(["photos/friends.jpg", "photos/bird-lamp.png"], to: "in")
+        let job = try workspace.writeJob("""
+            {"version": 1, "sources": [{"path": "in"}],
+             "outputs": [{"name": "t", "path": "out/{stem}.{ext}", "chain": [], "format": {"type": "jpeg"}}], "state": "state.sqlite"}
+            """)
+        for command in [["validate", job], [job]] {
+            let result = try workspace.run(command)
+            #expect(result.status == 2, "\(command): \(result.stdout)")
+            #expect(result.stderr.contains("outputs[0].path: \(workspace.path("in/bird-lamp.png")) would be written as "
+                + #"\#(workspace.path("out/bird-lamp.png")): the extension ".png" names another format (png) than format.type "jpeg""#),
+                "\(result.stderr)")
+        }
+        #expect(workspace.files(in: "out").isEmpty)
+        #expect(!FileManager.default.fileExists(atPath: workspace.path("state.sqlite")))
+    }
+
     @Test("command-line usage errors exit 64, job-file errors 2", arguments: [
         (["run"], 64),
         (["unblock", "job.json"], 64),

@@ -16,7 +16,7 @@ private func verdict(_ text: String) -> String {
 private func job(chain steps: String = "", format: String = #"{"type": "jpeg"}"#, output extra: String = "", top: String = "") -> String {
     """
     {"version": 1, "sources": [{"path": "p"}]\(top),
-     "outputs": [{"name": "t", "path": "o/{stem}.jpg", "chain": [\(steps)], "format": \(format)\(extra)}]}
+     "outputs": [{"name": "t", "path": "o/{stem}", "chain": [\(steps)], "format": \(format)\(extra)}]}
     """
 }
 
@@ -160,6 +160,24 @@ struct ManifestTests {
     ])
     func unknownKeysFirst(text: String, message: String) {
         #expect(verdict(text) == message)
+    }
+
+    @Test("an output path whose extension names another format than format.type is an error naming both")
+    func extensionNamesFormat() {
+        func with(_ path: String, _ type: String) -> String {
+            verdict(#"{"version": 1, "sources": [{"path": "p"}], "outputs": [{"name": "t", "path": "\#(path)", "chain": [], "format": {"type": "\#(type)"}}]}"#)
+        }
+        #expect(with("o/{stem}.webp", "jpeg") == #"outputs[0].path: the extension ".webp" names another format (webp) than format.type "jpeg": "#
+            + #"name the file .jpg, .jpeg, .jpe or .jfif, or make "type" "webp""#)
+        #expect(with("o/{stem}.JPG", "png") == #"outputs[0].path: the extension ".JPG" names another format (jpeg) than format.type "png": "#
+            + #"name the file .png, or make "type" "jpeg""#)
+        #expect(with("o/{stem}.heic", "avif").hasPrefix(#"outputs[0].path: the extension ".heic" names another format (heic) than format.type "avif": name the file .avif"#))
+        #expect(with("o/x.tif/{stem}.gif.png", "jpeg").contains(#"".png" names another format (png)"#))
+        // Matching (any case), no extension, one no image format has, the source's own ({ext}, checked per item), and auto.
+        for (path, type) in [("o/{stem}.JPEG", "jpeg"), ("o/{stem}.tif", "tiff"), ("o/{stem}", "webp"), ("o/{stem}.v2.bin", "png"),
+                             ("o.webp/{stem}", "jpeg"), ("o/{stem}.{ext}", "jpeg"), ("o/{stem}.webp", "auto"), ("o/{stem}.heif", "avif")] {
+            #expect(with(path, type) == "accepted", "\(path) with \(type)")
+        }
     }
 
     @Test("color and colour are one key: same identifier, errors in the job's own spelling")
