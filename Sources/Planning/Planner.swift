@@ -120,8 +120,9 @@ package struct Planner {
             if output.template.extensionVaries, let mismatch = extensionMismatch(Paths.lastComponent(outputPath), for: output.encoder) {
                 throw JobFileError("outputs[\(index)].path", "\(discovered.key) would be written as \(outputPath): \(mismatch)")
             }
-            items.append(PlannedItem(key: "\(discovered.key)@\(output.name)", outputName: output.name, outputIndex: index,
-                                     outputPath: outputPath, fingerprint: fingerprint(identity, output: index), status: .pending))
+            items.append(PlannedItem(key: ItemKey.of(source: discovered.key, output: output.name), outputName: output.name,
+                                     outputIndex: index, outputPath: outputPath, fingerprint: fingerprint(identity, output: index),
+                                     status: .pending))
         }
         return PlannedSource(key: discovered.key, origin: discovered.origin, identity: identity, items: items)
     }

@@ -96,15 +96,22 @@ package final class Reporter: Sendable {
             if let warning = outcome.warning { event["warning"] = warning }
             emit(event)
         case .text, .quiet:
+            // Failures are said per source (`sourceFailed`), not once for each of its outputs.
             switch outcome {
-            case .failed(let failure, _): writeLine("failed: \(key): \(failure.kind.rawValue): \(failure.message)")
             // Blocked is old news (the URL failed in an earlier run): quiet leaves it to the summary.
             case .blocked(let reason) where style == .text: writeLine("blocked: \(key): \(reason)")
             case .done(let rendered, _) where style == .text && rendered.warning != nil:
                 writeLine("warning: \(key): \(rendered.warning ?? "")")
-            case .blocked, .done: break
+            case .failed, .blocked, .done: break
             }
         }
+    }
+
+    /// A source's outputs that failed the same way, as one line: `failed: SOURCE (thumb, large): decode: …`.
+    /// JSON has an event per item instead (`itemFinished`).
+    package func sourceFailed(_ source: String, outputs: [String], failure: ItemFailure) {
+        guard style != .json else { return }
+        writeLine("failed: \(source) (\(outputs.joined(separator: ", "))): \(failure.kind.rawValue): \(failure.message)")
     }
 
     /// A URL source revalidated unchanged: its item is up to date without any work.

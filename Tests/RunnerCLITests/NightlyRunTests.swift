@@ -56,6 +56,27 @@ struct NightlyRunTests {
         #expect(try attempts(workspace, source: "truncated.jpg") == 2)
     }
 
+    @Test("a source that fails every output is one line naming them, not a line per output")
+    func oneLinePerFailedSource() throws {
+        let workspace = try Workspace()
+        try workspace.copyFixtures(["broken/truncated.jpg", "photos/friends.jpg"], to: "in")
+        let outputs = ["small", "medium", "large", "square", "grey"].map { name in
+            #"{"name": "\#(name)", "path": "out/{name}/{stem}.jpg", "chain": [{"op": "thumbnail", "width": 64, "fit": "inside"}], "format": {"type": "jpeg"}}"#
+        }
+        let job = try workspace.writeJob("""
+            {"version": 1, "sources": [{"path": "in"}], "outputs": [\(outputs.joined(separator: ", "))], "state": "state.sqlite"}
+            """)
+        for arguments in [[job], [job, "--quiet", "--force"]] {
+            let run = try workspace.run(arguments)
+            #expect(run.status == 1)
+            #expect(run.stdout.contains("5 done, 5 failed"), "\(run.stdout)")
+            let failed = run.stderr.split(separator: "\n").filter { $0.contains("failed: ") }
+            #expect(failed.count == 1, "\(run.stderr)")
+            #expect(failed.first?.contains("failed: \(workspace.path("in/truncated.jpg")) (small, medium, large, square, grey): decode: ") == true,
+                    "\(run.stderr)")
+        }
+    }
+
     @Test("a too-large failure stands while the limits stay; raising limits.maxPixels tries it again")
     func limitsDecideToo() throws {
         let workspace = try Workspace()
@@ -78,7 +99,7 @@ struct NightlyRunTests {
         let job = try remoteJob(workspace, urls: [server.url("/corrupt/a.jpg"), server.url("/img/b.jpg")])
         let first = try workspace.run([job, "--quiet"])
         #expect(first.status == 1)
-        #expect(first.stderr.contains("failed: \(server.url("/corrupt/a.jpg"))@t: decode: "), "\(first.stderr)")
+        #expect(first.stderr.contains("failed: \(server.url("/corrupt/a.jpg")) (t): decode: "), "\(first.stderr)")
 
         try server.reset()
         let second = try workspace.run([job, "--quiet"])
