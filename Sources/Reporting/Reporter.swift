@@ -96,10 +96,9 @@ package final class Reporter: Sendable {
             if let warning = outcome.warning { event["warning"] = warning }
             emit(event)
         case .text, .quiet:
-            // Failures are said per source (`sourceFailed`), not once for each of its outputs.
+            // Failures are said per source (`sourceFailed`), not once for each of its outputs. Blocked
+            // is old news, said when the URL was blacklisted: the summary counts it, `runner failed` lists it.
             switch outcome {
-            // Blocked is old news (the URL failed in an earlier run): quiet leaves it to the summary.
-            case .blocked(let reason) where style == .text: writeLine("blocked: \(key): \(reason)")
             case .done(let rendered, _) where style == .text && rendered.warning != nil:
                 writeLine("warning: \(key): \(rendered.warning ?? "")")
             case .failed, .blocked, .done: break
@@ -153,8 +152,9 @@ package final class Reporter: Sendable {
             }
             if let signal = summary.interrupted { line += "; interrupted by \(String(cString: strsignal(signal)))" }
             if summary.stoppedByBudget { line += "; stopped by the time budget, run again to continue" }
-            if summary.knownFailures > 0 {
-                line += "; \(Self.plural(summary.knownFailures, "known failure")): runner failed \(jobFile)"
+            let carriedOver = [(summary.knownFailures, "known failure"), (summary.blocked, "blocked item")].filter { $0.0 > 0 }
+            if !carriedOver.isEmpty {
+                line += "; " + carriedOver.map { Self.plural($0.0, $0.1) }.joined(separator: " and ") + ": runner failed \(jobFile)"
             }
             // In a log (cron appends night after night) the summary says which night it was.
             if isatty(STDOUT_FILENO) != 1 { line = Self.timestamp() + " " + line }

@@ -113,6 +113,25 @@ struct NightlyRunTests {
         #expect(try workspace.run([job, "--strict", "--quiet"]).status == 1)
     }
 
+    @Test("a blacklisted URL is said once, when it fails; later nights count it in the summary and leave the rest to runner failed")
+    func blockedSaidOnce() throws {
+        let server = try HTTPTestServer()
+        let workspace = try Workspace()
+        let job = try remoteJob(workspace, urls: [server.url("/status/404/a.jpg"), server.url("/img/b.jpg")])
+        let first = try workspace.run([job])
+        #expect(first.status == 1)
+        #expect(first.stderr.components(separatedBy: server.url("/status/404/a.jpg")).count == 2, "said once: \(first.stderr)")
+        #expect(first.stderr.contains("failed: \(server.url("/status/404/a.jpg")) (t): download: HTTP 404 (blacklisted)"), "\(first.stderr)")
+        for _ in 0..<2 {
+            let night = try workspace.run([job])
+            #expect(night.status == 0)
+            #expect(!night.stderr.contains("/status/404/a.jpg"), "a known-blocked URL is not said again: \(night.stderr)")
+            #expect(night.stdout.contains("1 up to date, 1 blocked in "), "\(night.stdout)")
+            #expect(night.stdout.contains("; 1 blocked item: runner failed \(job)"), "\(night.stdout)")
+        }
+        #expect(try workspace.run(["failed", job]).stdout.contains("blocked: \(server.url("/status/404/a.jpg")): HTTP 404"))
+    }
+
     @Test("off a terminal, progress lines start with an ISO 8601 time; JSON runs emit progress events; every event has a time")
     func progressOffTerminal() throws {
         let workspace = try Workspace()
