@@ -54,12 +54,10 @@ package final class Reporter: Sendable {
         counts.withLock { $0.total = planned.pending }
         switch style {
         case .json:
-            emit(["event": "plan", "job": jobName, "pending": planned.pending, "upToDate": planned.upToDate,
-                  "blocked": planned.blocked, "knownFailures": planned.knownFailures])
+            emit(["event": "plan", "job": jobName, "pending": planned.pending, "toRun": planned.toRun, "revalidate": planned.revalidate,
+                  "upToDate": planned.upToDate, "blocked": planned.blocked, "knownFailures": planned.knownFailures])
         case .text:
-            var line = "\(jobName): \(planned.pending) to run, \(planned.upToDate) up to date, \(planned.blocked) blocked"
-            if planned.knownFailures > 0 { line += ", \(Self.plural(planned.knownFailures, "known failure")) (not retried)" }
-            writeLine(line)
+            writeLine("\(jobName): \(planned.described)")
         case .quiet:
             break
         }

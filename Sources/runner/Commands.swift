@@ -167,10 +167,7 @@ struct PlanCommand: ParsableCommand {
                 print((countLines + ["  \"orphaned\" : \(orphaned)"]).joined(separator: ",\n") + "\n}")
                 return
             }
-            var line = "\(counts.toRun) to run, \(counts.revalidate) to revalidate, \(counts.upToDate) up to date, \(counts.blocked) blocked"
-            if counts.knownFailures > 0 { line += ", \(counts.knownFailures) known failures (not retried without --retry-failed)" }
-            line += ", \(orphaned) orphaned" + (orphaned > 0 ? " (runner prune \(job.job) lists them)" : "")
-            print(line)
+            print(counts.described + ", \(orphaned) orphaned" + (orphaned > 0 ? " (runner prune \(job.job) lists them)" : ""))
         } catch {
             Runner.exit(for: error)
         }

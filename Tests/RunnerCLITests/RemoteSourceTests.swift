@@ -112,8 +112,12 @@ struct RemoteSourceTests {
         #expect(try workspace.run([job]).stdout.contains("2 done"))
         let before = workspace.modificationDate("out/127.0.0.1_\(server.port)/img/a.jpg")
         try server.reset()
+        // The run's first line counts its items in the words `runner plan` uses.
+        let plan = try workspace.run(["plan", job])
+        #expect(plan.stdout.hasPrefix("0 to run, 2 to revalidate, 0 up to date, 0 blocked, 0 orphaned"), "\(plan.stdout)")
         let second = try workspace.run([job])
         #expect(second.status == 0)
+        #expect(second.stderr.contains("Z remote: 0 to run, 2 to revalidate, 0 up to date, 0 blocked\n"), "\(second.stderr)")
         #expect(second.stdout.contains("0 done, 0 failed, 2 up to date"), "\(second.stdout)")
         let stats = try server.stats()
         #expect(stats.counts["/img/a.jpg"] == 1 && stats.conditional["/img/a.jpg"] == 1)
