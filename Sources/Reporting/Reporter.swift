@@ -42,8 +42,12 @@ package final class Reporter: Sendable {
     private let started = Date()
     private let stopped = Mutex(false)
 
-    package init(style: ReportStyle, jobName: String, jobFile: String, interval: Double) {
+    /// Whether libvips' warnings are shown (`-v`).
+    private let verbose: Bool
+
+    package init(style: ReportStyle, jobName: String, jobFile: String, interval: Double, verbose: Bool = false) {
         self.style = style
+        self.verbose = verbose
         self.jobName = jobName
         self.jobFile = jobFile
         self.interval = interval
@@ -119,6 +123,17 @@ package final class Reporter: Sendable {
     /// A URL source revalidated unchanged whose item failed on this content before: not retried.
     package func itemStillFailed(key: String, outputPath: String) {
         if style == .json { emit(["event": "item", "key": key, "output": outputPath, "state": "known-failure"]) }
+    }
+
+    /// With `-v`: what libvips warned about while rendering `source`, each distinct warning once.
+    package func libvipsWarnings(_ source: String, _ warnings: [String]) {
+        guard verbose else { return }
+        for warning in warnings {
+            switch style {
+            case .json: emit(["event": "libvips-warning", "source": source, "message": warning])
+            case .text, .quiet: writeLine("libvips: \(source): \(warning)")
+            }
+        }
     }
 
     package func notice(_ message: String) {

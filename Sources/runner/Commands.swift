@@ -49,7 +49,7 @@ struct Run: ParsableCommand {
     @Option(help: "text or json (one JSON event per line on stdout).")
     var logFormat: LogFormat = .text
 
-    @Flag(name: .shortAndLong, help: "Show libvips warnings from the workers.")
+    @Flag(name: .shortAndLong, help: "Show libvips' warnings, each distinct one once per source.")
     var verbose = false
 
     enum LogFormat: String, ExpressibleByArgument, CaseIterable { case text, json }

@@ -26,7 +26,23 @@ struct Runner: ParsableCommand {
             printError(problem)
             Foundation.exit(ExitStatus.commandLine)
         }
-        main(arguments)
+        do {
+            var command = try parseAsRoot(arguments)
+            try command.run()
+        } catch {
+            finish(with: error)
+        }
+    }
+
+    /// ArgumentParser's `exit(withError:)`, but an error written to stderr starts with the time
+    /// off a terminal, as every other line a run writes there does.
+    static func finish(with error: any Error) -> Never {
+        let text = fullMessage(for: error)
+        let code = exitCode(for: error)
+        if !text.isEmpty {
+            if code == .success { print(text) } else { writeError(text) }
+        }
+        Foundation.exit(code.rawValue)
     }
 
     /// `run` is the default command, so the first word may be a job file; but `runner stauts job.json`
@@ -107,11 +123,15 @@ extension Runner {
             printError(database.description)
             Foundation.exit(database.exitCode)
         default:
-            Runner.exit(withError: error)
+            finish(with: error)
         }
     }
 
-    static func printError(_ text: String) {
-        FileHandle.standardError.write(Data("runner: \(text)\n".utf8))
+    static func printError(_ text: String) { writeError("runner: \(text)") }
+
+    /// Off a terminal (cron's log) the first line starts with the time, ISO 8601 in UTC.
+    private static func writeError(_ text: String) {
+        let time = isatty(STDERR_FILENO) == 1 ? "" : Reporter.timestamp() + " "
+        FileHandle.standardError.write(Data((time + text + "\n").utf8))
     }
 }

@@ -157,6 +157,37 @@ struct NightlyRunTests {
         }
     }
 
+    @Test("off a terminal, error lines and -v libvips warnings start with the time too; each distinct warning once per source")
+    func errorsAndWarningsTimed() throws {
+        let workspace = try Workspace()
+        try workspace.copyFixtures(["quirky/junk-in-header.jpg", "quirky/bad-crc-text.png"], to: "in")
+        let outputs = ["a", "b", "c"].map { name in
+            #"{"name": "\#(name)", "path": "out/{name}/{stem}.png", "chain": [{"op": "thumbnail", "width": 32, "fit": "inside"}], "format": {"type": "png"}}"#
+        }
+        let job = try workspace.writeJob("""
+            {"version": 1, "sources": [{"path": "in"}], "outputs": [\(outputs.joined(separator: ", "))], "state": "state.sqlite"}
+            """)
+        let iso = #/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z /#
+        let verbose = try workspace.run([job, "-v", "-j", "1"])
+        #expect(verbose.status == 0, "\(verbose.stderr)")
+        let lines = verbose.stderr.split(separator: "\n")
+        for line in lines { #expect(line.contains(iso), "\(line)") }
+        let jpeg = "libvips: \(workspace.path("in/junk-in-header.jpg")): VipsJpeg: Corrupt JPEG data: 6 extraneous bytes before marker 0xc0"
+        #expect(lines.filter { $0.hasSuffix(jpeg) }.count == 1, "once for the source's three outputs: \(verbose.stderr)")
+        #expect(lines.filter { $0.hasSuffix("libvips: \(workspace.path("in/bad-crc-text.png")): tEXt: CRC error") }.count == 1,
+                "\(verbose.stderr)")
+        // Without -v, none.
+        #expect(!(try workspace.run([job, "--force"]).stderr.contains("libvips")))
+
+        let usage = try workspace.run([job, "--jobs", "0"])
+        #expect(usage.status == 64)
+        #expect(usage.stderr.split(separator: "\n").first?.contains(#/^\d{4}-\d{2}-\d{2}T[0-9:.]+Z Error: --jobs must be at least 1/#) == true,
+                "\(usage.stderr)")
+        let missing = try workspace.run([workspace.path("nightly.json")])
+        #expect(missing.status == 2)
+        #expect(missing.stderr.contains(#/^\d{4}-\d{2}-\d{2}T[0-9:.]+Z runner: /#), "\(missing.stderr)")
+    }
+
     @Test("the ETA reads -- until an item has finished, then the time left")
     func etaUnknownAtFirst() {
         #expect(Reporter.progressLine(job: "j", finished: 0, total: 10, failed: 0, elapsed: 3).hasSuffix("ETA --"))

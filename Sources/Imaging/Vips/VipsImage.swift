@@ -210,14 +210,18 @@ package struct VipsError: Error, CustomStringConvertible {
 
 /// libvips reports some decoders' complaints only as GLib warnings (`VIPS-WARNING`), then fails
 /// with an empty error buffer: libpng's "Invalid IHDR data" came out as "load failed". A worker
-/// keeps the latest warnings so such a failure can still say why; they still reach stderr (`-v`).
-enum VipsWarnings {
+/// keeps the latest warnings so such a failure can still say why, and each distinct one of the
+/// source at hand for its reply, which the run shows with `-v` (timed like its other lines, each
+/// once: a damaged tile warns on every read). None goes to the worker's stderr.
+package enum VipsWarnings {
     private static let recent = Mutex<[String]>([])
+    private static let ofSource = Mutex<(lines: [String], seen: Set<String>)>(([], []))
+    /// Distinct warnings one source may report: a decoder that warns per scanline cannot flood the reply.
+    private static let mostPerSource = 32
 
     static func install() {
-        _ = g_log_set_handler("VIPS", G_LOG_LEVEL_WARNING, { domain, level, message, _ in
+        _ = g_log_set_handler("VIPS", G_LOG_LEVEL_WARNING, { _, _, message, _ in
             if let message { VipsWarnings.keep(String(cString: message)) }
-            g_log_default_handler(domain, level, message, nil)
         }, nil)
     }
 
@@ -226,7 +230,22 @@ enum VipsWarnings {
             lines.append(line)
             if lines.count > 16 { lines.removeFirst() }
         }
+        // One line each: libvips' "read gave 1 warnings" is followed by the decoder's words, repeated.
+        var seenInLine: Set<Substring> = []
+        let parts = line.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces)[...] }
+        let oneLine = parts.filter { !$0.isEmpty && seenInLine.insert($0).inserted }.joined(separator: "; ")
+        guard !oneLine.isEmpty else { return }
+        ofSource.withLock { source in
+            guard source.seen.count <= mostPerSource, source.seen.insert(oneLine).inserted else { return }
+            source.lines.append(source.seen.count > mostPerSource ? "(more warnings not shown)" : oneLine)
+        }
     }
+
+    /// Forgets the warnings of the source before.
+    package static func startSource() { ofSource.withLock { $0 = ([], []) } }
+
+    /// Each distinct warning since `startSource`, in the order they came.
+    package static func ofCurrentSource() -> [String] { ofSource.withLock { $0.lines } }
 
     static func clear() { recent.withLock { $0.removeAll() } }
 
