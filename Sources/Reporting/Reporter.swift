@@ -235,7 +235,8 @@ package final class Reporter: Sendable {
     private func emit(_ event: [String: Any]) {
         var event = event
         event["time"] = Self.timestamp()
-        guard let data = try? JSONSerialization.data(withJSONObject: event, options: [.sortedKeys]) else { return }
+        // Paths and URLs as written: `/` needs no escape in JSON.
+        guard let data = try? JSONSerialization.data(withJSONObject: event, options: [.sortedKeys, .withoutEscapingSlashes]) else { return }
         FileHandle.standardOutput.write(data + Data("\n".utf8))
     }
 

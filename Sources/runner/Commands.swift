@@ -153,7 +153,7 @@ struct PlanCommand: ParsableCommand {
                 for item in source.items {
                     if json {
                         let object = ["key": item.key, "output": item.outputPath, "status": item.status.rawValue]
-                        let line = String(decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), as: UTF8.self)
+                        let line = String(decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]), as: UTF8.self)
                         print((itemsPrinted == 0 ? "\n    " : ",\n    ") + line, terminator: "")
                     } else {
                         print("\(item.status.rawValue)\t\(item.key)\t\(item.outputPath)")

@@ -151,6 +151,8 @@ struct NightlyRunTests {
         let json = try workspace.run([job, "-j", "1", "--force", "--log-format", "json", "--progress-interval", "0.05"])
         let events = jsonEvents(json.stdout)
         #expect(events.contains { $0["event"] as? String == "progress" && $0["total"] as? Int == 12 }, "\(json.stdout)")
+        // Paths as written: JSON does not need `/` escaped, and a person greps for the path.
+        #expect(json.stdout.contains(#""key":"\#(workspace.path("in/0.jpg"))@t""#) && !json.stdout.contains(#"\/"#), "\(json.stdout)")
         for event in events {
             let time = event["time"] as? String ?? ""
             #expect(time.contains(#/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/#), "\(event)")
