@@ -10,7 +10,12 @@ extension Job {
     public static func load(path: String) throws -> Job {
         let absolute = Paths.resolve(path, against: FileManager.default.currentDirectoryPath)
         guard let data = FileManager.default.contents(atPath: absolute) else {
-            throw JobFileError("", "cannot read job file \(absolute)")
+            // Say why, with the path as resolved: a relative one is taken from the working folder.
+            var isFolder: ObjCBool = false
+            let exists = FileManager.default.fileExists(atPath: absolute, isDirectory: &isFolder)
+            let reason = !exists ? "no such file" : isFolder.boolValue ? "it is a folder" :
+                access(absolute, R_OK) != 0 ? String(cString: strerror(errno)) : "it cannot be read"
+            throw JobFileError("", "cannot read job file \(absolute): \(reason)")
         }
         guard let text = String(data: data, encoding: .utf8) else {
             throw JobFileError("", "job file \(absolute) is not UTF-8 text")

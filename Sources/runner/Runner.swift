@@ -71,6 +71,18 @@ struct JobArgument: ParsableArguments {
             throw JobFileFailure(path: job, error: error)
         }
     }
+
+    /// Loads the job and runs `body` with it. A job-file error found once the file is read (while
+    /// planning: a source folder that is missing, two items writing one path) is named after the
+    /// job file like one found while reading it.
+    func with<Result>(_ body: (Job) throws -> Result) throws -> Result {
+        let loaded = try load()
+        do {
+            return try body(loaded)
+        } catch let error as JobFileError {
+            throw JobFileFailure(path: job, error: error)
+        }
+    }
 }
 
 /// Which part of the job this process runs (`--shard K/N`, or the batch engine's environment).

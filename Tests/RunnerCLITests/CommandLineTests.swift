@@ -52,6 +52,36 @@ struct CommandLineTests {
         #expect(!FileManager.default.fileExists(atPath: workspace.path("state.sqlite")))
     }
 
+    @Test("every job-file error names the job file: a missing source folder and two items writing one path (found while planning), a missing job file with why")
+    func errorsNameTheJobFile() throws {
+        let workspace = try Workspace()
+        try workspace.copyFixtures(["photos/friends.jpg"], to: "in")
+        try workspace.copyFixtures(["photos/friends.jpg"], to: "more")
+        try workspace.writeJob("""
+            {"version": 1, "sources": [{"path": "photos"}],
+             "outputs": [{"name": "t", "path": "out/{stem}.jpg", "chain": [], "format": {"type": "jpeg"}}]}
+            """, name: "missing.json")
+        try workspace.writeJob("""
+            {"version": 1, "sources": [{"path": "in"}, {"path": "more"}],
+             "outputs": [{"name": "t", "path": "out/{stem}.jpg", "chain": [], "format": {"type": "jpeg"}}]}
+            """, name: "collide.json")
+        for command in ["validate", "run", "plan"] {
+            let missing = try workspace.run([command, "missing.json"])
+            #expect(missing.status == 2)
+            #expect(missing.stderr.contains("runner: missing.json: sources[0].path: \(workspace.path("photos")): No such file or directory"),
+                    "\(command): \(missing.stderr)")
+            let collide = try workspace.run([command, "collide.json"])
+            #expect(collide.status == 2, "\(command): \(collide.stdout)")
+            #expect(collide.stderr.contains("runner: collide.json: outputs[0].path: two items would write \(workspace.path("out/friends.jpg"))"),
+                    "\(command): \(collide.stderr)")
+        }
+        let absent = try workspace.run(["validate", "jobs/nightly.json"])
+        #expect(absent.status == 2)
+        #expect(absent.stderr.contains("runner: jobs/nightly.json: cannot read job file \(workspace.path("jobs/nightly.json")): no such file"),
+                "\(absent.stderr)")
+        #expect(try workspace.run(["validate", "in"]).stderr.contains("cannot read job file \(workspace.path("in")): it is a folder"))
+    }
+
     @Test("command-line usage errors exit 64, job-file errors 2", arguments: [
         (["run"], 64),
         (["unblock", "job.json"], 64),
