@@ -215,7 +215,7 @@ extension Job {
             guard name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" || $0 == "." }) else {
                 throw output.error(Output.name, "may contain only letters, digits, '-', '_' and '.'")
             }
-            guard seen.insert(name).inserted else { throw output.error(Output.name, "\"\(name)\" is used by another output") }
+            guard seen.insert(name).inserted else { throw output.error(Output.name, "\(Quoted.value(name)) is used by another output") }
             let written = try output.read(Output.path)
             let template = try PathTemplate(written, baseDirectory: baseDirectory, location: output.location(Output.path))
             let chain = try OperationChain.read(try output.array(Output.chain), context: context)

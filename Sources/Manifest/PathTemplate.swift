@@ -61,7 +61,8 @@ package struct PathTemplate: Sendable {
             case "dir": pieces.append(.dir)
             case "name": pieces.append(.name)
             case "key": pieces.append(.key)
-            case let token: throw JobFileError(location, "unknown token {\(token)} (known: {dir}, {ext}, {key}, {name}, {stem})")
+            case let token:
+                throw JobFileError(location, "unknown token {\(Quoted.text(String(token), limit: 60))} (known: {dir}, {ext}, {key}, {name}, {stem})")
             }
             scan = scan[scan.index(after: close)...]
         }

@@ -58,10 +58,10 @@ struct Run: ParsableCommand {
         if let jobs, jobs < 1 { throw ValidationError("--jobs must be at least 1") }
         if !(progressInterval > 0) { throw ValidationError("--progress-interval must be more than 0 seconds") }
         if let deadline, Durations.nextOccurrence(of: deadline) == nil {
-            throw ValidationError("--deadline must be a time of day as HH:MM (24-hour), not \"\(deadline)\"")
+            throw ValidationError("--deadline must be a time of day as HH:MM (24-hour), not \(Quoted.value(deadline))")
         }
         if let maxDuration, Durations.seconds(maxDuration) == nil {
-            throw ValidationError("--max-duration must be a duration such as 90s, 30m, 4h or 1d, not \"\(maxDuration)\"")
+            throw ValidationError("--max-duration must be a duration such as 90s, 30m, 4h or 1d, not \(Quoted.value(maxDuration))")
         }
     }
 

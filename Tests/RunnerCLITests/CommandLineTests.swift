@@ -82,6 +82,23 @@ struct CommandLineTests {
         #expect(try workspace.run(["validate", "in"]).stderr.contains("cannot read job file \(workspace.path("in")): it is a folder"))
     }
 
+    @Test("a 10 MB format.type: a short error line, at once (it was a 10 MB line after the nearest-name search ran over it)")
+    func hugeValueShortError() throws {
+        let workspace = try Workspace()
+        try workspace.writeJob("""
+            {"version": 1, "sources": [{"path": "in"}],
+             "outputs": [{"name": "t", "path": "out/{stem}.jpg", "chain": [], "format": {"type": "\(String(repeating: "x", count: 10_000_000))"}}]}
+            """)
+        let started = Date()
+        let result = try workspace.run(["validate", "job.json"])
+        #expect(result.status == 2)
+        #expect(result.stderr.hasSuffix(#"runner: job.json: outputs[0].format.type: unknown format "\#(String(repeating: "x", count: 59))…" "#
+            + "(10000000 characters) (known: auto, avif, gif, jpeg, png, tiff, webp)\n"), "\(result.stderr.prefix(300))")
+        #expect(result.stderr.utf8.count < 300)
+        // 24 to 58 s in a debug build before, about 1 s after; the bound leaves room for a busy machine.
+        #expect(Date().timeIntervalSince(started) < 15)
+    }
+
     @Test("command-line usage errors exit 64, job-file errors 2", arguments: [
         (["run"], 64),
         (["unblock", "job.json"], 64),

@@ -180,6 +180,20 @@ struct ManifestTests {
         }
     }
 
+    @Test("an error quotes a long value by its start and its length, wherever the value is")
+    func longValuesQuotedShort() {
+        let long = String(repeating: "x", count: 100_000)
+        let quoted = #""\#(String(repeating: "x", count: 59))…" (100000 characters)"#
+        #expect(verdict(job(format: #"{"type": "\#(long)"}"#)) == "outputs[0].format.type: unknown format \(quoted) (known: auto, avif, gif, jpeg, png, tiff, webp)")
+        #expect(verdict(job(chain: #"{"op": "thumbnail", "width": 5, "height": 5, "fit": "\#(long)"}"#))
+            == "outputs[0].chain[0].fit: must be one of cover, contain, fill, inside, outside, not \(quoted)")
+        #expect(verdict(job(chain: #"{"op": "tint", "colour": "\#(long)"}"#)).hasSuffix("not \(quoted)"))
+        #expect(verdict(job(chain: #"{"op": "\#(long)"}"#)).hasPrefix("outputs[0].chain[0].op: unknown op \(quoted) (known: "))
+        #expect(verdict(job(output: #", "\#(long)": 1"#)).hasPrefix("outputs[0]: unknown key \(quoted) (known: "))
+        // Short ones stay whole, with the nearest name.
+        #expect(verdict(job(format: #"{"type": "jpgg"}"#)) == #"outputs[0].format.type: unknown format "jpgg" (did you mean "jpeg"?)"#)
+    }
+
     @Test("color and colour are one key: same identifier, errors in the job's own spelling")
     func colorSpelling() throws {
         func identifier(_ text: String) throws -> String {
