@@ -20,7 +20,11 @@ extension Job {
         guard let text = String(data: data, encoding: .utf8) else {
             throw JobFileError("", "job file \(absolute) is not UTF-8 text")
         }
-        return try parse(text: text, filePath: absolute)
+        do {
+            return try parse(text: text, filePath: absolute)
+        } catch let error as JobFileError {
+            throw error.located(in: text)
+        }
     }
 
     public static func parse(text: String, filePath: String) throws -> Job {

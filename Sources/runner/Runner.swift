@@ -80,7 +80,7 @@ struct JobArgument: ParsableArguments {
         do {
             return try body(loaded)
         } catch let error as JobFileError {
-            throw JobFileFailure(path: job, error: error)
+            throw JobFileFailure(path: job, error: error.located(in: loaded.text))
         }
     }
 }

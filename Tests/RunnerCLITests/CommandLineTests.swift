@@ -68,11 +68,11 @@ struct CommandLineTests {
         for command in ["validate", "run", "plan"] {
             let missing = try workspace.run([command, "missing.json"])
             #expect(missing.status == 2)
-            #expect(missing.stderr.contains("runner: missing.json: sources[0].path: \(workspace.path("photos")): No such file or directory"),
+            #expect(missing.stderr.contains("runner: missing.json:1:37: sources[0].path: \(workspace.path("photos")): No such file or directory"),
                     "\(command): \(missing.stderr)")
             let collide = try workspace.run([command, "collide.json"])
             #expect(collide.status == 2, "\(command): \(collide.stdout)")
-            #expect(collide.stderr.contains("runner: collide.json: outputs[0].path: two items would write \(workspace.path("out/friends.jpg"))"),
+            #expect(collide.stderr.contains("runner: collide.json:2:36: outputs[0].path: two items would write \(workspace.path("out/friends.jpg"))"),
                     "\(command): \(collide.stderr)")
         }
         let absent = try workspace.run(["validate", "jobs/nightly.json"])
@@ -92,7 +92,7 @@ struct CommandLineTests {
         let started = Date()
         let result = try workspace.run(["validate", "job.json"])
         #expect(result.status == 2)
-        #expect(result.stderr.hasSuffix(#"runner: job.json: outputs[0].format.type: unknown format "\#(String(repeating: "x", count: 59))…" "#
+        #expect(result.stderr.hasSuffix(#"runner: job.json:2:86: outputs[0].format.type: unknown format "\#(String(repeating: "x", count: 59))…" "#
             + "(10000000 characters) (known: auto, avif, gif, jpeg, png, tiff, webp)\n"), "\(result.stderr.prefix(300))")
         #expect(result.stderr.utf8.count < 300)
         // 24 to 58 s in a debug build before, about 1 s after; the bound leaves room for a busy machine.

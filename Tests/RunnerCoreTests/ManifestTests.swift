@@ -127,6 +127,23 @@ struct ManifestTests {
         #expect(verdict(text) == message)
     }
 
+    @Test("a key path is found in the text: keys holding . or [, elements, a missing key's object, a member, a byte order mark")
+    func keyPathPositions() {
+        let text = "\u{FEFF}{\"a.b\": {\"c\": [10,\n  {\"d[0]\": true, \"e\": {}}]},\n \"a\": {\"b\": 2}}"
+        func at(_ path: String, member: String? = nil) -> String {
+            JSONValue.position(of: path, member: member, in: text).map { "\($0.line):\($0.column)" } ?? "none"
+        }
+        #expect(at("a.b") == "1:9")
+        #expect(at("a.b.c[1]") == "2:3")
+        #expect(at("a.b.c[1].d[0]") == "2:12")
+        #expect(at("a.b.c[1].e.f") == "2:23", "a missing key: its object")
+        #expect(at("a.b.c[7]") == "1:15", "a missing element: its array")
+        #expect(at("a.b.c[1]", member: "e") == "2:18")
+        #expect(at("a") == "3:7")
+        #expect(at("", member: "a") == "3:2")
+        #expect(JSONValue.position(of: "a[3]", in: "{\"a\": [1, ") == nil, "text that breaks off before the place")
+    }
+
     @Test("strings, escapes and numbers parse as JSON says")
     func jsonValues() throws {
         let parsed = try Job.parse(text: "\u{FEFF}" + job(chain: #"{"op": "blur", "sigma": 25e-1}"#, top: #", "name": "a\"\\\/\u00e9\ud83d\ude00\n\tb""#),
