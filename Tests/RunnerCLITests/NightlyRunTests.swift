@@ -162,7 +162,7 @@ struct NightlyRunTests {
     @Test("off a terminal, error lines and -v libvips warnings start with the time too; each distinct warning once per source")
     func errorsAndWarningsTimed() throws {
         let workspace = try Workspace()
-        try workspace.copyFixtures(["quirky/junk-in-header.jpg", "quirky/bad-crc-text.png"], to: "in")
+        try workspace.copyFixtures(["quirky/junk-in-header.jpg", "quirky/bad-crc-text.png", "broken/truncated.jpg"], to: "in")
         let outputs = ["a", "b", "c"].map { name in
             #"{"name": "\#(name)", "path": "out/{name}/{stem}.png", "chain": [{"op": "thumbnail", "width": 32, "fit": "inside"}], "format": {"type": "png"}}"#
         }
@@ -171,15 +171,18 @@ struct NightlyRunTests {
             """)
         let iso = #/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z /#
         let verbose = try workspace.run([job, "-v", "-j", "1"])
-        #expect(verbose.status == 0, "\(verbose.stderr)")
+        #expect(verbose.status == 1, "\(verbose.stderr)")
         let lines = verbose.stderr.split(separator: "\n")
         for line in lines { #expect(line.contains(iso), "\(line)") }
         let jpeg = "libvips: \(workspace.path("in/junk-in-header.jpg")): VipsJpeg: Corrupt JPEG data: 6 extraneous bytes before marker 0xc0"
         #expect(lines.filter { $0.hasSuffix(jpeg) }.count == 1, "once for the source's three outputs: \(verbose.stderr)")
         #expect(lines.filter { $0.hasSuffix("libvips: \(workspace.path("in/bad-crc-text.png")): tEXt: CRC error") }.count == 1,
                 "\(verbose.stderr)")
+        // A damaged tile warns on every read, with its numbers: one line, with how many more there were.
+        let tiles = lines.filter { $0.contains("libvips: \(workspace.path("in/truncated.jpg")): error in tile ") }
+        #expect(tiles.count == 1 && tiles[0].hasSuffix(" more like it)"), "\(verbose.stderr)")
         // Without -v, none.
-        #expect(!(try workspace.run([job, "--force"]).stderr.contains("libvips")))
+        #expect(!(try workspace.run([job, "--force"]).stderr.contains("libvips:")))
 
         let usage = try workspace.run([job, "--jobs", "0"])
         #expect(usage.status == 64)

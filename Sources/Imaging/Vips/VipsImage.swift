@@ -212,10 +212,13 @@ package struct VipsError: Error, CustomStringConvertible {
 /// with an empty error buffer: libpng's "Invalid IHDR data" came out as "load failed". A worker
 /// keeps the latest warnings so such a failure can still say why, and each distinct one of the
 /// source at hand for its reply, which the run shows with `-v` (timed like its other lines, each
-/// once: a damaged tile warns on every read). None goes to the worker's stderr.
+/// once: a damaged tile warns on every read, as `error in tile 0 x 1504`, `… 0 x 1512`, so
+/// warnings that differ only in their numbers are one, with a count). None goes to the worker's stderr.
 package enum VipsWarnings {
     private static let recent = Mutex<[String]>([])
-    private static let ofSource = Mutex<(lines: [String], seen: Set<String>)>(([], []))
+    /// The source's warnings by shape (digits left out): the first of each shape, and how many others
+    /// of that shape came (the same text again, once per output decoded, is not another).
+    private static let ofSource = Mutex<(warnings: [(first: String, more: Int)], byShape: [String: Int], seen: Set<String>)>(([], [:], []))
     /// Distinct warnings one source may report: a decoder that warns per scanline cannot flood the reply.
     private static let mostPerSource = 32
 
@@ -235,17 +238,27 @@ package enum VipsWarnings {
         let parts = line.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces)[...] }
         let oneLine = parts.filter { !$0.isEmpty && seenInLine.insert($0).inserted }.joined(separator: "; ")
         guard !oneLine.isEmpty else { return }
+        let shape = String(oneLine.unicodeScalars.filter { !("0"..."9").contains($0) })
         ofSource.withLock { source in
-            guard source.seen.count <= mostPerSource, source.seen.insert(oneLine).inserted else { return }
-            source.lines.append(source.seen.count > mostPerSource ? "(more warnings not shown)" : oneLine)
+            guard source.seen.insert(oneLine).inserted else { return }
+            if let seen = source.byShape[shape] {
+                source.warnings[seen].more += 1
+            } else if source.warnings.count < mostPerSource {
+                source.byShape[shape] = source.warnings.count
+                source.warnings.append((oneLine, 0))
+            }
         }
     }
 
     /// Forgets the warnings of the source before.
-    package static func startSource() { ofSource.withLock { $0 = ([], []) } }
+    package static func startSource() { ofSource.withLock { $0 = ([], [:], []) } }
 
-    /// Each distinct warning since `startSource`, in the order they came.
-    package static func ofCurrentSource() -> [String] { ofSource.withLock { $0.lines } }
+    /// Each distinct warning since `startSource`, in the order they came, with how many more like it.
+    package static func ofCurrentSource() -> [String] {
+        ofSource.withLock { source in
+            source.warnings.map { $0.more == 0 ? $0.first : "\($0.first) (and \($0.more) more like it)" }
+        }
+    }
 
     static func clear() { recent.withLock { $0.removeAll() } }
 
