@@ -1,3 +1,4 @@
+import Support
 import Model
 import Keys
 /// A colour written `#rgb`, `#rrggbb` or `#rrggbbaa` in a job file.
@@ -56,7 +57,7 @@ extension Key where Value == Colour {
             written: { .string($0.written) }) { value, location in
             guard case .string(let text) = value else { throw JobFileError(location, "must be a string, not \(value.kindName)") }
             guard let colour = Colour(hex: text) else {
-                throw JobFileError(location, "must be a colour as #rgb, #rrggbb or #rrggbbaa, not \"\(text)\"")
+                throw JobFileError(location, "must be a colour as #rgb, #rrggbb or #rrggbbaa, not \(Quoted.value(text))")
             }
             return colour
         }

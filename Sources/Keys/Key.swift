@@ -177,7 +177,7 @@ where Choice.RawValue == String {
     let text = try decodeString(value, location)
     guard let picked = Choice(rawValue: text) else {
         let names = Choice.allCases.map(\.rawValue).joined(separator: ", ")
-        throw JobFileError(location, "must be one of \(names), not \"\(text)\"")
+        throw JobFileError(location, "must be one of \(names), not \(Quoted.value(text))")
     }
     return picked
 }

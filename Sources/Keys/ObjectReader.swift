@@ -37,7 +37,7 @@ public final class ObjectReader {
         var filed: [String: JSONValue] = [:]
         for written in fields.keys.sorted() {
             guard let key = keys.first(where: { Self.spellings(of: $0).contains(written) }) else {
-                throw JobFileError(path, Suggestion.unknown("key", written, known: Set(keys)))
+                throw JobFileError(path, Suggestion.unknown("key", written, known: Set(keys)), member: written)
             }
             if let earlier = spellings[key] {
                 throw JobFileError(member(written), "is the same key as \"\(earlier)\"; give it once")

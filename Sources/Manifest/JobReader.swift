@@ -10,12 +10,21 @@ extension Job {
     public static func load(path: String) throws -> Job {
         let absolute = Paths.resolve(path, against: FileManager.default.currentDirectoryPath)
         guard let data = FileManager.default.contents(atPath: absolute) else {
-            throw JobFileError("", "cannot read job file \(absolute)")
+            // Say why, with the path as resolved: a relative one is taken from the working folder.
+            var isFolder: ObjCBool = false
+            let exists = FileManager.default.fileExists(atPath: absolute, isDirectory: &isFolder)
+            let reason = !exists ? "no such file" : isFolder.boolValue ? "it is a folder" :
+                access(absolute, R_OK) != 0 ? String(cString: strerror(errno)) : "it cannot be read"
+            throw JobFileError("", "cannot read job file \(absolute): \(reason)")
         }
         guard let text = String(data: data, encoding: .utf8) else {
             throw JobFileError("", "job file \(absolute) is not UTF-8 text")
         }
-        return try parse(text: text, filePath: absolute)
+        do {
+            return try parse(text: text, filePath: absolute)
+        } catch let error as JobFileError {
+            throw error.located(in: text)
+        }
     }
 
     public static func parse(text: String, filePath: String) throws -> Job {
@@ -185,7 +194,8 @@ extension Job {
     package enum Output {
         package static let name = Key.text("name", .required, "The output's name: letters, digits, -, _ and .; unique in the job.")
         package static let path = Key.text("path", .required,
-            "Output path template, relative to the job file: {stem}, {ext}, {dir}, {name}, {key}; must stay inside the folder its literal prefix names.")
+            "Output path template, relative to the job file: {stem}, {ext}, {dir}, {name}, {key}; must stay inside the folder its literal prefix names, "
+                + "and its extension must not name another format than format.type (.webp with jpeg; auto is not checked).")
         package static let chain = ListKey("chain", of: .tagged(operationShape), "Processing steps, in order ([] only re-encodes).")
         package static let format = ObjectKey("format", required: true, .tagged(encoderShape), "The encoding.")
         package static let autorotate = Key.flag("autorotate", default: true, "Apply the EXIF orientation while decoding.")
@@ -209,11 +219,15 @@ extension Job {
             guard name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" || $0 == "." }) else {
                 throw output.error(Output.name, "may contain only letters, digits, '-', '_' and '.'")
             }
-            guard seen.insert(name).inserted else { throw output.error(Output.name, "\"\(name)\" is used by another output") }
-            let template = try PathTemplate(try output.read(Output.path), baseDirectory: baseDirectory,
-                                            location: output.location(Output.path))
+            guard seen.insert(name).inserted else { throw output.error(Output.name, "\(Quoted.value(name)) is used by another output") }
+            let written = try output.read(Output.path)
+            let template = try PathTemplate(written, baseDirectory: baseDirectory, location: output.location(Output.path))
             let chain = try OperationChain.read(try output.array(Output.chain), context: context)
             let encoder = try readEncoder(try output.object(Output.format))
+            // A name that ends in a token is checked for each item by the planner.
+            if !template.extensionVaries, let mismatch = extensionMismatch(Paths.lastComponent(written), for: encoder) {
+                throw output.error(Output.path, mismatch)
+            }
             let autorotate = try output.read(Output.autorotate)
             let keepMetadata = try output.read(Output.keepMetadata)
             let keepIcc = try output.read(Output.keepIcc)

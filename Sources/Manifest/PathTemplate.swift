@@ -25,7 +25,18 @@ package struct PathTemplate: Sendable {
         }
         pieces = (leading.isEmpty ? [] : [.literal(leading)]) + rest
         root = Paths.normalize(Paths.directory(of: leading + (rest.isEmpty ? "" : "x")))
+        // `{stem}.webp` and `a/b` end in text that fixes the extension (or its absence); `{stem}.{ext}`
+        // and `{stem}_small` do not (a stem may hold a dot).
+        if case .literal(let tail) = pieces.last, Paths.lastComponent(tail).utf8.count < tail.utf8.count || tail.contains(".") {
+            extensionVaries = false
+        } else {
+            extensionVaries = !pieces.isEmpty
+        }
     }
+
+    /// Whether the output file's extension comes from the source (a token at the end of its name),
+    /// so the planner checks it for each item rather than the reader once for the template.
+    package let extensionVaries: Bool
 
     /// One stretch of the template: text as written, or a token's place.
     private enum Piece: Sendable {
@@ -50,7 +61,8 @@ package struct PathTemplate: Sendable {
             case "dir": pieces.append(.dir)
             case "name": pieces.append(.name)
             case "key": pieces.append(.key)
-            case let token: throw JobFileError(location, "unknown token {\(token)} (known: {dir}, {ext}, {key}, {name}, {stem})")
+            case let token:
+                throw JobFileError(location, "unknown token {\(Quoted.text(String(token), limit: 60))} (known: {dir}, {ext}, {key}, {name}, {stem})")
             }
             scan = scan[scan.index(after: close)...]
         }

@@ -16,6 +16,17 @@ public enum ItemState: String, Sendable, Codable, CaseIterable {
     package var sql: String { "'\(rawValue)'" }
 }
 
+/// An item's key, `SOURCE@OUTPUT`: the source key (which may hold `@` itself) and the output's
+/// name (which may not: letters, digits, `-`, `_`, `.`), so the last `@` splits it.
+package enum ItemKey {
+    package static func of(source: String, output: String) -> String { "\(source)@\(output)" }
+
+    package static func split(_ key: String) -> (source: String, output: String) {
+        guard let at = key.utf8.lastIndex(of: UInt8(ascii: "@")) else { return (key, "") }
+        return (String(key[..<at]), String(key[key.utf8.index(after: at)...]))
+    }
+}
+
 /// How one item ended: made where it ended (the worker, the download stage, the supervisor when a
 /// worker died), carried unchanged over the worker's pipe and through the recorder into the state
 /// database, the reporter and the run's counts.

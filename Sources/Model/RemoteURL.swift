@@ -22,14 +22,18 @@ package struct RemoteURL: Sendable {
         if components.path.isEmpty { components.path = "/" }
         guard let normalized = components.string else { return nil }
         self.normalized = normalized
-        // On bytes: a decoded %2F followed by a combining mark is one Character but still a slash.
-        let path = components.path.utf8
+        // Split where the URL has a slash, then decode once: `components.path` is decoded already, so
+        // decoding it again made %252e a dot and 100%25 nothing, and split a%2Fb.jpg as a folder.
+        let path = components.percentEncodedPath.utf8
         let lastSlash = path.lastIndex(of: UInt8(ascii: "/")) ?? path.startIndex
-        let name = String(decoding: path[path.index(after: lastSlash)...], as: UTF8.self).removingPercentEncoding ?? ""
+        let name = Self.decoded(String(decoding: path[path.index(after: lastSlash)...], as: UTF8.self))
         fileName = name.isEmpty ? "index" : name
-        let folderPath = String(decoding: path[..<lastSlash], as: UTF8.self).removingPercentEncoding ?? ""
-        folder = host + (components.port.map { "_\($0)" } ?? "") + folderPath
+        folder = host + (components.port.map { "_\($0)" } ?? "") + Self.decoded(String(decoding: path[..<lastSlash], as: UTF8.self))
     }
+
+    /// Percent-decoded once; as written when the bytes are not UTF-8 (`%FF`), so the name still
+    /// tells sources apart.
+    private static func decoded(_ text: String) -> String { text.removingPercentEncoding ?? text }
 
     /// True for list lines and sources that name a remote address rather than a file.
     package static func looksRemote(_ text: String) -> Bool { text.contains("://") }

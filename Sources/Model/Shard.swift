@@ -52,7 +52,7 @@ extension Shard {
     public static func resolve(flag: String?, shards: Int?, environment: [String: String]) throws(Unresolved) -> Shard? {
         if let flag {
             guard let shard = Shard(flag) else {
-                throw Unresolved(description: "--shard must be K/N with 0 <= K < N, not \"\(flag)\"")
+                throw Unresolved(description: "--shard must be K/N with 0 <= K < N, not \(Quoted.value(flag))")
             }
             return shard
         }

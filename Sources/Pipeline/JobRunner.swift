@@ -68,7 +68,8 @@ public enum JobRunner {
             if !options.downloadOnly { launcher.prestart(forSources: sourcesToDo) }
         }
 
-        let reporter = Reporter(style: options.style, jobName: job.name, jobFile: job.filePath, interval: options.progressInterval)
+        let reporter = Reporter(style: options.style, jobName: job.name, jobFile: job.filePath, interval: options.progressInterval,
+                                verbose: options.verbose)
         let committed = CommittedItems(reporter: reporter)
         let control = RunControl()
         let handoff = TaskQueue()

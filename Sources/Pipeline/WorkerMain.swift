@@ -83,8 +83,9 @@ public enum WorkerMain {
                 _ = channel.send(["not": "a reply"])
                 continue
             }
+            VipsWarnings.startSource()
             let outcomes = pipeline.render(sourcePath: task.source, requests: task.requests)
-            guard channel.send(WorkerReply(id: task.id, outcomes: outcomes)) else { return 0 }
+            guard channel.send(WorkerReply(id: task.id, outcomes: outcomes, warnings: VipsWarnings.ofCurrentSource())) else { return 0 }
         }
     }
 

@@ -20,6 +20,14 @@ public struct PlanCounts: Sendable {
     /// Items that run whatever servers answer: `pending` without `revalidate`.
     public var toRun: Int { pending - revalidate }
 
+    /// The counts as `runner plan` and a run's first line say them, in the same words:
+    /// `12 to run, 20 to revalidate, 300 up to date, 1 blocked, 2 known failures (…)`.
+    public var described: String {
+        var line = "\(toRun) to run, \(revalidate) to revalidate, \(upToDate) up to date, \(blocked) blocked"
+        if knownFailures > 0 { line += ", \(knownFailures) known failure\(knownFailures == 1 ? "" : "s") (not retried without --retry-failed)" }
+        return line
+    }
+
     public subscript(status: PlannedItem.Status) -> Int {
         switch status {
         case .pending: toRun

@@ -123,8 +123,12 @@ package struct Planner {
             guard let outputPath = output.template.expand(values) else {
                 throw JobFileError("outputs[\(index)].path", "\(discovered.key) would be written outside \(output.template.root)")
             }
-            items.append(PlannedItem(key: "\(discovered.key)@\(output.name)", outputName: output.name, outputIndex: index,
-                                     outputPath: outputPath, fingerprint: fingerprint(identity, output: index), status: .pending))
+            if output.template.extensionVaries, let mismatch = extensionMismatch(Paths.lastComponent(outputPath), for: output.encoder) {
+                throw JobFileError("outputs[\(index)].path", "\(discovered.key) would be written as \(outputPath): \(mismatch)")
+            }
+            items.append(PlannedItem(key: ItemKey.of(source: discovered.key, output: output.name), outputName: output.name,
+                                     outputIndex: index, outputPath: outputPath, fingerprint: fingerprint(identity, output: index),
+                                     status: .pending))
         }
         return PlannedSource(key: discovered.key, origin: discovered.origin, identity: identity, items: items)
     }

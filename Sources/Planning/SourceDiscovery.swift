@@ -70,7 +70,8 @@ package struct SourceDiscovery {
                                    location: String, _ visit: Visitor) throws {
         var info = stat()
         guard stat(path, &info) == 0 else {
-            throw JobFileError(location, "\(path): \(String(cString: strerror(errno)))")
+            // A path of megabytes is no path (File name too long): the error quotes its start.
+            throw JobFileError(location, "\(Quoted.text(path)): \(String(cString: strerror(errno)))")
         }
         if (info.st_mode & S_IFMT) != S_IFDIR {
             try visit(.file(path, relativeDirectory: ""))
@@ -224,7 +225,7 @@ package struct SourceDiscovery {
     private static func expandList(_ listPath: String, location: String, _ visit: Visitor) throws {
         // Read line by line: lists of hundreds of thousands of URLs never sit in memory as text.
         guard let file = fopen(listPath, "r") else {
-            throw JobFileError(location, "cannot read list file \(listPath): \(String(cString: strerror(errno)))")
+            throw JobFileError(location, "cannot read list file \(Quoted.text(listPath)): \(String(cString: strerror(errno)))")
         }
         defer { fclose(file) }
         let listFolder = Paths.directory(of: listPath)

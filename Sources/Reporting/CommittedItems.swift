@@ -14,12 +14,19 @@ package final class CommittedItems: Sendable {
     /// The counts so far: done, failed, revalidated up to date, and still failed.
     package var summary: RunSummary { counts.withLock { $0 } }
 
-    /// The recorder's commit hook.
+    /// The recorder's commit hook. A task's events (every output of one source) are recorded
+    /// together, so one batch holds all of a source's failures: they are said in one line per
+    /// source and failure, naming the outputs.
     package func add(_ events: [ItemEvent]) {
+        var failures = FailuresBySource()
+        defer {
+            for group in failures.groups { reporter.sourceFailed(group.source, outputs: group.outputs, failure: group.failure) }
+        }
         for event in events {
             switch event {
             case .finished(let key, let outputPath, let outcome):
                 reporter.itemFinished(key: key, outputPath: outputPath, outcome: outcome)
+                if let failure = outcome.failure { failures.add(key, failure) }
                 counts.withLock { counts in
                     switch outcome.state {
                     case .done: counts.done += 1
@@ -39,6 +46,22 @@ package final class CommittedItems: Sendable {
             case .started, .blacklisted, .unblocked:
                 break
             }
+        }
+    }
+}
+
+/// A batch's failed items grouped by source and failure, in the order they came.
+private struct FailuresBySource {
+    private(set) var groups: [(source: String, failure: ItemFailure, outputs: [String])] = []
+    private var groupsOfSource: [String: [Int]] = [:]
+
+    mutating func add(_ itemKey: String, _ failure: ItemFailure) {
+        let (source, output) = ItemKey.split(itemKey)
+        if let same = groupsOfSource[source, default: []].first(where: { groups[$0].failure == failure }) {
+            groups[same].outputs.append(output)
+        } else {
+            groupsOfSource[source, default: []].append(groups.count)
+            groups.append((source, failure, [output]))
         }
     }
 }

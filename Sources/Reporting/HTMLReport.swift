@@ -514,10 +514,12 @@ package enum Format {
         return "\(whole / 3600) h \(whole % 3600 / 60) min"
     }
 
+    /// Local time with its offset from UTC (`2026-11-25 02:30:05 +01:00`): a report is read on
+    /// other machines and in other zones than the one that wrote it.
     package static func date(_ date: Date) -> String {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.dateFormat = "yyyy-MM-dd HH:mm:ss"
+        formatter.dateFormat = "yyyy-MM-dd HH:mm:ss xxx"
         return formatter.string(from: date)
     }
 

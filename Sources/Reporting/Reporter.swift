@@ -42,8 +42,12 @@ package final class Reporter: Sendable {
     private let started = Date()
     private let stopped = Mutex(false)
 
-    package init(style: ReportStyle, jobName: String, jobFile: String, interval: Double) {
+    /// Whether libvips' warnings are shown (`-v`).
+    private let verbose: Bool
+
+    package init(style: ReportStyle, jobName: String, jobFile: String, interval: Double, verbose: Bool = false) {
         self.style = style
+        self.verbose = verbose
         self.jobName = jobName
         self.jobFile = jobFile
         self.interval = interval
@@ -54,12 +58,10 @@ package final class Reporter: Sendable {
         counts.withLock { $0.total = planned.pending }
         switch style {
         case .json:
-            emit(["event": "plan", "job": jobName, "pending": planned.pending, "upToDate": planned.upToDate,
-                  "blocked": planned.blocked, "knownFailures": planned.knownFailures])
+            emit(["event": "plan", "job": jobName, "pending": planned.pending, "toRun": planned.toRun, "revalidate": planned.revalidate,
+                  "upToDate": planned.upToDate, "blocked": planned.blocked, "knownFailures": planned.knownFailures])
         case .text:
-            var line = "\(jobName): \(planned.pending) to run, \(planned.upToDate) up to date, \(planned.blocked) blocked"
-            if planned.knownFailures > 0 { line += ", \(Self.plural(planned.knownFailures, "known failure")) (not retried)" }
-            writeLine(line)
+            writeLine("\(jobName): \(planned.described)")
         case .quiet:
             break
         }
@@ -96,15 +98,21 @@ package final class Reporter: Sendable {
             if let warning = outcome.warning { event["warning"] = warning }
             emit(event)
         case .text, .quiet:
+            // Failures are said per source (`sourceFailed`), not once for each of its outputs. Blocked
+            // is old news, said when the URL was blacklisted: the summary counts it, `runner failed` lists it.
             switch outcome {
-            case .failed(let failure, _): writeLine("failed: \(key): \(failure.kind.rawValue): \(failure.message)")
-            // Blocked is old news (the URL failed in an earlier run): quiet leaves it to the summary.
-            case .blocked(let reason) where style == .text: writeLine("blocked: \(key): \(reason)")
             case .done(let rendered, _) where style == .text && rendered.warning != nil:
                 writeLine("warning: \(key): \(rendered.warning ?? "")")
-            case .blocked, .done: break
+            case .failed, .blocked, .done: break
             }
         }
+    }
+
+    /// A source's outputs that failed the same way, as one line: `failed: SOURCE (thumb, large): decode: …`.
+    /// JSON has an event per item instead (`itemFinished`).
+    package func sourceFailed(_ source: String, outputs: [String], failure: ItemFailure) {
+        guard style != .json else { return }
+        writeLine("failed: \(source) (\(outputs.joined(separator: ", "))): \(failure.kind.rawValue): \(failure.message)")
     }
 
     /// A URL source revalidated unchanged: its item is up to date without any work.
@@ -115,6 +123,17 @@ package final class Reporter: Sendable {
     /// A URL source revalidated unchanged whose item failed on this content before: not retried.
     package func itemStillFailed(key: String, outputPath: String) {
         if style == .json { emit(["event": "item", "key": key, "output": outputPath, "state": "known-failure"]) }
+    }
+
+    /// With `-v`: what libvips warned about while rendering `source`, each distinct warning once.
+    package func libvipsWarnings(_ source: String, _ warnings: [String]) {
+        guard verbose else { return }
+        for warning in warnings {
+            switch style {
+            case .json: emit(["event": "libvips-warning", "source": source, "message": warning])
+            case .text, .quiet: writeLine("libvips: \(source): \(warning)")
+            }
+        }
     }
 
     package func notice(_ message: String) {
@@ -153,8 +172,9 @@ package final class Reporter: Sendable {
                 line += failure.afterTheWork ? "; then failed: \(failure)" : "; stopped: \(failure)"
                 line += " (exit \(failure.exitCode))"
             }
-            if summary.knownFailures > 0 {
-                line += "; \(Self.plural(summary.knownFailures, "known failure")): runner failed \(jobFile)"
+            let carriedOver = [(summary.knownFailures, "known failure"), (summary.blocked, "blocked item")].filter { $0.0 > 0 }
+            if !carriedOver.isEmpty {
+                line += "; " + carriedOver.map { Self.plural($0.0, $0.1) }.joined(separator: " and ") + ": runner failed \(jobFile)"
             }
             // In a log (cron appends night after night) the summary says which night it was.
             if isatty(STDOUT_FILENO) != 1 { line = Self.timestamp() + " " + line }
@@ -222,7 +242,8 @@ package final class Reporter: Sendable {
     private func emit(_ event: [String: Any]) {
         var event = event
         event["time"] = Self.timestamp()
-        guard let data = try? JSONSerialization.data(withJSONObject: event, options: [.sortedKeys]) else { return }
+        // Paths and URLs as written: `/` needs no escape in JSON.
+        guard let data = try? JSONSerialization.data(withJSONObject: event, options: [.sortedKeys, .withoutEscapingSlashes]) else { return }
         FileHandle.standardOutput.write(data + Data("\n".utf8))
     }
 

@@ -220,6 +220,7 @@ private final class WorkerSlot {
             events.insert(.blacklisted(url: url, kind: first.kind.rawValue, httpStatus: nil, message: first.description), at: 0)
         }
         scheduler.recorder.record(events)
+        if !reply.warnings.isEmpty { scheduler.reporter.libvipsWarnings(task.source, reply.warnings) }
         if let next = inFlight.first { recordStarted(next.task) }
         served += 1
         // Nothing else is in flight at the recycling point: the top-up stops there.

@@ -39,9 +39,12 @@ package struct WorkerTask: Codable, Sendable {
 package struct WorkerReply: Codable {
     package let id: Int
     package let outcomes: [ItemOutcome]
+    /// libvips' distinct warnings while rendering the source, for `-v`.
+    package let warnings: [String]
 
-    package init(id: Int, outcomes: [ItemOutcome]) {
+    package init(id: Int, outcomes: [ItemOutcome], warnings: [String] = []) {
         self.id = id
         self.outcomes = outcomes
+        self.warnings = warnings
     }
 }

@@ -16,6 +16,19 @@ extension JSONValue {
     }
 }
 
+extension JSONValue {
+    /// Where in `text` the value at `keyPath` begins, as 1-based line and column (counted as syntax
+    /// errors count them), for an error that names the path: `outputs[0].chain[1].width`, the
+    /// spelling `JobFileError` uses (a key may hold `.` or `[` itself). When the path goes on past
+    /// what the text has (a required key that is missing), the deepest value on its way; with
+    /// `member`, that key of the object found (an unknown key). Nil for text that breaks off before.
+    public static func position(of keyPath: String, member: String? = nil, in text: String) -> (line: Int, column: Int)? {
+        var parser = JSONParser(bytes: Array(text.utf8))
+        guard let index = try? parser.locate(keyPath[...], member: member) else { return nil }
+        return parser.lineAndColumn(at: index)
+    }
+}
+
 private struct JSONParser {
     let bytes: [UInt8]
     var index = 0
@@ -198,13 +211,97 @@ private struct JSONParser {
 
     /// The error at the current position; at the end of the text it says so.
     private func failure(_ expected: String) -> JSONSyntaxError {
+        let (line, column) = lineAndColumn(at: index)
+        return JSONSyntaxError(line: line, column: column,
+                               message: index >= bytes.count ? expected + " before the end of the file" : expected)
+    }
+
+    /// A byte offset as a 1-based line and a column in characters.
+    func lineAndColumn(at offset: Int) -> (line: Int, column: Int) {
         let bomLength = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
-        let position = min(index, bytes.count)
+        let position = min(offset, bytes.count)
         let before = bytes[bomLength..<max(bomLength, position)]
         let lineStart = before.lastIndex(of: 0x0A).map { $0 + 1 } ?? bomLength
         let column = String(decoding: bytes[lineStart..<max(lineStart, position)], as: UTF8.self).count + 1
-        let line = before.reduce(1) { $0 + ($1 == 0x0A ? 1 : 0) }
-        return JSONSyntaxError(line: line, column: column,
-                               message: position == bytes.count ? expected + " before the end of the file" : expected)
+        return (before.reduce(1) { $0 + ($1 == 0x0A ? 1 : 0) }, column)
+    }
+
+    // MARK: Locating a key path
+
+    /// The byte offset where the value at `rest` begins (see `JSONValue.position(of:member:in:)`).
+    mutating func locate(_ path: Substring, member: String?) throws(JSONSyntaxError) -> Int {
+        var rest = path
+        while true {
+            skipWhitespace()
+            let here = index
+            if rest.isEmpty {
+                guard let member, next == UInt8(ascii: "{") else { return here }
+                return try enterMember { $0 == member } ?? here
+            }
+            switch next {
+            case UInt8(ascii: "{"):
+                let path = rest
+                guard try enterMember(matching: { key in
+                    guard path.utf8.starts(with: key.utf8) else { return false }
+                    let after = path.utf8.dropFirst(key.utf8.count)
+                    return after.isEmpty || after.first == UInt8(ascii: ".") || after.first == UInt8(ascii: "[")
+                }) != nil, let key = lastKey else { return here }
+                rest = Self.dropping(key, from: rest)
+            case UInt8(ascii: "["):
+                guard rest.first == "[", let close = rest.firstIndex(of: "]"), let wanted = Int(rest[rest.index(after: rest.startIndex)..<close]),
+                      try enterElement(wanted) else { return here }
+                rest = Self.dropping(String(rest[...close]), from: rest)
+            default:
+                return here
+            }
+        }
+    }
+
+    /// The key `enterMember` stepped into.
+    private var lastKey: String?
+
+    /// In the object at the current position, steps to the value of the first key `matching` takes
+    /// and returns where that key begins; nil (at the object's end) when no key matches.
+    private mutating func enterMember(matching: (String) -> Bool) throws(JSONSyntaxError) -> Int? {
+        try enter()
+        while true {
+            skipWhitespace()
+            guard next == UInt8(ascii: "\"") else { return nil }
+            let keyStart = index
+            let key = try string()
+            skipWhitespace()
+            guard next == UInt8(ascii: ":") else { return nil }
+            index += 1
+            if matching(key) {
+                lastKey = key
+                return keyStart
+            }
+            _ = try value()
+            skipWhitespace()
+            guard next == UInt8(ascii: ",") else { return nil }
+            index += 1
+        }
+    }
+
+    /// In the array at the current position, steps to element `wanted`; false when it has fewer.
+    private mutating func enterElement(_ wanted: Int) throws(JSONSyntaxError) -> Bool {
+        try enter()
+        for _ in 0..<wanted {
+            skipWhitespace()
+            guard next != UInt8(ascii: "]") else { return false }
+            _ = try value()
+            skipWhitespace()
+            guard next == UInt8(ascii: ",") else { return false }
+            index += 1
+        }
+        skipWhitespace()
+        return next != UInt8(ascii: "]") && next != nil
+    }
+
+    /// `path` after its first step and the `.` that follows it.
+    private static func dropping(_ step: String, from path: Substring) -> Substring {
+        var rest = path.utf8.dropFirst(step.utf8.count)
+        if rest.first == UInt8(ascii: ".") { rest = rest.dropFirst() }
+        return Substring(rest)
     }
 }

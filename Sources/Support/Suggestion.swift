@@ -4,6 +4,11 @@ public enum Suggestion {
     /// The known word nearest to `word`, when it is near enough to be a likely typo: at most one
     /// edit per three characters, ignoring case, a swap of neighbours counting as one edit.
     public static func nearest(to word: String, in known: some Sequence<String>) -> String? {
+        // Within max(1, n/3) edits of a word of m characters, a word has n <= 1.5 m + 1.5 of its
+        // own: a longer one has no near word, and comparing would cost its length times each word's
+        // (a 10 MB value took seconds). The byte count is checked first, as it costs nothing.
+        let longest = known.map(\.count).max() ?? 0
+        guard word.utf8.count <= 4 * (longest * 3 / 2 + 2), word.count <= longest * 3 / 2 + 2 else { return nil }
         let typed = Array(word.lowercased())
         var best: (word: String, distance: Int)?
         for candidate in known.sorted() {
@@ -16,7 +21,7 @@ public enum Suggestion {
 
     /// `unknown key "widht" (did you mean "width"?)`, or the known words when none is near.
     public static func unknown(_ noun: String, _ word: String, known: some Sequence<String>) -> String {
-        let text = "unknown \(noun) \"\(word)\""
+        let text = "unknown \(noun) \(Quoted.value(word))"
         if let near = nearest(to: word, in: known) { return text + " (did you mean \"\(near)\"?)" }
         return text + " (known: \(known.sorted().joined(separator: ", ")))"
     }

@@ -49,7 +49,7 @@ struct Run: ParsableCommand {
     @Option(help: "text or json (one JSON event per line on stdout).")
     var logFormat: LogFormat = .text
 
-    @Flag(name: .shortAndLong, help: "Show libvips warnings from the workers.")
+    @Flag(name: .shortAndLong, help: "Show libvips' warnings, each distinct one once per source.")
     var verbose = false
 
     enum LogFormat: String, ExpressibleByArgument, CaseIterable { case text, json }
@@ -58,10 +58,10 @@ struct Run: ParsableCommand {
         if let jobs, jobs < 1 { throw ValidationError("--jobs must be at least 1") }
         if !(progressInterval > 0) { throw ValidationError("--progress-interval must be more than 0 seconds") }
         if let deadline, Durations.nextOccurrence(of: deadline) == nil {
-            throw ValidationError("--deadline must be a time of day as HH:MM (24-hour), not \"\(deadline)\"")
+            throw ValidationError("--deadline must be a time of day as HH:MM (24-hour), not \(Quoted.value(deadline))")
         }
         if let maxDuration, Durations.seconds(maxDuration) == nil {
-            throw ValidationError("--max-duration must be a duration such as 90s, 30m, 4h or 1d, not \"\(maxDuration)\"")
+            throw ValidationError("--max-duration must be a duration such as 90s, 30m, 4h or 1d, not \(Quoted.value(maxDuration))")
         }
         // Found before any work rather than after a night's run; a write that still fails then exits 73.
         if let metrics {
@@ -75,7 +75,6 @@ struct Run: ParsableCommand {
 
     func run() throws {
         do {
-            let loaded = try sharding.apply(to: try job.load())
             var options = RunOptions()
             options.force = force
             options.retryFailed = retryFailed
@@ -90,7 +89,7 @@ struct Run: ParsableCommand {
                         maxDuration.flatMap(Durations.seconds).map { Date().addingTimeInterval($0) }]
             options.deadline = ends.compactMap { $0 }.min()
             options.style = logFormat == .json ? .json : quiet ? .quiet : .text
-            let summary = try JobRunner.run(loaded, options: options)
+            let summary = try job.with { try JobRunner.run(try sharding.apply(to: $0), options: options) }
             if let failure = summary.failure { Runner.printError(failure.message) }
             throw ExitCode(summary.exitCode)
         } catch let exit as ExitCode {
@@ -108,8 +107,7 @@ struct Validate: ParsableCommand {
 
     func run() throws {
         do {
-            let loaded = try job.load()
-            let items = try JobRunner.validate(loaded)
+            let (loaded, items) = try job.with { ($0, try JobRunner.validate($0)) }
             print("\(job.job): valid (\(loaded.outputNames.count) outputs: \(loaded.outputNames.joined(separator: ", ")); \(items) items)")
         } catch {
             Runner.exit(for: error)
@@ -150,36 +148,34 @@ struct PlanCommand: ParsableCommand {
         do {
             // Items are printed as they are planned, JSON included, so listing millions stays flat
             // in memory. A job-file error found part way cuts the listing short (exit status 2).
-            let loaded = try job.load()
-            if let count = sharding.shards, try sharding.resolved() == nil {
-                try printSpread(try JobRunner.spread(loaded, over: count))
-                return
-            }
-            var itemsPrinted = 0
-            if json && list { print("{\n  \"items\" : [", terminator: "") }
-            let (counts, orphaned) = try JobRunner.plan(try sharding.apply(to: loaded), force: force, retryFailed: retryFailed) { source in
-                guard list else { return }
-                for item in source.items {
-                    if json {
-                        let object = ["key": item.key, "output": item.outputPath, "status": item.status.rawValue]
-                        let line = String(decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), as: UTF8.self)
-                        print((itemsPrinted == 0 ? "\n    " : ",\n    ") + line, terminator: "")
-                    } else {
-                        print("\(item.status.rawValue)\t\(item.key)\t\(item.outputPath)")
-                    }
-                    itemsPrinted += 1
+            try job.with { loaded in
+                if let count = sharding.shards, try sharding.resolved() == nil {
+                    try printSpread(try JobRunner.spread(loaded, over: count))
+                    return
                 }
+                var itemsPrinted = 0
+                if json && list { print("{\n  \"items\" : [", terminator: "") }
+                let (counts, orphaned) = try JobRunner.plan(try sharding.apply(to: loaded), force: force, retryFailed: retryFailed) { source in
+                    guard list else { return }
+                    for item in source.items {
+                        if json {
+                            let object = ["key": item.key, "output": item.outputPath, "status": item.status.rawValue]
+                            let line = String(decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]), as: UTF8.self)
+                            print((itemsPrinted == 0 ? "\n    " : ",\n    ") + line, terminator: "")
+                        } else {
+                            print("\(item.status.rawValue)\t\(item.key)\t\(item.outputPath)")
+                        }
+                        itemsPrinted += 1
+                    }
+                }
+                if json {
+                    let countLines = PlannedItem.Status.allCases.map { "  \"\($0.rawValue)\" : \(counts[$0])" }
+                    print(list ? (itemsPrinted == 0 ? "]," : "\n  ],") : "{")
+                    print((countLines + ["  \"orphaned\" : \(orphaned)"]).joined(separator: ",\n") + "\n}")
+                    return
+                }
+                print(counts.described + ", \(orphaned) orphaned" + (orphaned > 0 ? " (runner prune \(job.job) lists them)" : ""))
             }
-            if json {
-                let countLines = PlannedItem.Status.allCases.map { "  \"\($0.rawValue)\" : \(counts[$0])" }
-                print(list ? (itemsPrinted == 0 ? "]," : "\n  ],") : "{")
-                print((countLines + ["  \"orphaned\" : \(orphaned)"]).joined(separator: ",\n") + "\n}")
-                return
-            }
-            var line = "\(counts.toRun) to run, \(counts.revalidate) to revalidate, \(counts.upToDate) up to date, \(counts.blocked) blocked"
-            if counts.knownFailures > 0 { line += ", \(counts.knownFailures) known failures (not retried without --retry-failed)" }
-            line += ", \(orphaned) orphaned" + (orphaned > 0 ? " (runner prune \(job.job) lists them)" : "")
-            print(line)
         } catch {
             Runner.exit(for: error)
         }
@@ -366,19 +362,20 @@ struct Prune: ParsableCommand {
 
     func run() throws {
         do {
-            let loaded = try job.load()
-            // One line per orphan as it is found: WHAT<tab>KEY<tab>PATH[<tab>why the file stays].
-            let counts = try JobRunner.prune(loaded, delete: delete) { orphan in
-                let what = orphan.keptBecause == nil ? (delete ? "deleted" : "delete") : (delete ? "kept" : "keep")
-                print([what, orphan.key, orphan.outputPath].joined(separator: "\t") + (orphan.keptBecause.map { "\t\($0)" } ?? ""))
+            try job.with { loaded in
+                // One line per orphan as it is found: WHAT<tab>KEY<tab>PATH[<tab>why the file stays].
+                let counts = try JobRunner.prune(loaded, delete: delete) { orphan in
+                    let what = orphan.keptBecause == nil ? (delete ? "deleted" : "delete") : (delete ? "kept" : "keep")
+                    print([what, orphan.key, orphan.outputPath].joined(separator: "\t") + (orphan.keptBecause.map { "\t\($0)" } ?? ""))
+                }
+                guard let counts else { return print(notRunYet(loaded.name, state: loaded.statePath)) }
+                func items(_ count: Int) -> String { "\(count) orphaned item\(count == 1 ? "" : "s")" }
+                let files = "\(counts.files) file\(counts.files == 1 ? "" : "s")"
+                let failures = counts.failed > 0 ? "; \(counts.failed) could not be deleted" : ""
+                print(delete ? "\(items(counts.orphans - counts.failed)) dropped, \(files) deleted" + failures
+                    : "\(items(counts.orphans)), \(files) to delete" + failures + (counts.orphans > 0 ? " (runner prune \(job.job) --delete)" : ""))
+                if counts.failed > 0 { throw ExitCode(ExitStatus.someItemsFailed) }
             }
-            guard let counts else { return print(notRunYet(loaded.name, state: loaded.statePath)) }
-            func items(_ count: Int) -> String { "\(count) orphaned item\(count == 1 ? "" : "s")" }
-            let files = "\(counts.files) file\(counts.files == 1 ? "" : "s")"
-            let failures = counts.failed > 0 ? "; \(counts.failed) could not be deleted" : ""
-            print(delete ? "\(items(counts.orphans - counts.failed)) dropped, \(files) deleted" + failures
-                : "\(items(counts.orphans)), \(files) to delete" + failures + (counts.orphans > 0 ? " (runner prune \(job.job) --delete)" : ""))
-            if counts.failed > 0 { throw ExitCode(ExitStatus.someItemsFailed) }
         } catch let exit as ExitCode {
             throw exit
         } catch {

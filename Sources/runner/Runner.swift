@@ -26,7 +26,23 @@ struct Runner: ParsableCommand {
             printError(problem)
             Foundation.exit(ExitStatus.commandLine)
         }
-        main(arguments)
+        do {
+            var command = try parseAsRoot(arguments)
+            try command.run()
+        } catch {
+            finish(with: error)
+        }
+    }
+
+    /// ArgumentParser's `exit(withError:)`, but an error written to stderr starts with the time
+    /// off a terminal, as every other line a run writes there does.
+    static func finish(with error: any Error) -> Never {
+        let text = fullMessage(for: error)
+        let code = exitCode(for: error)
+        if !text.isEmpty {
+            if code == .success { print(text) } else { writeError(text) }
+        }
+        Foundation.exit(code.rawValue)
     }
 
     /// `run` is the default command, so the first word may be a job file; but `runner stauts job.json`
@@ -53,6 +69,18 @@ struct JobArgument: ParsableArguments {
             return try Job.load(path: job)
         } catch let error as JobFileError {
             throw JobFileFailure(path: job, error: error)
+        }
+    }
+
+    /// Loads the job and runs `body` with it. A job-file error found once the file is read (while
+    /// planning: a source folder that is missing, two items writing one path) is named after the
+    /// job file like one found while reading it.
+    func with<Result>(_ body: (Job) throws -> Result) throws -> Result {
+        let loaded = try load()
+        do {
+            return try body(loaded)
+        } catch let error as JobFileError {
+            throw JobFileFailure(path: job, error: error.located(in: loaded.text))
         }
     }
 }
@@ -93,7 +121,7 @@ extension Runner {
     static func exit(for error: any Error) -> Never {
         switch error {
         case is ExitCode, is CleanExit, is ValidationError:
-            Runner.exit(withError: error)
+            finish(with: error)
         default:
             // A documented code of its own, else EX_SOFTWARE: never 1, which means "an item failed".
             printError("\(error)")
@@ -101,7 +129,11 @@ extension Runner {
         }
     }
 
-    static func printError(_ text: String) {
-        FileHandle.standardError.write(Data("runner: \(text)\n".utf8))
+    static func printError(_ text: String) { writeError("runner: \(text)") }
+
+    /// Off a terminal (cron's log) the first line starts with the time, ISO 8601 in UTC.
+    private static func writeError(_ text: String) {
+        let time = isatty(STDERR_FILENO) == 1 ? "" : Reporter.timestamp() + " "
+        FileHandle.standardError.write(Data((time + text + "\n").utf8))
     }
 }

@@ -115,11 +115,46 @@ struct ValidationTests {
         #expect(result.stderr.contains(message), "\(result.stderr)")
     }
 
+    @Test("a key path error gives its line and column too, as a syntax error does; those found while planning as well")
+    func lineAndColumn() throws {
+        let workspace = try Workspace()
+        try workspace.copyFixtures(["photos/friends.jpg"], to: "in")
+        try workspace.copyFixtures(["photos/friends.jpg"], to: "more")
+        let lines = [
+            #"{"#,
+            #"  "version": 1,"#,
+            #"  "sources": [{"path": "in"}, {"path": "more"}],"#,
+            #"  "outputs": ["#,
+            #"    {"name": "t", "path": "out/{stem}.jpg","#,
+            #"     "chain": [{"op": "thumbnail", "width": -3, "height": 5}],"#,
+            #"     "format": {"type": "jpeg"}}"#,
+            #"  ]"#,
+            #"}"#,
+        ]
+        let text = lines.joined(separator: "\n")
+        func rejected(_ text: String) throws -> String {
+            try workspace.writeJob(text)
+            let result = try workspace.run(["validate", "job.json"])
+            #expect(result.status == 2)
+            return result.stderr
+        }
+        // The value, the unknown key itself, the object missing a key; and the path of a collision, found while planning.
+        #expect(try rejected(text).contains("runner: job.json:6:45: outputs[0].chain[0].width: must be a positive integer\n"))
+        #expect(try rejected(text.replacingOccurrences(of: #""width": -3"#, with: #""widht": 3"#))
+            .contains(#"runner: job.json:6:36: outputs[0].chain[0]: unknown key "widht" (did you mean "width"?)"#))
+        #expect(try rejected(text.replacingOccurrences(of: #""name": "t", "#, with: "")).contains("runner: job.json:5:5: outputs[0].name: is required\n"))
+        #expect(try rejected(text.replacingOccurrences(of: "-3", with: "3"))
+            .contains("runner: job.json:5:27: outputs[0].path: two items would write \(workspace.path("out/friends.jpg"))"))
+        // Columns count characters: "é" is one.
+        #expect(try rejected(text.replacingOccurrences(of: #""name": "t""#, with: #""name": "é", "nam": 1"#))
+            .contains(#"runner: job.json:5:19: outputs[0]: unknown key "nam""#))
+    }
+
     @Test("top-level problems: version, unknown keys, URLs, limits, collisions")
     func topLevel() throws {
         let output = #"{"name": "a", "path": "o/{stem}.jpg", "chain": [], "format": {"type": "jpeg"}}"#
         #expect(try rejection(#"{"version": 2}"#).stderr.contains("version: version 2 is not supported"))
-        #expect(try rejection(job(output: output, extra: #", "concurency": {}"#)).stderr.contains(#"job.json: unknown key "concurency" (did you mean "concurrency"?)"#))
+        #expect(try rejection(job(output: output, extra: #", "concurency": {}"#)).stderr.contains(#/job\.json:2:\d+: unknown key "concurency" \(did you mean "concurrency"\?\)/#))
         #expect(try rejection(job(output: output, extra: #", "limits": {"failOn": "sometimes"}"#))
             .stderr.contains("limits.failOn: must be one of none, truncated, error, warning"))
         #expect(try rejection(#"{"version": 1, "sources": [{"url": "ftp://example.com/a.jpg"}], "outputs": [\#(output)]}"#)

@@ -93,7 +93,7 @@ struct FuzzCLITests {
             ("version", .number("1")),
             ("sources", .array([.object([("path", .string("../photos")), ("recursive", .bool(true))]),
                                 .object([("url", .string(url))])])),
-            ("outputs", .array([.object([("name", .string("r")), ("path", .string("../out/{dir}/{stem}.{ext}")),
+            ("outputs", .array([.object([("name", .string("r")), ("path", .string("../out/{dir}/{stem}-{ext}")),
                                          ("chain", .array(chain)), ("format", rng.pick(formats))])])),
             ("concurrency", .object([("process", .number("1")), ("download", .number("2"))])),
             ("limits", .object([("maxPixels", .number("268402689")), ("frames", .number("10"))])),

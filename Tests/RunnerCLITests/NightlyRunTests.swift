@@ -35,7 +35,7 @@ struct NightlyRunTests {
         #expect(second.stdout.contains("1 known failure: runner failed \(job)"), "\(second.stdout)")
         #expect(try attempts(workspace, source: "truncated.jpg") == 1, "the corrupt file is not decoded again")
         let plan = try workspace.run(["plan", job])
-        #expect(plan.stdout.contains("0 to run, 0 to revalidate, 1 up to date, 0 blocked, 1 known failures"), "\(plan.stdout)")
+        #expect(plan.stdout.contains("0 to run, 0 to revalidate, 1 up to date, 0 blocked, 1 known failure (not retried without --retry-failed)"), "\(plan.stdout)")
         // `runner failed` still lists it, with the decoder's message.
         #expect(try workspace.run(["failed", job]).stdout.contains("truncated.jpg -> t: decode: "))
 
@@ -54,6 +54,27 @@ struct NightlyRunTests {
         let retried = try workspace.run([job, "--retry-failed"])
         #expect(retried.status == 1)
         #expect(try attempts(workspace, source: "truncated.jpg") == 2)
+    }
+
+    @Test("a source that fails every output is one line naming them, not a line per output")
+    func oneLinePerFailedSource() throws {
+        let workspace = try Workspace()
+        try workspace.copyFixtures(["broken/truncated.jpg", "photos/friends.jpg"], to: "in")
+        let outputs = ["small", "medium", "large", "square", "grey"].map { name in
+            #"{"name": "\#(name)", "path": "out/{name}/{stem}.jpg", "chain": [{"op": "thumbnail", "width": 64, "fit": "inside"}], "format": {"type": "jpeg"}}"#
+        }
+        let job = try workspace.writeJob("""
+            {"version": 1, "sources": [{"path": "in"}], "outputs": [\(outputs.joined(separator: ", "))], "state": "state.sqlite"}
+            """)
+        for arguments in [[job], [job, "--quiet", "--force"]] {
+            let run = try workspace.run(arguments)
+            #expect(run.status == 1)
+            #expect(run.stdout.contains("5 done, 5 failed"), "\(run.stdout)")
+            let failed = run.stderr.split(separator: "\n").filter { $0.contains("failed: ") }
+            #expect(failed.count == 1, "\(run.stderr)")
+            #expect(failed.first?.contains("failed: \(workspace.path("in/truncated.jpg")) (small, medium, large, square, grey): decode: ") == true,
+                    "\(run.stderr)")
+        }
     }
 
     @Test("a too-large failure stands while the limits stay; raising limits.maxPixels tries it again")
@@ -78,7 +99,7 @@ struct NightlyRunTests {
         let job = try remoteJob(workspace, urls: [server.url("/corrupt/a.jpg"), server.url("/img/b.jpg")])
         let first = try workspace.run([job, "--quiet"])
         #expect(first.status == 1)
-        #expect(first.stderr.contains("failed: \(server.url("/corrupt/a.jpg"))@t: decode: "), "\(first.stderr)")
+        #expect(first.stderr.contains("failed: \(server.url("/corrupt/a.jpg")) (t): decode: "), "\(first.stderr)")
 
         try server.reset()
         let second = try workspace.run([job, "--quiet"])
@@ -90,6 +111,25 @@ struct NightlyRunTests {
         let failed = try workspace.run(["failed", job])
         #expect(failed.stdout.contains("blocked: \(server.url("/corrupt/a.jpg")): decode: "), "\(failed.stdout)")
         #expect(try workspace.run([job, "--strict", "--quiet"]).status == 1)
+    }
+
+    @Test("a blacklisted URL is said once, when it fails; later nights count it in the summary and leave the rest to runner failed")
+    func blockedSaidOnce() throws {
+        let server = try HTTPTestServer()
+        let workspace = try Workspace()
+        let job = try remoteJob(workspace, urls: [server.url("/status/404/a.jpg"), server.url("/img/b.jpg")])
+        let first = try workspace.run([job])
+        #expect(first.status == 1)
+        #expect(first.stderr.components(separatedBy: server.url("/status/404/a.jpg")).count == 2, "said once: \(first.stderr)")
+        #expect(first.stderr.contains("failed: \(server.url("/status/404/a.jpg")) (t): download: HTTP 404 (blacklisted)"), "\(first.stderr)")
+        for _ in 0..<2 {
+            let night = try workspace.run([job])
+            #expect(night.status == 0)
+            #expect(!night.stderr.contains("/status/404/a.jpg"), "a known-blocked URL is not said again: \(night.stderr)")
+            #expect(night.stdout.contains("1 up to date, 1 blocked in "), "\(night.stdout)")
+            #expect(night.stdout.contains("; 1 blocked item: runner failed \(job)"), "\(night.stdout)")
+        }
+        #expect(try workspace.run(["failed", job]).stdout.contains("blocked: \(server.url("/status/404/a.jpg")): HTTP 404"))
     }
 
     @Test("off a terminal, progress lines start with an ISO 8601 time; JSON runs emit progress events; every event has a time")
@@ -111,10 +151,46 @@ struct NightlyRunTests {
         let json = try workspace.run([job, "-j", "1", "--force", "--log-format", "json", "--progress-interval", "0.05"])
         let events = jsonEvents(json.stdout)
         #expect(events.contains { $0["event"] as? String == "progress" && $0["total"] as? Int == 12 }, "\(json.stdout)")
+        // Paths as written: JSON does not need `/` escaped, and a person greps for the path.
+        #expect(json.stdout.contains(#""key":"\#(workspace.path("in/0.jpg"))@t""#) && !json.stdout.contains(#"\/"#), "\(json.stdout)")
         for event in events {
             let time = event["time"] as? String ?? ""
             #expect(time.contains(#/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/#), "\(event)")
         }
+    }
+
+    @Test("off a terminal, error lines and -v libvips warnings start with the time too; each distinct warning once per source")
+    func errorsAndWarningsTimed() throws {
+        let workspace = try Workspace()
+        try workspace.copyFixtures(["quirky/junk-in-header.jpg", "quirky/bad-crc-text.png", "broken/truncated.jpg"], to: "in")
+        let outputs = ["a", "b", "c"].map { name in
+            #"{"name": "\#(name)", "path": "out/{name}/{stem}.png", "chain": [{"op": "thumbnail", "width": 32, "fit": "inside"}], "format": {"type": "png"}}"#
+        }
+        let job = try workspace.writeJob("""
+            {"version": 1, "sources": [{"path": "in"}], "outputs": [\(outputs.joined(separator: ", "))], "state": "state.sqlite"}
+            """)
+        let iso = #/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z /#
+        let verbose = try workspace.run([job, "-v", "-j", "1"])
+        #expect(verbose.status == 1, "\(verbose.stderr)")
+        let lines = verbose.stderr.split(separator: "\n")
+        for line in lines { #expect(line.contains(iso), "\(line)") }
+        let jpeg = "libvips: \(workspace.path("in/junk-in-header.jpg")): VipsJpeg: Corrupt JPEG data: 6 extraneous bytes before marker 0xc0"
+        #expect(lines.filter { $0.hasSuffix(jpeg) }.count == 1, "once for the source's three outputs: \(verbose.stderr)")
+        #expect(lines.filter { $0.hasSuffix("libvips: \(workspace.path("in/bad-crc-text.png")): tEXt: CRC error") }.count == 1,
+                "\(verbose.stderr)")
+        // A damaged tile warns on every read, with its numbers: one line, with how many more there were.
+        let tiles = lines.filter { $0.contains("libvips: \(workspace.path("in/truncated.jpg")): error in tile ") }
+        #expect(tiles.count == 1 && tiles[0].hasSuffix(" more like it)"), "\(verbose.stderr)")
+        // Without -v, none.
+        #expect(!(try workspace.run([job, "--force"]).stderr.contains("libvips:")))
+
+        let usage = try workspace.run([job, "--jobs", "0"])
+        #expect(usage.status == 64)
+        #expect(usage.stderr.split(separator: "\n").first?.contains(#/^\d{4}-\d{2}-\d{2}T[0-9:.]+Z Error: --jobs must be at least 1/#) == true,
+                "\(usage.stderr)")
+        let missing = try workspace.run([workspace.path("nightly.json")])
+        #expect(missing.status == 2)
+        #expect(missing.stderr.contains(#/^\d{4}-\d{2}-\d{2}T[0-9:.]+Z runner: /#), "\(missing.stderr)")
     }
 
     @Test("the ETA reads -- until an item has finished, then the time left")

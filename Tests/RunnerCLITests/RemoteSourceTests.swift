@@ -90,6 +90,20 @@ struct RemoteSourceTests {
         #expect(try server.stats().counts["/status/410/b.jpg"] == 1)
     }
 
+    @Test("a URL's file and folder names are percent-decoded once: %25, %252e, %2F and non-ASCII names")
+    func decodedOnce() throws {
+        let server = try HTTPTestServer()
+        let workspace = try Workspace()
+        let job = try remoteJob(workspace, urls: ["/img/100%25.jpg", "/img/x%252e.jpg", "/img/a%2Fb.jpg", "/img/caf%C3%A9.jpg",
+                                                  "/img/%E6%9D%B1%E4%BA%AC/%E5%A1%94%2541.jpg"].map(server.url))
+        let run = try workspace.run([job, "--quiet"])
+        #expect(run.status == 0, "\(run.stderr)")
+        let host = "127.0.0.1_\(server.port)/img/"
+        // Before, 100%25 decoded to nothing ("index"), %252e to a dot, and a%2Fb became folder a, file b.
+        #expect(workspace.files(in: "out") == ["100%.jpg", "a_b.jpg", "café.jpg", "x%2e.jpg", "東京/塔%41.jpg"].map { host + $0 }.sorted(),
+                "\(workspace.files(in: "out"))")
+    }
+
     @Test("a second run with unchanged sources sends only conditional requests and re-encodes nothing")
     func revalidation() throws {
         let server = try HTTPTestServer()
@@ -98,8 +112,12 @@ struct RemoteSourceTests {
         #expect(try workspace.run([job]).stdout.contains("2 done"))
         let before = workspace.modificationDate("out/127.0.0.1_\(server.port)/img/a.jpg")
         try server.reset()
+        // The run's first line counts its items in the words `runner plan` uses.
+        let plan = try workspace.run(["plan", job])
+        #expect(plan.stdout.hasPrefix("0 to run, 2 to revalidate, 0 up to date, 0 blocked, 0 orphaned"), "\(plan.stdout)")
         let second = try workspace.run([job])
         #expect(second.status == 0)
+        #expect(second.stderr.contains("Z remote: 0 to run, 2 to revalidate, 0 up to date, 0 blocked\n"), "\(second.stderr)")
         #expect(second.stdout.contains("0 done, 0 failed, 2 up to date"), "\(second.stdout)")
         let stats = try server.stats()
         #expect(stats.counts["/img/a.jpg"] == 1 && stats.conditional["/img/a.jpg"] == 1)

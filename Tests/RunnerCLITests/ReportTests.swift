@@ -145,6 +145,21 @@ struct ReportTests {
         }
     }
 
+    @Test("the report's times say their offset from UTC, in the zone of the machine that wrote it")
+    func timesHaveAZone() throws {
+        let workspace = try Workspace()
+        try workspace.copyFixtures(["photos/friends.jpg"], to: "in")
+        let job = try simpleJob(workspace)
+        #expect(try workspace.run([job, "--quiet"]).status == 0)
+        for (zone, offset) in [("Asia/Kolkata", "+05:30"), ("UTC", "+00:00")] {
+            #expect(try workspace.run(["report", job], environment: ["TZ": zone]).status == 0)
+            let html = try String(contentsOfFile: workspace.path("state-report.html"), encoding: .utf8)
+            let shown = try captures("<time datetime=\"[^\"]+\" title=\"[^\"]*\">([^<]+)</time>", in: html).map { $0[0] }
+            // 2026-11-25 19:20:05 +05:30
+            #expect(!shown.isEmpty && shown.allSatisfy { $0.count == 26 && $0.hasSuffix(" " + offset) }, "\(zone): \(shown)")
+        }
+    }
+
     @Test("a job that has never run: says so, exit 0, and creates no database")
     func neverRun() throws {
         let workspace = try Workspace()

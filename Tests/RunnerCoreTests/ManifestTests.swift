@@ -16,7 +16,7 @@ private func verdict(_ text: String) -> String {
 private func job(chain steps: String = "", format: String = #"{"type": "jpeg"}"#, output extra: String = "", top: String = "") -> String {
     """
     {"version": 1, "sources": [{"path": "p"}]\(top),
-     "outputs": [{"name": "t", "path": "o/{stem}.jpg", "chain": [\(steps)], "format": \(format)\(extra)}]}
+     "outputs": [{"name": "t", "path": "o/{stem}", "chain": [\(steps)], "format": \(format)\(extra)}]}
     """
 }
 
@@ -127,6 +127,23 @@ struct ManifestTests {
         #expect(verdict(text) == message)
     }
 
+    @Test("a key path is found in the text: keys holding . or [, elements, a missing key's object, a member, a byte order mark")
+    func keyPathPositions() {
+        let text = "\u{FEFF}{\"a.b\": {\"c\": [10,\n  {\"d[0]\": true, \"e\": {}}]},\n \"a\": {\"b\": 2}}"
+        func at(_ path: String, member: String? = nil) -> String {
+            JSONValue.position(of: path, member: member, in: text).map { "\($0.line):\($0.column)" } ?? "none"
+        }
+        #expect(at("a.b") == "1:9")
+        #expect(at("a.b.c[1]") == "2:3")
+        #expect(at("a.b.c[1].d[0]") == "2:12")
+        #expect(at("a.b.c[1].e.f") == "2:23", "a missing key: its object")
+        #expect(at("a.b.c[7]") == "1:15", "a missing element: its array")
+        #expect(at("a.b.c[1]", member: "e") == "2:18")
+        #expect(at("a") == "3:7")
+        #expect(at("", member: "a") == "3:2")
+        #expect(JSONValue.position(of: "a[3]", in: "{\"a\": [1, ") == nil, "text that breaks off before the place")
+    }
+
     @Test("strings, escapes and numbers parse as JSON says")
     func jsonValues() throws {
         let parsed = try Job.parse(text: "\u{FEFF}" + job(chain: #"{"op": "blur", "sigma": 25e-1}"#, top: #", "name": "a\"\\\/\u00e9\ud83d\ude00\n\tb""#),
@@ -160,6 +177,38 @@ struct ManifestTests {
     ])
     func unknownKeysFirst(text: String, message: String) {
         #expect(verdict(text) == message)
+    }
+
+    @Test("an output path whose extension names another format than format.type is an error naming both")
+    func extensionNamesFormat() {
+        func with(_ path: String, _ type: String) -> String {
+            verdict(#"{"version": 1, "sources": [{"path": "p"}], "outputs": [{"name": "t", "path": "\#(path)", "chain": [], "format": {"type": "\#(type)"}}]}"#)
+        }
+        #expect(with("o/{stem}.webp", "jpeg") == #"outputs[0].path: the extension ".webp" names another format (webp) than format.type "jpeg": "#
+            + #"name the file .jpg, .jpeg, .jpe or .jfif, or make "type" "webp""#)
+        #expect(with("o/{stem}.JPG", "png") == #"outputs[0].path: the extension ".JPG" names another format (jpeg) than format.type "png": "#
+            + #"name the file .png, or make "type" "jpeg""#)
+        #expect(with("o/{stem}.heic", "avif").hasPrefix(#"outputs[0].path: the extension ".heic" names another format (heic) than format.type "avif": name the file .avif"#))
+        #expect(with("o/x.tif/{stem}.gif.png", "jpeg").contains(#"".png" names another format (png)"#))
+        // Matching (any case), no extension, one no image format has, the source's own ({ext}, checked per item), and auto.
+        for (path, type) in [("o/{stem}.JPEG", "jpeg"), ("o/{stem}.tif", "tiff"), ("o/{stem}", "webp"), ("o/{stem}.v2.bin", "png"),
+                             ("o.webp/{stem}", "jpeg"), ("o/{stem}.{ext}", "jpeg"), ("o/{stem}.webp", "auto"), ("o/{stem}.heif", "avif")] {
+            #expect(with(path, type) == "accepted", "\(path) with \(type)")
+        }
+    }
+
+    @Test("an error quotes a long value by its start and its length, wherever the value is")
+    func longValuesQuotedShort() {
+        let long = String(repeating: "x", count: 100_000)
+        let quoted = #""\#(String(repeating: "x", count: 59))…" (100000 characters)"#
+        #expect(verdict(job(format: #"{"type": "\#(long)"}"#)) == "outputs[0].format.type: unknown format \(quoted) (known: auto, avif, gif, jpeg, png, tiff, webp)")
+        #expect(verdict(job(chain: #"{"op": "thumbnail", "width": 5, "height": 5, "fit": "\#(long)"}"#))
+            == "outputs[0].chain[0].fit: must be one of cover, contain, fill, inside, outside, not \(quoted)")
+        #expect(verdict(job(chain: #"{"op": "tint", "colour": "\#(long)"}"#)).hasSuffix("not \(quoted)"))
+        #expect(verdict(job(chain: #"{"op": "\#(long)"}"#)).hasPrefix("outputs[0].chain[0].op: unknown op \(quoted) (known: "))
+        #expect(verdict(job(output: #", "\#(long)": 1"#)).hasPrefix("outputs[0]: unknown key \(quoted) (known: "))
+        // Short ones stay whole, with the nearest name.
+        #expect(verdict(job(format: #"{"type": "jpgg"}"#)) == #"outputs[0].format.type: unknown format "jpgg" (did you mean "jpeg"?)"#)
     }
 
     @Test("color and colour are one key: same identifier, errors in the job's own spelling")

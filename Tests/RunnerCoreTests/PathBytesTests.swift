@@ -25,7 +25,8 @@ struct PathBytesTests {
         let named = try PathTemplate("out/{stem}/{name}.jpg", baseDirectory: "/j", location: "path")
         #expect(named.expand(.init(stem: "../\u{301}y", ext: "", dir: "", name: "t", key: "k")) == "/j/out/.._\u{301}y/t.jpg")
         #expect(throws: JobFileError.self) { try PathTemplate("out\u{0}x/{stem}.jpg", baseDirectory: "/j", location: "path") }
-        #expect(RemoteURL("http://h/img/..%2F%CC%81y.jpg")?.fileName == "\u{301}y.jpg")
+        // An encoded slash is part of the name, which the template then cannot split.
+        #expect(RemoteURL("http://h/img/..%2F%CC%81y.jpg")?.fileName == "../\u{301}y.jpg")
     }
 
     @Test("a NUL in the state or cache path is a job-file error: the kernel would write beside the named place")

@@ -5,6 +5,7 @@ import Keys
 /// AVIF through libvips' heifsave with AV1 compression (libheif + aom in this build).
 package struct AVIFEncoder: OutputEncoder {
     package static let type = "avif"
+    package static let extensions: [String] = ["avif"]
     package static let summary = "AVIF, written by libvips' heifsave with AV1 compression (libheif with aom)."
     package static let quality = Key.integer("quality", .range(1, 100), .defaults(50), "Quality; higher is larger and closer to the source.")
     package static let effort = Key.integer("effort", .range(0, 9), .defaults(4), "CPU effort; higher is slower and smaller.")

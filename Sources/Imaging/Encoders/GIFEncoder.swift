@@ -5,6 +5,7 @@ import Keys
 /// GIF through libvips' cgif saver: quantised to a palette; alpha becomes 1-bit transparency.
 package struct GIFEncoder: OutputEncoder {
     package static let type = "gif"
+    package static let extensions: [String] = ["gif"]
     package static let summary = "GIF through libvips' cgif saver; transparency is 1-bit; animated sources stay animated."
     package static let colours = Palette.colours("How many colours, rounded up to a bit depth.")
     package static let depths = Array(1...8)

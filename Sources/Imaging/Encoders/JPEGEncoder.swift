@@ -4,6 +4,7 @@ import Keys
 
 package struct JPEGEncoder: OutputEncoder {
     package static let type = "jpeg"
+    package static let extensions: [String] = ["jpg", "jpeg", "jpe", "jfif"]
     package static let summary = "JPEG (libjpeg-turbo); alpha is flattened onto white."
     package static let quality = Key.integer("quality", .range(1, 100), .defaults(80), "Quality; higher is larger and closer to the source.")
     package static let progressive = Key.flag("progressive", default: false, "Progressive (interlaced) JPEG.")

@@ -1,4 +1,5 @@
 import Foundation
+import Support
 import Model
 import Keys
 
@@ -7,6 +8,9 @@ import Keys
 package protocol OutputEncoder: Sendable {
     /// The `type` value in a job file.
     static var type: String { get }
+    /// The file name extensions that name what it writes (lower case, the usual one first); empty
+    /// for `auto`, whose format is the source's, so its paths are not checked.
+    static var extensions: [String] { get }
     /// What it writes, for `runner schema`.
     static var summary: String { get }
     /// Every option it may read (besides `type`): name, type, range, default, meaning.
@@ -41,6 +45,29 @@ package let encoderCatalogue: [any OutputEncoder.Type] = [
     GIFEncoder.self,
     AutoEncoder.self,
 ]
+
+/// Image formats runner does not write, by extension: a `.heic` or `.jxl` output path promises bytes
+/// no encoder of the catalogue makes. (`.heif` is left out: AVIF is a HEIF file.)
+private let otherImageExtensions = ["heic": "heic", "jxl": "jxl", "jp2": "jpeg2000", "bmp": "bmp"]
+
+/// Why a file named `fileName` should not hold what `encoder` writes: its extension names another
+/// image format (`.webp` with `"type": "jpeg"` would put JPEG bytes under a WebP name). Nil when
+/// the extension names this format, names no image format, or is missing, and for `auto`.
+package func extensionMismatch(_ fileName: String, for encoder: any OutputEncoder) -> String? {
+    let writes = type(of: encoder)
+    guard !writes.extensions.isEmpty else { return nil }
+    let ext = Paths.splitExtension(fileName).ext
+    let lowered = ext.lowercased()
+    guard !writes.extensions.contains(lowered) else { return nil }
+    guard let named = encoderCatalogue.first(where: { $0.extensions.contains(lowered) })?.type ?? otherImageExtensions[lowered] else {
+        return nil
+    }
+    let names = writes.extensions.map { "." + $0 }
+    let rename = names.count == 1 ? names[0] : names.dropLast().joined(separator: ", ") + " or " + names.last!
+    let retype = encoderCatalogue.contains { $0.type == named } ? ", or make \"type\" \"\(named)\"" : ""
+    return "the extension \".\(ext)\" names another format (\(named)) than format.type \"\(writes.type)\": "
+        + "name the file \(rename)\(retype)"
+}
 
 /// An output's `format` as the reader declares it and `runner schema` describes it: `type` picks
 /// an encoder of the catalogue, whose options then apply.

@@ -5,6 +5,7 @@ import Keys
 
 package struct PNGEncoder: OutputEncoder {
     package static let type = "png"
+    package static let extensions: [String] = ["png"]
     package static let summary = "PNG; 16 bits per sample with bitdepth 16."
     package static let compression = Key.integer("compression", .range(0, 9), .defaults(6), "zlib compression level.")
     package static let palette = Key.flag("palette", default: false, "Quantise to at most 256 colours with libimagequant.")

@@ -5,6 +5,7 @@ import Keys
 /// A single-image TIFF (no pyramid).
 package struct TIFFEncoder: OutputEncoder {
     package static let type = "tiff"
+    package static let extensions: [String] = ["tif", "tiff"]
     package static let summary = "A single-image TIFF (no pyramid); with jpeg compression alpha is flattened onto white."
     package static let compression = Key.choice("compression", .defaults(Compression.jpeg), "The codec (jpeg, as sharp).")
     package static let quality = Key.integer("quality", .range(1, 100), .defaults(80), "Quality, for jpeg and webp compression only.")

@@ -5,6 +5,7 @@ import Keys
 
 package struct WebPEncoder: OutputEncoder {
     package static let type = "webp"
+    package static let extensions: [String] = ["webp"]
     package static let summary = "WebP; animated sources stay animated."
     package static let quality = Key.integer("quality", .range(1, 100), .defaults(80), "Quality; higher is larger and closer to the source.")
     package static let lossless = Key.flag("lossless", default: false, "Lossless coding.")

@@ -210,14 +210,21 @@ package struct VipsError: Error, CustomStringConvertible {
 
 /// libvips reports some decoders' complaints only as GLib warnings (`VIPS-WARNING`), then fails
 /// with an empty error buffer: libpng's "Invalid IHDR data" came out as "load failed". A worker
-/// keeps the latest warnings so such a failure can still say why; they still reach stderr (`-v`).
-enum VipsWarnings {
+/// keeps the latest warnings so such a failure can still say why, and each distinct one of the
+/// source at hand for its reply, which the run shows with `-v` (timed like its other lines, each
+/// once: a damaged tile warns on every read, as `error in tile 0 x 1504`, `… 0 x 1512`, so
+/// warnings that differ only in their numbers are one, with a count). None goes to the worker's stderr.
+package enum VipsWarnings {
     private static let recent = Mutex<[String]>([])
+    /// The source's warnings by shape (digits left out): the first of each shape, and how many others
+    /// of that shape came (the same text again, once per output decoded, is not another).
+    private static let ofSource = Mutex<(warnings: [(first: String, more: Int)], byShape: [String: Int], seen: Set<String>)>(([], [:], []))
+    /// Distinct warnings one source may report: a decoder that warns per scanline cannot flood the reply.
+    private static let mostPerSource = 32
 
     static func install() {
-        _ = g_log_set_handler("VIPS", G_LOG_LEVEL_WARNING, { domain, level, message, _ in
+        _ = g_log_set_handler("VIPS", G_LOG_LEVEL_WARNING, { _, _, message, _ in
             if let message { VipsWarnings.keep(String(cString: message)) }
-            g_log_default_handler(domain, level, message, nil)
         }, nil)
     }
 
@@ -225,6 +232,31 @@ enum VipsWarnings {
         recent.withLock { lines in
             lines.append(line)
             if lines.count > 16 { lines.removeFirst() }
+        }
+        // One line each: libvips' "read gave 1 warnings" is followed by the decoder's words, repeated.
+        var seenInLine: Set<Substring> = []
+        let parts = line.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces)[...] }
+        let oneLine = parts.filter { !$0.isEmpty && seenInLine.insert($0).inserted }.joined(separator: "; ")
+        guard !oneLine.isEmpty else { return }
+        let shape = String(oneLine.unicodeScalars.filter { !("0"..."9").contains($0) })
+        ofSource.withLock { source in
+            guard source.seen.insert(oneLine).inserted else { return }
+            if let seen = source.byShape[shape] {
+                source.warnings[seen].more += 1
+            } else if source.warnings.count < mostPerSource {
+                source.byShape[shape] = source.warnings.count
+                source.warnings.append((oneLine, 0))
+            }
+        }
+    }
+
+    /// Forgets the warnings of the source before.
+    package static func startSource() { ofSource.withLock { $0 = ([], [:], []) } }
+
+    /// Each distinct warning since `startSource`, in the order they came, with how many more like it.
+    package static func ofCurrentSource() -> [String] {
+        ofSource.withLock { source in
+            source.warnings.map { $0.more == 0 ? $0.first : "\($0.first) (and \($0.more) more like it)" }
         }
     }
 
