@@ -253,7 +253,7 @@ public struct HTMLReport {
         return html + "<div class=\"what\"><div class=\"name\">\(sourceName(item.source)) <span class=\"muted\">→ \(esc(outputs.joined(separator: ", ")))</span></div>"
             + "<div class=\"path muted\">\(esc(item.source))</div>"
             + "<pre class=\"message\">\(esc(item.message.isEmpty ? "(no message)" : item.message))</pre>"
-            + "<div class=\"muted small\">since \(timeTag(item.at)) · \(item.attempts) attempt\(item.attempts == 1 ? "" : "s")</div></div></li>"
+            + "<div class=\"muted small\">failing since \(timeTag(item.since)) · \(item.attempts) attempt\(item.attempts == 1 ? "" : "s")</div></div></li>"
     }
 
     // MARK: Contact sheet

@@ -160,13 +160,15 @@ public struct FailedReport: Codable, Sendable {
 
     public func text() -> String {
         guard hasRun else { return notRunYet(job, state: state) }
-        var lines = failed.map { "\($0.source) -> \($0.output): \($0.kind): \($0.message) (attempts: \($0.attempts))" }
+        let formatter = ISO8601DateFormatter()
+        var lines = failed.map {
+            "\($0.source) -> \($0.output): \($0.kind): \($0.message) (failing since \(formatter.string(from: $0.since)), \($0.attempts) attempt\($0.attempts == 1 ? "" : "s"))"
+        }
         if failed.isEmpty { lines.append("\(job): no failed items") }
         lines += warnings.map { "warning: \($0.key): \($0.warning)" }
-        let formatter = ISO8601DateFormatter()
         for entry in blocked {
-            lines.append("blocked: \(entry.url): \(entry.message) (since \(formatter.string(from: entry.firstSeen)), "
-                + "seen \(entry.count) time\(entry.count == 1 ? "" : "s"))")
+            lines.append("blocked: \(entry.url): \(entry.message) (first failed \(formatter.string(from: entry.firstSeen)), "
+                + "failed \(entry.count) time\(entry.count == 1 ? "" : "s"), last \(formatter.string(from: entry.lastSeen)); not requested since)")
         }
         return lines.joined(separator: "\n")
     }
@@ -179,7 +181,7 @@ public func notRunYet(_ jobName: String, state: String) -> String {
 
 private func encodeJSON(_ value: some Encodable) throws -> String {
     let encoder = JSONEncoder()
-    encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+    encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
     encoder.dateEncodingStrategy = .iso8601
     return String(decoding: try encoder.encode(value), as: UTF8.self)
 }

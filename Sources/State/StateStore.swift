@@ -222,6 +222,10 @@ public final class StateStore: Sendable {
                 ALTER TABLE original ADD COLUMN revalidation_failed_since REAL;
                 """)
         }
+        migrator.registerMigration("v6: item failed since") { db in
+            // When an item that is failed now first failed (kept while it fails again); NULL unless failed.
+            try db.execute(sql: "ALTER TABLE item ADD COLUMN failed_since REAL")
+        }
         return migrator
     }
 
@@ -409,10 +413,13 @@ public final class StateStore: Sendable {
                     run_id = ?, updated_at = ?
                 WHERE key = ?
                 """)
+            // A failure no worker started (a download, a vanished file) is a try too; `started` counted the others.
             let finished = try db.cachedStatement(sql: """
-                UPDATE item SET state = ?, output_path = ?, error_kind = ?, error_message = ?, warning = ?, duration = ?,
-                    run_id = ?, updated_at = ?
-                WHERE key = ?
+                UPDATE item SET attempts = attempts + (state <> \(ItemState.running.sql) AND ?1 = \(ItemState.failed.sql)),
+                    failed_since = CASE WHEN ?1 = \(ItemState.failed.sql) THEN COALESCE(failed_since, ?8) END,
+                    state = ?1, output_path = ?2, error_kind = ?3, error_message = ?4, warning = ?5, duration = ?6,
+                    run_id = ?7, updated_at = ?8
+                WHERE key = ?9
                 """)
             for event in events {
                 switch event {
@@ -623,13 +630,13 @@ public final class StateStore: Sendable {
     public func failedItems(kind: String? = nil, limit: Int = -1) throws -> [FailedItemRecord] {
         try database.read { db in
             try Row.fetchAll(db, sql: """
-                SELECT key, source_key, output_name, error_kind, error_message, attempts, updated_at
+                SELECT key, source_key, output_name, error_kind, error_message, attempts, COALESCE(failed_since, updated_at) AS since
                 FROM item WHERE state = \(ItemState.failed.sql) AND (?1 IS NULL OR COALESCE(error_kind, 'unknown') = ?1)
                 ORDER BY source_key, output_name LIMIT ?2
                 """, arguments: [kind, limit]).map { row in
                 FailedItemRecord(key: row["key"], source: row["source_key"], output: row["output_name"],
                                  kind: row["error_kind"] ?? "unknown", message: row["error_message"] ?? "",
-                                 attempts: row["attempts"], at: Date(timeIntervalSince1970: row["updated_at"]))
+                                 attempts: row["attempts"], since: Date(timeIntervalSince1970: row["since"]))
             }
         }
     }
@@ -724,6 +731,8 @@ public struct FailedItemRecord: Sendable, Codable {
     public let output: String
     public let kind: String
     public let message: String
+    /// Runs that tried it (a blacklisted URL's later runs do not).
     public let attempts: Int
-    public let at: Date
+    /// When it first failed, of the failures standing now.
+    public let since: Date
 }

@@ -122,6 +122,9 @@ struct NightlyRunTests {
         #expect(first.status == 1)
         #expect(first.stderr.components(separatedBy: server.url("/status/404/a.jpg")).count == 2, "said once: \(first.stderr)")
         #expect(first.stderr.contains("failed: \(server.url("/status/404/a.jpg")) (t): download: HTTP 404 (blacklisted)"), "\(first.stderr)")
+        // A 404 was one try, not none.
+        let failedFirst = try workspace.run(["failed", job]).stdout
+        #expect(failedFirst.contains("download: HTTP 404 (blacklisted) (failing since ") && failedFirst.contains(", 1 attempt)"), "\(failedFirst)")
         for _ in 0..<2 {
             let night = try workspace.run([job])
             #expect(night.status == 0)
@@ -129,7 +132,31 @@ struct NightlyRunTests {
             #expect(night.stdout.contains("1 up to date, 1 blocked in "), "\(night.stdout)")
             #expect(night.stdout.contains("; 1 blocked item: runner failed \(job)"), "\(night.stdout)")
         }
-        #expect(try workspace.run(["failed", job]).stdout.contains("blocked: \(server.url("/status/404/a.jpg")): HTTP 404"))
+        // Three nights later it failed once and was not asked for since: the line says just that.
+        let failed = try workspace.run(["failed", job]).stdout
+        #expect(failed.contains("blocked: \(server.url("/status/404/a.jpg")): HTTP 404 (first failed "), "\(failed)")
+        #expect(failed.contains("failed 1 time, last ") && failed.contains("; not requested since)"), "\(failed)")
+        let json = try workspace.run(["failed", job, "--json"]).stdout
+        #expect(json.contains(server.url("/status/404/a.jpg")) && !json.contains(#"\/"#), "slashes as they are: \(json)")
+    }
+
+    @Test("a failure retried night after night says when it first failed and how many runs tried it")
+    func failingSince() throws {
+        let workspace = try Workspace()
+        try workspace.copyFixtures(["photos/friends.jpg"], to: "in")
+        try FileManager.default.copyItem(atPath: Fixtures.path("broken/truncated.jpg"), toPath: workspace.path("in/truncated.jpg"))
+        let job = try simpleJob(workspace)
+        func failedItem() throws -> [String: Any] {
+            let object = try JSONSerialization.jsonObject(with: Data(try workspace.run(["failed", job, "--json"]).stdout.utf8)) as? [String: Any]
+            return try #require((object?["failed"] as? [[String: Any]])?.first)
+        }
+        #expect(try workspace.run([job]).status == 1)
+        let first = try failedItem()
+        sleep(1)
+        #expect(try workspace.run([job, "--retry-failed"]).status == 1)
+        let again = try failedItem()
+        #expect(again["since"] as? String == first["since"] as? String, "the first failure, not the latest: \(first) \(again)")
+        #expect(first["attempts"] as? Int == 1 && again["attempts"] as? Int == 2, "\(again)")
     }
 
     @Test("off a terminal, progress lines start with an ISO 8601 time; JSON runs emit progress events; every event has a time")
