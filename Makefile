@@ -18,7 +18,7 @@ INSTALLED := $(DESTDIR)$(PREFIX)/bin/runner $(DESTDIR)$(PREFIX)/share/man/man1/r
 	$(DESTDIR)$(PREFIX)/share/zsh/site-functions/_runner \
 	$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/runner.fish
 
-.PHONY: deps build run test test-slurm bench bench-quick crash-test fuzz clean install uninstall
+.PHONY: deps build run test test-slurm bench bench-quick bench-duplicates crash-test fuzz clean install uninstall
 
 # Installs the Debian packages when pkg-config is missing them, or the CLIs the tests compare against
 # (vipsthumbnail; curl, the quick benchmark's downloads reference; python3, the test HTTP server and
@@ -70,6 +70,13 @@ bench: build
 # then the 20 as a downloads set (the tests run this too).
 bench-quick: build
 	python3 bench/bench.py --quick --runner .build/release/runner
+
+# Grouping 1,000,000 hashes into near and exact duplicates (DuplicateGroups alone, optimised): seconds
+# and peak RSS, for BENCHMARKS.md's "Duplicates at scale". About a minute.
+bench-duplicates:
+	mkdir -p bench/cache
+	swiftc -O -parse-as-library -package-name runner Sources/Support/DuplicateGroups.swift bench/duplicates.swift -o bench/cache/duplicates
+	bench/cache/duplicates 1000000 5 10
 
 # The binary, a man page from swift-argument-parser's manual plugin, and bash/zsh/fish completions.
 install: deps
