@@ -134,6 +134,40 @@ struct DerivedValueTests {
         }
     }
 
+    /// A 400x300 PPM: `background` everywhere, `colour` in the 40x40 square at (`x`, `y`), and the
+    /// left 60% of the rows below 200 in `band` (for a colour that covers most of the picture).
+    private func picture(_ workspace: Workspace, background: [UInt8], square colour: [UInt8], x: Int, y: Int) throws -> String {
+        var bytes = Array("P6\n400 300\n255\n".utf8)
+        for row in 0..<300 {
+            for column in 0..<400 {
+                bytes += (x..<x + 40).contains(column) && (y..<y + 40).contains(row) ? colour : background
+            }
+        }
+        let path = workspace.path("picture-\(x)-\(y).ppm")
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    @Test("the dominant colour is the mean of the fullest histogram bin; the focal point is where the attention crop looks")
+    func dominantAndFocal() throws {
+        let workspace = try Workspace()
+        // Dull grey-green all over but a saturated red square: the grey is dominant, the square is the interest.
+        for (x, y) in [(300, 60), (40, 220), (180, 130)] {
+            let frame = try DerivationFrame(decodedImage(try picture(workspace, background: [90, 110, 95], square: [230, 20, 30], x: x, y: y)))
+            #expect(DominantColour().value(of: frame) == .string("#5a6e5f"))
+            let point = try FocalPoint().point(of: frame.image)
+            let centre = (x: Double(x + 20) / 400, y: Double(y + 20) / 300)
+            #expect(abs(point.x - centre.x) <= 0.08 && abs(point.y - centre.y) <= 0.08, "square centred at \(centre), focal point \(point)")
+        }
+        // The mean of the fullest bin, not its centre: the bin of 80...95 holds 90, and says 90.
+        let flat = try DerivationFrame(decodedImage(try picture(workspace, background: [90, 90, 90], square: [0, 0, 255], x: 0, y: 0)))
+        #expect(DominantColour().colour(rgba: flat.rgba) == Colour(red: 90, green: 90, blue: 90, alpha: 255))
+        // Pixels under half opacity do not count: alpha.png is photo.png with transparent corners.
+        let alpha = try DerivationFrame(decodedImage(Fixtures.path("formats/alpha.png")))
+        let opaque = try DerivationFrame(decodedImage(Fixtures.path("formats/photo.png")))
+        #expect(DominantColour().value(of: alpha) == DominantColour().value(of: opaque))
+    }
+
     @Test("a frame fits 100x100 with the aspect kept, as 8-bit RGBA whatever the source's bands and depth")
     func frameShape() throws {
         let landscape = try DerivationFrame(decodedImage(Fixtures.path("photos/aitzgorri.jpg")))  // 1200x800
