@@ -134,8 +134,8 @@ struct DerivedValueTests {
         }
     }
 
-    /// A 400x300 PPM: `background` everywhere, `colour` in the 40x40 square at (`x`, `y`), and the
-    /// left 60% of the rows below 200 in `band` (for a colour that covers most of the picture).
+    /// A 400x300 PNG: `background` everywhere but the 40x40 square at (`x`, `y`), which is `colour`.
+    /// Written as PPM, then converted by the vips CLI: tests in this process may block PPM, an untrusted loader.
     private func picture(_ workspace: Workspace, background: [UInt8], square colour: [UInt8], x: Int, y: Int) throws -> String {
         var bytes = Array("P6\n400 300\n255\n".utf8)
         for row in 0..<300 {
@@ -143,9 +143,10 @@ struct DerivedValueTests {
                 bytes += (x..<x + 40).contains(column) && (y..<y + 40).contains(row) ? colour : background
             }
         }
-        let path = workspace.path("picture-\(x)-\(y).ppm")
-        try Data(bytes).write(to: URL(fileURLWithPath: path))
-        return path
+        let path = workspace.path("picture-\(x)-\(y)")
+        try Data(bytes).write(to: URL(fileURLWithPath: path + ".ppm"))
+        try VipsCLI.run("vips", ["copy", path + ".ppm", path + ".png"])
+        return path + ".png"
     }
 
     @Test("the dominant colour is the mean of the fullest histogram bin; the focal point is where the attention crop looks")

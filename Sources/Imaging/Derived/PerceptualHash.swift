@@ -27,7 +27,7 @@ extension PerceptualHash {
 /// where the right one is brighter (`imagehash.dhash`, Pillow's Lanczos resampling included).
 package struct DHash: PerceptualHash {
     package static let name = "dhash"
-    package static let summary = "Difference hash, 64 bits as 16 hex digits (imagehash's dhash): what runner duplicates compares."
+    package static let summary = "Difference hash, 64 bits as 16 hex digits (imagehash's dhash): near duplicates differ in at most 5 bits."
 
     /// Two sources whose dHashes differ in at most this many bits are near duplicates: above every
     /// resized or recompressed copy measured (at most 4 bits), below every pair of different photos
