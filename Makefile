@@ -1,6 +1,11 @@
 # runner: set-up, build, run and test. `make run` and `make test` work on a fresh Debian machine.
 SWIFT ?= swift
-DEBIAN_PACKAGES := pkg-config libvips-dev libvips-tools libcurl4-openssl-dev libsqlite3-dev curl python3-prometheus-client python3-yaml python3-jsonschema python3
+DEBIAN_PACKAGES := pkg-config libvips-dev libvips-tools libcurl4-openssl-dev libsqlite3-dev curl python3-prometheus-client python3-yaml python3-jsonschema python3 \
+	python3-pip python3-numpy python3-scipy python3-pil python3-pywt
+# The reference implementations derived values are checked against (PyPI; what they need is in the
+# Debian packages above). Debian's Python takes no pip packages into its own folders (PEP 668).
+PYTHON_REFERENCES := thumbhash==0.1.2 blurhash==1.1.5 imagehash==4.3.2
+PYTHON_REFERENCES_DIR := .build/python-references
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 PREFIX ?= /usr/local
@@ -13,18 +18,23 @@ INSTALLED := $(DESTDIR)$(PREFIX)/bin/runner $(DESTDIR)$(PREFIX)/share/man/man1/r
 	$(DESTDIR)$(PREFIX)/share/zsh/site-functions/_runner \
 	$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/runner.fish
 
-.PHONY: deps build run test test-slurm bench bench-quick crash-test fuzz clean install uninstall
+.PHONY: deps build run test test-slurm bench bench-quick bench-duplicates crash-test fuzz clean install uninstall
 
 # Installs the Debian packages when pkg-config is missing them, or the CLIs the tests compare against
 # (vipsthumbnail; curl, the quick benchmark's downloads reference; python3, the test HTTP server and
 # harnesses), or the Prometheus parser the
 # metrics test reads with, or PyYAML (the Kubernetes example's test), or the JSON Schema validator
-# the job-file schema test checks with.
+# the job-file schema test checks with, or what the derived values' reference implementations need;
+# then those (thumbhash, blurhash, imagehash) with pip into .build/python-references.
 deps:
-	@if ! command -v pkg-config >/dev/null || ! pkg-config --exists vips libcurl sqlite3 || ! command -v vipsthumbnail >/dev/null || ! command -v curl >/dev/null || ! /usr/bin/python3 -c 'import prometheus_client, yaml, jsonschema' 2>/dev/null; then \
+	@if ! command -v pkg-config >/dev/null || ! pkg-config --exists vips libcurl sqlite3 || ! command -v vipsthumbnail >/dev/null || ! command -v curl >/dev/null || ! /usr/bin/python3 -c 'import prometheus_client, yaml, jsonschema, numpy, scipy, PIL, pywt, pip' 2>/dev/null; then \
 		echo "installing $(DEBIAN_PACKAGES)"; \
 		$(SUDO) apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(DEBIAN_PACKAGES); \
+	fi
+	@if ! PYTHONPATH=$(PYTHON_REFERENCES_DIR) /usr/bin/python3 -c 'import thumbhash, blurhash, imagehash' 2>/dev/null; then \
+		echo "installing $(PYTHON_REFERENCES) into $(PYTHON_REFERENCES_DIR)"; \
+		/usr/bin/python3 -m pip install --quiet --disable-pip-version-check --no-deps --target $(PYTHON_REFERENCES_DIR) $(PYTHON_REFERENCES); \
 	fi
 
 build: deps
@@ -60,6 +70,13 @@ bench: build
 # then the 20 as a downloads set (the tests run this too).
 bench-quick: build
 	python3 bench/bench.py --quick --runner .build/release/runner
+
+# Grouping 1,000,000 hashes into near and exact duplicates (DuplicateGroups alone, optimised): seconds
+# and peak RSS, for BENCHMARKS.md's "Duplicates at scale". About a minute.
+bench-duplicates:
+	mkdir -p bench/cache
+	swiftc -O -parse-as-library -package-name runner Sources/Support/DuplicateGroups.swift bench/duplicates.swift -o bench/cache/duplicates
+	bench/cache/duplicates 1000000 5 10
 
 # The binary, a man page from swift-argument-parser's manual plugin, and bash/zsh/fish completions.
 install: deps

@@ -1295,7 +1295,8 @@ def previous_facts(report_path):
 SET_ORDER = ["large", "small", "responsive", "downloads", "quick"]
 # Sections written by hand (bench/fixedcost.py and bench/bookkeeping.py fill the tables of the first and last), kept across
 # regenerations between "## Where the time goes" and "## Notes".
-HAND_WRITTEN = ["## Fixed cost per image", "## Idle cores and worker processes", "## Bookkeeping at scale"]
+HAND_WRITTEN = ["## Fixed cost per image", "## Idle cores and worker processes", "## Bookkeeping at scale",
+                "## Duplicates at scale"]
 
 
 def write_report(path, args, info, vers, command, records, probe, skipped, elapsed, load, settle_waited):

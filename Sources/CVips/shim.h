@@ -68,6 +68,11 @@ static inline int cvips_extract_area(VipsImage *in, VipsImage **out, int left, i
 static inline int cvips_smartcrop(VipsImage *in, VipsImage **out, int width, int height, VipsInteresting interesting) {
     return vips_smartcrop(in, out, width, height, "interesting", interesting, NULL);
 }
+// The attention crop's centre too (libvips' own estimate of where the interest is), for a focal point.
+static inline int cvips_smartcrop_centre(VipsImage *in, VipsImage **out, int width, int height, int *x, int *y) {
+    return vips_smartcrop(in, out, width, height, "interesting", VIPS_INTERESTING_ATTENTION,
+                          "attention_x", x, "attention_y", y, NULL);
+}
 static inline int cvips_gaussblur(VipsImage *in, VipsImage **out, double sigma) {
     return vips_gaussblur(in, out, sigma, NULL);
 }

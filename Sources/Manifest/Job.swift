@@ -14,6 +14,9 @@ public struct Job: Sendable {
     public let baseDirectory: String
     package let sources: [SourceSpec]
     package let outputs: [OutputSpec]
+    /// Values computed per source from its pixels (`derive`): read and checked; a run does not
+    /// compute them yet.
+    package let derive: DerivedValues
     public let concurrency: ConcurrencySettings
     public let limits: Limits
     /// This run's state database: the job's own, or with a shard, the shard's (`JobStateLayout.path`).

@@ -45,6 +45,7 @@ extension Job {
 
         let sources = try readSources(root, baseDirectory: baseDirectory)
         let outputs = try readOutputs(root, baseDirectory: baseDirectory)
+        let derive = try root.read(Keys.derive)
         let statePath = Paths.resolve(try root.optional(Keys.state) ?? "\(defaultName).sqlite", against: baseDirectory)
         let concurrencySection = try root.object(Keys.concurrency)
         let limitsSection = try root.object(Keys.limits)
@@ -60,7 +61,7 @@ extension Job {
         try root.finish()
 
         return Job(name: name, filePath: filePath, text: text, baseDirectory: baseDirectory, sources: sources,
-                   outputs: outputs, concurrency: concurrency, limits: limits, statePath: statePath, remote: remote)
+                   outputs: outputs, derive: derive, concurrency: concurrency, limits: limits, statePath: statePath, remote: remote)
     }
 
     /// Deepest nesting of arrays and objects a job file may have (a job needs six or so).
@@ -105,6 +106,9 @@ extension Job {
         package static let sources = ListKey("sources", of: .fixed(Source.shape), nonEmpty: "source",
                                      "Where images come from: each source has exactly one of path, glob, list, url.")
         package static let outputs = ListKey("outputs", of: .fixed(Output.shape), nonEmpty: "output", "What to make of each source.")
+        package static let derive = DerivedValues.key("derive",
+            "Values computed per source from its pixels: thumbhash, blurhash (with x and y components), dhash, phash, dominant, focal. "
+                + "Each element is a name, or an object naming it in \"value\" with its settings; each at most once.")
         package static let state = Key.text("state", .optional("<job file name>.sqlite beside the job file"),
                                     "The state database, relative to the job file; its lock is STATE.lock.")
         package static let concurrency = ObjectKey("concurrency", .fixed(ObjectShape([
@@ -119,7 +123,7 @@ extension Job {
 
     /// The top level of a job file.
     package static let shape = ObjectShape([
-        Keys.schema, Keys.version, Keys.name, Keys.sources, Keys.outputs, Keys.state, Keys.concurrency, Keys.limits,
+        Keys.schema, Keys.version, Keys.name, Keys.sources, Keys.outputs, Keys.derive, Keys.state, Keys.concurrency, Keys.limits,
         RemoteSettings.Keys.http, RemoteSettings.Keys.retry, RemoteSettings.Keys.blacklist,
         RemoteSettings.Keys.cache, RemoteSettings.Keys.cacheMaxBytes,
     ])

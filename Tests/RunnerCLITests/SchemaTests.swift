@@ -118,6 +118,10 @@ struct SchemaTests {
             ("a mozjpeg option", job(format: #"{"type": "jpeg", "trellisQuant": true}"#)),
             ("unknown option under auto", job(format: #"{"type": "auto", "jpeg": {"quallity": 90}}"#)),
             ("an empty name", job(output: #", "name": """#).replacingOccurrences(of: #""name": "t", "#, with: "")),
+            ("unknown derived value", job(top: #", "derive": ["dhsh"]"#)),
+            ("BlurHash components out of range", job(top: #", "derive": [{"value": "blurhash", "x": 10}]"#)),
+            ("a setting of another derived value", job(top: #", "derive": [{"value": "dhash", "x": 4}]"#)),
+            ("derive not a list", job(top: #", "derive": "dhash""#)),
         ]
         let valid = [
             ("the base job", job()),
@@ -149,6 +153,7 @@ struct SchemaTests {
                 "retry": {"attempts": 2, "initialDelay": 0.5, "maxDelay": 10}, "blacklist": {"ttl": "7d"}
                 """#)),
             ("folder source options", job(sources: #"{"path": "PHOTOS", "recursive": true, "include": ["*.jpg"], "exclude": ["nested/*"]}"#)),
+            ("every derived value", job(top: #", "derive": ["thumbhash", {"value": "blurhash", "x": 9, "y": 1}, "dhash", "phash", "dominant", {"value": "focal"}]"#)),
         ]
         let workspace = try Workspace()
         let cases = broken.map { ($0.0, $0.1, false) } + valid.map { ($0.0, $0.1, true) }

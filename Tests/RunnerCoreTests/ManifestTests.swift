@@ -3,7 +3,7 @@ import Testing
 import TestSupport
 
 /// What `Job.parse` says about `text`: its error, or "accepted".
-private func verdict(_ text: String) -> String {
+func verdict(_ text: String) -> String {
     do {
         _ = try Job.parse(text: text, filePath: "/j/job.json")
         return "accepted"

@@ -1,0 +1,92 @@
+import Support
+import Keys
+
+/// A value computed per source from its pixels (a placeholder, a perceptual hash, a colour, a
+/// focal point), declared in a job's `derive` list. Like a chain op it is a small value whose
+/// `identifier` spells out every parameter in canonical form, so a stored value is computed again
+/// only when its settings change. Every one reads the same `DerivationFrame`, made once per source
+/// from pixels already decoded.
+///
+/// Adding one: a type conforming to this protocol, and one line in `derivedValueCatalogue`.
+package protocol DerivedValue: Sendable {
+    /// The name in a job's `derive` list, and the value's name wherever it is written.
+    static var name: String { get }
+    /// What it is, for `runner schema`.
+    static var summary: String { get }
+    /// Its settings (besides `value`): name, type, range, default, meaning.
+    static var keys: [any KeyDeclaration] { get }
+    /// Reads and validates the settings; errors name the exact key.
+    init(reading settings: ObjectReader) throws
+    var identifier: String { get }
+    /// The value as a manifest writes it: a string, or for the focal point an object.
+    func value(of frame: DerivationFrame) throws(VipsError) -> JSONValue
+}
+
+extension DerivedValue {
+    package static var keys: [any KeyDeclaration] { [] }
+}
+
+/// Every value `derive` may list, by name.
+package let derivedValueCatalogue: [any DerivedValue.Type] = [
+    ThumbHash.self,
+    BlurHash.self,
+    DHash.self,
+    PHash.self,
+    DominantColour.self,
+    FocalPoint.self,
+]
+
+/// An element of `derive` written as an object: `value` picks the value, whose settings then apply.
+package let derivedValueShape = TaggedShape(tag: "value", noun: "value", summary: "The derived value.",
+                                            variants: derivedValueCatalogue.map { type in
+    TaggedShape.Variant(names: [type.name], summary: type.summary, shape: ObjectShape(type.keys))
+})
+
+/// A job's `derive` list, read from the job file: each element a value's name (its settings at
+/// their defaults) or an object naming it in `value` with settings, each name at most once.
+package struct DerivedValues: Sendable {
+    package let values: [any DerivedValue]
+
+    package static let none = DerivedValues(values: [])
+
+    /// Each value's identifier, in the order listed.
+    package var identifiers: [String] { values.map(\.identifier) }
+
+    package static func key(_ name: String, _ summary: String) -> Key<DerivedValues> {
+        let names: JSONValue = .array(derivedValueCatalogue.map { .string($0.name) })
+        let element: JSONValue = ["anyOf": [["type": "string", "enum": names],
+                                            derivedValueShape.schema(description: "A value with its settings.")]]
+        return Key(name, .defaults(.none), summary, schema: ["type": "array", "items": element],
+                   written: { .array($0.values.map { .string(type(of: $0).name) }) }) { value, location in
+            guard case .array(let elements) = value else { throw JobFileError(location, "must be an array, not \(value.kindName)") }
+            var listed: [String: Int] = [:]
+            return DerivedValues(values: try elements.enumerated().map { offset, element in
+                let derived = try read(element, path: "\(location)[\(offset)]")
+                let name = type(of: derived).name
+                if let earlier = listed.updateValue(offset, forKey: name) {
+                    throw JobFileError("\(location)[\(offset)]", "\"\(name)\" is already listed at \(location)[\(earlier)]")
+                }
+                return derived
+            })
+        }
+    }
+
+    private static func read(_ element: JSONValue, path: String) throws -> any DerivedValue {
+        let types = Dictionary(uniqueKeysWithValues: derivedValueCatalogue.map { ($0.name, $0) })
+        switch element {
+        case .string(let name):
+            guard let type = types[name] else {
+                throw JobFileError(path, Suggestion.unknown("value", name, known: types.keys))
+            }
+            return try type.init(reading: ObjectReader(.object([:]), path: path, shape: ObjectShape(type.keys)))
+        case .object:
+            let reader = try ObjectReader(element, path: path)
+            let type = try reader.declareChoice(derivedValueShape, among: types)
+            let derived = try type.init(reading: reader)
+            try reader.finish()
+            return derived
+        default:
+            throw JobFileError(path, "must be a value's name or an object naming it in \"value\", not \(element.kindName)")
+        }
+    }
+}
