@@ -32,15 +32,21 @@ public struct ItemFailure: Error, Sendable, Codable, Equatable, CustomStringConv
     /// need not reproduce. Everything else fails the same way until the source changes.
     public var isTransient: Bool { kind == .crashed }
 
-    /// Decided by the source's bytes alone (corrupt, not an image, over a limit): the same content
-    /// fails the same way, so the failure stands until the source changes or `--retry-failed`.
+    /// Decided by the source's bytes and the output's recipe (corrupt, not an image, over a limit,
+    /// a chain step or an encoder that fails on these pixels): the same content fails the same way,
+    /// so the failure stands until the source, the recipe, the limits or runner's or libvips'
+    /// version changes, or `--retry-failed`. The rest (a file that cannot be read, a write, a
+    /// download, a crash) depend on the machine or the network and run again next time.
     public var isDecidedByContent: Bool { kind.isDecidedByContent }
+
+    /// The bytes are no usable image (a downloaded body like that is blacklisted like a 404).
+    public var isBadImageData: Bool { kind == .decode || kind == .tooLarge }
 
     public var description: String { "\(kind.rawValue): \(message)" }
 }
 
 extension ItemFailure.Kind {
-    public var isDecidedByContent: Bool { self == .decode || self == .tooLarge }
+    public var isDecidedByContent: Bool { [.decode, .tooLarge, .process, .encode].contains(self) }
 }
 
 /// What the recorder writes to the state database.

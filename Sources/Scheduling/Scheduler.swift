@@ -215,7 +215,7 @@ private final class WorkerSlot {
         var events = task.finished(reply.outcomes)
         // A downloaded body that no output could decode is bad image data: blacklisted like a 404
         // (SDWebImage's BadImageData), so the next run sends no request for it.
-        let contentFailures = reply.outcomes.compactMap(\.failure).filter(\.isDecidedByContent)
+        let contentFailures = reply.outcomes.compactMap(\.failure).filter(\.isBadImageData)
         if let url = task.url, let first = contentFailures.first, contentFailures.count == reply.outcomes.count {
             events.insert(.blacklisted(url: url, kind: first.kind.rawValue, httpStatus: nil, message: first.description), at: 0)
         }

@@ -200,3 +200,55 @@ struct LockTests {
         #expect(try workspace.run([job]).status == 0)
     }
 }
+
+/// Which failures stand until something changes and which run again every night (the README's table).
+@Suite("Failure kinds: final until the source or the job changes, or retried")
+struct FailureKindTests {
+    struct Row: CustomStringConvertible, Sendable {
+        let kind: String
+        /// The source's file name, and how the test makes it.
+        let source: String
+        let chain: String
+        let format: String
+        var path = "out/{stem}.jpg"
+        var limits = ""
+        let exits: [Int32]
+        var description: String { kind }
+    }
+
+    static let rows = [
+        Row(kind: "decode", source: "truncated.jpg", chain: #"{"op": "thumbnail", "width": 32, "fit": "inside"}"#, format: "jpeg", exits: [1, 0, 0]),
+        Row(kind: "too-large", source: "friends.jpg", chain: #"{"op": "thumbnail", "width": 32, "fit": "inside"}"#, format: "jpeg",
+            limits: #", "limits": {"maxPixels": 100}"#, exits: [1, 0, 0]),
+        Row(kind: "process", source: "friends.jpg", chain: #"{"op": "crop", "width": 10, "height": 10, "x": 9000000, "y": 0}"#,
+            format: "jpeg", exits: [1, 0, 0]),
+        Row(kind: "encode", source: "strip.png", chain: "", format: "webp", path: "out/{stem}.webp", exits: [1, 0, 0]),
+        Row(kind: "write", source: "friends.jpg", chain: #"{"op": "thumbnail", "width": 32, "fit": "inside"}"#, format: "jpeg",
+            path: "out/{stem}" + String(repeating: "x", count: 260) + ".jpg", exits: [1, 1, 1]),
+    ]
+
+    @Test("over three runs, exit codes 1, 0, 0 where the failure is final, 1, 1, 1 where it is retried", arguments: rows)
+    func threeNights(row: Row) throws {
+        let workspace = try Workspace()
+        try FileManager.default.createDirectory(atPath: workspace.path("in"), withIntermediateDirectories: true)
+        switch row.source {
+        case "truncated.jpg": try FileManager.default.copyItem(atPath: Fixtures.path("broken/truncated.jpg"), toPath: workspace.path("in/truncated.jpg"))
+        case "strip.png":
+            // Wider than WebP can hold (16383 px): libwebp refuses it whatever the machine.
+            let made = try RunningCommand("/usr/bin/vips", arguments: ["black", workspace.path("in/strip.png"), "17000", "8"],
+                                          directory: workspace.root, environment: [:]).wait()
+            #expect(made.status == 0, "\(made.stderr)")
+        default: try workspace.copyFixtures(["photos/friends.jpg"], to: "in")
+        }
+        let job = try workspace.writeJob("""
+        {"version": 1, "name": "kinds", "sources": [{"path": "in"}],
+         "outputs": [{"name": "o", "path": "\(row.path)", "chain": [\(row.chain)], "format": {"type": "\(row.format)"}}],
+         "state": "state.sqlite"\(row.limits)}
+        """)
+        var exits: [Int32] = []
+        for _ in 0..<3 { exits.append(try workspace.run([job]).status) }
+        #expect(exits == row.exits, "\(row.kind)")
+        let recorded: String? = try StateDatabase(path: workspace.path("state.sqlite")).scalar("SELECT error_kind FROM item")
+        #expect(recorded == row.kind)
+    }
+}
