@@ -99,7 +99,7 @@ extension Key where Value == Double {
     /// "7d", "12h", "30m", "90s", "2w" or a plain number of seconds, read as seconds.
     package static func duration(_ name: String, _ presence: Presence<Double>, _ summary: String) -> Key {
         Key(name, presence, summary, schema: ["type": "string", "pattern": .string(Durations.pattern)],
-            written: { .string("\(canonicalNumber($0))s") }) { value, location in
+            written: { .string(Durations.describe($0)) }) { value, location in
             guard case .string(let text) = value, let seconds = Durations.seconds(text) else {
                 throw JobFileError(location, "must be a duration such as \"7d\", \"12h\", \"30m\" or \"90s\"")
             }

@@ -11,9 +11,9 @@ public enum Durations {
         return Double(text).flatMap { $0 >= 0 ? $0 : nil }
     }
 
-    /// `seconds` as a job file would spell it, in the largest unit that divides it: 604800 -> "1w".
+    /// `seconds` as a job file would spell it, in the largest unit up to days that divides it: 604800 -> "7d".
     public static func describe(_ seconds: Double) -> String {
-        for (unit, scale) in [("w", 604_800.0), ("d", 86_400), ("h", 3600), ("m", 60)]
+        for (unit, scale) in [("d", 86_400.0), ("h", 3600), ("m", 60)]
         where seconds >= scale && seconds.truncatingRemainder(dividingBy: scale) == 0 {
             return "\(Int(seconds / scale))\(unit)"
         }

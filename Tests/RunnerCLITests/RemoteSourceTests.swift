@@ -76,7 +76,7 @@ struct RemoteSourceTests {
         #expect(again.counts["/status/500/h.jpg"] == 3, "transient failures are never blacklisted")
 
         let failed = try workspace.run(["failed", job])
-        #expect(failed.stdout.contains("blocked: \(server.url("/status/404/a.jpg")): HTTP 404 (since "))
+        #expect(failed.stdout.contains("blocked: \(server.url("/status/404/a.jpg")): HTTP 404 (first failed "))
 
         // --retry-failed asks again; unblock takes URLs off the list.
         try server.reset()

@@ -56,6 +56,26 @@ struct ArchitectureTests {
         #expect(long.isEmpty, "over 60 lines: \(long)")
     }
 
+    @Test("SQL is written in State alone, and spells no item state or run outcome but through its enum")
+    func persistenceSpeaksInTypes() throws {
+        let sql = try NSRegularExpression(pattern: #"\b(SELECT\b[^"]*\bFROM|INSERT (OR \w+ )?INTO|UPDATE \w+ SET|DELETE FROM|CREATE (TABLE|INDEX))\b"#)
+        let spelled = (["pending", "running", "done", "failed", "blocked"] + ["finished", "interrupted", "stopped-by-budget"]).map { "'\($0)'" }
+        var misplaced: [String] = [], literal: [String] = []
+        for target in Self.flow + ["runner"] {
+            for file in Self.swiftFiles(in: target) {
+                let lines = try String(contentsOfFile: file, encoding: .utf8).components(separatedBy: "\n")
+                for (index, line) in lines.enumerated() {
+                    let place = "\(target)/\(Paths.lastComponent(file)):\(index + 1)"
+                    if target != "State", sql.firstMatch(in: line, range: NSRange(line.startIndex..., in: line)) != nil { misplaced.append(place) }
+                    // Shipped migrations are frozen, their defaults included.
+                    if spelled.contains(where: line.contains), !line.contains(" DEFAULT ") { literal.append(place) }
+                }
+            }
+        }
+        #expect(misplaced.isEmpty, "SQL outside State: \(misplaced)")
+        #expect(literal.isEmpty, "a state or outcome spelled as an SQL literal (use ItemState.x.sql / RunOutcome.x.sql): \(literal)")
+    }
+
     private static func startsFunction(_ line: String) -> Bool {
         let words = line.trimmingCharacters(in: .whitespaces).split(separator: " ")
         let modifiers: Set<Substring> = ["public", "package", "private", "fileprivate", "internal", "static", "final",

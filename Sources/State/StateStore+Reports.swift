@@ -1,0 +1,193 @@
+import Foundation
+import GRDB
+import GRDBSQLite
+#if canImport(Glibc)
+import Glibc
+#endif
+import Support
+import Model
+import Imaging
+import Manifest
+import Planning
+
+extension StateStore {
+    // MARK: Pruning
+
+    /// Visits every recorded item, a page at a time so memory stays flat however large the job.
+    /// `visit` says whether to drop the item's row; a page's rows are dropped together after its
+    /// visits, so whatever a visit removes from disk goes before the row that records it.
+    package func sweepItems(_ visit: (RecordedItem) throws -> Bool) throws {
+        var after: Int64 = 0
+        while true {
+            let page = try database.read { db in
+                try Row.fetchAll(db, sql: "SELECT rowid, key, output_path, state FROM item WHERE rowid > ? ORDER BY rowid LIMIT 1000",
+                                 arguments: [after])
+            }
+            guard let last = page.last else { return }
+            after = last[0]
+            var dropped: [String] = []
+            for row in page {
+                let item = RecordedItem(key: row[1], outputPath: row[2], state: ItemState(rawValue: row[3]) ?? .pending)
+                if try visit(item) { dropped.append(item.key) }
+            }
+            guard !dropped.isEmpty else { continue }
+            try database.write { db in
+                let statement = try db.makeStatement(sql: "DELETE FROM item WHERE key = ?")
+                for key in dropped { try statement.execute(arguments: [key]) }
+            }
+        }
+    }
+
+
+    // MARK: Reports
+
+    public func stateCounts() throws -> [String: Int] {
+        try database.read { db in
+            var counts: [String: Int] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT state, COUNT(*) FROM item GROUP BY state") {
+                counts[row[0]] = row[1]
+            }
+            if ownerless, let running = counts.removeValue(forKey: ItemState.running.rawValue) {
+                counts[ItemState.pending.rawValue, default: 0] += running
+            }
+            return counts
+        }
+    }
+
+    public func recentRuns(limit: Int) throws -> [RunRecord] {
+        try database.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM run ORDER BY id DESC LIMIT ?", arguments: [limit]).map { row in
+                RunRecord(id: row["id"], startedAt: Date(timeIntervalSince1970: row["started_at"]),
+                          endedAt: (row["ended_at"] as Double?).map { Date(timeIntervalSince1970: $0) },
+                          pid: row["pid"], runnerVersion: row["runner_version"], vipsVersion: row["vips_version"],
+                          planned: row["planned"], upToDate: row["up_to_date"], done: row["done"],
+                          failed: row["failed"], blocked: row["blocked"],
+                          outcome: ownerless && row["outcome"] == RunOutcome.running ? .interrupted : row["outcome"],
+                          exitCode: row["exit_code"])
+            }
+        }
+    }
+
+    /// Failed items by failure kind, with the oldest failure still standing in each.
+    package func failureKinds() throws -> [FailureKindRecord] {
+        try database.read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT COALESCE(error_kind, 'unknown') AS kind, COUNT(*), MIN(updated_at) FROM item
+                WHERE state = \(ItemState.failed.sql) GROUP BY kind ORDER BY kind
+                """).map { FailureKindRecord(kind: $0[0], count: $0[1], since: Date(timeIntervalSince1970: $0[2])) }
+        }
+    }
+
+    /// When the last run that exited 0 ended.
+    package func lastSuccess() throws -> Date? {
+        try database.read { db in
+            try Double.fetchOne(db, sql: "SELECT MAX(ended_at) FROM run WHERE exit_code = 0").map(Date.init(timeIntervalSince1970:))
+        }
+    }
+
+    /// Done items that rendered with a warning (the first `limit`; -1: all).
+    public func warnedItems(limit: Int = -1) throws -> [WarnedItemRecord] {
+        try database.read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT key, source_key, output_name, warning FROM item
+                WHERE state = \(ItemState.done.sql) AND warning IS NOT NULL ORDER BY source_key, output_name LIMIT ?
+                """, arguments: [limit]).map { WarnedItemRecord(key: $0["key"], source: $0["source_key"], output: $0["output_name"], warning: $0["warning"]) }
+        }
+    }
+
+    public func warnedItemCount() throws -> Int {
+        try database.read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM item WHERE state = \(ItemState.done.sql) AND warning IS NOT NULL") ?? 0 }
+    }
+
+    /// Failed items, of one `kind` or all (the first `limit`; -1: all).
+    public func failedItems(kind: String? = nil, limit: Int = -1) throws -> [FailedItemRecord] {
+        try database.read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT key, source_key, output_name, error_kind, error_message, attempts, COALESCE(failed_since, updated_at) AS since
+                FROM item WHERE state = \(ItemState.failed.sql) AND (?1 IS NULL OR COALESCE(error_kind, 'unknown') = ?1)
+                ORDER BY source_key, output_name LIMIT ?2
+                """, arguments: [kind, limit]).map { row in
+                FailedItemRecord(key: row["key"], source: row["source_key"], output: row["output_name"],
+                                 kind: row["error_kind"] ?? "unknown", message: row["error_message"] ?? "",
+                                 attempts: row["attempts"], since: Date(timeIntervalSince1970: row["since"]))
+            }
+        }
+    }
+
+    /// Items with an output or a failure to show in a contact sheet.
+    package func sheetItemCount() throws -> Int {
+        try database.read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM item WHERE state IN (\(ItemState.done.sql), \(ItemState.failed.sql))") ?? 0 }
+    }
+
+    /// Streams a contact sheet's items, failed first, then newest first: every `stride`th of them,
+    /// at most `limit`. SQLite sorts rowids only (1,000,000 items: about a second); only the row in
+    /// hand is in memory.
+    package func forEachSheetItem(stride: Int, limit: Int, _ body: (SheetItemRecord) throws -> Void) throws {
+        try database.read { db in
+            let rows = try Row.fetchCursor(db, sql: """
+                SELECT key, source_key, output_name, state, output_path, error_kind, error_message, updated_at
+                FROM (SELECT rowid AS id,
+                          ROW_NUMBER() OVER (ORDER BY state = \(ItemState.failed.sql) DESC, updated_at DESC, rowid DESC) - 1 AS position
+                      FROM item WHERE state IN (\(ItemState.done.sql), \(ItemState.failed.sql))) AS ranked
+                JOIN item ON item.rowid = ranked.id
+                WHERE position % ? = 0 ORDER BY position LIMIT ?
+                """, arguments: [stride, limit])
+            while let row = try rows.next() {
+                let failed = row["state"] == ItemState.failed.rawValue
+                try body(SheetItemRecord(key: row["key"], source: row["source_key"], output: row["output_name"],
+                                         outputPath: row["output_path"],
+                                         failureKind: failed ? row["error_kind"] ?? "unknown" : nil,
+                                         failureMessage: row["error_message"] ?? "",
+                                         at: Date(timeIntervalSince1970: row["updated_at"])))
+            }
+        }
+    }
+
+    /// SQLite's own consistency check (`PRAGMA integrity_check`): "ok" for an intact file.
+    public func integrityCheck() throws -> String {
+        try database.read { db in try String.fetchOne(db, sql: "PRAGMA integrity_check") ?? "" }
+    }
+}
+
+/// An item's row, as much of it as tells whether the job still plans it.
+package struct RecordedItem: Sendable {
+    package let key: String
+    package let outputPath: String
+    /// `done` only once its output was written and published at `outputPath`.
+    package let state: ItemState
+}
+
+public struct RunRecord: Sendable, Codable {
+    public let id: Int64
+    public let startedAt: Date
+    public let endedAt: Date?
+    public let pid: Int
+    public let runnerVersion: String
+    public let vipsVersion: String
+    public let planned: Int
+    public let upToDate: Int
+    public let done: Int
+    public let failed: Int
+    public let blocked: Int
+    public let outcome: RunOutcome
+    public let exitCode: Int?
+}
+
+public struct WarnedItemRecord: Sendable, Codable {
+    public let key: String
+    public let source: String
+    public let output: String
+    public let warning: String
+}
+
+public struct FailedItemRecord: Sendable, Codable {
+    public let key: String
+    public let source: String
+    public let output: String
+    public let kind: String
+    public let message: String
+    /// Runs that tried it (a blacklisted URL's later runs do not).
+    public let attempts: Int
+    /// When it first failed, of the failures standing now.
+    public let since: Date
+}
