@@ -28,6 +28,12 @@ public struct PlanCounts: Sendable {
         return line
     }
 
+    /// The counts by name, as `runner plan --json` and a run's `plan` event both write them: one
+    /// spelling, so a count means the same in both (`pending`, a run's work, is `toRun` + `revalidate`).
+    public var fields: KeyValuePairs<String, Int> {
+        ["toRun": toRun, "revalidate": revalidate, "upToDate": upToDate, "blocked": blocked, "knownFailures": knownFailures]
+    }
+
     public subscript(status: PlannedItem.Status) -> Int {
         switch status {
         case .pending: toRun

@@ -58,8 +58,9 @@ package final class Reporter: Sendable {
         counts.withLock { $0.total = planned.pending }
         switch style {
         case .json:
-            emit(["event": "plan", "job": jobName, "pending": planned.pending, "toRun": planned.toRun, "revalidate": planned.revalidate,
-                  "upToDate": planned.upToDate, "blocked": planned.blocked, "knownFailures": planned.knownFailures])
+            var event: [String: Any] = ["event": "plan", "job": jobName]
+            for (name, count) in planned.fields { event[name] = count }
+            emit(event)
         case .text:
             writeLine("\(jobName): \(planned.described)")
         case .quiet:

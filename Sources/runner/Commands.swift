@@ -169,7 +169,7 @@ struct PlanCommand: ParsableCommand {
                     }
                 }
                 if json {
-                    let countLines = PlannedItem.Status.allCases.map { "  \"\($0.rawValue)\" : \(counts[$0])" }
+                    let countLines = counts.fields.map { "  \"\($0.key)\" : \($0.value)" }
                     print(list ? (itemsPrinted == 0 ? "]," : "\n  ],") : "{")
                     print((countLines + ["  \"orphaned\" : \(orphaned)"]).joined(separator: ",\n") + "\n}")
                     return

@@ -84,8 +84,8 @@ struct DemoJobTests {
         let plan = try workspace.run(["plan", job, "--json", "--list"])
         #expect(plan.status == 0, "\(plan.stderr)")
         let object = try #require(try JSONSerialization.jsonObject(with: Data(plan.stdout.utf8)) as? [String: Any])
-        #expect(object["pending"] as? Int == 12)
-        #expect(object["up-to-date"] as? Int == 12)
+        #expect(object["toRun"] as? Int == 12)
+        #expect(object["upToDate"] as? Int == 12)
         let items = try #require(object["items"] as? [[String: String]])
         #expect(items.count == 24)
         let pendingOutputs = items.filter { $0["status"] == "pending" }.compactMap { $0["output"] }
