@@ -97,12 +97,12 @@ extension StateStore {
 
         private static func original(_ sourceKey: String, in db: Database) throws -> CachedOriginal? {
             let statement = try db.cachedStatement(sql: "SELECT * FROM original WHERE source_key = ?")
-            return try Row.fetchOne(statement, arguments: [sourceKey]).map(CachedOriginal.init)
+            return try CachedOriginal.fetchOne(statement, arguments: [sourceKey])
         }
 
         package func blacklistEntry(_ url: String) throws -> BlacklistEntry? {
             let statement = try db.cachedStatement(sql: "SELECT * FROM blacklist WHERE url = ?")
-            return try Row.fetchOne(statement, arguments: [url]).map(BlacklistEntry.init)
+            return try BlacklistEntry.fetchOne(statement, arguments: [url])
         }
 
         /// Records the run's items of `source` that are not up to date as pending or blocked.

@@ -28,7 +28,7 @@ extension StateStore {
     /// The blacklist by URL (the first `limit`; -1: all).
     public func blockedURLs(limit: Int = -1) throws -> [BlacklistEntry] {
         try database.read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM blacklist ORDER BY url LIMIT ?", arguments: [limit]).map(BlacklistEntry.init)
+            try BlacklistEntry.fetchAll(db, sql: "SELECT * FROM blacklist ORDER BY url LIMIT ?", arguments: [limit])
         }
     }
 
@@ -45,7 +45,7 @@ extension StateStore {
             var dropped: [CachedOriginal] = []
             let rows = try Row.fetchCursor(db, sql: "SELECT * FROM original ORDER BY used_at")
             while total > limit, let row = try rows.next() {
-                let oldest = CachedOriginal(row)
+                let oldest = CachedOriginal(row: row)
                 dropped.append(oldest)
                 total -= oldest.size
             }
@@ -101,21 +101,5 @@ extension StateStore {
 
     package func forgetOriginal(_ sourceKey: String) throws {
         try database.write { db in try db.execute(sql: "DELETE FROM original WHERE source_key = ?", arguments: [sourceKey]) }
-    }
-}
-
-extension BlacklistEntry {
-    init(_ row: Row) {
-        self.init(url: row["url"], kind: row["kind"], httpStatus: row["http_status"], message: row["message"],
-                  firstSeen: Date(timeIntervalSince1970: row["first_seen"]), lastSeen: Date(timeIntervalSince1970: row["last_seen"]),
-                  count: row["count"])
-    }
-}
-
-extension CachedOriginal {
-    init(_ row: Row) {
-        self.init(sourceKey: row["source_key"], url: row["url"], file: row["file"], etag: row["etag"],
-                  lastModified: row["last_modified"], contentHash: row["content_hash"], size: row["size"],
-                  fetchedAt: row["fetched_at"], validatedAt: row["validated_at"], usedAt: row["used_at"])
     }
 }

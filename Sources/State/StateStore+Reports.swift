@@ -56,14 +56,10 @@ extension StateStore {
 
     public func recentRuns(limit: Int) throws -> [RunRecord] {
         try database.read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM run ORDER BY id DESC LIMIT ?", arguments: [limit]).map { row in
-                RunRecord(id: row["id"], startedAt: Date(timeIntervalSince1970: row["started_at"]),
-                          endedAt: (row["ended_at"] as Double?).map { Date(timeIntervalSince1970: $0) },
-                          pid: row["pid"], runnerVersion: row["runner_version"], vipsVersion: row["vips_version"],
-                          planned: row["planned"], upToDate: row["up_to_date"], done: row["done"],
-                          failed: row["failed"], blocked: row["blocked"],
-                          outcome: ownerless && row["outcome"] == RunOutcome.running ? .interrupted : row["outcome"],
-                          exitCode: row["exit_code"])
+            try RunRecord.fetchAll(db, sql: "SELECT * FROM run ORDER BY id DESC LIMIT ?", arguments: [limit]).map { run in
+                var run = run
+                if ownerless && run.outcome == .running { run.outcome = .interrupted }
+                return run
             }
         }
     }
@@ -91,7 +87,10 @@ extension StateStore {
             try Row.fetchAll(db, sql: """
                 SELECT key, source_key, output_name, warning FROM item
                 WHERE state = \(ItemState.done.sql) AND warning IS NOT NULL ORDER BY source_key, output_name LIMIT ?
-                """, arguments: [limit]).map { WarnedItemRecord(key: $0["key"], source: $0["source_key"], output: $0["output_name"], warning: $0["warning"]) }
+                """, arguments: [limit]).map {
+                    WarnedItemRecord(key: $0[ItemTable.key], source: $0[ItemTable.sourceKey], output: $0[ItemTable.outputName],
+                                     warning: $0[ItemTable.warning])
+                }
         }
     }
 
@@ -107,9 +106,9 @@ extension StateStore {
                 FROM item WHERE state = \(ItemState.failed.sql) AND (?1 IS NULL OR COALESCE(error_kind, 'unknown') = ?1)
                 ORDER BY source_key, output_name LIMIT ?2
                 """, arguments: [kind, limit]).map { row in
-                FailedItemRecord(key: row["key"], source: row["source_key"], output: row["output_name"],
-                                 kind: row["error_kind"] ?? "unknown", message: row["error_message"] ?? "",
-                                 attempts: row["attempts"], since: Date(timeIntervalSince1970: row["since"]))
+                FailedItemRecord(key: row[ItemTable.key], source: row[ItemTable.sourceKey], output: row[ItemTable.outputName],
+                                 kind: row[ItemTable.errorKind] ?? "unknown", message: row[ItemTable.errorMessage] ?? "",
+                                 attempts: row[ItemTable.attempts], since: Date(timeIntervalSince1970: row["since"]))
             }
         }
     }
@@ -133,12 +132,12 @@ extension StateStore {
                 WHERE position % ? = 0 ORDER BY position LIMIT ?
                 """, arguments: [stride, limit])
             while let row = try rows.next() {
-                let failed = row["state"] == ItemState.failed.rawValue
-                try body(SheetItemRecord(key: row["key"], source: row["source_key"], output: row["output_name"],
-                                         outputPath: row["output_path"],
-                                         failureKind: failed ? row["error_kind"] ?? "unknown" : nil,
-                                         failureMessage: row["error_message"] ?? "",
-                                         at: Date(timeIntervalSince1970: row["updated_at"])))
+                let failed = row[ItemTable.state] == ItemState.failed.rawValue
+                try body(SheetItemRecord(key: row[ItemTable.key], source: row[ItemTable.sourceKey], output: row[ItemTable.outputName],
+                                         outputPath: row[ItemTable.outputPath],
+                                         failureKind: failed ? row[ItemTable.errorKind] ?? "unknown" : nil,
+                                         failureMessage: row[ItemTable.errorMessage] ?? "",
+                                         at: Date(timeIntervalSince1970: row[ItemTable.updatedAt])))
             }
         }
     }
@@ -169,7 +168,7 @@ public struct RunRecord: Sendable, Codable {
     public let done: Int
     public let failed: Int
     public let blocked: Int
-    public let outcome: RunOutcome
+    public internal(set) var outcome: RunOutcome
     public let exitCode: Int?
 }
 

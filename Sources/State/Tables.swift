@@ -1,0 +1,58 @@
+import Foundation
+import GRDB
+import Model
+
+/// The state database's tables and their columns, spelled once: rows are read through these,
+/// never by a column name written again at the read.
+enum RunTable {
+    static let id = Column("id"), startedAt = Column("started_at"), endedAt = Column("ended_at"), pid = Column("pid")
+    static let runnerVersion = Column("runner_version"), vipsVersion = Column("vips_version")
+    static let planned = Column("planned"), upToDate = Column("up_to_date"), done = Column("done")
+    static let failed = Column("failed"), blocked = Column("blocked"), outcome = Column("outcome"), exitCode = Column("exit_code")
+}
+
+enum ItemTable {
+    static let key = Column("key"), sourceKey = Column("source_key"), outputName = Column("output_name")
+    static let state = Column("state"), attempts = Column("attempts"), outputPath = Column("output_path")
+    static let errorKind = Column("error_kind"), errorMessage = Column("error_message"), warning = Column("warning")
+    static let updatedAt = Column("updated_at")
+}
+
+enum BlacklistTable {
+    static let url = Column("url"), kind = Column("kind"), httpStatus = Column("http_status"), message = Column("message")
+    static let firstSeen = Column("first_seen"), lastSeen = Column("last_seen"), count = Column("count")
+}
+
+enum OriginalTable {
+    static let sourceKey = Column("source_key"), url = Column("url"), file = Column("file"), etag = Column("etag")
+    static let lastModified = Column("last_modified"), contentHash = Column("content_hash"), size = Column("size")
+    static let fetchedAt = Column("fetched_at"), validatedAt = Column("validated_at"), usedAt = Column("used_at")
+}
+
+extension RunRecord: FetchableRecord {
+    public init(row: Row) {
+        self.init(id: row[RunTable.id], startedAt: Date(timeIntervalSince1970: row[RunTable.startedAt]),
+                  endedAt: (row[RunTable.endedAt] as Double?).map(Date.init(timeIntervalSince1970:)),
+                  pid: row[RunTable.pid], runnerVersion: row[RunTable.runnerVersion], vipsVersion: row[RunTable.vipsVersion],
+                  planned: row[RunTable.planned], upToDate: row[RunTable.upToDate], done: row[RunTable.done],
+                  failed: row[RunTable.failed], blocked: row[RunTable.blocked], outcome: row[RunTable.outcome],
+                  exitCode: row[RunTable.exitCode])
+    }
+}
+
+extension BlacklistEntry: FetchableRecord {
+    public init(row: Row) {
+        self.init(url: row[BlacklistTable.url], kind: row[BlacklistTable.kind], httpStatus: row[BlacklistTable.httpStatus],
+                  message: row[BlacklistTable.message], firstSeen: Date(timeIntervalSince1970: row[BlacklistTable.firstSeen]),
+                  lastSeen: Date(timeIntervalSince1970: row[BlacklistTable.lastSeen]), count: row[BlacklistTable.count])
+    }
+}
+
+extension CachedOriginal: FetchableRecord {
+    package init(row: Row) {
+        self.init(sourceKey: row[OriginalTable.sourceKey], url: row[OriginalTable.url], file: row[OriginalTable.file],
+                  etag: row[OriginalTable.etag], lastModified: row[OriginalTable.lastModified],
+                  contentHash: row[OriginalTable.contentHash], size: row[OriginalTable.size], fetchedAt: row[OriginalTable.fetchedAt],
+                  validatedAt: row[OriginalTable.validatedAt], usedAt: row[OriginalTable.usedAt])
+    }
+}
