@@ -18,6 +18,7 @@ import argparse
 import datetime
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 import time
@@ -28,6 +29,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 WORK = os.path.join(HERE, "cache", "bookkeeping")
 BEGIN, END = "<!-- bookkeeping:begin -->", "<!-- bookkeeping:end -->"
+RUNNER = [""]  # the binary measured, set by main
 
 
 def measure(args, cwd):
@@ -85,16 +87,195 @@ def fresh(name):
     shutil.rmtree(os.path.join(WORK, f"state-{name}.cache"), ignore_errors=True)
 
 
+# ---- At scale (issue 24): 1M and 10M sources, one shard of --shards, a large sparse state ----
+
+class Rows:
+    """The table's rows, each printed as it is measured."""
+    def __init__(self, rows):
+        self.rows = rows
+
+    def append(self, row):
+        self.rows.append(row)
+        print(f"{row[0]}: {row[1]:.2f} s, {row[2]:.1f} MB: {row[3]}", file=sys.stderr, flush=True)
+
+
+def timed(args, cwd):
+    """Runs `args` under /usr/bin/time -v; returns (seconds, peak RSS MB, exit code, stdout). Peak
+    RSS is that of the largest process waited for: runner itself, for plan, status and failed."""
+    started = time.monotonic()
+    result = subprocess.run(["/usr/bin/time", "-v"] + args, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    seconds = time.monotonic() - started
+    errors = result.stderr.decode(errors="replace")
+    peak = next((int(line.split(":")[1]) for line in errors.splitlines() if "Maximum resident set size" in line), 0)
+    # runner's own stderr (a run's summary) comes before time's report
+    own = errors[:errors.rfind("\tCommand being timed")] if "\tCommand being timed" in errors else errors
+    return seconds, peak / 1024, result.returncode, result.stdout.decode(errors="replace") + own
+
+
+def checked(args, cwd, allowed=(0,)):
+    seconds, peak, code, output = timed(args, cwd)
+    if code not in allowed:
+        sys.exit(f"{' '.join(args)} exited {code}: {output[-800:]}")
+    return seconds, peak, output
+
+
+def url_list(count):
+    """`count` distinct URLs, one a line (~75 bytes each), made once."""
+    path = os.path.join(WORK, f"scale-urls{count}.txt")
+    if not os.path.exists(path):
+        with open(path + ".part", "w") as listing:
+            for index in range(count):
+                listing.write(f"https://images.example.com/catalog/{index % 997}/product-{index:08d}.jpg?v=3\n")
+        os.rename(path + ".part", path)
+    return os.path.basename(path)
+
+
+SEED_TIME = 1_700_000_000 * 10**9  # every seed's mtime: all sources share one identity, so one fingerprint
+
+
+def link_tree(name, count, extension, make_seed):
+    """`count` hard links `name/dNNNNN/fNNNNNNNN.EXT`, 1,000 a folder, to seeds of 50,000 links
+    each (ext4 allows 65,000 a file): directory entries only, no inode per file. Made once."""
+    root = os.path.join(WORK, name)
+    if os.path.exists(root + ".done"):
+        return
+    for index in range(0, count, 1000):
+        folder = os.path.join(root, f"d{index // 1000:05d}")
+        os.makedirs(folder, exist_ok=True)
+        seed = os.path.join(WORK, f"seed-{name}-{index // 50_000}.{extension}")
+        if not os.path.exists(seed):
+            make_seed(seed)
+            os.utime(seed, ns=(SEED_TIME, SEED_TIME))
+        for number in range(index, min(index + 1000, count)):
+            try:
+                os.link(seed, os.path.join(folder, f"f{number:08d}.{extension}"))
+            except FileExistsError:
+                pass
+    open(root + ".done", "w").close()
+
+
+def sparse_state(count, state, keys):
+    """A state database of `count` items as a run records them, written directly (no image is
+    decoded): runner's own schema and run row from a one-item probe run, then `keys` (index,
+    source key, output path) as items, every 100th failed (`decode`, a known failure), every
+    1,000th done with a warning, the rest done. Returns the fingerprint probe's output."""
+    probe = write_job("probe", '{"path": "tree%d/d00000/f00000000.png"}' % count)
+    fresh("probe")
+    checked([RUNNER[0], probe, "--quiet"], WORK, allowed=(0, 1))  # an empty file fails to decode: exit 1
+    shutil.copyfile(os.path.join(WORK, "state-probe.sqlite"), state + ".part")
+    database = sqlite3.connect(state + ".part")
+    fingerprint, run_id = database.execute("SELECT fingerprint, run_id FROM item").fetchone()
+    database.execute("PRAGMA journal_mode = OFF")
+    database.execute("PRAGMA synchronous = OFF")
+    database.execute("DELETE FROM item")
+    now = time.time() - count / 1000
+
+    def rows():
+        for index, source, output in keys:
+            failed = index % 100 == 7
+            yield (source + "@t", source, "t", "failed" if failed else "done", 1, fingerprint, output,
+                   "decode" if failed else None, "not an image (synthetic)" if failed else None,
+                   "ignored an unusable ICC profile (synthetic)" if index % 1000 == 3 else None,
+                   0.01, run_id, now + index / 1000)
+    database.executemany("""INSERT INTO item (key, source_key, output_name, state, attempts, fingerprint, output_path,
+                            error_kind, error_message, warning, duration, run_id, updated_at)
+                            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""", rows())
+    database.commit()
+    database.execute("PRAGMA journal_mode = WAL")
+    database.execute("VACUUM")
+    database.close()
+    os.rename(state + ".part", state)
+
+
+def glob_keys(count):
+    for index in range(count):
+        relative = f"d{index // 1000:05d}/f{index:08d}"
+        yield index, f"{WORK}/tree{count}/{relative}.png", f"{WORK}/out-glob{count}/{relative}.jpg"
+
+
+def shard_keys(job, shard, count):
+    """The (index, key, output) of one shard's items, as `runner plan --list` names them."""
+    _, _, listing = checked([RUNNER[0], "plan", job, "--shard", f"{shard}/{count}", "--list"], WORK)
+    for line in listing.splitlines():
+        if line.count("\t") != 2:
+            continue  # the counts
+        _, key, output = line.split("\t")
+        source = key[:-len("@t")]
+        yield int(source[-12:-4]), source, output
+
+
+def scale(count, shards, found):
+    rows = Rows(found)
+    """Every issue-24 figure at `count` sources: plans of a URL list and of a glob (one shard of
+    `shards`, and unsharded), then on a sparse state of `count` done items the up-to-date rerun
+    (whole job, and one shard with its own database), bytes per item, status, failed, report."""
+    link_tree(f"tree{count}", count, "png", lambda seed: open(seed, "w").close())
+    urls = write_job(f"urls{count}", '{"list": "%s"}' % url_list(count))
+    # plans read no state: the glob's is a job of its own, without the sparse state below
+    glob_plan = write_job(f"globplan{count}", '{"glob": "tree%d/d*/*.png"}' % count)
+    glob = write_job(f"glob{count}", '{"glob": "tree%d/d*/*.png"}' % count)
+    for label, job in (("URL list", urls), ("glob", glob_plan)):
+        for args, what in (([ "--shard", f"0/{shards}"], f"one shard of {shards}"), ([], "unsharded")):
+            seconds, peak, output = checked([RUNNER[0], "plan", job] + args, WORK)
+            rows.append((f"plan {count:,}, {label}, {what}", seconds, peak, output.strip().splitlines()[-1]))
+    state = os.path.join(WORK, f"state-glob{count}.sqlite")
+    shard_state = os.path.join(WORK, f"state-glob{count}.shard-0-of-{shards}.sqlite")
+    if not os.path.exists(state):
+        link_tree(f"out-glob{count}", count, "jpg", lambda seed: subprocess.run(
+            ["vips", "black", seed + "[Q=80]", "8", "8", "--bands", "3"], check=True))
+        sparse_state(count, state, glob_keys(count))
+    if not os.path.exists(shard_state):
+        sparse_state(count, shard_state, shard_keys(glob, 0, shards))
+    size = os.path.getsize(state)
+    rows.append((f"state database, {count:,} items", 0, 0, f"{size / 2**20:,.0f} MiB, {size / count:.0f} bytes per item"))
+    rerun(glob, [], f"up-to-date rerun {count:,}, whole job", rows)
+    # Before the shard's run: reports answer for the layout that ran last.
+    for command in (["status"], ["failed"], ["report", "--out", os.path.join(WORK, f"report{count}/report.html")]):
+        seconds, peak, output = checked([RUNNER[0]] + command + [glob], WORK)
+        lines = output.strip().splitlines()
+        rows.append((f"{command[0]} {count:,} items", seconds, peak, f"{len(lines):,} lines; " + (lines[-1][:90] if lines else "")))
+    rerun(glob, ["--shard", f"0/{shards}"], f"up-to-date rerun {count:,}, one shard of {shards}", rows)
+
+
+def rerun(job, args, label, rows):
+    seconds, peak, output = checked([RUNNER[0], job, "--quiet"] + args, WORK)
+    rows.append((label, seconds, peak, output.strip().splitlines()[-1]))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runner", default=os.environ.get("BENCH_RUNNER", os.path.join(ROOT, ".build/release/runner")))
     parser.add_argument("--items", type=int, default=100_000)
     parser.add_argument("--urls", type=int, default=1_000_000)
-    parser.add_argument("--write", metavar="REPORT", help="put the table into REPORT's \"## Bookkeeping at scale\"")
+    parser.add_argument("--scale", default="1000000,10000000",
+                        help="source counts of the at-scale part, comma-separated ('' skips it; default 1000000,10000000)")
+    parser.add_argument("--shards", type=int, default=64, help="the shard count of the at-scale part (default 64)")
+    parser.add_argument("--scale-only", action="store_true", help="only the at-scale part")
+    parser.add_argument("--write", metavar="REPORT", help="put the tables into REPORT's \"## Bookkeeping at scale\"")
     options = parser.parse_args()
     runner = os.path.abspath(options.runner)
+    RUNNER[0] = runner
     os.makedirs(WORK, exist_ok=True)
+    lines = [BEGIN, ""]
+    if not options.scale_only:
+        lines += small_part(runner, options)
+    counts = [int(text) for text in options.scale.split(",") if text]
+    if counts:
+        rows = []
+        for count in counts:
+            scale(count, options.shards, rows)
+        lines += scale_part(rows, counts, options.shards)
+    lines.append(END)
+    block = "\n".join(lines)
+    print(block)
+    if options.write:
+        section = block
+        if options.scale_only or not counts:
+            section = keep_other_part(options.write, block, scale_only=options.scale_only)
+        write_section(options.write, section, heading="## Bookkeeping at scale", begin=BEGIN, end=END)
 
+
+def small_part(runner, options):
     rows = []
     peaks = {}
     for count in (1000, options.items):
@@ -120,8 +301,7 @@ def main():
     ratio = peaks[options.items] / peaks[1000]
     rerun = rows[2][1]
     plan_peak = rows[3][2]
-    lines = [BEGIN, "",
-             f"_Generated by `python3 bench/bookkeeping.py` on {datetime.date.today()} (items {options.items:,}, "
+    lines = [f"_Generated by `python3 bench/bookkeeping.py` on {datetime.date.today()} (items {options.items:,}, "
              f"URLs {options.urls:,}); runner {os.path.relpath(runner, ROOT)}._", "",
              "| measurement | wall s | supervisor peak RSS MB | runner's summary |", "| --- | ---: | ---: | --- |"]
     lines += [f"| {label} | {seconds:.2f} | {peak:.1f} | {summary} |" for label, seconds, peak, summary in rows]
@@ -131,11 +311,36 @@ def main():
               f"- Up-to-date rerun of {options.items:,} items: {rerun:.2f} s (target under 2 s: "
               f"{'met' if rerun < 2 else 'NOT met'}).",
               f"- Planning {options.urls:,} URLs: peak RSS {plan_peak:.0f} MB (target under 200 MB: "
-              f"{'met' if plan_peak < 200 else 'NOT met'}).", "", END]
-    block = "\n".join(lines)
-    print(block)
-    if options.write:
-        write_section(options.write, block, heading="## Bookkeeping at scale", begin=BEGIN, end=END)
+              f"{'met' if plan_peak < 200 else 'NOT met'}).", ""]
+    return [SMALL_BEGIN] + lines + [SMALL_END, ""]
+
+
+SMALL_BEGIN, SMALL_END = "<!-- bookkeeping-small:begin -->", "<!-- bookkeeping-small:end -->"
+SCALE_BEGIN, SCALE_END = "<!-- bookkeeping-scale:begin -->", "<!-- bookkeeping-scale:end -->"
+
+
+def keep_other_part(report, block, scale_only):
+    """`block` with the part this command did not measure carried over from `report`."""
+    try:
+        with open(report) as handle:
+            text = handle.read()
+    except OSError:
+        return block
+    begin, end = (SMALL_BEGIN, SMALL_END) if scale_only else (SCALE_BEGIN, SCALE_END)
+    if begin not in text or end not in text:
+        return block
+    kept = text[text.index(begin):text.index(end) + len(end)]
+    return block.replace(BEGIN + "\n", BEGIN + "\n\n" + kept + "\n", 1) if scale_only else block.replace("\n" + END, "\n" + kept + "\n\n" + END)
+
+
+def scale_part(rows, counts, shards):
+    lines = [SCALE_BEGIN, "",
+             f"_At scale, generated by `python3 bench/bookkeeping.py` on {datetime.date.today()} (sources "
+             f"{', '.join(f'{count:,}' for count in counts)}; one shard of {shards}); runner {os.path.relpath(RUNNER[0], ROOT)}. "
+             "Peak RSS from `/usr/bin/time -v` (the runner process)._", "",
+             "| measurement | wall s | peak RSS MB | runner's output |", "| --- | ---: | ---: | --- |"]
+    lines += [f"| {label} | {seconds:.2f} | {peak:.1f} | {summary.replace('|', '/')} |" for label, seconds, peak, summary in rows]
+    return lines + ["", SCALE_END, ""]
 
 
 if __name__ == "__main__":

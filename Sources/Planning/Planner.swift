@@ -73,31 +73,51 @@ package struct Planner {
     /// Visits every source of the job (of its shard, when it has one) once, in order, with all its
     /// items pending: sources deduplicated, outputs named, collisions and escapes rejected (as
     /// `JobFileError`). A shard names the whole job's outputs, so a collision with another shard's
-    /// output is an error in every shard, never a silent overwrite.
+    /// output is an error in every shard, never a silent overwrite; but it only names another
+    /// shard's sources' outputs (no `stat`, fingerprint or lookup) and checks collisions at the end
+    /// of the pass, in `OutputCollisions`' bounded memory.
     package func forEachSource(_ visit: (PlannedSource) throws -> Void) throws {
-        var writtenPaths = Set<UInt64>()
-        try forEachUniqueSource { discovered in
-            let source = try planned(discovered)
-            for item in source.items where !writtenPaths.insert(StableHash.value(item.outputPath)).inserted {
-                // A 64-bit digest can match by chance: only a real earlier writer is an error.
-                if let other = firstWriter(of: item.outputPath), other != item.key {
-                    throw JobFileError("outputs[\(item.outputIndex)].path",
-                                       "two items would write \(item.outputPath): \(other) and \(item.key); add {dir} or {key} to the template")
+        var outputs = OutputCollisions(spillingInto: spillFolder)
+        try forEachUniqueSource { discovered, own in
+            guard own else {
+                for (index, path) in try outputPaths(of: discovered).enumerated() {
+                    try outputs.add(path: path, item: itemDigest(discovered.key, index))
                 }
+                return
             }
-            if let shard = job.shard, !shard.contains(source.key) { return }
+            let source = try planned(discovered)
+            for item in source.items { try outputs.add(path: item.outputPath, item: itemDigest(source.key, item.outputIndex)) }
             try visit(source)
         }
+        let suspects = try outputs.suspects()
+        if !suspects.isEmpty { try confirmCollision(among: suspects) }
     }
 
-    /// Discovered sources, each key once. One folder walk or one glob cannot name a file twice,
-    /// so only jobs with lists or several sources pay for remembering the keys.
-    private func forEachUniqueSource(_ visit: SourceDiscovery.Visitor) throws {
+    /// Where `OutputCollisions` spills: beside the state database once a run has created its folder
+    /// (`/tmp` is often a RAM disk), else the temporary folder.
+    private var spillFolder: String {
+        let folder = Paths.directory(of: job.statePath)
+        return access(folder, W_OK) == 0 ? folder : ProcessInfo.processInfo.environment["TMPDIR"] ?? "/tmp"
+    }
+
+    private func itemDigest(_ sourceKey: String, _ output: Int) -> UInt64 {
+        var hash = StableHash()
+        hash.combine(sourceKey)
+        hash.combine(job.outputs[output].name)
+        return hash.value
+    }
+
+    /// Discovered sources, each key once, and whether each is of this run's shard (every source is,
+    /// without one). One folder walk or one glob cannot name a file twice, so only jobs with lists
+    /// or several sources pay for remembering keys, and only those of their own shard: a source's
+    /// repeats all fall in one shard.
+    private func forEachUniqueSource(_ visit: (DiscoveredSource, _ own: Bool) throws -> Void) throws {
         let canRepeat = job.sources.count > 1 || job.sources.contains { if case .list = $0 { true } else { false } }
         var seen = DigestSet()
         try SourceDiscovery.discover(job.sources) { discovered in
-            guard !canRepeat || seen.insert(discovered.key) else { return }
-            try visit(discovered)
+            let own = job.shard?.contains(discovered.key) ?? true
+            guard !own || !canRepeat || seen.insert(discovered.key) else { return }
+            try visit(discovered, own)
         }
     }
 
@@ -113,11 +133,19 @@ package struct Planner {
         case .file(let path): identity = Self.identity(of: path)
         case .remote: identity = .unknown
         }
+        let items = try outputPaths(of: discovered).enumerated().map { index, outputPath in
+            PlannedItem(key: ItemKey.of(source: discovered.key, output: job.outputs[index].name), outputName: job.outputs[index].name, outputIndex: index,
+                        outputPath: outputPath, fingerprint: fingerprint(identity, output: index), status: .pending)
+        }
+        return PlannedSource(key: discovered.key, origin: discovered.origin, identity: identity, items: items)
+    }
+
+    /// Each output's path for `discovered`, in the job's order of outputs; an escape from the
+    /// template's root is a `JobFileError`.
+    private func outputPaths(of discovered: DiscoveredSource) throws -> [String] {
         let (stem, ext) = Paths.splitExtension(discovered.fileName)
         let sourceHash = StableHash.hex(discovered.key)
-        var items: [PlannedItem] = []
-        items.reserveCapacity(job.outputs.count)
-        for (index, output) in job.outputs.enumerated() {
+        return try job.outputs.enumerated().map { index, output in
             let values = PathTemplate.Values(stem: stem, ext: ext, dir: discovered.relativeDirectory,
                                              name: output.name, key: String(sourceHash.prefix(12)))
             guard let outputPath = output.template.expand(values) else {
@@ -126,25 +154,25 @@ package struct Planner {
             if output.template.extensionVaries, let mismatch = extensionMismatch(Paths.lastComponent(outputPath), for: output.encoder) {
                 throw JobFileError("outputs[\(index)].path", "\(discovered.key) would be written as \(outputPath): \(mismatch)")
             }
-            items.append(PlannedItem(key: ItemKey.of(source: discovered.key, output: output.name), outputName: output.name,
-                                     outputIndex: index, outputPath: outputPath, fingerprint: fingerprint(identity, output: index),
-                                     status: .pending))
+            return outputPath
         }
-        return PlannedSource(key: discovered.key, origin: discovered.origin, identity: identity, items: items)
     }
 
-    /// The key of the first item that writes `path`. Re-discovers, so it is only for the rare
-    /// digest match (which is almost always a real collision, and then an error).
-    private func firstWriter(of path: String) -> String? {
-        struct Found: Error { let key: String }
-        do {
-            try forEachUniqueSource { discovered in
-                if let item = try planned(discovered).items.first(where: { $0.outputPath == path }) { throw Found(key: item.key) }
+    /// Throws for the first item (in discovery order) that writes a path an earlier item wrote,
+    /// among the paths whose digests `suspects` names. Discovers again and keeps the names of
+    /// those paths only, so it is only for the rare digest match (almost always a real collision).
+    private func confirmCollision(among suspects: Set<UInt64>) throws {
+        var firstWriters: [String: String] = [:]
+        try forEachUniqueSource { discovered, _ in
+            for (index, path) in try outputPaths(of: discovered).enumerated() where suspects.contains(StableHash.value(path)) {
+                let key = ItemKey.of(source: discovered.key, output: job.outputs[index].name)
+                guard let other = firstWriters[path] else { firstWriters[path] = key; continue }
+                if other != key {
+                    throw JobFileError("outputs[\(index)].path",
+                                       "two items would write \(path): \(other) and \(key); add {dir} or {key} to the template")
+                }
             }
-        } catch let found as Found {
-            return found.key
-        } catch {}
-        return nil
+        }
     }
 
     /// Plans every source and classifies its items against `state`, passing each on as it is

@@ -232,8 +232,10 @@ package struct SourceDiscovery {
         var buffer: UnsafeMutablePointer<CChar>?
         var capacity = 0
         defer { free(buffer) }
-        while getline(&buffer, &capacity, file) >= 0, let buffer {
-            let line = String(cString: buffer).trimmingCharacters(in: .whitespacesAndNewlines)
+        while case var length = getline(&buffer, &capacity, file), length >= 0, let buffer {
+            // The line break goes on bytes, so most lines need no trimming by Foundation.
+            while length > 0 && (buffer[length - 1] == 0x0A || buffer[length - 1] == 0x0D) { length -= 1; buffer[length] = 0 }
+            let line = RemoteURL.trimmed(String(cString: buffer), .whitespacesAndNewlines)
             if line.isEmpty || line.hasPrefix("#") { continue }
             if RemoteURL.looksRemote(line) {
                 try visit(.remote(line, key: nil, headers: [:]))

@@ -135,6 +135,39 @@ struct ShardRunTests {
     }
 }
 
+extension ShardRunTests {
+    /// Peak RSS in KB of `runner ARGUMENTS` (from `/usr/bin/time`), and its exit status and stderr.
+    func peak(_ workspace: Workspace, _ arguments: [String]) throws -> (kilobytes: Int, status: Int32, stderr: String) {
+        let result = try RunningCommand("/usr/bin/time", arguments: ["-f", "peak %M", RunnerBinary.path] + arguments,
+                                        directory: workspace.root, environment: [:]).wait(timeout: 300)
+        let kilobytes = result.stderr.split(separator: "\n").last { $0.hasPrefix("peak ") }.flatMap { Int($0.dropFirst(5)) } ?? 0
+        return (kilobytes, result.status, result.stderr)
+    }
+
+    @Test("a shard's plan holds its own sources, not the job's: 1/64 of 400,000 URLs within 12 MB of 4,000, collisions still found")
+    func shardMemoryStaysWithTheShard() throws {
+        let workspace = try Workspace()
+        for count in [4_000, 400_000] {
+            // The first and the last URL write one output: a collision no matter which shards they fall in.
+            var lines = ["https://img.example/a/photo.jpg"]
+            for index in 1..<count - 1 { lines.append("https://img.example/c/\(index % 97)/p\(index).jpg") }
+            lines.append("https://img.example/a/photo.jpg?v=2")
+            try (lines.joined(separator: "\n") + "\n").write(toFile: workspace.path("urls\(count).txt"), atomically: true, encoding: .utf8)
+            _ = try workspace.writeJob("""
+            {"version": 1, "sources": [{"list": "urls\(count).txt"}],
+             "outputs": [{"name": "t", "path": "out/{dir}/{stem}.jpg", "chain": [], "format": {"type": "jpeg"}}],
+             "state": "state\(count).sqlite"}
+            """, name: "job\(count).json")
+        }
+        let small = try peak(workspace, ["plan", "job4000.json", "--shard", "0/64"])
+        let large = try peak(workspace, ["plan", "job400000.json", "--shard", "0/64"])
+        for result in [small, large] {
+            #expect(result.status == 2 && result.stderr.contains("two items would write"), "\(result.stderr)")
+        }
+        #expect(small.kilobytes > 0 && large.kilobytes - small.kilobytes < 12_000, "peak RSS \(small.kilobytes) KB, then \(large.kilobytes) KB")
+    }
+}
+
 @Suite("The Kubernetes example's contract")
 struct KubernetesManifestTests {
     @Test("the Indexed Job parses and names what runner relies on: completion index, shard count, retries, exit 2 not retried")
