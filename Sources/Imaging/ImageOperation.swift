@@ -1,3 +1,4 @@
+package import CVips
 import Support
 import Model
 import Keys
@@ -40,7 +41,7 @@ extension ObjectReader {
     /// VIPS_MAX_COORD: sizes and offsets are handed to libvips as 32-bit integers, so a larger
     /// one would trap the worker instead of failing the job file.
     package func coordinate(_ key: any KeyDeclaration, _ value: Int?) throws -> Int? {
-        let limit = 10_000_000  // VIPS_MAX_COORD
+        let limit = Int(CVIPS_MAX_COORD)
         guard let value, value > limit || value < -limit else { return value }
         throw error(key, value > 0 ? "must be at most \(limit) (libvips' largest image side)" : "must be at least -\(limit)")
     }
