@@ -14,6 +14,36 @@
 
 static inline int cvips_init(const char *argv0) { return vips_init(argv0); }
 
+static inline int cvips_operation_exists(const char *nickname) { return vips_type_find("VipsOperation", nickname) != 0; }
+// Whether libvips marks the operation untrusted (`vips_block_untrusted_set` blocks it).
+static inline int cvips_operation_untrusted(const char *nickname) {
+    GType type = vips_type_find("VipsOperation", nickname);
+    if (!type) return 0;
+    VipsOperationClass *class = VIPS_OPERATION_CLASS(g_type_class_ref(type));
+    int untrusted = (class->flags & VIPS_OPERATION_UNTRUSTED) != 0;
+    g_type_class_unref(class);
+    return untrusted;
+}
+
+// Whether a 16x16 image saved by heifsave with `compression` reads back: libvips has heifload and
+// heifsave whichever codecs libheif was built with (HEIC needs libde265 and x265, AVIF aom or dav1d).
+static inline int cvips_heif_round_trips(VipsForeignHeifCompression compression) {
+    VipsImage *black = NULL, *image = NULL, *back = NULL;
+    void *buf = NULL;
+    size_t len = 0;
+    double average;
+    int ok = !vips_black(&black, 16, 16, "bands", 3, NULL)
+        && !vips_copy(black, &image, "interpretation", VIPS_INTERPRETATION_sRGB, NULL)
+        && !vips_heifsave_buffer(image, &buf, &len, "compression", compression, NULL)
+        && (back = vips_image_new_from_buffer(buf, len, "", NULL)) && !vips_avg(back, &average, NULL);
+    if (black) g_object_unref(black);
+    if (image) g_object_unref(image);
+    if (back) g_object_unref(back);
+    g_free(buf);
+    vips_error_clear();
+    return ok;
+}
+
 // Copies and clears the shared error buffer; the caller frees with g_free.
 static inline char *cvips_error_take(void) { return vips_error_buffer_copy(); }
 

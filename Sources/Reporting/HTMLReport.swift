@@ -157,7 +157,7 @@ public struct HTMLReport {
         var html = "<section id=\"runs\"><h2>Runs</h2>" + ThroughputChart.svg(runs.reversed())
         html += "<table class=\"runs\"><thead><tr><th class=\"num\">run</th><th>started</th><th class=\"num\">duration</th>"
             + "<th class=\"num\">done</th><th class=\"num\">failed</th><th class=\"num\">up to date</th><th class=\"num\">blocked</th>"
-            + "<th class=\"num\">items/s</th><th>outcome</th><th class=\"num\">exit</th></tr></thead><tbody>"
+            + "<th class=\"num\">items/s</th><th>outcome</th><th class=\"num\">exit</th><th>libvips</th></tr></thead><tbody>"
         for run in runs {
             html += "<tr class=\"run\" data-run=\"\(run.id)\"><td class=\"num\">#\(run.id)</td><td>\(timeTag(run.startedAt))</td>"
                 + "<td class=\"num\">\(run.duration.map(Format.duration) ?? "–")</td>"
@@ -166,7 +166,7 @@ public struct HTMLReport {
                 + "<td class=\"num\">\(Format.count(run.upToDate))</td><td class=\"num\">\(Format.count(run.blocked))</td>"
                 + "<td class=\"num\">\(run.itemsPerSecond.map(Format.rate) ?? "–")</td>"
                 + "<td><span class=\"pill \(Self.tone(exitCode: run.exitCode))\">\(esc(run.outcome))</span></td>"
-                + "<td class=\"num\">\(run.exitCode.map(String.init) ?? "–")</td></tr>"
+                + "<td class=\"num\">\(run.exitCode.map(String.init) ?? "–")</td><td>\(esc(run.vipsVersion))</td></tr>"
         }
         html += "</tbody></table></section>"
         return html

@@ -3,6 +3,7 @@ import Foundation
 import Support
 import Model
 import Keys
+import Imaging
 import Manifest
 import Planning
 import State
@@ -14,8 +15,8 @@ struct Runner: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "runner",
         abstract: "Run a JSON image job: plan it, process it with libvips, resume it after any stop.",
-        version: RunnerVersion.string,
-        subcommands: [Run.self, Validate.self, Schema.self, PlanCommand.self, Status.self, Failed.self, Report.self, Unblock.self,
+        version: "\(RunnerVersion.string) (libvips \(VipsRuntime.version))",
+        subcommands: [Run.self, Validate.self, Schema.self, Formats.self, PlanCommand.self, Status.self, Failed.self, Report.self, Unblock.self,
                       Prune.self, Worker.self],
         defaultSubcommand: Run.self
     )

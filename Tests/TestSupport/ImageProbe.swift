@@ -44,6 +44,9 @@ public struct ImageProbe: Sendable {
     /// returns before the first has finished, so every test goes through this one gate.
     public static func startVips() { _ = started }
 
+    /// The version of the libvips this process runs on (the one runner was linked with too).
+    public static let libvipsVersion = String(cString: vips_version_string())
+
     /// nil when libvips cannot open or fully decode the file.
     public static func open(_ path: String) -> ImageProbe? {
         _ = started
