@@ -16,8 +16,9 @@ struct LibvipsTests {
         var names = ["photo.jpg"]
         try FileManager.default.copyItem(atPath: photo, toPath: workspace.path("src/photo.jpg"))
         for fileExtension in ["png", "webp", "gif", "tif", "heic", "avif", "jxl"] {
+            // The libvips of this process set VIPSHOME (vips_init does) to its own prefix; Debian's is /usr.
             let made = try RunningCommand("/usr/bin/vips", arguments: ["copy", photo, workspace.path("src/photo.\(fileExtension)")],
-                                          directory: workspace.root, environment: [:]).wait(timeout: 120)
+                                          directory: workspace.root, environment: ["VIPSHOME": "/usr"]).wait(timeout: 120)
             #expect(made.status == 0, "Debian's vips could not write .\(fileExtension): \(made.stderr)")
             names.append("photo.\(fileExtension)")
         }
@@ -103,11 +104,15 @@ struct LibvipsTests {
         // One worker; the HEIC first (name order), then a blur slow enough to look at the worker.
         let job = try workspace.writeJob(#"{"version": 1, "sources": [{"path": "src"}], "outputs": [{"name": "o", "path": "out/{stem}.jpg", "chain": [{"op": "blur", "sigma": 40}], "format": {"type": "jpeg"}}], "state": "state.sqlite"}"#)
         let run = try workspace.start([job, "-j", "1", "--log-format", "json"])
-        #expect(run.waitUntil { itemEvents(run) >= 1 })
-        let worker = run.children.first
-        let libvips = worker.map { LoadedLibraries.paths(named: "libvips.so", pid: $0) } ?? []
-        let glib = worker.map { LoadedLibraries.paths(named: "libglib-2.0.so", pid: $0) } ?? []
-        let modules = worker.map { LoadedLibraries.paths(named: "vips-", pid: $0) } ?? []
+        // A worker maps libvips and GLib when it starts, and the modules once libvips has started.
+        var (worker, libvips, glib, modules): (Int32?, [String], [String], [String]) = (nil, [], [], [])
+        #expect(run.waitUntil {
+            worker = run.children.first
+            libvips = worker.map { LoadedLibraries.paths(named: "libvips.so", pid: $0) } ?? []
+            glib = worker.map { LoadedLibraries.paths(named: "libglib-2.0.so", pid: $0) } ?? []
+            modules = worker.map { LoadedLibraries.paths(named: "vips-", pid: $0) } ?? []
+            return itemEvents(run) >= 1 && modules.contains { $0.hasSuffix("/vips-heif.so") }
+        }, "worker \(String(describing: worker)): \(modules)")
         let result = run.wait()
         #expect(result.status == 0, "\(result.stderr)")
         #expect(libvips.count == 1 && libvips == LoadedLibraries.paths(named: "libvips.so"), "worker \(String(describing: worker)) maps \(libvips)")
