@@ -7,12 +7,25 @@ DEBIAN_PACKAGES := pkg-config libvips-dev libvips-tools libcurl4-openssl-dev lib
 PYTHON_REFERENCES := thumbhash==0.1.2 blurhash==1.1.5 imagehash==4.3.2
 PYTHON_REFERENCES_DIR := .build/python-references
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+# The libvips runner runs on: `built` (default) is Debian 13's libvips 8.16, which `make deps` builds
+# from Debian's source package into .build/libvips-8.16 (deps/build-libvips.sh, cached); `system` is
+# Debian 12's libvips-dev 8.14. Package.swift reads LIBVIPS too; each has its own build folder.
+LIBVIPS ?= built
+export LIBVIPS
+ifeq ($(LIBVIPS),system)
+SCRATCH := .build-system
+else ifeq ($(LIBVIPS),built)
+SCRATCH := .build
+else
+$(error LIBVIPS must be built or system, not "$(LIBVIPS)")
+endif
+SWIFT_BUILD = $(SWIFT) build --scratch-path $(SCRATCH)
 
 PREFIX ?= /usr/local
 # The build `make install` installs: release by default (the tests install a debug build they already have).
 CONFIG ?= release
-BIN_PATH = $(shell $(SWIFT) build -c $(CONFIG) --show-bin-path)
-MANUAL := .build/plugins/GenerateManual/outputs/runner/runner.1
+BIN_PATH = $(shell $(SWIFT_BUILD) -c $(CONFIG) --show-bin-path)
+MANUAL = $(SCRATCH)/plugins/GenerateManual/outputs/runner/runner.1
 INSTALLED := $(DESTDIR)$(PREFIX)/bin/runner $(DESTDIR)$(PREFIX)/share/man/man1/runner.1 \
 	$(DESTDIR)$(PREFIX)/share/bash-completion/completions/runner \
 	$(DESTDIR)$(PREFIX)/share/zsh/site-functions/_runner \
@@ -25,7 +38,8 @@ INSTALLED := $(DESTDIR)$(PREFIX)/bin/runner $(DESTDIR)$(PREFIX)/share/man/man1/r
 # harnesses), or the Prometheus parser the
 # metrics test reads with, or PyYAML (the Kubernetes example's test), or the JSON Schema validator
 # the job-file schema test checks with, or what the derived values' reference implementations need;
-# then those (thumbhash, blurhash, imagehash) with pip into .build/python-references.
+# then those (thumbhash, blurhash, imagehash) with pip into .build/python-references. Then, unless
+# LIBVIPS=system, builds libvips 8.16 (a few minutes the first time; nothing once built).
 deps:
 	@if ! command -v pkg-config >/dev/null || ! pkg-config --exists vips libcurl sqlite3 || ! command -v vipsthumbnail >/dev/null || ! command -v curl >/dev/null || ! /usr/bin/python3 -c 'import prometheus_client, yaml, jsonschema, numpy, scipy, PIL, pywt, pip' 2>/dev/null; then \
 		echo "installing $(DEBIAN_PACKAGES)"; \
@@ -36,23 +50,24 @@ deps:
 		echo "installing $(PYTHON_REFERENCES) into $(PYTHON_REFERENCES_DIR)"; \
 		/usr/bin/python3 -m pip install --quiet --disable-pip-version-check --no-deps --target $(PYTHON_REFERENCES_DIR) $(PYTHON_REFERENCES); \
 	fi
+	@[ "$(LIBVIPS)" = system ] || deps/build-libvips.sh .build/libvips-8.16
 
 build: deps
-	$(SWIFT) build -c release
+	$(SWIFT_BUILD) -c release
 
 run: build
-	.build/release/runner jobs/thumbs.json
+	$(SCRATCH)/release/runner jobs/thumbs.json
 
 test: deps
-	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build
-	Tests/install/check.sh
+	$(SWIFT_BUILD) --build-tests
+	$(SWIFT) test --scratch-path $(SCRATCH) --skip-build
+	Tests/install/check.sh $(SCRATCH)
 
 # The Slurm deploy example on a one-node cluster on 127.0.0.1 (installs slurm-wlm and munge,
 # starts and stops its own daemons; needs root). CI runs it after `make test`.
 test-slurm: deps
-	$(SWIFT) build --product runner
-	Tests/slurm/check.sh
+	$(SWIFT_BUILD) --product runner
+	RUNNER=$(CURDIR)/$(SCRATCH)/debug/runner Tests/slurm/check.sh
 
 # Full benchmark: builds the photo corpus from Debian wallpaper packages (once; then a checksum
 # check), times runner's downloads against curl (nginx on 127.0.0.1), runs runner against the C
@@ -63,13 +78,13 @@ test-slurm: deps
 # (bench/fixedcost.py, see bench/README.md).
 bench: build
 	bench/make-corpus.sh all
-	python3 bench/bench.py --runner .build/release/runner
-	python3 bench/bookkeeping.py --runner .build/release/runner --write BENCHMARKS.md
+	python3 bench/bench.py --runner $(SCRATCH)/release/runner
+	python3 bench/bookkeeping.py --runner $(SCRATCH)/release/runner --write BENCHMARKS.md
 
 # A few seconds: the C reference and runner on 20 synthetic images, 4 of them as a responsive set,
 # then the 20 as a downloads set (the tests run this too).
 bench-quick: build
-	python3 bench/bench.py --quick --runner .build/release/runner
+	python3 bench/bench.py --quick --runner $(SCRATCH)/release/runner
 
 # Grouping 1,000,000 hashes into near and exact duplicates (DuplicateGroups alone, optimised): seconds
 # and peak RSS, for BENCHMARKS.md's "Duplicates at scale". About a minute.
@@ -80,8 +95,8 @@ bench-duplicates:
 
 # The binary, a man page from swift-argument-parser's manual plugin, and bash/zsh/fish completions.
 install: deps
-	$(SWIFT) build -c $(CONFIG) --product runner
-	$(SWIFT) package generate-manual --configuration $(CONFIG)
+	$(SWIFT_BUILD) -c $(CONFIG) --product runner
+	$(SWIFT) package --scratch-path $(SCRATCH) generate-manual --configuration $(CONFIG)
 	install -D -m 755 $(BIN_PATH)/runner $(DESTDIR)$(PREFIX)/bin/runner
 	install -D -m 644 $(MANUAL) $(DESTDIR)$(PREFIX)/share/man/man1/runner.1
 	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions \
@@ -102,7 +117,7 @@ ITEMS ?= 2000
 SEED ?= 1
 crash-test: build
 	python3 Tests/crash/crash_test.py --kills $(KILLS) --items $(ITEMS) --seed $(SEED) --worker-kills 20 \
-		--runner .build/release/runner
+		--runner $(SCRATCH)/release/runner
 
 # Fuzzes what runner parses: FUZZ_CASES mutated job files through Job.parse (and planning) in process,
 # 300 through `runner validate` and 60 through `runner run` on small images and a URL; 10,000 hostile
@@ -112,10 +127,10 @@ crash-test: build
 FUZZ_CASES ?= 100000
 FUZZ_SEED ?= 14
 fuzz: deps
-	$(SWIFT) build --build-tests
+	$(SWIFT_BUILD) --build-tests
 	RUNNER_FUZZ_CASES=$(FUZZ_CASES) RUNNER_FUZZ_PATH_CASES=10000 RUNNER_FUZZ_BINARY_CASES=300 \
 		RUNNER_FUZZ_RUN_CASES=60 RUNNER_FUZZ_LIST_RUNS=30 RUNNER_FUZZ_SEED=$(FUZZ_SEED) \
-		$(SWIFT) test --skip-build --filter Fuzz
+		$(SWIFT) test --scratch-path $(SCRATCH) --skip-build --filter Fuzz
 
 clean:
-	rm -rf .build out state
+	rm -rf .build .build-system out state

@@ -1,5 +1,18 @@
 // swift-tools-version:6.1
+import Foundation
 import PackageDescription
+
+/// The libvips runner builds against and runs on: Debian 13's 8.16 that `make deps` builds into
+/// .build/libvips-8.16 (deps/build-libvips.sh), or Debian 12's libvips-dev 8.14 with LIBVIPS=system
+/// (or while that prefix is not built). Both compile against Debian's GLib and codecs, whose flags
+/// come from pkg-config's `vips`; the prefix's headers come first and its library is linked with a
+/// RUNPATH, so the binary loads it without LD_LIBRARY_PATH and never Debian's libvips beside it.
+let libvipsPrefix: String? = {
+    let prefix = Context.packageDirectory + "/.build/libvips-8.16"
+    guard Context.environment["LIBVIPS"] != "system",
+          FileManager.default.fileExists(atPath: prefix + "/lib/pkgconfig/vips.pc") else { return nil }
+    return prefix
+}()
 
 let package = Package(
     name: "runner",
@@ -67,3 +80,12 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+if let libvipsPrefix {
+    for target in package.targets where target.type != .system {
+        target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(["-Xcc", "-I\(libvipsPrefix)/include"])]
+        target.linkerSettings = (target.linkerSettings ?? []) + [
+            .unsafeFlags(["-L\(libvipsPrefix)/lib", "-Xlinker", "-rpath", "-Xlinker", "\(libvipsPrefix)/lib"]),
+        ]
+    }
+}

@@ -8,7 +8,41 @@
 
 // MARK: - Start-up and errors
 
+// The largest image side or offset runner hands libvips: 8.14's VIPS_MAX_COORD (8.16 made that a
+// call, with a default ten times larger), so a job file means the same on both.
+#define CVIPS_MAX_COORD 10000000
+
 static inline int cvips_init(const char *argv0) { return vips_init(argv0); }
+
+static inline int cvips_operation_exists(const char *nickname) { return vips_type_find("VipsOperation", nickname) != 0; }
+// Whether libvips marks the operation untrusted (`vips_block_untrusted_set` blocks it).
+static inline int cvips_operation_untrusted(const char *nickname) {
+    GType type = vips_type_find("VipsOperation", nickname);
+    if (!type) return 0;
+    VipsOperationClass *class = VIPS_OPERATION_CLASS(g_type_class_ref(type));
+    int untrusted = (class->flags & VIPS_OPERATION_UNTRUSTED) != 0;
+    g_type_class_unref(class);
+    return untrusted;
+}
+
+// Whether a 16x16 image saved by heifsave with `compression` reads back: libvips has heifload and
+// heifsave whichever codecs libheif was built with (HEIC needs libde265 and x265, AVIF aom or dav1d).
+static inline int cvips_heif_round_trips(VipsForeignHeifCompression compression) {
+    VipsImage *black = NULL, *image = NULL, *back = NULL;
+    void *buf = NULL;
+    size_t len = 0;
+    double average;
+    int ok = !vips_black(&black, 16, 16, "bands", 3, NULL)
+        && !vips_copy(black, &image, "interpretation", VIPS_INTERPRETATION_sRGB, NULL)
+        && !vips_heifsave_buffer(image, &buf, &len, "compression", compression, NULL)
+        && (back = vips_image_new_from_buffer(buf, len, "", NULL)) && !vips_avg(back, &average, NULL);
+    if (black) g_object_unref(black);
+    if (image) g_object_unref(image);
+    if (back) g_object_unref(back);
+    g_free(buf);
+    vips_error_clear();
+    return ok;
+}
 
 // Copies and clears the shared error buffer; the caller frees with g_free.
 static inline char *cvips_error_take(void) { return vips_error_buffer_copy(); }
@@ -180,35 +214,50 @@ static inline int cvips_pipeline_from(VipsImage *image, VipsImage *input) {
 }
 
 // MARK: - Saving (to memory; runner writes the bytes itself, atomically)
-// `strip` drops every metadata item (EXIF, XMP, ICC, comments) from the file.
+// `keep` says which metadata the file carries. libvips 8.15 replaced the `strip` flag with `keep`
+// flags that every saver applies; 8.14 has only `strip` (all or nothing), which its webpsave
+// ignores (libvips issue #3340), so on 8.14 runner removes the rest itself (CVIPS_SAVERS_KEEP 0).
+
+typedef enum { CVIPS_KEEP_NONE, CVIPS_KEEP_ICC, CVIPS_KEEP_ALL } CVipsKeep;
+#if VIPS_MAJOR_VERSION > 8 || (VIPS_MAJOR_VERSION == 8 && VIPS_MINOR_VERSION >= 15)
+#define CVIPS_SAVERS_KEEP 1
+#define CVIPS_METADATA(keep) "keep", ((keep) == CVIPS_KEEP_ALL ? VIPS_FOREIGN_KEEP_ALL \
+                                      : (keep) == CVIPS_KEEP_ICC ? VIPS_FOREIGN_KEEP_ICC : VIPS_FOREIGN_KEEP_NONE)
+#else
+#define CVIPS_SAVERS_KEEP 0
+#define CVIPS_METADATA(keep) "strip", (keep) == CVIPS_KEEP_NONE
+#endif
 
 static inline int cvips_jpegsave_buffer(VipsImage *in, void **buf, size_t *len, int quality, int progressive,
-                                        VipsForeignSubsample subsample, int optimize_coding, int strip) {
+                                        VipsForeignSubsample subsample, int optimize_coding, CVipsKeep keep) {
     return vips_jpegsave_buffer(in, buf, len, "Q", quality, "interlace", progressive, "subsample_mode", subsample,
-                                "optimize_coding", optimize_coding, "strip", strip, NULL);
+                                "optimize_coding", optimize_coding, CVIPS_METADATA(keep), NULL);
 }
 static inline int cvips_pngsave_buffer(VipsImage *in, void **buf, size_t *len, int compression, int palette,
-                                       double dither, int bitdepth, int strip) {
+                                       double dither, int bitdepth, CVipsKeep keep) {
     return vips_pngsave_buffer(in, buf, len, "compression", compression, "palette", palette, "dither", dither,
-                               "bitdepth", bitdepth, "strip", strip, NULL);
+                               "bitdepth", bitdepth, CVIPS_METADATA(keep), NULL);
 }
 static inline int cvips_webpsave_buffer(VipsImage *in, void **buf, size_t *len, int quality, int lossless,
-                                        int near_lossless, int effort, int alpha_quality, int strip) {
+                                        int near_lossless, int effort, int alpha_quality, CVipsKeep keep) {
     return vips_webpsave_buffer(in, buf, len, "Q", quality, "lossless", lossless, "near_lossless", near_lossless,
-                                "effort", effort, "alpha_q", alpha_quality, "strip", strip, NULL);
+                                "effort", effort, "alpha_q", alpha_quality, CVIPS_METADATA(keep), NULL);
 }
 // AVIF is HEIF with AV1 compression.
-static inline int cvips_avifsave_buffer(VipsImage *in, void **buf, size_t *len, int quality, int effort, int lossless, int strip) {
+static inline int cvips_avifsave_buffer(VipsImage *in, void **buf, size_t *len, int quality, int effort, int lossless,
+                                        CVipsKeep keep) {
     return vips_heifsave_buffer(in, buf, len, "Q", quality, "effort", effort, "lossless", lossless,
-                                "compression", VIPS_FOREIGN_HEIF_COMPRESSION_AV1, "strip", strip, NULL);
+                                "compression", VIPS_FOREIGN_HEIF_COMPRESSION_AV1, CVIPS_METADATA(keep), NULL);
 }
 static inline int cvips_tiffsave_buffer(VipsImage *in, void **buf, size_t *len, VipsForeignTiffCompression compression,
-                                        int quality, int strip) {
+                                        int quality, CVipsKeep keep) {
     return vips_tiffsave_buffer(in, buf, len, "compression", compression, "Q", quality, "pyramid", FALSE,
-                                "strip", strip, NULL);
+                                CVIPS_METADATA(keep), NULL);
 }
-static inline int cvips_gifsave_buffer(VipsImage *in, void **buf, size_t *len, double dither, int effort, int bitdepth, int strip) {
-    return vips_gifsave_buffer(in, buf, len, "dither", dither, "effort", effort, "bitdepth", bitdepth, "strip", strip, NULL);
+static inline int cvips_gifsave_buffer(VipsImage *in, void **buf, size_t *len, double dither, int effort, int bitdepth,
+                                       CVipsKeep keep) {
+    return vips_gifsave_buffer(in, buf, len, "dither", dither, "effort", effort, "bitdepth", bitdepth,
+                               CVIPS_METADATA(keep), NULL);
 }
 
 #endif

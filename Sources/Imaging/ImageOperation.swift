@@ -1,3 +1,4 @@
+package import CVips
 import Support
 import Model
 import Keys

@@ -39,6 +39,14 @@ package struct DownloadFailure: Error, Sendable, CustomStringConvertible {
         }
     }
 
+    /// The origin fails for now rather than the URL for good: a transient failure, or a page that
+    /// is no image (a maintenance page served as 200) where an image was before. A cached original
+    /// then serves stale (`http.staleIfError`).
+    package var isOriginFailing: Bool {
+        if case .notAnImage = reason { return true }
+        return isTransient
+    }
+
     /// Permanent and the server's doing: the URL goes on the blacklist.
     package var blacklistsURL: Bool { !isTransient && reason != .local }
 

@@ -158,7 +158,8 @@ package final class RemoteStage: @unchecked Sendable {
             var events: [ItemEvent] = []
             if failure.isTransient {
                 message += " (after \(attempts) attempts; retried next run)"
-            } else if !failure.blacklistsURL {
+            } else if !failure.blacklistsURL || !stale.isEmpty {
+                // A URL some source still serves stale from is never blacklisted: that would block it too.
                 message += " (retried next run)"
             } else {
                 message += " (blacklisted)"
@@ -208,7 +209,7 @@ package final class RemoteStage: @unchecked Sendable {
         -> (stale: [(PlannedSource, CachedOriginal)], failing: [PlannedSource]) {
         var stale: [(PlannedSource, CachedOriginal)] = [], failing: [PlannedSource] = []
         for source in sources {
-            if failure.isTransient, let original = source.cachedOriginal, now - original.validatedAt <= job.remote.staleIfError,
+            if failure.isOriginFailing, let original = source.cachedOriginal, now - original.validatedAt <= job.remote.staleIfError,
                access(original.file, R_OK) == 0 {
                 stale.append((source, original))
             } else {
@@ -224,7 +225,7 @@ package final class RemoteStage: @unchecked Sendable {
         let origin = URLComponents(string: url).map { ($0.host ?? "") + ($0.port.map { ":\($0)" } ?? "") } ?? url
         if staleOrigins.insert(origin).inserted {
             notice("\(origin): \(failure); its cached originals serve unrevalidated (http.staleIfError "
-                + "\(Durations.describe(job.remote.staleIfError)) after their last revalidation); runner failed shows since when")
+                + "\(Durations.describe(job.remote.staleIfError)) after their last revalidation); runner status shows since when")
         }
         do { try store.markNotRevalidated(sources.map(\.0.key), reason: failure.description) } catch {
             fail(error)

@@ -118,10 +118,12 @@ public struct PlannedItem: Sendable, Codable {
     /// in a way its content decided.
     package var recorded: LedgerEntry?
 
-    /// Up to date: recorded done with this fingerprint, and the output is still there.
+    /// Up to date: recorded done with this fingerprint, and the output is still there: a regular
+    /// file with bytes (runner writes no empty output; a folder or an emptied file there is not it).
     package var isUpToDate: Bool {
-        guard let recorded, recorded.failureKind == nil else { return false }
-        return recorded.fingerprint == fingerprint && access(outputPath, F_OK) == 0
+        guard let recorded, recorded.failureKind == nil, recorded.fingerprint == fingerprint else { return false }
+        var info = stat()
+        return stat(outputPath, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG && info.st_size > 0
     }
 
     /// Failed before on the same source content and recipe, for a reason the content decides.

@@ -115,7 +115,7 @@ package struct ImagePipeline {
         let pixels = try decodeStep { () throws(VipsError) in try image.copiedToMemory() }
         let data: Data
         do throws(VipsError) {
-            data = try plan.encoder.encode(pixels, strip: output.metadata == .strip)
+            data = try plan.encoder.encode(pixels, metadata: output.metadata)
         } catch {
             throw ItemFailure(.encode, error.message)
         }
@@ -375,7 +375,7 @@ package struct ImagePipeline {
             // A single image: a page height left from the loader would make savers split it into frames.
             _ = cvips_remove(image.pointer, "page-height")
         }
-        if metadata == .icc {
+        if metadata == .icc && !MetadataPolicy.saversApplyIt {
             for name in image.fieldNames where Self.nonColourMetadata.contains(where: name.hasPrefix) {
                 _ = cvips_remove(image.pointer, name)
             }

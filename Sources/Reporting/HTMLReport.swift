@@ -176,10 +176,10 @@ public struct HTMLReport {
         html += "<table class=\"runs\"><thead><tr><th class=\"num\">run</th>" + (sharded ? "<th class=\"num\">shard</th>" : "")
             + "<th>started</th><th class=\"num\">duration</th>"
             + "<th class=\"num\">done</th><th class=\"num\">failed</th><th class=\"num\">up to date</th><th class=\"num\">blocked</th>"
-            + "<th class=\"num\">items/s</th><th>outcome</th><th class=\"num\">exit</th></tr></thead><tbody>"
+            + "<th class=\"num\">items/s</th><th>outcome</th><th class=\"num\">exit</th><th>libvips</th></tr></thead><tbody>"
         for (run, shard) in runs.map({ ($0.run, $0.shard) }) {
             html += "<tr class=\"run\" data-run=\"\(run.id)\"\(shard.map { " data-shard=\"\(esc($0))\"" } ?? "")><td class=\"num\">#\(run.id)</td>"
-                + (sharded ? "<td class=\"num\">\(esc(shard ?? "–"))</td>" : "") + runCells(run) + "</tr>"
+                + (sharded ? "<td class=\"num\">\(esc(shard ?? "–"))</td>" : "") + runCells(run) + "<td>\(esc(run.vipsVersion))</td></tr>"
         }
         html += "</tbody></table></section>"
         return html

@@ -68,6 +68,8 @@ package struct MetricsFile {
         metric("runner_run_exit_code", "The last run's exit code (see the README's exit codes).",
                [([], Double(summary.exitCode))])
         metric("runner_run_end_timestamp_seconds", "When the last run ended (Unix time).", [([], now.timeIntervalSince1970)])
+        metric("runner_info", "runner's version and the libvips it runs on.",
+               [([("version", RunnerVersion.string), ("libvips", VipsRuntime.version)], 1)])
         // Written before the run's end is recorded: a run exiting 0 is itself the last success.
         if let success = summary.exitCode == ExitStatus.success ? now : try store.lastSuccess() {
             metric("runner_last_success_timestamp_seconds", "When a run of the job last exited 0 (Unix time).",

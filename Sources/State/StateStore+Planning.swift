@@ -42,13 +42,20 @@ extension StateStore {
             return nil
         }
 
-        /// Copies another layout's item row whole, every column this database has (none dropped
-        /// silently when a migration adds one), as this run's.
+        /// Copies another layout's item row whole, as this run's.
         private static func takeOver(_ row: Row, runID: Int64?, into db: Database) throws {
-            let known = Set(try db.columns(in: "item").map(\.name))
+            try copy(row, into: "item", in: db) { $0 == "run_id" ? runID?.databaseValue ?? .null : nil }
+        }
+
+        /// Inserts another database's `row` into `table` unless its key is there, every column this
+        /// database has (none dropped silently when a migration adds one); `replacing` may give a
+        /// column a value of its own.
+        private static func copy(_ row: Row, into table: String, in db: Database,
+                                 replacing: (String) -> DatabaseValue? = { _ in nil }) throws {
+            let known = Set(try db.columns(in: table).map(\.name))
             let columns = row.columnNames.filter(known.contains)
-            let values = columns.map { $0 == "run_id" ? runID?.databaseValue ?? .null : row[$0] as DatabaseValue }
-            try db.execute(sql: "INSERT OR IGNORE INTO item (\(columns.joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))",
+            let values = columns.map { replacing($0) ?? row[$0] as DatabaseValue }
+            try db.execute(sql: "INSERT OR IGNORE INTO \(table) (\(columns.joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))",
                            arguments: StatementArguments(values))
         }
 
@@ -100,9 +107,17 @@ extension StateStore {
             return try CachedOriginal.fetchOne(statement, arguments: [sourceKey])
         }
 
+        /// The URL's blacklist entry here, else in another layout's database (taken over, as items
+        /// are, so a new shard count does not ask for a known 404 again).
         package func blacklistEntry(_ url: String) throws -> BlacklistEntry? {
             let statement = try db.cachedStatement(sql: "SELECT * FROM blacklist WHERE url = ?")
-            return try BlacklistEntry.fetchOne(statement, arguments: [url])
+            if let entry = try BlacklistEntry.fetchOne(statement, arguments: [url]) { return entry }
+            for other in others {
+                guard let row = try other.read({ try Row.fetchOne($0, sql: "SELECT * FROM blacklist WHERE url = ?", arguments: [url]) }) else { continue }
+                if runID != nil { try Self.copy(row, into: "blacklist", in: db) }
+                return BlacklistEntry(row: row)
+            }
+            return nil
         }
 
         /// Records the run's items of `source` that are not up to date as pending or blocked.

@@ -3,6 +3,7 @@ import Foundation
 import Support
 import Model
 import Keys
+import Imaging
 import Manifest
 import Planning
 import State
@@ -121,6 +122,25 @@ struct Schema: ParsableCommand {
 
     func run() throws {
         print(JobSchema.text)
+    }
+}
+
+struct Formats: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List the image formats this build's libvips reads and writes, and runner's output type for each.")
+
+    func run() throws {
+        try VipsRuntime.start(threadsPerImage: 1, blockUntrusted: false)
+        print("libvips \(VipsRuntime.version); an untrusted loader reads only with limits.blockUntrusted false")
+        let rows = [["format", "reads", "writes", "untrusted", "output type"]] + FormatSupport.survey().map { format in
+            [format.name, format.reads ? "yes" : "no", format.writes ? "yes" : "no", format.untrusted ? "yes" : "no",
+             format.outputType ?? "-"]
+        }
+        let widths = rows[0].indices.map { column in rows.map { $0[column].count }.max()! + 2 }
+        for row in rows {
+            print(zip(row, widths).map { $0.padding(toLength: $1, withPad: " ", startingAt: 0) }.joined()
+                .trimmingCharacters(in: .whitespaces))
+        }
     }
 }
 

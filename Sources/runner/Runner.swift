@@ -3,6 +3,7 @@ import Foundation
 import Support
 import Model
 import Keys
+import Imaging
 import Manifest
 import Planning
 import State
@@ -14,9 +15,9 @@ struct Runner: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "runner",
         abstract: "Run a JSON image job: plan it, process it with libvips, resume it after any stop.",
-        version: RunnerVersion.string,
-        subcommands: [Run.self, Validate.self, Schema.self, PlanCommand.self, PreviewCommand.self, Status.self, Failed.self, Report.self,
-                      Unblock.self, Prune.self, Worker.self],
+        version: "\(RunnerVersion.string) (libvips \(VipsRuntime.version))",
+        subcommands: [Run.self, Validate.self, Schema.self, Formats.self, PlanCommand.self, PreviewCommand.self, Status.self, Failed.self,
+                      Report.self, Unblock.self, Prune.self, Worker.self],
         defaultSubcommand: Run.self
     )
 

@@ -140,6 +140,21 @@ struct NightlyRunTests {
         #expect(json.contains(server.url("/status/404/a.jpg")) && !json.contains(#"\/"#), "slashes as they are: \(json)")
     }
 
+    @Test("an output replaced by a folder or emptied is not up to date: the run says so or makes it again")
+    func outputMustBeAFile() throws {
+        let workspace = try Workspace()
+        try workspace.copyFixtures(["photos/friends.jpg", "photos/fig-bowl.jpg"], to: "in")
+        let job = try simpleJob(workspace)
+        #expect(try workspace.run([job]).status == 0)
+        try FileManager.default.removeItem(atPath: workspace.path("out/friends.jpg"))
+        try FileManager.default.createDirectory(atPath: workspace.path("out/friends.jpg"), withIntermediateDirectories: false)
+        try Data().write(to: URL(fileURLWithPath: workspace.path("out/fig-bowl.jpg")))
+        let next = try workspace.run([job])
+        #expect(next.status == 1 && next.stdout.contains("1 done, 1 failed, 0 up to date"), "\(next.stdout)\(next.stderr)")
+        #expect(next.stderr.contains("friends.jpg") && next.stderr.contains("write"), "\(next.stderr)")
+        #expect(ImageProbe.open(workspace.path("out/fig-bowl.jpg")) != nil, "the emptied output was made again")
+    }
+
     @Test("a failure retried night after night says when it first failed and how many runs tried it")
     func failingSince() throws {
         let workspace = try Workspace()

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TestSupport
+import Support
 
 /// Debian's Python, where `python3-prometheus-client` (installed by `make deps`) lives.
 let systemPython = "/usr/bin/python3"
@@ -109,6 +110,7 @@ struct OperatorToolsTests {
         #expect(samples["runner_run_items|result=up_to_date"]?.0 == 2)
         #expect(samples["runner_run_items|result=known_failure"]?.0 == 1)
         #expect(samples["runner_run_exit_code|"]?.0 == 0)
+        #expect(samples["runner_info|libvips=\(ImageProbe.libvipsVersion),version=\(RunnerVersion.string)"]?.0 == 1, "\(samples.keys.sorted())")
         #expect(samples["runner_items|state=done"]?.1 == "simple")
         let lastSuccess = try #require(samples["runner_last_success_timestamp_seconds|"]?.0)
         #expect(abs(lastSuccess - Date().timeIntervalSince1970) < 120)

@@ -73,8 +73,9 @@ struct ReportTests {
         // Newest run first: the second found everything up to date and the URL blocked; the first had the failures.
         let runs = try captures("<tr class=\"run\" data-run=\"\\d+\">(.*?)</tr>", in: dom).map { try cells($0[0]) }
         #expect(runs.count == 2)
-        // run, started, duration, done, failed, up to date, blocked, items/s, outcome, exit
+        // run, started, duration, done, failed, up to date, blocked, items/s, outcome, exit, libvips
         #expect(runs.first.map { [$0[3], $0[4], $0[5], $0[6], $0[8], $0[9]] } == ["0", "0", "14", "2", "finished", "0"])
+        #expect(runs.allSatisfy { $0.last == ImageProbe.libvipsVersion }, "\(runs)")
         #expect(runs.last.map { [$0[3], $0[4], $0[5], $0[6], $0[8], $0[9]] } == ["14", "6", "0", "0", "finished", "1"])
         #expect(Double(runs.last?[7] ?? "") ?? 0 > 0, "items per second of the run that did the work")
         #expect(count("class=\"bar\"", in: dom) == 2, "one bar per run in the throughput chart")

@@ -118,6 +118,20 @@ struct ShardRunTests {
         #expect(workspace.files(in: "out/t").count == 23)
     }
 
+    @Test("a URL blacklisted before the job was sharded stays blocked in its shard: no request, exit 0")
+    func blacklistSurvivesResharding() throws {
+        let workspace = try Workspace()
+        let server = try HTTPTestServer()
+        let job = try remoteJob(workspace, urls: [server.url("/status/404/a.jpg"), server.url("/img/b.jpg")])
+        #expect(try workspace.run([job]).status == 1)
+        try server.reset()
+        for index in 0..<2 {
+            let shard = try workspace.run([job, "--shard", "\(index)/2"])
+            #expect(shard.status == 0, "shard \(index)/2: \(shard.stdout)\(shard.stderr)")
+        }
+        #expect(try server.stats().counts["/status/404/a.jpg"] == nil, "a blacklisted URL gets no request under a new shard count")
+    }
+
     @Test("a collision with another shard's output is a job-file error in every shard")
     func collisionsAcrossShards() throws {
         let workspace = try Workspace()

@@ -7,11 +7,11 @@ import TestSupport
 /// `http.staleIfError` of its last successful revalidation.
 @Suite("When the origin goes down", .serialized)
 struct StaleIfErrorTests {
-    enum Outage: String, CaseIterable { case refused, unavailable = "503", timeout = "hang" }
+    enum Outage: String, CaseIterable { case refused, unavailable = "503", timeout = "hang", maintenancePage = "html" }
 
     func urls(_ server: HTTPTestServer) -> [String] { ["a", "b", "c"].map { server.url("/img/\($0).jpg") } }
 
-    @Test("refused, timing out or 503: items stay up to date, counted not revalidated, said once; exit 0; back with 304, nothing renders again",
+    @Test("refused, timing out, 503 or a maintenance page served as 200: items stay up to date, counted not revalidated, said once; exit 0; back with 304, nothing renders again",
           arguments: Outage.allCases)
     func outageKeepsOutputs(outage: Outage) throws {
         let workspace = try Workspace()
@@ -25,7 +25,7 @@ struct StaleIfErrorTests {
 
         switch outage {
         case .refused: server = nil
-        case .unavailable, .timeout: try server!.outage(outage.rawValue)
+        case .unavailable, .timeout, .maintenancePage: try server!.outage(outage.rawValue)
         }
         let down = try workspace.run([job, "--metrics", workspace.path("job.prom")])
         #expect(down.status == 0, "\(down.stdout)\(down.stderr)")
@@ -40,7 +40,7 @@ struct StaleIfErrorTests {
 
         switch outage {
         case .refused: server = try HTTPTestServer(port: port)
-        case .unavailable, .timeout: try server!.outage("none")
+        case .unavailable, .timeout, .maintenancePage: try server!.outage("none")
         }
         try server!.reset()
         let back = try workspace.run([job])
@@ -48,6 +48,7 @@ struct StaleIfErrorTests {
         #expect(try server!.stats().conditional.values.reduce(0, +) == 3, "revalidated with 304s")
         #expect(outputs.map { workspace.modificationDate("out/127.0.0.1_\(port)/img/" + $0) } == written, "nothing rendered again")
         #expect(!(try workspace.run(["status", job]).stdout.contains("not revalidated")), "a successful revalidation clears it")
+        #expect(!(try workspace.run(["failed", job]).stdout.contains("blocked:")), "the origin's bad night blacklisted nothing")
     }
 
     @Test("past http.staleIfError, and for a source with no cached original, items fail as download failures (exit 1)")

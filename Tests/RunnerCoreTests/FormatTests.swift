@@ -98,10 +98,10 @@ struct FormatTests {
     func png() throws {
         let truecolour = try Render(picos, chain: small)
         let palette = try Render(picos, chain: small, format: #"{"type": "png", "palette": true}"#)
-        #expect(palette.probe?.ints["palette-bit-depth"] == 8)
+        #expect(palette.probe?.paletteBitDepth == 8)
         #expect(palette.bytes < truecolour.bytes / 2, "\(palette.bytes) vs \(truecolour.bytes)")
         let sixteen = try Render(picos, chain: small, format: #"{"type": "png", "palette": true, "colours": 16}"#)
-        #expect(sixteen.probe?.ints["palette-bit-depth"] == 4)
+        #expect(sixteen.probe?.paletteBitDepth == 4)
         #expect(sixteen.bytes < palette.bytes)
         let deep = try Render("formats/rgb16.png", chain: "", format: #"{"type": "png", "bitdepth": 16}"#)
         #expect(deep.probe?.bandFormat == "ushort" && deep.probe?.interpretation == "rgb16")

@@ -31,6 +31,9 @@ public struct ImageProbe: Sendable {
     /// Size of the embedded ICC profile in bytes, 0 when there is none.
     public let iccProfileBytes: Int
 
+    /// A palette PNG's bits per index: 8.14 says `palette-bit-depth`, 8.15+ `palette` and `bits-per-sample`.
+    public var paletteBitDepth: Int? { ints["palette-bit-depth"] ?? (ints["palette"] == 1 ? ints["bits-per-sample"] : nil) }
+
     private static let started: Bool = {
         _ = cvips_init("runner-tests")
         vips_cache_set_max(0)
@@ -40,6 +43,9 @@ public struct ImageProbe: Sendable {
     /// Starts libvips once per test process. vips_init is not safe to race: a second caller
     /// returns before the first has finished, so every test goes through this one gate.
     public static func startVips() { _ = started }
+
+    /// The version of the libvips this process runs on (the one runner was linked with too).
+    public static let libvipsVersion = String(cString: vips_version_string())
 
     /// nil when libvips cannot open or fully decode the file.
     public static func open(_ path: String) -> ImageProbe? {
@@ -150,9 +156,17 @@ public enum VipsCLI {
         public var description: String { "\(command) exited \(status): \(stderr)" }
     }
 
+    /// Where the tools of the libvips this process runs on are: the built prefix's `bin/` (beside its
+    /// `lib/`), or Debian's /usr/bin; so a comparison with `vips thumbnail` compares like with like.
+    public static let folders: [String] = {
+        let library = LoadedLibraries.paths(named: "libvips.so").first.map { URL(fileURLWithPath: $0) }
+        let prefixBin = library?.deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("bin").path
+        return (prefixBin.map { [$0] } ?? []) + ["/usr/bin", "/usr/local/bin"]
+    }()
+
     /// Runs `tool arguments...` and waits; throws when the tool is missing or fails.
     public static func run(_ tool: String, _ arguments: [String]) throws {
-        guard let path = ["/usr/bin", "/usr/local/bin"].map({ "\($0)/\(tool)" }).first(where: FileManager.default.isExecutableFile) else {
+        guard let path = folders.map({ "\($0)/\(tool)" }).first(where: FileManager.default.isExecutableFile) else {
             throw Missing(tool: tool)
         }
         let process = Process()
@@ -169,4 +183,34 @@ public enum VipsCLI {
                          stderr: String(decoding: message, as: UTF8.self))
         }
     }
+}
+
+/// The shared libraries a process has mapped, from its /proc maps.
+public enum LoadedLibraries {
+    /// The distinct files mapped by `pid` (this process by default) whose name starts with `prefix`.
+    public static func paths(named prefix: String, pid: Int32? = nil) -> [String] {
+        let maps = procFile("/proc/\(pid.map(String.init) ?? "self")/maps")
+        let files = maps.split(separator: "\n").compactMap { line -> String? in
+            guard let slash = line.firstIndex(of: "/") else { return nil }
+            let path = String(line[slash...])
+            return (path as NSString).lastPathComponent.hasPrefix(prefix) ? path : nil
+        }
+        return Array(Set(files)).sorted()
+    }
+}
+
+/// A /proc file's whole text. Foundation reads a file as long as its size says, and /proc files say 0:
+/// it gets the first page at most (a process's maps run to dozens of pages).
+public func procFile(_ path: String) -> String {
+    let descriptor = open(path, O_RDONLY)
+    guard descriptor >= 0 else { return "" }
+    defer { close(descriptor) }
+    var bytes: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 65536)
+    while true {
+        let count = read(descriptor, &buffer, buffer.count)
+        guard count > 0 else { break }
+        bytes += buffer[0..<count]
+    }
+    return String(decoding: bytes, as: UTF8.self)
 }

@@ -130,6 +130,17 @@ public final class RunningCommand: @unchecked Sendable {
 
     public var pid: Int32 { process.processIdentifier }
 
+    /// The processes it has started that are still alive (its workers), from /proc's stat files.
+    public var children: [Int32] {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return entries.compactMap(Int32.init).filter { candidate in
+            // pid (comm) state ppid ...: comm may hold spaces, so count from its closing parenthesis.
+            let stat = procFile("/proc/\(candidate)/stat")
+            let fields = stat.range(of: ")", options: .backwards).map { stat[$0.upperBound...].split(separator: " ") } ?? []
+            return fields.count > 1 && Int32(fields[1]) == pid
+        }.sorted()
+    }
+
     public var stdoutSoFar: String { (try? String(contentsOfFile: stdoutPath, encoding: .utf8)) ?? "" }
 
     public func signal(_ number: Int32) { kill(process.processIdentifier, number) }

@@ -15,7 +15,7 @@ COUNTS = {}
 CONDITIONAL = {}
 HEADERS = {}
 IN_FLIGHT = {"now": 0, "max": 0}
-OUTAGE = {"mode": "none"}   # /_outage/<none|503|hang>: how /img/ answers while the origin is "down"
+OUTAGE = {"mode": "none"}   # /_outage/<none|503|hang|html>: how /img/ answers while the origin is "down"
 ETAG = '"v1"'
 LAST_MODIFIED = "Mon, 02 Nov 2026 10:00:00 GMT"
 
@@ -75,6 +75,8 @@ class Handler(BaseHTTPRequestHandler):
         kind = parts[0]
         if kind == "img" and OUTAGE["mode"] == "503":
             return self.send(503, b"down for maintenance", "text/html")
+        if kind == "img" and OUTAGE["mode"] == "html":
+            return self.send(200, b"<html>down for maintenance</html>", "text/html")
         if kind == "img" and OUTAGE["mode"] == "hang":
             time.sleep(30)
             return

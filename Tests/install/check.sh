@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # `make install` and `make uninstall` into a scratch prefix, with the debug build `make test` has
-# just made. Runs outside `swift test`: SwiftPM's build lock is held while tests run.
+# just made (in build folder $1, default .build). Runs outside `swift test`: SwiftPM's build lock is
+# held while tests run.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+scratch=${1:-.build}
 prefix=$(mktemp -d)
 trap 'rm -rf "$prefix"' EXIT
 fail() { echo "install-check: $*" >&2; echo "0 passed, 1 failed"; exit 1; }
 
 make -s install CONFIG=debug PREFIX="$prefix" >/dev/null
-[ "$("$prefix/bin/runner" --version)" = "$(.build/debug/runner --version)" ] || fail "installed binary does not run"
+[ "$("$prefix/bin/runner" --version)" = "$("$scratch/debug/runner" --version)" ] || fail "installed binary does not run"
 grep -q '^\.Dt RUNNER 1' "$prefix/share/man/man1/runner.1" || fail "no man page"
 grep -q 'retry-failed' "$prefix/share/man/man1/runner.1" || fail "man page lacks the run options"
 grep -q 'unblock' "$prefix/share/bash-completion/completions/runner" || fail "bash completion lacks subcommands"

@@ -1,5 +1,6 @@
 package import CVips
 import Foundation
+import Model
 import Keys
 
 /// AVIF through libvips' heifsave with AV1 compression (libheif + aom in this build).
@@ -27,9 +28,9 @@ package struct AVIFEncoder: OutputEncoder {
 
     package var supportsAlpha: Bool { true }
 
-    package func encode(_ image: VipsImageHandle, strip: Bool) throws(VipsError) -> Data {
+    package func encode(_ image: VipsImageHandle, metadata: MetadataPolicy) throws(VipsError) -> Data {
         try image.encode("heifsave") {
-            cvips_avifsave_buffer($0, $1, $2, Int32(quality), Int32(effort), lossless ? 1 : 0, strip ? 1 : 0)
+            cvips_avifsave_buffer($0, $1, $2, Int32(quality), Int32(effort), lossless ? 1 : 0, metadata.saverKeep)
         }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Model
 import Keys
 
 /// `"type": "auto"`: the source's own format when runner writes it (jpeg, png, webp, avif, tiff,
@@ -54,7 +55,7 @@ package struct AutoEncoder: OutputEncoder {
         }
     }
 
-    package func encode(_ image: VipsImageHandle, strip: Bool) throws(VipsError) -> Data {
-        image.hasAlpha ? try png.encode(image, strip: strip) : try jpeg.encode(image, strip: strip)
+    package func encode(_ image: VipsImageHandle, metadata: MetadataPolicy) throws(VipsError) -> Data {
+        image.hasAlpha ? try png.encode(image, metadata: metadata) : try jpeg.encode(image, metadata: metadata)
     }
 }

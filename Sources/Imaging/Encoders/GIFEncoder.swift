@@ -1,5 +1,6 @@
 package import CVips
 import Foundation
+import Model
 import Keys
 
 /// GIF through libvips' cgif saver: quantised to a palette; alpha becomes 1-bit transparency.
@@ -31,7 +32,7 @@ package struct GIFEncoder: OutputEncoder {
     package var supportsAlpha: Bool { true }
     package var canAnimate: Bool { true }
 
-    package func encode(_ image: VipsImageHandle, strip: Bool) throws(VipsError) -> Data {
-        try image.encode("gifsave") { cvips_gifsave_buffer($0, $1, $2, dither, Int32(effort), Int32(bitdepth), strip ? 1 : 0) }
+    package func encode(_ image: VipsImageHandle, metadata: MetadataPolicy) throws(VipsError) -> Data {
+        try image.encode("gifsave") { cvips_gifsave_buffer($0, $1, $2, dither, Int32(effort), Int32(bitdepth), metadata.saverKeep) }
     }
 }

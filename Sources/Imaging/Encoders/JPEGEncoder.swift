@@ -1,5 +1,6 @@
 package import CVips
 import Foundation
+import Model
 import Keys
 
 package struct JPEGEncoder: OutputEncoder {
@@ -46,14 +47,14 @@ package struct JPEGEncoder: OutputEncoder {
 
     package var supportsAlpha: Bool { false }
 
-    package func encode(_ image: VipsImageHandle, strip: Bool) throws(VipsError) -> Data {
+    package func encode(_ image: VipsImageHandle, metadata: MetadataPolicy) throws(VipsError) -> Data {
         let subsample = switch chromaSubsampling {
         case .auto: VIPS_FOREIGN_SUBSAMPLE_AUTO
         case .yuv420: VIPS_FOREIGN_SUBSAMPLE_ON
         case .yuv444: VIPS_FOREIGN_SUBSAMPLE_OFF
         }
         return try image.encode("jpegsave") {
-            cvips_jpegsave_buffer($0, $1, $2, Int32(quality), progressive ? 1 : 0, subsample, optimizeCoding ? 1 : 0, strip ? 1 : 0)
+            cvips_jpegsave_buffer($0, $1, $2, Int32(quality), progressive ? 1 : 0, subsample, optimizeCoding ? 1 : 0, metadata.saverKeep)
         }
     }
 }

@@ -42,9 +42,9 @@ package struct PNGEncoder: OutputEncoder {
     package var supportsAlpha: Bool { true }
     package var sixteenBit: Bool { bitdepth == 16 }
 
-    package func encode(_ image: VipsImageHandle, strip: Bool) throws(VipsError) -> Data {
+    package func encode(_ image: VipsImageHandle, metadata: MetadataPolicy) throws(VipsError) -> Data {
         try image.encode("pngsave") {
-            cvips_pngsave_buffer($0, $1, $2, Int32(compression), palette ? 1 : 0, dither, Int32(bitdepth), strip ? 1 : 0)
+            cvips_pngsave_buffer($0, $1, $2, Int32(compression), palette ? 1 : 0, dither, Int32(bitdepth), metadata.saverKeep)
         }
     }
 }

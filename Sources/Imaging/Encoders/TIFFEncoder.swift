@@ -1,5 +1,6 @@
 package import CVips
 import Foundation
+import Model
 import Keys
 
 /// A single-image TIFF (no pyramid).
@@ -48,9 +49,9 @@ package struct TIFFEncoder: OutputEncoder {
     /// libvips writes JPEG-compressed TIFFs without alpha (it drops the band unflattened).
     package var supportsAlpha: Bool { compression != .jpeg }
 
-    package func encode(_ image: VipsImageHandle, strip: Bool) throws(VipsError) -> Data {
+    package func encode(_ image: VipsImageHandle, metadata: MetadataPolicy) throws(VipsError) -> Data {
         try image.encode("tiffsave") {
-            cvips_tiffsave_buffer($0, $1, $2, compression.vipsCompression, Int32(quality), strip ? 1 : 0)
+            cvips_tiffsave_buffer($0, $1, $2, compression.vipsCompression, Int32(quality), metadata.saverKeep)
         }
     }
 }

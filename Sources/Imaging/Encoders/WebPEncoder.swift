@@ -36,14 +36,14 @@ package struct WebPEncoder: OutputEncoder {
     package var supportsAlpha: Bool { true }
     package var canAnimate: Bool { true }
 
-    package func encode(_ image: VipsImageHandle, strip: Bool) throws(VipsError) -> Data {
+    package func encode(_ image: VipsImageHandle, metadata: MetadataPolicy) throws(VipsError) -> Data {
         let data = try image.encode("webpsave") {
             cvips_webpsave_buffer($0, $1, $2, Int32(quality), lossless ? 1 : 0, nearLossless ? 1 : 0, Int32(effort),
-                                  Int32(alphaQuality), strip ? 1 : 0)
+                                  Int32(alphaQuality), metadata.saverKeep)
         }
         // libvips 8.14's webpsave ignores `strip` (libvips issue #3340): it writes the EXIF (GPS
         // included), XMP and ICC chunks regardless, so they are cut out of the container here.
-        return strip ? try Self.removingMetadata(data) : data
+        return metadata == .strip && !MetadataPolicy.saversApplyIt ? try Self.removingMetadata(data) : data
     }
 
     /// The WebP file without its ICCP, EXIF and XMP chunks, and with VP8X's flags for them cleared.

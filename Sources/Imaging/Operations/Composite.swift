@@ -109,7 +109,7 @@ package struct Composite: ImageOperation {
         if let scale {
             // Any positive scale is accepted; no width beyond libvips' largest coordinate (nor an
             // integer conversion that traps).
-            let width = min(max(1, (Double(image.width) * scale).rounded()), Double(VIPS_MAX_COORD))
+            let width = min(max(1, (Double(image.width) * scale).rounded()), Double(CVIPS_MAX_COORD))
             let factor = width / Double(overlay.width)
             overlay = try overlay.derive("resize") { cvips_resize($0, $1, factor, factor, VIPS_KERNEL_LANCZOS3) }
         }

@@ -55,7 +55,7 @@ package struct Thumbnail: LoadingOperation {
     /// The box and options handed to libvips' thumbnail for an image of `sourceWidth` x `sourceHeight`
     /// (already in display orientation).
     private func request(sourceWidth: Int, sourceHeight: Int) -> (width: Int32, height: Int32, size: VipsSize, crop: VipsInteresting) {
-        let unbounded = Int32(VIPS_MAX_COORD)
+        let unbounded = Int32(CVIPS_MAX_COORD)
         let size = enlarge ? VIPS_SIZE_BOTH : VIPS_SIZE_DOWN
         let boxWidth = width.map(Int32.init) ?? unbounded
         let boxHeight = height.map(Int32.init) ?? unbounded
