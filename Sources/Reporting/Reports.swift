@@ -120,7 +120,8 @@ public struct StatusReport: Codable, Sendable {
                     : String(format: "%.1fs", end.timeIntervalSince(run.startedAt))
             } ?? "no end recorded"
             lines.append("\(name) \(formatter.string(from: run.startedAt)) \(run.outcome) exit \(run.exitCode.map(String.init) ?? "-"): "
-                + "\(run.done) done, \(run.failed) failed, \(run.upToDate) up to date, \(run.blocked) blocked (\(ended))")
+                + "\(run.done) done, \(run.failed) failed, \(run.upToDate) up to date, "
+                + (run.notRevalidated > 0 ? "\(run.notRevalidated) not revalidated, " : "") + "\(run.blocked) blocked (\(ended))")
         }
         if !earlierLayouts.isEmpty {
             lines.append("not counted (an earlier shard count): " + earlierLayouts.map(Paths.lastComponent).joined(separator: ", "))

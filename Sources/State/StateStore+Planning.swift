@@ -54,7 +54,11 @@ extension StateStore {
                                  replacing: (String) -> DatabaseValue? = { _ in nil }) throws {
             let known = Set(try db.columns(in: table).map(\.name))
             let columns = row.columnNames.filter(known.contains)
-            let values = columns.map { replacing($0) ?? row[$0] as DatabaseValue }
+            var values: [DatabaseValue] = []
+            for column in columns {
+                let own = replacing(column)
+                values.append(own ?? row[column])
+            }
             try db.execute(sql: "INSERT OR IGNORE INTO \(table) (\(columns.joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))",
                            arguments: StatementArguments(values))
         }

@@ -52,10 +52,11 @@ extension StateStore {
     package func finishRun(_ runID: Int64, summary: RunSummary) throws {
         try database.write { db in
             try db.execute(sql: """
-                UPDATE run SET ended_at = ?, done = ?, failed = ?, up_to_date = ?, blocked = ?, outcome = ?, exit_code = ?
+                UPDATE run SET ended_at = ?, done = ?, failed = ?, up_to_date = ?, not_revalidated = ?, blocked = ?, outcome = ?,
+                    exit_code = ?
                 WHERE id = ?
-                """, arguments: [Date().timeIntervalSince1970, summary.done, summary.failed, summary.upToDate, summary.blocked,
-                                 summary.outcome, summary.exitCode, runID])
+                """, arguments: [Date().timeIntervalSince1970, summary.done, summary.failed, summary.upToDate, summary.notRevalidated,
+                                 summary.blocked, summary.outcome, summary.exitCode, runID])
             // Items abandoned in flight (a second signal killed their workers) run again next time.
             try db.execute(sql: "UPDATE item SET state = \(ItemState.pending.sql) WHERE state = \(ItemState.running.sql)")
         }

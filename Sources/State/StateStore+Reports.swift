@@ -165,6 +165,8 @@ public struct RunRecord: Sendable, Codable {
     public let vipsVersion: String
     public let planned: Int
     public let upToDate: Int
+    /// URL items kept up to date from a cached original that could not be revalidated.
+    public let notRevalidated: Int
     public let done: Int
     public let failed: Int
     public let blocked: Int

