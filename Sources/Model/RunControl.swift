@@ -39,7 +39,7 @@ package final class RunControl: Sendable {
     package var failure: (any Error)? { state.withLock { $0.failure } }
 
     /// Drains (no new items; those in flight finish) for a budget or a failure; returns false when
-    /// the run was already stopping. A signal goes through `requestStop(signal:)`.
+    /// the run was already stopping. A signal drains the first time and abandons the second.
     @discardableResult
     package func stop(for reason: StopReason) -> Bool {
         if case .signal(let number) = reason {
@@ -60,7 +60,7 @@ package final class RunControl: Sendable {
 
     /// The first signal drains; the second abandons (its workers are killed), whatever else
     /// stopped the run before.
-    package func requestStop(signal: Int32) {
+    private func requestStop(signal: Int32) {
         let victims: Set<pid_t> = state.withLock { state in
             state.signal = state.signal ?? signal
             state.signalsSeen += 1
@@ -96,7 +96,7 @@ package final class SignalTrap {
             signal(signalNumber, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
             source.setEventHandler {
-                control.requestStop(signal: signalNumber)
+                control.stop(for: .signal(signalNumber))
                 onSignal(signalNumber, control.phase)
             }
             source.resume()

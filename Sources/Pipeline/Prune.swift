@@ -3,6 +3,7 @@ import Imaging
 import Manifest
 import Planning
 import State
+import Reporting
 
 extension JobRunner {
     public struct PruneCounts: Sendable {
@@ -19,13 +20,14 @@ extension JobRunner {
     /// then drops its row; a file it could not delete keeps its row, so a later prune tries again.
     /// Nil when the job has never run; nothing is created then.
     public static func prune(_ job: Job, delete: Bool, _ visit: (Orphan) throws -> Void) throws -> PruneCounts? {
-        let databases = try job.stateLayout.current { try StateStore.existing(at: $0.path)?.recentRuns(limit: 1).first?.startedAt }.current
+        // The databases that answer for the job now, as status reads them (each shard's of the layout that ran last).
+        let databases = try JobDatabases(job: job).parts
         guard !databases.isEmpty else { return nil }
-        // No run may record an item while pruning judges its row; every database is checked before any is touched.
+        let stores = databases.map(\.store)
+        defer { stores.forEach { $0.close() } }
+        // No run may record an item while pruning judges its row; every database is locked before any is touched.
         let locks = delete ? try databases.map { try RunLock(statePath: $0.path) } : []
         defer { withExtendedLifetime(locks) {} }
-        let stores = try databases.compactMap { try StateStore.existing(at: $0.path) }
-        defer { stores.forEach { $0.close() } }
         if delete { try stores.forEach { try $0.checkIntact() } }
         // The whole job is planned before anything is touched, so a job-file error changes nothing.
         var current = CurrentItems()
