@@ -29,6 +29,23 @@ struct PathBytesTests {
         #expect(RemoteURL("http://h/img/..%2F%CC%81y.jpg")?.fileName == "../\u{301}y.jpg")
     }
 
+    @Test("{dir} drops empty, . and .. segments and NULs, whatever the folder's shape")
+    func dirSegments() throws {
+        let template = try PathTemplate("out/{dir}/x.jpg", baseDirectory: "/j", location: "path")
+        var random = FuzzRandom(seed: FuzzSettings.seed)
+        let pieces = ["a", "b.c", ".", "..", "...", ".x", "", "\u{0}", "d\u{0}e", "\u{301}"]
+        for _ in 0..<5_000 {
+            let dir = (0..<random.below(5)).map { _ in random.pick(pieces) }.joined(separator: "/")
+            // What {dir} made before its fast path: split on the slash byte, drop `.` and `..`
+            // segments, drop NULs, join.
+            let kept = String(decoding: Array(dir.utf8.split(separator: UInt8(ascii: "/")).filter { segment in
+                !(segment.allSatisfy { $0 == UInt8(ascii: ".") } && segment.count <= 2)
+            }.map { $0.filter { $0 != 0 } }.joined(separator: [UInt8(ascii: "/")])), as: UTF8.self)
+            #expect(template.expand(.init(stem: "x", ext: "jpg", dir: dir, name: "t", key: "k"))
+                    == Paths.normalize("/j/out/" + kept + "/x.jpg"), "\(dir.debugDescription)")
+        }
+    }
+
     @Test("a NUL in the state or cache path is a job-file error: the kernel would write beside the named place")
     func nulInStatePaths() {
         for (key, value) in [("state", #""a\u0000b.sqlite""#), ("cache", #""c\u0000d""#)] {
