@@ -35,12 +35,16 @@ package enum Paths {
     /// Absolute, with no empty, `.` or `..` component and no trailing slash: what `normalize` makes.
     /// Planning checks every output path, and most are already normal.
     private static func isNormal(_ path: String) -> Bool {
-        var bytes = path.utf8.makeIterator()
-        guard bytes.next() == slash else { return false }
+        var path = path
+        return path.withUTF8 { isNormal($0) }
+    }
+
+    private static func isNormal(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard bytes.first == slash else { return false }
         var componentLength = 0
         var componentDots = 0
         func componentIsFine() -> Bool { componentLength > 0 && !(componentDots == componentLength && componentLength <= 2) }
-        while let byte = bytes.next() {
+        for byte in bytes.dropFirst() {
             if byte == slash {
                 guard componentIsFine() else { return false }
                 componentLength = 0
@@ -50,7 +54,7 @@ package enum Paths {
                 if byte == dot { componentDots += 1 }
             }
         }
-        return componentIsFine() || path == "/"
+        return componentIsFine() || bytes.count == 1
     }
 
     package static func directory(of path: String) -> String {
@@ -68,10 +72,19 @@ package enum Paths {
     /// `path` relative to `root` when it lies inside it, else nil. Byte for byte: Swift's `==`
     /// and `hasPrefix` compare canonically equivalent strings as equal, file systems do not.
     package static func relative(_ path: String, to root: String) -> String? {
-        if path.utf8.elementsEqual(root.utf8) { return "" }
-        let prefix = root.utf8.last == slash ? root : root + "/"
-        guard path.utf8.starts(with: prefix.utf8) else { return nil }
-        return String(decoding: path.utf8.dropFirst(prefix.utf8.count), as: UTF8.self)
+        var path = path, root = root
+        return path.withUTF8 { pathBytes in
+            root.withUTF8 { rootBytes -> String? in
+                // memcmp on the bytes (a canonically equivalent name is another name).
+                func same(_ count: Int) -> Bool { count == 0 || memcmp(pathBytes.baseAddress!, rootBytes.baseAddress!, count) == 0 }
+                if pathBytes.count == rootBytes.count && same(rootBytes.count) { return "" }
+                let rootEndsWithSlash = rootBytes.last == slash
+                let prefixLength = rootBytes.count + (rootEndsWithSlash ? 0 : 1)
+                guard pathBytes.count >= prefixLength, same(rootBytes.count),
+                      rootEndsWithSlash || pathBytes[rootBytes.count] == slash else { return nil }
+                return String(decoding: UnsafeBufferPointer(rebasing: pathBytes[prefixLength...]), as: UTF8.self)
+            }
+        }
     }
 
     /// `path` without its first byte (a leading slash).
