@@ -19,7 +19,7 @@ package struct DigestSet {
         digests.contains(Self.digest(text))
     }
 
-    private static func digest(_ text: String) -> UInt128 {
+    package static func digest(_ text: String) -> UInt128 {
         var seeded = Hasher()
         seeded.combine(text)
         return UInt128(StableHash.value(text)) << 64 | UInt128(UInt64(bitPattern: Int64(seeded.finalize())))

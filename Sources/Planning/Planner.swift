@@ -62,6 +62,8 @@ package struct Planner {
     /// The limits a content-decided failure was recorded under (`Limits.identifier`, with each
     /// output's own frame limit): a failure stands only while they are the same.
     package let limitsDigest: String
+    /// How many source keys deduplication remembers exactly before its Bloom filter takes over.
+    package var uniqueKeysInMemory = 1_000_000
 
     package init(job: Job, vipsVersion: String) {
         self.job = job
@@ -109,16 +111,17 @@ package struct Planner {
 
     /// Discovered sources, each key once, and whether each is of this run's shard (every source is,
     /// without one). One folder walk or one glob cannot name a file twice, so only jobs with lists
-    /// or several sources pay for remembering keys, and only those of their own shard: a source's
-    /// repeats all fall in one shard.
+    /// or several sources pay for remembering keys (`UniqueSources`: flat memory past a million),
+    /// and only those of their own shard: a source's repeats all fall in one shard.
     private func forEachUniqueSource(_ visit: (DiscoveredSource, _ own: Bool) throws -> Void) throws {
         let canRepeat = job.sources.count > 1 || job.sources.contains { if case .list = $0 { true } else { false } }
-        var seen = DigestSet()
+        var unique = UniqueSources(spillingInto: spillFolder, exactLimit: uniqueKeysInMemory)
         try SourceDiscovery.discover(job.sources) { discovered in
             let own = job.shard?.contains(discovered.key) ?? true
-            guard !own || !canRepeat || seen.insert(discovered.key) else { return }
+            if own && canRepeat { guard try unique.admit(discovered) else { return } }
             try visit(discovered, own)
         }
+        try unique.finish { try visit($0, true) }
     }
 
     /// One source's items as a run would plan them, output paths and all, whether or not the job's

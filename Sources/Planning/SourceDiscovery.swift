@@ -9,7 +9,7 @@ import Imaging
 import Manifest
 
 /// A source found by expanding the job's `sources`: a local file or a remote address.
-package struct DiscoveredSource: Sendable {
+package struct DiscoveredSource: Sendable, Codable {
     /// The source key: a file's absolute, normalized path; a URL's normalized form or explicit key.
     package let key: String
     package let origin: SourceOrigin

@@ -1,0 +1,143 @@
+internal import CSystem
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import Support
+
+/// Passes each discovered source on once (the first time its key is seen), in memory that stops
+/// growing: up to `exactLimit` keys are remembered exactly (16 bytes each); past that a Bloom
+/// filter of fixed size answers "new" for almost every new key, whose digest then goes to disk,
+/// and a source the filter may have seen waits on disk too. `finish` settles those with the
+/// digests read back a partition at a time: repeats are dropped, the filter's false matches
+/// passed on then (the only sources that leave discovery order: about 1 in 30,000 at 10M keys).
+package struct UniqueSources: ~Copyable {
+    package typealias Failure = SpillFailure
+
+    private typealias Digest = UInt128
+    /// A source the filter may have seen: its digest, and where its bytes are in the waiting file.
+    private struct Waiting {
+        let digest: Digest
+        let offset: Int64
+    }
+
+    private static let partitionCount = 64
+    private let exactLimit: Int
+    private let bloomBits: Int
+    private let folder: String
+    private var exact = Set<UInt128>()
+    private var bloom: [UInt64] = []
+    private var passed: SpilledRecords<Digest>
+    private var waiting: SpilledRecords<Waiting>
+    private var waitingFile: Int32 = -1
+    private var waitingBytes: Int64 = 0
+
+    /// `exactLimit` keys exactly (1M: ~40 MB with the set's slack), then a filter of `bloomBits`
+    /// (2^28: 32 MiB, 7 probes: 1 false match in ~30,000 at 10M keys, 1 in 2 at 100M).
+    package init(spillingInto folder: String, exactLimit: Int = 1_000_000, bloomBits: Int = 1 << 28) {
+        self.folder = folder
+        self.exactLimit = exactLimit
+        self.bloomBits = max(64, bloomBits)
+        passed = SpilledRecords(partitions: Self.partitionCount, spillingInto: folder, prefix: ".runner-keys-")
+        waiting = SpilledRecords(partitions: Self.partitionCount, spillingInto: folder, prefix: ".runner-keys-")
+    }
+
+    deinit { if waitingFile >= 0 { close(waitingFile) } }
+
+    /// True when `source` is to be visited now: its key is new. False for a repeat, or for a
+    /// source that waits for `finish`.
+    package mutating func admit(_ source: DiscoveredSource) throws(Failure) -> Bool {
+        let digest = DigestSet.digest(source.key)
+        if bloom.isEmpty {
+            guard exact.insert(digest).inserted else { return false }
+            if exact.count > exactLimit { try leaveExactSet() }
+            return true
+        }
+        if try !mayHaveSeen(digest) { return true }
+        try wait(source, digest)
+        return false
+    }
+
+    /// Visits, in discovery order, the waiting sources whose keys were not passed on before them.
+    package mutating func finish(_ visit: (DiscoveredSource) throws -> Void) throws {
+        guard waitingFile >= 0 else { return }
+        var newOffsets: [Int64] = []
+        for partition in 0..<Self.partitionCount {
+            let passedDigests = try passed.readBack(partition).sorted()
+            var settled = Set<Digest>()
+            for entry in try waiting.readBack(partition) {
+                guard !Self.contains(passedDigests, entry.digest), settled.insert(entry.digest).inserted else { continue }
+                newOffsets.append(entry.offset)
+            }
+        }
+        for offset in newOffsets.sorted() { try visit(try readWaiting(at: offset)) }
+    }
+
+    private mutating func leaveExactSet() throws(Failure) {
+        bloom = [UInt64](repeating: 0, count: bloomBits / 64)
+        // Every remembered key was passed on: each goes to the passed digests, whatever the filter
+        // already says of it.
+        for digest in exact {
+            _ = addToFilter(digest)
+            try passed.append(digest, to: Self.partition(digest))
+        }
+        exact = []
+    }
+
+    /// Whether the filter may have seen `digest`; if not, it is added to the filter and to the
+    /// passed digests.
+    private mutating func mayHaveSeen(_ digest: Digest) throws(Failure) -> Bool {
+        let seen = addToFilter(digest)
+        if !seen { try passed.append(digest, to: Self.partition(digest)) }
+        return seen
+    }
+
+    /// Sets `digest`'s bits; true when all of them were set already.
+    private mutating func addToFilter(_ digest: Digest) -> Bool {
+        let bits = UInt64(bloom.count * 64)
+        let (high, low) = (UInt64(truncatingIfNeeded: digest >> 64), UInt64(truncatingIfNeeded: digest))
+        var seen = true
+        for probe in 0..<UInt64(7) {
+            let bit = (low &+ probe &* (high | 1)) % bits
+            let word = Int(bit / 64), mask = UInt64(1) << (bit % 64)
+            if bloom[word] & mask == 0 { seen = false; bloom[word] |= mask }
+        }
+        return seen
+    }
+
+    private mutating func wait(_ source: DiscoveredSource, _ digest: Digest) throws(Failure) {
+        if waitingFile < 0 { waitingFile = try SpilledRecords<Digest>.unlinkedFile(in: folder, prefix: ".runner-keys-") }
+        let body: Data
+        do { body = try JSONEncoder().encode(source) } catch { throw Failure(description: "cannot encode \(source.key): \(error)") }
+        var record = withUnsafeBytes(of: UInt32(body.count).littleEndian) { Data($0) }
+        record.append(body)
+        let failure = record.withUnsafeBytes { FileDescriptor.writeAll(waitingFile, $0) }
+        if let failure { throw Failure(description: "cannot write a temporary file in \(folder): \(String(cString: strerror(failure)))") }
+        try waiting.append(Waiting(digest: digest, offset: waitingBytes), to: Self.partition(digest))
+        waitingBytes += Int64(record.count)
+    }
+
+    private func readWaiting(at offset: Int64) throws -> DiscoveredSource {
+        var length: UInt32 = 0
+        guard withUnsafeMutableBytes(of: &length, { pread(waitingFile, $0.baseAddress, 4, off_t(offset)) }) == 4 else {
+            throw Failure(description: "cannot read back a temporary file in \(folder)")
+        }
+        var body = Data(count: Int(UInt32(littleEndian: length)))
+        let count = body.count
+        guard body.withUnsafeMutableBytes({ pread(waitingFile, $0.baseAddress, count, off_t(offset + 4)) }) == count else {
+            throw Failure(description: "cannot read back a temporary file in \(folder)")
+        }
+        return try JSONDecoder().decode(DiscoveredSource.self, from: body)
+    }
+
+    private static func contains(_ sorted: [Digest], _ digest: Digest) -> Bool {
+        var low = 0, high = sorted.count
+        while low < high {
+            let middle = (low + high) / 2
+            if sorted[middle] < digest { low = middle + 1 } else { high = middle }
+        }
+        return low < sorted.count && sorted[low] == digest
+    }
+
+    private static func partition(_ digest: Digest) -> Int { Int(truncatingIfNeeded: digest >> 122) }
+}
