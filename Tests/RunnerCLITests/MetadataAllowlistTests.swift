@@ -124,6 +124,35 @@ struct MetadataAllowlistTests {
         }
     }
 
+    @Test("a TIFF source's bare IPTC records and a PNG source's EXIF and XMP reach a JPEG output, cut to the chosen fields")
+    func otherSourceContainers() throws {
+        let workspace = try Workspace()
+        try FileManager.default.createDirectory(atPath: workspace.path("src"), withIntermediateDirectories: true)
+        let sources = ["formats/photo.tif": "src/scan.tif", "formats/photo.png": "src/shot.png"]
+        for (fixture, path) in sources {
+            try FileManager.default.copyItem(atPath: Fixtures.path(fixture), toPath: workspace.path(path))
+            try ExifTool.write([
+                "-EXIF:Artist=Jane Doe", "-EXIF:Copyright=Copyright Jane Doe (Studio)", "-ExifIFD:SerialNumber=SN123456",
+                "-EXIF:GPSLatitude=51.5", "-EXIF:GPSLatitudeRef=N", "-XMP-dc:Creator=Jane Doe",
+                "-XMP-dc:Rights=Copyright Jane Doe (Studio)", "-XMP-photoshop:Credit=Jane Doe / Agency", "-XMP-aux:SerialNumber=SN123456",
+                "-XMP-photoshop:City=London", "-IPTC:By-line=Jane Doe", "-IPTC:CopyrightNotice=Copyright Jane Doe (Studio)",
+                "-IPTC:Credit=Jane Doe / Agency", "-IPTC:City=London",
+            ], into: workspace.path(path))
+        }
+        let job = try workspace.writeJob(#"{"version": 1, "sources": [{"path": "src"}], "state": "state.sqlite", "outputs": ["#
+            + #"{"name": "jpeg", "path": "out/{stem}.jpg", "chain": [], "format": {"type": "jpeg"}, "metadata": {"keep": ["copyright", "artist", "credit"]}}]}"#)
+        let result = try workspace.run([job])
+        #expect(result.status == 0, "\(result.stderr)")
+        let xmp = ["XMP-dc:Creator", "XMP-dc:Rights", "XMP-photoshop:Credit"]
+        // libvips reads no EXIF from a TIFF, and no IPTC from a PNG (exiftool puts it in a text chunk).
+        let expected = ["src/scan.tif": xmp + ["IPTC:By-line", "IPTC:CopyrightNotice", "IPTC:Credit"],
+                        "src/shot.png": xmp + ["IFD0:Artist", "IFD0:Copyright"]]
+        for (source, keys) in expected {
+            let output = workspace.path("out/" + ((source as NSString).lastPathComponent as NSString).deletingPathExtension + ".jpg")
+            try Self.check(output, expected: keys, source: try ExifTool.tags(of: workspace.path(source)), secrets: ["SN123456", "London"])
+        }
+    }
+
     @Test("the allowlist is part of the recipe: changing it re-renders only the outputs it changes; order and the keepIcc spelling do not count")
     func allowlistInRecipe() throws {
         let workspace = try Workspace()
