@@ -214,15 +214,18 @@ static inline int cvips_pipeline_from(VipsImage *image, VipsImage *input) {
 }
 
 // MARK: - Saving (to memory; runner writes the bytes itself, atomically)
-// `keep` says which metadata the file carries. libvips 8.15 replaced the `strip` flag with `keep`
-// flags that every saver applies; 8.14 has only `strip` (all or nothing), which its webpsave
-// ignores (libvips issue #3340), so on 8.14 runner removes the rest itself (CVIPS_SAVERS_KEEP 0).
+// `keep` says which metadata the file carries: CVIPS_KEEP_* flags, libvips' VipsForeignKeep values.
+// libvips 8.15 replaced the `strip` flag with `keep` flags that every saver applies; 8.14 has only
+// `strip` (all or nothing), which its webpsave ignores (libvips issue #3340), so on 8.14 runner
+// removes the rest itself (CVIPS_SAVERS_KEEP 0).
 
-typedef enum { CVIPS_KEEP_NONE, CVIPS_KEEP_ICC, CVIPS_KEEP_ALL } CVipsKeep;
+typedef enum {
+    CVIPS_KEEP_NONE = 0, CVIPS_KEEP_EXIF = 1, CVIPS_KEEP_XMP = 2, CVIPS_KEEP_IPTC = 4, CVIPS_KEEP_ICC = 8,
+    CVIPS_KEEP_OTHER = 16, CVIPS_KEEP_ALL = 31
+} CVipsKeep;
 #if VIPS_MAJOR_VERSION > 8 || (VIPS_MAJOR_VERSION == 8 && VIPS_MINOR_VERSION >= 15)
 #define CVIPS_SAVERS_KEEP 1
-#define CVIPS_METADATA(keep) "keep", ((keep) == CVIPS_KEEP_ALL ? VIPS_FOREIGN_KEEP_ALL \
-                                      : (keep) == CVIPS_KEEP_ICC ? VIPS_FOREIGN_KEEP_ICC : VIPS_FOREIGN_KEEP_NONE)
+#define CVIPS_METADATA(keep) "keep", (VipsForeignKeep) (keep)
 #else
 #define CVIPS_SAVERS_KEEP 0
 #define CVIPS_METADATA(keep) "strip", (keep) == CVIPS_KEEP_NONE

@@ -69,7 +69,7 @@ package struct OutputSpec: Sendable {
 
     /// Everything about how this output renders a source; part of each item's fingerprint.
     package var recipe: String {
-        "\(chain.identifier)=>\(encoder.identifier);autorotate:\(autorotate);metadata:\(metadata.rawValue);colorspace:\(colourSpace.rawValue)"
+        "\(chain.identifier)=>\(encoder.identifier);autorotate:\(autorotate);metadata:\(metadata.identifier);colorspace:\(colourSpace.rawValue)"
     }
 }
 

@@ -204,14 +204,36 @@ extension Job {
         package static let format = ObjectKey("format", required: true, .tagged(encoderShape), "The encoding.")
         package static let autorotate = Key.flag("autorotate", default: true, "Apply the EXIF orientation while decoding.")
         package static let keepMetadata = Key.flag("keepMetadata", default: false,
-                                           "Keep EXIF, XMP and the ICC profile (the orientation tag is reset once applied).")
+                                           "Keep all of the source's EXIF, XMP, IPTC and ICC profile (the orientation tag is reset once applied).")
         package static let keepIcc = Key.flag("keepIcc", default: false,
-                                      "Keep the ICC profile only (sRGB's after conversion; the source's with colorspace keep).")
+            "Keep the ICC profile only (sRGB's after conversion; the source's with colorspace keep); the same as metadata.keep [\"icc\"].")
+        package static let metadata = ObjectKey("metadata", .fixed(ObjectShape([MetadataKeys.keep])),
+            "The metadata to keep, by field name (none by default); instead of keepMetadata and keepIcc.")
         package static let colorspace = Key.choice("colorspace", .defaults(ColourSpacePolicy.srgb),
             "srgb converts to sRGB; keep leaves RGB and grey pixels in the source's colour space (use with keepIcc). CMYK is converted either way.")
         package static let frames = Key.integer("frames", .positive, .optional("limits.frames"), "This output's frame limit for animations.")
 
-        package static let shape = ObjectShape([name, path, chain, format, autorotate, keepMetadata, keepIcc, colorspace, frames])
+        package static let shape = ObjectShape([name, path, chain, format, autorotate, keepMetadata, keepIcc, metadata, colorspace, frames])
+    }
+
+    package enum MetadataKeys {
+        package static let keep = Key<[MetadataField]>.choices("keep", noun: "field", .required,
+            "Fields to keep: " + MetadataField.allCases.map(\.rawValue).joined(separator: ", ")
+                + " (README, Metadata, maps each to its EXIF, XMP and IPTC fields); everything else is dropped.")
+    }
+
+    /// An output's metadata policy: `metadata.keep`, or the older flags (which it replaces, so not both).
+    private static func readMetadata(_ output: ObjectReader) throws -> MetadataPolicy {
+        let keepMetadata = try output.read(Output.keepMetadata)
+        let keepIcc = try output.read(Output.keepIcc)
+        guard output.has(Output.metadata) else { return keepMetadata ? .all : keepIcc ? .icc : .strip }
+        if output.has(Output.keepMetadata) || output.has(Output.keepIcc) {
+            throw output.error(Output.metadata, "give metadata or keepMetadata/keepIcc, not both")
+        }
+        let section = try output.object(Output.metadata)
+        let fields = Set(try section.read(MetadataKeys.keep))
+        try section.finish()
+        return .keep(fields)
     }
 
     private static func readOutputs(_ root: ObjectReader, baseDirectory: String) throws -> [OutputSpec] {
@@ -233,9 +255,7 @@ extension Job {
                 throw output.error(Output.path, mismatch)
             }
             let autorotate = try output.read(Output.autorotate)
-            let keepMetadata = try output.read(Output.keepMetadata)
-            let keepIcc = try output.read(Output.keepIcc)
-            let metadata: MetadataPolicy = keepMetadata ? .all : keepIcc ? .icc : .strip
+            let metadata = try readMetadata(output)
             let colourSpace = try output.read(Output.colorspace)
             let frames = try output.optional(Output.frames)
             try output.finish()

@@ -1,6 +1,28 @@
-/// What metadata an output keeps: none (the default), the ICC profile only, or EXIF, XMP and ICC.
-package enum MetadataPolicy: String, Sendable {
-    case strip, icc, all
+/// What metadata an output keeps: everything the source carries (`keepMetadata`), or only the
+/// fields it names (`metadata.keep`; none by default, the ICC profile alone with `keepIcc`).
+package enum MetadataPolicy: Sendable, Hashable {
+    case all
+    case keep(Set<MetadataField>)
+
+    package static let strip = MetadataPolicy.keep([])
+    package static let icc = MetadataPolicy.keep([.icc])
+
+    /// Its canonical spelling in the recipe: the names in a fixed order, so listing them
+    /// differently changes nothing; `strip` and `icc` are what `keepIcc` has always written.
+    package var identifier: String {
+        switch self {
+        case .all: "all"
+        case .keep(let fields) where fields.isEmpty: "strip"
+        case .keep(let fields) where fields == [.icc]: "icc"
+        case .keep(let fields): MetadataField.allCases.filter(fields.contains).map(\.rawValue).joined(separator: "+")
+        }
+    }
+}
+
+/// A piece of metadata an output may keep, by a name a photographer knows. Each stands for
+/// EXIF, XMP and IPTC fields (`MetadataSelection` in Imaging has the map).
+package enum MetadataField: String, CaseIterable, Sendable {
+    case artist, copyright, credit, licence, title, caption, keywords, datetime, location, camera, lens, exposure, gps, serial, icc
 }
 
 /// `srgb` converts every source to sRGB (the default); `keep` leaves RGB and grey pixels in their

@@ -375,16 +375,11 @@ package struct ImagePipeline {
             // A single image: a page height left from the loader would make savers split it into frames.
             _ = cvips_remove(image.pointer, "page-height")
         }
-        if metadata == .icc && !MetadataPolicy.saversApplyIt {
-            for name in image.fieldNames where Self.nonColourMetadata.contains(where: name.hasPrefix) {
-                _ = cvips_remove(image.pointer, name)
-            }
+        if case .keep(let fields) = metadata {
+            image.keepingOnly(fields, iptc: encoder.iptcContainer)
         }
         return image
     }
-
-    /// Metadata savers write besides the ICC profile: EXIF (blob and fields), XMP, IPTC, Photoshop, PNG comments.
-    private static let nonColourMetadata = ["exif-", "xmp-data", "iptc-data", "photoshop-data", "png-comment-"]
 
     private func decodeStep<Value>(_ body: () throws(VipsError) -> Value) throws(ItemFailure) -> Value {
         do { return try body() } catch { throw ItemFailure(.decode, error.message) }

@@ -46,6 +46,7 @@ package struct JPEGEncoder: OutputEncoder {
     }
 
     package var supportsAlpha: Bool { false }
+    package var iptcContainer: IPTCContainer? { .photoshop }
 
     package func encode(_ image: VipsImageHandle, metadata: MetadataPolicy) throws(VipsError) -> Data {
         let subsample = switch chromaSubsampling {

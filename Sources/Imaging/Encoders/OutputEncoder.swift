@@ -26,6 +26,8 @@ package protocol OutputEncoder: Sendable {
     var sixteenBit: Bool { get }
     /// The encoder that actually writes a source in `format` (`auto` picks one; others are themselves).
     func resolved(for format: SourceFormat) -> any OutputEncoder
+    /// The form its saver writes IPTC records in; nil when it writes none.
+    var iptcContainer: IPTCContainer? { get }
     /// Writes the metadata `metadata` keeps, of what the image carries (see `MetadataPolicy.saverKeep`).
     func encode(_ image: VipsImageHandle, metadata: MetadataPolicy) throws(VipsError) -> Data
 }
@@ -33,23 +35,8 @@ package protocol OutputEncoder: Sendable {
 extension OutputEncoder {
     package var canAnimate: Bool { false }
     package var sixteenBit: Bool { false }
+    package var iptcContainer: IPTCContainer? { nil }
     package func resolved(for format: SourceFormat) -> any OutputEncoder { self }
-}
-
-extension MetadataPolicy {
-    /// Whether the savers apply every policy themselves (libvips 8.15+ `keep` flags). On 8.14 they only
-    /// strip all or nothing, and its webpsave not even that: the caller removes what `icc` drops
-    /// before saving, and `WebPEncoder` cuts the chunks `strip` drops out of the file.
-    package static let saversApplyIt = CVIPS_SAVERS_KEEP != 0
-
-    /// The saver's `keep` (8.15+) or `strip` (8.14) argument.
-    package var saverKeep: CVipsKeep {
-        switch self {
-        case .strip: CVIPS_KEEP_NONE
-        case .icc: CVIPS_KEEP_ICC
-        case .all: CVIPS_KEEP_ALL
-        }
-    }
 }
 
 /// Every output format, by its job-file `type`.

@@ -48,6 +48,7 @@ package struct TIFFEncoder: OutputEncoder {
 
     /// libvips writes JPEG-compressed TIFFs without alpha (it drops the band unflattened).
     package var supportsAlpha: Bool { compression != .jpeg }
+    package var iptcContainer: IPTCContainer? { .records }
 
     package func encode(_ image: VipsImageHandle, metadata: MetadataPolicy) throws(VipsError) -> Data {
         try image.encode("tiffsave") {

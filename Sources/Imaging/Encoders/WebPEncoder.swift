@@ -43,7 +43,7 @@ package struct WebPEncoder: OutputEncoder {
         }
         // libvips 8.14's webpsave ignores `strip` (libvips issue #3340): it writes the EXIF (GPS
         // included), XMP and ICC chunks regardless, so they are cut out of the container here.
-        return metadata == .strip && !MetadataPolicy.saversApplyIt ? try Self.removingMetadata(data) : data
+        return metadata.saverKeep == CVIPS_KEEP_NONE && !MetadataPolicy.saversApplyIt ? try Self.removingMetadata(data) : data
     }
 
     /// The WebP file without its ICCP, EXIF and XMP chunks, and with VP8X's flags for them cleared.
