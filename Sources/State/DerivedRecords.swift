@@ -36,7 +36,7 @@ package struct StoredDerivedValue: Sendable, Codable, Equatable {
 
 /// A source and its derived values computed from its current content: what `runner duplicates`,
 /// the HTML report and a site manifest read.
-package struct DerivedSourceRecord: Sendable {
+package struct DerivedSourceRecord: Sendable, Equatable {
     package let source: StoredSource
     /// By identifier; values left from another content of the source (a `derive` entry removed
     /// since it changed) are left out.
