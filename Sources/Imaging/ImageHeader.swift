@@ -14,6 +14,8 @@ package struct ImageHeader {
     /// Frames in the file (GIF, WebP, multi-page TIFF or HEIF); 1 for everything else.
     package let pages: Int
     package let format: SourceFormat
+    /// The file's format as libvips' loader names it (`jpeg`, `png`, `heif`, ...).
+    package let loaderFormat: String
 
     package init(_ image: VipsImageHandle) {
         width = image.width
@@ -23,7 +25,10 @@ package struct ImageHeader {
         hasICCProfile = image.hasICCProfile && unusableProfileBytes == nil
         interpretation = image.interpretation
         pages = max(image.int("n-pages") ?? 1, 1)
-        format = SourceFormat(loader: image.string("vips-loader") ?? "", heifCompression: image.string("heif-compression"))
+        let loader = image.string("vips-loader") ?? ""
+        format = SourceFormat(loader: loader, heifCompression: image.string("heif-compression"))
+        let name = loader.prefix { $0 != "_" }
+        loaderFormat = String(name.hasSuffix("load") ? name.dropLast(4) : name)
     }
 
     /// Orientations 5-8 swap width and height when applied.

@@ -260,8 +260,10 @@ package final class RemoteStage: @unchecked Sendable {
             }
         }
         recorder.record(settled)
-        if !work.isEmpty && !downloadOnly, case .remote(let remote) = source.origin {
-            handoff.push(ScheduledTask(file: file, url: remote.url, items: work))
+        // Derived values are decided again now that the content is known.
+        let derivation = planner.derivation(of: source, identity: identity)
+        if !work.isEmpty || derivation != nil, !downloadOnly, case .remote(let remote) = source.origin {
+            handoff.push(ScheduledTask(file: file, url: remote.url, items: work, of: source, derivation: derivation))
         }
     }
 }

@@ -13,16 +13,24 @@ package struct ScheduledTask: Sendable {
     package let fingerprints: [String]
     /// The URL a downloaded source came from: content it cannot decode blacklists it.
     package let url: String?
+    /// The source's key, and its derived values to compute (nil: none).
+    package let sourceKey: String
+    package let derivation: PlannedDerivation?
     package var crashes = 0
 
-    /// `items` of one source, whose image is at `file` (downloaded from `url`).
-    package init(file: String, url: String? = nil, items: [PlannedItem]) {
+    /// `items` of `planned`, whose image is at `file` (downloaded from `url`), and its derived values.
+    package init(file: String, url: String? = nil, items: [PlannedItem], of planned: PlannedSource, derivation: PlannedDerivation?) {
         source = file
         requests = items.map { OutputRequest(outputIndex: $0.outputIndex, path: $0.outputPath) }
         keys = items.map(\.key)
         fingerprints = items.map(\.fingerprint)
         self.url = url
+        sourceKey = planned.key
+        self.derivation = derivation
     }
+
+    /// Where the source comes from, for people: its URL, else its file.
+    package var location: String { url ?? source }
 
     /// Events that finish every item of the task, one outcome per output.
     package func finished(_ outcomes: [ItemOutcome]) -> [ItemEvent] {

@@ -65,4 +65,7 @@ package enum ItemEvent: Sendable {
     case blacklisted(url: String, kind: String, httpStatus: Int?, message: String)
     /// A URL comes off the blacklist (a retried download succeeded).
     case unblocked(url: String)
+    /// A source's derived values computed (`derive`), stored under the source's key and
+    /// `fingerprint`; `location` is its path or URL.
+    case derived(sourceKey: String, location: String, fingerprint: String, SourceDerivation)
 }

@@ -12,6 +12,8 @@ public struct RunSummary: Sendable, Codable {
     /// URL items kept up to date from a cached original whose revalidation failed transiently
     /// (`http.staleIfError`): not failures.
     public var notRevalidated = 0
+    /// Derived values (`derive`) this run computed and stored, one per value per source.
+    public var derived = 0
     /// Items not started because the run was interrupted.
     public var notStarted = 0
     /// The signal that interrupted the run, if one did.

@@ -152,7 +152,7 @@ public enum JobRunner {
                     recorder.record(source.finished(.failed(ItemFailure(.unreadable, message), seconds: 0)))
                     continue
                 }
-                return ScheduledTask(file: path, items: source.items)
+                return ScheduledTask(file: path, items: source.items, of: source, derivation: source.derivation)
             }
             return nil
         }

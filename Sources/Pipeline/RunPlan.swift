@@ -39,7 +39,7 @@ struct RunPlan {
                 // an output whose record still stands (a --force run stopped before it started the item).
                 for item in source.items { folders.insert(Paths.directory(of: item.outputPath)) }
                 source.items.removeAll { $0.status == .upToDate || $0.status == .knownFailure }
-                guard !source.items.isEmpty else { return }
+                guard !source.items.isEmpty || source.derivation != nil else { return }
                 try pass.recordPlanned(source)
                 sourcesToDo += 1
                 foundWork(sourcesToDo)

@@ -52,7 +52,7 @@ public enum WorkerMain {
         let job = try Job.parse(text: hello.jobText, filePath: hello.jobFilePath)
         capAddressSpace(job.limits.workerAddressSpace(threadsPerImage: hello.threadsPerImage))
         try VipsRuntime.start(threadsPerImage: hello.threadsPerImage, blockUntrusted: job.limits.blockUntrustedLoaders)
-        return ImagePipeline(outputs: job.outputs, limits: job.limits, stagingOwner: hello.supervisorPID)
+        return ImagePipeline(outputs: job.outputs, limits: job.limits, derive: job.derive, stagingOwner: hello.supervisorPID)
     }
 
     /// Renders tasks until the supervisor closes the pipe; 1 if it sent something unreadable.
@@ -84,8 +84,10 @@ public enum WorkerMain {
                 continue
             }
             VipsWarnings.startSource()
-            let outcomes = pipeline.render(sourcePath: task.source, requests: task.requests)
-            guard channel.send(WorkerReply(id: task.id, outcomes: outcomes, warnings: VipsWarnings.ofCurrentSource())) else { return 0 }
+            let (outcomes, derivation) = pipeline.render(sourcePath: task.source, requests: task.requests, derive: task.derive,
+                                                         hashContent: task.hashContent)
+            let reply = WorkerReply(id: task.id, outcomes: outcomes, warnings: VipsWarnings.ofCurrentSource(), derivation: derivation)
+            guard channel.send(reply) else { return 0 }
         }
     }
 

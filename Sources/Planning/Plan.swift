@@ -14,6 +14,9 @@ public struct PlanCounts: Sendable {
     public var upToDate = 0
     public var blocked = 0
     public var knownFailures = 0
+    /// Derived values (`derive`) to compute, one per value per source; a source whose items are
+    /// all up to date is decoded for them alone.
+    public var toDerive = 0
 
     public init() {}
 
@@ -25,13 +28,15 @@ public struct PlanCounts: Sendable {
     public var described: String {
         var line = "\(toRun) to run, \(revalidate) to revalidate, \(upToDate) up to date, \(blocked) blocked"
         if knownFailures > 0 { line += ", \(knownFailures) known failure\(knownFailures == 1 ? "" : "s") (not retried without --retry-failed)" }
+        if toDerive > 0 { line += ", \(toDerive) derived value\(toDerive == 1 ? "" : "s") to compute" }
         return line
     }
 
     /// The counts by name, as `runner plan --json` and a run's `plan` event both write them: one
     /// spelling, so a count means the same in both (`pending`, a run's work, is `toRun` + `revalidate`).
     public var fields: KeyValuePairs<String, Int> {
-        ["toRun": toRun, "revalidate": revalidate, "upToDate": upToDate, "blocked": blocked, "knownFailures": knownFailures]
+        ["toRun": toRun, "revalidate": revalidate, "upToDate": upToDate, "blocked": blocked, "knownFailures": knownFailures,
+         "toDerive": toDerive]
     }
 
     public subscript(status: PlannedItem.Status) -> Int {
@@ -45,6 +50,7 @@ public struct PlanCounts: Sendable {
     }
 
     package mutating func add(_ source: PlannedSource) {
+        toDerive += source.derivation?.values.count ?? 0
         for item in source.items {
             switch item.status {
             case .pending: pending += 1
@@ -69,6 +75,9 @@ public struct PlannedSource: Sendable, Codable {
     package var cachedOriginal: CachedOriginal?
     /// Why a blocked source's URL is blacklisted.
     package var blockedReason: String?
+    /// What the state database holds of the source's derived values, and which of them to compute.
+    package var derivedLedger = DerivedLedger()
+    package var derivation: PlannedDerivation?
     public var items: [PlannedItem]
 
     /// The file path or URL, for people.
@@ -77,6 +86,19 @@ public struct PlannedSource: Sendable, Codable {
         case .file(let path): path
         case .remote(let remote): remote.url
         }
+    }
+}
+
+/// A source's derived values as the state database holds them: each value's identifier and the
+/// fingerprint it was computed under, and the fingerprint under which its content hash was taken.
+package struct DerivedLedger: Sendable, Codable, Equatable {
+    package var values: [String: String] = [:]
+    /// The source's content hash on record, and the fingerprint of the content it was taken of.
+    package var contentHash: String?
+    package var contentHashFingerprint: String?
+
+    package init(values: [String: String] = [:], contentHash: String? = nil, contentHashFingerprint: String? = nil) {
+        (self.values, self.contentHash, self.contentHashFingerprint) = (values, contentHash, contentHashFingerprint)
     }
 }
 

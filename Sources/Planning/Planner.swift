@@ -32,22 +32,28 @@ package protocol PlanningLookup {
     func recorded(_ itemKey: String) throws -> LedgerEntry?
     func original(_ sourceKey: String) throws -> CachedOriginal?
     func blacklistEntry(_ url: String) throws -> BlacklistEntry?
+    /// What is stored of the source's derived values (asked only of jobs that `derive`).
+    func derivedLedger(_ sourceKey: String) throws -> DerivedLedger
 }
 
 package struct PlanningState: PlanningLookup, Sendable {
     package var ledger: [String: LedgerEntry] = [:]
     package var originals: [String: CachedOriginal] = [:]
     package var blacklist: [String: BlacklistEntry] = [:]
+    package var derived: [String: DerivedLedger] = [:]
 
-    package init(ledger: [String: LedgerEntry] = [:], originals: [String: CachedOriginal] = [:], blacklist: [String: BlacklistEntry] = [:]) {
+    package init(ledger: [String: LedgerEntry] = [:], originals: [String: CachedOriginal] = [:], blacklist: [String: BlacklistEntry] = [:],
+                 derived: [String: DerivedLedger] = [:]) {
         self.ledger = ledger
         self.originals = originals
         self.blacklist = blacklist
+        self.derived = derived
     }
 
     package func recorded(_ itemKey: String) -> LedgerEntry? { ledger[itemKey] }
     package func original(_ sourceKey: String) -> CachedOriginal? { originals[sourceKey] }
     package func blacklistEntry(_ url: String) -> BlacklistEntry? { blacklist[url] }
+    package func derivedLedger(_ sourceKey: String) -> DerivedLedger { derived[sourceKey] ?? DerivedLedger() }
 }
 
 /// Turns a job into planned sources: expands sources, names every output, fingerprints every
@@ -214,6 +220,7 @@ package struct Planner {
                 }
             }
         }
+        try planDerivation(&source, state: state, force: force)
         for index in source.items.indices where !force {
             guard let entry = try state.recorded(source.items[index].key) else { continue }
             // A failure does not depend on where the output goes, but on the limits; a done item's output does.
@@ -245,6 +252,35 @@ package struct Planner {
         }
     }
 
+    /// Which of the job's derived values the source needs: those not stored under its content's
+    /// fingerprint (all of them with `force`). A URL whose content is not known yet is planned from
+    /// its cached original, and decided again once downloaded (`derivation(of:identity:)`).
+    private func planDerivation(_ source: inout PlannedSource, state: some PlanningLookup, force: Bool) throws {
+        guard !job.derive.values.isEmpty else { return }
+        source.derivedLedger = force ? DerivedLedger() : try state.derivedLedger(source.key)
+        let identity = source.identity == .unknown ? source.cachedOriginal.map { .content($0.contentHash) } ?? .unknown : source.identity
+        source.derivation = derivation(of: source, identity: identity)
+    }
+
+    /// The derived values `source` needs once its content is `identity`, or nil when none.
+    package func derivation(of source: PlannedSource, identity: SourceIdentity) -> PlannedDerivation? {
+        guard !job.derive.values.isEmpty else { return nil }
+        if case .missing = identity { return nil }
+        let fingerprint = derivationFingerprint(identity)
+        let ledger = source.derivedLedger
+        let values = job.derive.values.indices.filter { ledger.values[job.derive.values[$0].identifier] != fingerprint }
+        guard !values.isEmpty else { return nil }
+        var contentHash: String? = ledger.contentHashFingerprint == fingerprint ? ledger.contentHash : nil
+        if case .content(let digest) = identity { contentHash = digest }
+        return PlannedDerivation(values: values, fingerprint: fingerprint, contentHash: contentHash)
+    }
+
+    /// What a source's derived values are keyed by besides their identifiers: its content
+    /// (a file's size and modification time, a download's hash) and the libvips that decoded it.
+    package func derivationFingerprint(_ identity: SourceIdentity) -> String {
+        StableHash.hex(Self.identityText(identity), vipsVersion)
+    }
+
     private func isExpired(_ entry: BlacklistEntry, now: Double) -> Bool {
         guard let ttl = job.remote.blacklistTTL else { return false }
         return entry.lastSeen.timeIntervalSince1970 + ttl < now
@@ -274,13 +310,17 @@ package struct Planner {
     /// the versions of runner and libvips: change any of them and the item runs again.
     package func fingerprint(_ identity: SourceIdentity, output: Int) -> String {
         var hash = StableHash()
-        switch identity {
-        case .file(let size, let modified): hash.combine("file:\(size):\(modified)")
-        case .content(let digest): hash.combine("content:\(digest)")
-        case .unknown: hash.combine("unknown")
-        case .missing: hash.combine("missing")
-        }
+        hash.combine(Self.identityText(identity))
         hash.combine(outputDigests[output])
         return hash.hex
+    }
+
+    private static func identityText(_ identity: SourceIdentity) -> String {
+        switch identity {
+        case .file(let size, let modified): "file:\(size):\(modified)"
+        case .content(let digest): "content:\(digest)"
+        case .unknown: "unknown"
+        case .missing: "missing"
+        }
     }
 }

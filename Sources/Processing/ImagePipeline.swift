@@ -16,6 +16,8 @@ import Output
 package struct ImagePipeline {
     package let outputs: [OutputSpec]
     package let limits: Limits
+    /// The job's `derive` list; a task names which of them to compute.
+    package let derive: DerivedValues
     /// The supervisor, which publishes the staged outputs (see `AtomicFile`).
     package let stagingOwner: pid_t
 
@@ -52,48 +54,56 @@ package struct ImagePipeline {
     }
 
     /// One way of decoding the whole source; outputs asking for the same one share it.
-    private struct Decode: Hashable {
+    struct Decode: Hashable {
         let colourSpace: ColourSpacePolicy
         /// Every page as one tall strip, rather than the first page only.
         let animated: Bool
     }
 
-    package init(outputs: [OutputSpec], limits: Limits, stagingOwner: pid_t) {
-        (self.outputs, self.limits, self.stagingOwner) = (outputs, limits, stagingOwner)
+    package init(outputs: [OutputSpec], limits: Limits, derive: DerivedValues = .none, stagingOwner: pid_t) {
+        (self.outputs, self.limits, self.derive, self.stagingOwner) = (outputs, limits, derive, stagingOwner)
     }
 
     /// Renders every request from the source at `sourcePath`: one outcome per request, in order,
     /// each carrying its own rendering time plus an equal share of opening the source (a decode
     /// several outputs share counts for the first that needs it), so the times add up to the source's.
-    package func render(sourcePath: String, requests: [OutputRequest]) -> [ItemOutcome] {
+    /// `derive` (indices into the job's `derive` list) are computed from a frame the outputs kept,
+    /// or from a decode of their own when none did (`derivation`); the time they take is the source's.
+    package func render(sourcePath: String, requests: [OutputRequest], derive: [Int] = [],
+                        hashContent: Bool = false) -> (outcomes: [ItemOutcome], derivation: DerivationOutcome?) {
         let clock = { DispatchTime.now().uptimeNanoseconds }
         let started = clock()
         // Calls that succeed can leave text in libvips' error buffer (lcms does); it is not this source's.
         VipsError.clearMessages()
         var results: [Result<RenderedOutput, ItemFailure>]
+        var derivation: DerivationOutcome? = nil
         var own = [UInt64](repeating: 0, count: requests.count)
         do {
             let source = try open(sourcePath)
             let plans = requests.map { Plan(outputs[$0.outputIndex], header: source.header) }
             for case let decode? in plans.map(\.decode) { source.readers[decode, default: 0] += 1 }
-            source.loadersLeft = plans.filter(\.isLoader).count
+            // The derivation counts as one more reader of kept frames, so the last whole frame is kept too.
+            source.loadersLeft = plans.filter(\.isLoader).count + (derive.isEmpty ? 0 : 1)
             results = Array(repeating: .failure(ItemFailure(.process, "not rendered")), count: requests.count)
             for index in renderOrder(plans, header: source.header) {
                 let began = clock()
                 results[index] = Result { () throws(ItemFailure) in try render(requests[index], plans[index], from: source) }
                 own[index] = clock() - began
             }
+            if !derive.isEmpty { derivation = self.derivation(derive, hashContent: hashContent, path: sourcePath, source: source) }
         } catch {
             results = requests.map { _ in .failure(error) }
+            if !derive.isEmpty { derivation = .failed(error) }
         }
         let common = Double(clock() - started - own.reduce(0, +)) / Double(max(requests.count, 1))
-        return zip(results, own).map { result, own in
+        let outcomes = zip(results, own).map { result, own in
             let seconds = (Double(own) + common) / 1e9
             switch result {
-            case .success(let rendered): return .done(rendered, seconds: seconds)
-            case .failure(let failure): return .failed(failure, seconds: seconds)
+            case .success(let rendered): return ItemOutcome.done(rendered, seconds: seconds)
+            case .failure(let failure): return ItemOutcome.failed(failure, seconds: seconds)
             }
         }
+        return (outcomes, derivation)
     }
 
     /// One output: its pixels (decoded or loaded), its chain, the last conversions, encoded and staged.
@@ -244,9 +254,11 @@ package struct ImagePipeline {
     }
 
     /// One source while its outputs render: the file, its header, and the decodes outputs share.
-    private final class OpenedSource {
+    final class OpenedSource {
         let file: VipsSourceHandle
         let header: ImageHeader
+        /// The file's size in bytes.
+        var bytes = 0
         /// The streaming decoder the header was read with, until an output takes it.
         var headerDecoder: VipsImageHandle?
         /// How many outputs read each full decode, and the decodes made once for several of them.
@@ -280,7 +292,9 @@ package struct ImagePipeline {
             throw ItemFailure(.tooLarge, "image is \(header.width)x\(header.height) (\(pixels) pixels), over limits.maxPixels \(limits.maxPixels)")
         }
         try checkDecodedSize(image)
-        return OpenedSource(file: source, header: header, headerDecoder: image)
+        let opened = OpenedSource(file: source, header: header, headerDecoder: image)
+        opened.bytes = Int(info.st_size)
+        return opened
     }
 
     /// `limits.maxMemory` against what a full decode needs (width x height x bands x bytes per band).
@@ -320,7 +334,7 @@ package struct ImagePipeline {
 
     /// A profile libvips cannot use counts as absent (the header's warning says so): without it no
     /// transform trips over it and no output keeps it. The header spares the common case a profile check.
-    private func droppingUnusableProfile(_ image: VipsImageHandle, _ header: ImageHeader) throws(VipsError) -> VipsImageHandle {
+    func droppingUnusableProfile(_ image: VipsImageHandle, _ header: ImageHeader) throws(VipsError) -> VipsImageHandle {
         guard header.unusableProfileBytes != nil, image.unusableICCProfileBytes != nil else { return image }
         let copy = try image.derive("copy") { cvips_copy($0, $1) }
         _ = cvips_remove(copy.pointer, "icc-profile-data")
@@ -381,11 +395,11 @@ package struct ImagePipeline {
         return image
     }
 
-    private func decodeStep<Value>(_ body: () throws(VipsError) -> Value) throws(ItemFailure) -> Value {
+    func decodeStep<Value>(_ body: () throws(VipsError) -> Value) throws(ItemFailure) -> Value {
         do { return try body() } catch { throw ItemFailure(.decode, error.message) }
     }
 
-    private func processStep<Value>(_ name: String, _ body: () throws(VipsError) -> Value) throws(ItemFailure) -> Value {
+    func processStep<Value>(_ name: String, _ body: () throws(VipsError) -> Value) throws(ItemFailure) -> Value {
         do { return try body() } catch { throw ItemFailure(.process, "\(name): \(error.message)") }
     }
 }

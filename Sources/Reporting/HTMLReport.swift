@@ -84,13 +84,13 @@ public struct HTMLReport {
         let sheet = Sheet(total: total, shown: shown, stride: stride, pageCount: pageCount,
                           names: (1...pageCount).map { Paths.lastComponent(pagePath($0)) })
 
-        let summary = try summarySections(store, status: status, folder: folder)
         let previews = SheetPreviews(reportPath: first, maker: maker)
+        let summary = try summarySections(store, status: status, folder: folder) + duplicatesSection(previews: previews, folder: folder)
         var staged: [AtomicFile.Staged] = []
         var onPage: [SheetItemRecord] = []
         func flush() throws {
             let page = staged.count + 1
-            let tiles = sheetTiles(onPage, previews: previews, folder: folder)
+            let tiles = sheetTiles(onPage, previews: previews, folder: folder, derived: store)
             let html = document(page: page, sheet: sheet, body: (page == 1 ? summary : "") + sheet.section(page: page, tiles: tiles))
             staged.append(try AtomicFile.stage(Data(html.utf8), for: pagePath(page), owner: getpid()))
             onPage = []
@@ -256,6 +256,40 @@ public struct HTMLReport {
             + "<div class=\"muted small\">failing since \(timeTag(item.since)) · \(item.attempts) attempt\(item.attempts == 1 ? "" : "s")</div></div></li>"
     }
 
+    // MARK: Duplicates
+
+    /// Groups of duplicate sources (for a job that derives dHashes, as `runner duplicates` finds
+    /// them), each group's pictures side by side, shown by previews as the contact sheet's are.
+    private func duplicatesSection(previews: SheetPreviews, folder: String) throws -> String {
+        guard job.derive.values.contains(where: { $0 is DHash }) else { return "" }
+        let report = try DuplicatesReport(job: job)
+        let groups = Array((report.exact.map { ("exact", $0) } + report.near.map { ("near", $0) }).prefix(Self.failureLimit))
+        var html = "<section id=\"duplicates\"><h2>Duplicates</h2><p class=\"muted\">Among \(Format.count(report.sources)) sources with a dHash: "
+            + "\(report.exact.count) group\(report.exact.count == 1 ? "" : "s") of identical files, \(report.near.count) of near duplicates "
+            + "(dHash within \(report.distance) bits; <code>runner duplicates</code> lists them all).</p>"
+        let members = groups.map { Array($0.1.sources.prefix(Self.groupLimit)) }
+        let shown = previews.previews(for: members.joined().map { $0.location.hasPrefix("/") ? $0.location : nil })
+        var next = 0
+        for ((kind, group), sources) in zip(groups, members) {
+            html += "<div class=\"dupes\" data-kind=\"\(kind)\"><h3><span class=\"pill\">\(kind)</span> \(group.sources.count) sources"
+                + (kind == "near" ? " <span class=\"muted\">up to \(group.maxDistance) bits apart</span>" : "") + "</h3><div class=\"row\">"
+            for member in sources {
+                let preview = shown[next]
+                next += 1
+                let image = preview.map { "<img src=\"\(esc(Self.percentEncoded($0.href)))\" alt=\"\(esc(Paths.lastComponent(member.location)))\">" }
+                    ?? "<span class=\"muted\">no preview</span>"
+                html += "<figure class=\"tile\" title=\"\(esc(member.location))\"><div class=\"frame\">\(image)</div><figcaption>"
+                    + "<div class=\"name\">\(sourceName(member.key))</div><div class=\"size\"><span>\(member.width)×\(member.height)</span>"
+                    + "<span>\(Format.bytes(member.bytes))</span></div></figcaption></figure>"
+            }
+            html += "</div>" + more(group.sources.count - sources.count) + "</div>"
+        }
+        return html + more(report.exact.count + report.near.count - groups.count) + "</section>"
+    }
+
+    /// Pictures shown per duplicate group.
+    private static let groupLimit = 8
+
     // MARK: Contact sheet
 
     package struct Sheet {
@@ -294,15 +328,33 @@ public struct HTMLReport {
     }
 
     /// A page's tiles, with the previews of their outputs (made now when they are not on disk yet).
-    private func sheetTiles(_ items: [SheetItemRecord], previews: SheetPreviews, folder: String) -> String {
+    private func sheetTiles(_ items: [SheetItemRecord], previews: SheetPreviews, folder: String, derived store: StateStore) -> String {
         let sizes = items.map { item in
             item.failureKind == nil ? (try? FileManager.default.attributesOfItem(atPath: item.outputPath))?[.size] as? Int : nil
         }
         let shown = previews.previews(for: items.indices.map { sizes[$0] == nil ? nil : items[$0].outputPath })
-        return items.indices.map { tile(items[$0], size: sizes[$0], preview: shown[$0], folder: folder) }.joined()
+        let placeholders = job.derive.values.isEmpty ? [:] : Dictionary(Set(items.map(\.source)).map { ($0, placeholder(of: $0, in: store)) },
+                                                                        uniquingKeysWith: { first, _ in first })
+        return items.indices.map { index in
+            tile(items[index], size: sizes[index], preview: shown[index], folder: folder, placeholder: placeholders[items[index].source] ?? "")
+        }.joined()
     }
 
-    private func tile(_ item: SheetItemRecord, size: Int?, preview: SheetPreviews.Preview?, folder: String) -> String {
+    /// Attributes for a tile's frame from its source's derived values: its dominant colour behind the
+    /// picture (as a site shows it while the image loads), its placeholders as data attributes.
+    private func placeholder(of source: String, in store: StateStore) -> String {
+        guard let record = try? store.derivedValues(ofSource: source) else { return "" }
+        var attributes = ""
+        for value in job.derive.values {
+            guard case .string(let text)? = record.value(value.identifier) else { continue }
+            let name = type(of: value).name
+            if name == DominantColour.name { attributes += " style=\"background:\(esc(text))\" data-dominant=\"\(esc(text))\"" }
+            if name == ThumbHash.name || name == BlurHash.name { attributes += " data-\(name)=\"\(esc(text))\"" }
+        }
+        return attributes
+    }
+
+    private func tile(_ item: SheetItemRecord, size: Int?, preview: SheetPreviews.Preview?, folder: String, placeholder: String = "") -> String {
         let title = esc(item.source + " → " + item.outputPath)
         let caption = "<div class=\"name\">\(sourceName(item.source))</div>"
         if let kind = item.failureKind {
@@ -318,7 +370,7 @@ public struct HTMLReport {
         let full = esc(href(item.outputPath, from: folder)), alt = esc(Paths.lastComponent(item.outputPath))
         let image = preview.map { "<img class=\"output preview\" src=\"\(esc(Self.percentEncoded($0.href)))\" alt=\"\(alt)\">" }
             ?? "<img class=\"output\" loading=\"lazy\" decoding=\"async\" src=\"\(full)\" alt=\"\(alt)\">"
-        return "<figure class=\"tile\" title=\"\(title)\"><a class=\"frame\" href=\"\(full)\">\(image)</a>"
+        return "<figure class=\"tile\" title=\"\(title)\"><a class=\"frame\" href=\"\(full)\"\(placeholder)>\(image)</a>"
             + "<figcaption>\(caption)<div class=\"size\"><span>\(esc(item.output))</span>"
             + "<span><span class=\"dims\">\(preview.map { "\($0.width)×\($0.height) · " } ?? "")</span>\(Format.bytes(size))</span></div></figcaption></figure>"
     }
@@ -412,6 +464,7 @@ public struct HTMLReport {
         pre.message{margin:8px 0 6px;padding:8px 10px;white-space:pre-wrap;overflow-wrap:anywhere;background:var(--bad-bg);border-left:3px solid var(--bad);\
         border-radius:4px;font:12.5px/1.45 ui-monospace,"DejaVu Sans Mono",monospace}
         p.more{color:var(--muted);font-size:13px}
+        .dupes .row{display:flex;gap:12px;overflow-x:auto} .dupes .tile{width:200px;flex-shrink:0} .swatch{display:inline-block;width:.9em;height:.9em;border-radius:3px;vertical-align:-1px;border:1px solid var(--line)}
         .sheet{display:grid;grid-template-columns:repeat(auto-fill,minmax(200px,1fr));gap:12px}
         .tile{margin:0;background:#fff;border:1px solid var(--line);border-radius:10px;overflow:hidden}
         .tile .frame{height:170px;display:flex;align-items:center;justify-content:center;flex-direction:column;gap:6px;

@@ -151,7 +151,7 @@ package final class Reporter: Sendable {
         case .json:
             emit(["event": "summary", "job": jobName, "done": summary.done, "failed": summary.failed,
                   "upToDate": summary.upToDate, "blocked": summary.blocked, "knownFailures": summary.knownFailures,
-                  "notRevalidated": summary.notRevalidated,
+                  "notRevalidated": summary.notRevalidated, "derived": summary.derived,
                   "notStarted": summary.notStarted,
                   "seconds": summary.elapsedSeconds, "exitCode": Int(summary.exitCode),
                   "workersStarted": summary.workersStarted,
@@ -163,6 +163,7 @@ package final class Reporter: Sendable {
             if summary.notRevalidated > 0 { line += ", \(summary.notRevalidated) not revalidated (origin failing)" }
             if summary.blocked > 0 { line += ", \(summary.blocked) blocked" }
             if summary.notStarted > 0 { line += ", \(summary.notStarted) not started" }
+            if summary.derived > 0 { line += ", \(Self.plural(summary.derived, "derived value"))" }
             line += String(format: " in %.1fs", summary.elapsedSeconds)
             if summary.done > 0 && summary.elapsedSeconds > 0 {
                 line += String(format: " (%.1f items/s)", summary.itemsPerSecond)

@@ -198,7 +198,8 @@ private final class WorkerSlot {
 
     private func send(_ task: ScheduledTask, to worker: WorkerProcess) {
         if inFlight.isEmpty { recordStarted(task) }
-        let message = WorkerTask(source: task.source, requests: task.requests)
+        let message = WorkerTask(source: task.source, requests: task.requests, derive: task.derivation?.values ?? [],
+                                 hashContent: task.derivation.map { $0.contentHash == nil } ?? false)
         // A worker that died will not answer; the receive finds that out.
         _ = worker.send(message)
         inFlight.append((message.id, task))
@@ -218,6 +219,17 @@ private final class WorkerSlot {
         let contentFailures = reply.outcomes.compactMap(\.failure).filter(\.isBadImageData)
         if let url = task.url, let first = contentFailures.first, contentFailures.count == reply.outcomes.count {
             events.insert(.blacklisted(url: url, kind: first.kind.rawValue, httpStatus: nil, message: first.description), at: 0)
+        }
+        switch reply.derivation {
+        case .computed(var derivation)?:
+            if let planned = task.derivation {
+                derivation.contentHash = derivation.contentHash ?? planned.contentHash
+                events.append(.derived(sourceKey: task.sourceKey, location: task.location, fingerprint: planned.fingerprint, derivation))
+            }
+        case .failed(let failure)?:
+            // Not stored: the next run tries again. A source whose outputs failed says so already.
+            if !reply.outcomes.contains(where: { $0.failure != nil }) { scheduler.reporter.notice("derive: \(task.location): \(failure)") }
+        case nil: break
         }
         scheduler.recorder.record(events)
         if !reply.warnings.isEmpty { scheduler.reporter.libvipsWarnings(task.source, reply.warnings) }

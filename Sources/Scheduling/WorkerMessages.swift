@@ -25,13 +25,18 @@ package struct WorkerTask: Codable, Sendable {
     package let id: Int
     package let source: String
     package let requests: [OutputRequest]
+    /// Indices into the job's `derive` list to compute, and whether to hash the file's bytes too.
+    package let derive: [Int]
+    package let hashContent: Bool
 
     private static let lastID = Atomic(0)
 
-    package init(source: String, requests: [OutputRequest]) {
+    package init(source: String, requests: [OutputRequest], derive: [Int] = [], hashContent: Bool = false) {
         id = Self.lastID.add(1, ordering: .relaxed).newValue
         self.source = source
         self.requests = requests
+        self.derive = derive
+        self.hashContent = hashContent
     }
 }
 
@@ -41,10 +46,13 @@ package struct WorkerReply: Codable {
     package let outcomes: [ItemOutcome]
     /// libvips' distinct warnings while rendering the source, for `-v`.
     package let warnings: [String]
+    /// The derived values asked for, or why they could not be computed.
+    package let derivation: DerivationOutcome?
 
-    package init(id: Int, outcomes: [ItemOutcome], warnings: [String] = []) {
+    package init(id: Int, outcomes: [ItemOutcome], warnings: [String] = [], derivation: DerivationOutcome? = nil) {
         self.id = id
         self.outcomes = outcomes
         self.warnings = warnings
+        self.derivation = derivation
     }
 }

@@ -50,7 +50,7 @@ extension StateStore {
         /// Inserts another database's `row` into `table` unless its key is there, every column this
         /// database has (none dropped silently when a migration adds one); `replacing` may give a
         /// column a value of its own.
-        private static func copy(_ row: Row, into table: String, in db: Database,
+        static func copy(_ row: Row, into table: String, in db: Database,
                                  replacing: (String) -> DatabaseValue? = { _ in nil }) throws {
             let known = Set(try db.columns(in: table).map(\.name))
             let columns = row.columnNames.filter(known.contains)

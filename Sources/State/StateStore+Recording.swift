@@ -103,6 +103,8 @@ extension StateStore {
                         """, arguments: [url, kind, httpStatus, message, now, now])
                 case .unblocked(let url):
                     try db.execute(sql: "DELETE FROM blacklist WHERE url = ?", arguments: [url])
+                case .derived(let sourceKey, let location, let fingerprint, let derivation):
+                    try Self.recordDerivation(derivation, of: sourceKey, location: location, fingerprint: fingerprint, at: now, in: db)
                 case .finished(let key, let outputPath, let outcome):
                     let failure = outcome.failure
                     try finished.execute(arguments: [outcome.state.rawValue, outputPath, failure?.kind.rawValue,

@@ -28,6 +28,7 @@ extension StateStore {
                                    arguments: [shift])
                     try db.execute(sql: "INSERT OR IGNORE INTO blacklist SELECT * FROM part.blacklist")
                     try db.execute(sql: "INSERT OR IGNORE INTO original SELECT * FROM part.original")
+                    try mergeDerived(from: "part", in: db)
                     if !RunLock.isHeld(statePath: path) {
                         try db.execute(sql: """
                             UPDATE run SET outcome = \(RunOutcome.interrupted.sql) WHERE outcome = \(RunOutcome.running.sql) AND id > ?;

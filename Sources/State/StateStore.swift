@@ -200,6 +200,32 @@ public final class StateStore: Sendable {
             // URL items a run kept up to date from a cached original whose revalidation failed.
             try db.execute(sql: "ALTER TABLE run ADD COLUMN not_revalidated INTEGER NOT NULL DEFAULT 0")
         }
+        migrator.registerMigration("v8: derived values") { db in
+            // Per source: what it is (bytes, display size, format, exact content hash) and its derived
+            // values (`derive`), each keyed by its identifier and the fingerprint of the source's
+            // content it was computed from (`Planner.derivationFingerprint`).
+            try db.execute(sql: """
+                CREATE TABLE source (
+                    key TEXT PRIMARY KEY NOT NULL,
+                    location TEXT NOT NULL,
+                    fingerprint TEXT NOT NULL,
+                    bytes INTEGER NOT NULL,
+                    width INTEGER NOT NULL,
+                    height INTEGER NOT NULL,
+                    format TEXT NOT NULL,
+                    content_hash TEXT,
+                    updated_at REAL NOT NULL
+                );
+                CREATE TABLE derived (
+                    source_key TEXT NOT NULL,
+                    identifier TEXT NOT NULL,
+                    name TEXT NOT NULL,
+                    fingerprint TEXT NOT NULL,
+                    value TEXT NOT NULL,
+                    PRIMARY KEY (source_key, identifier)
+                ) WITHOUT ROWID;
+                """)
+        }
         return migrator
     }
 }

@@ -30,6 +30,57 @@ enum OriginalTable {
     static let fetchedAt = Column("fetched_at"), validatedAt = Column("validated_at"), usedAt = Column("used_at")
 }
 
+enum SourceTable {
+    static let key = Column("key"), location = Column("location"), fingerprint = Column("fingerprint"), bytes = Column("bytes")
+    static let width = Column("width"), height = Column("height"), format = Column("format")
+    static let contentHash = Column("content_hash"), updatedAt = Column("updated_at")
+}
+
+enum DerivedTable {
+    static let sourceKey = Column("source_key"), identifier = Column("identifier"), name = Column("name")
+    static let fingerprint = Column("fingerprint"), value = Column("value")
+}
+
+extension StoredSource: FetchableRecord, PersistableRecord {
+    package static let databaseTableName = "source"
+
+    package init(row: Row) {
+        self.init(key: row[SourceTable.key], location: row[SourceTable.location], fingerprint: row[SourceTable.fingerprint],
+                  bytes: row[SourceTable.bytes], width: row[SourceTable.width], height: row[SourceTable.height],
+                  format: row[SourceTable.format], contentHash: row[SourceTable.contentHash],
+                  updatedAt: Date(timeIntervalSince1970: row[SourceTable.updatedAt]))
+    }
+
+    package func encode(to container: inout PersistenceContainer) {
+        container[SourceTable.key] = key
+        container[SourceTable.location] = location
+        container[SourceTable.fingerprint] = fingerprint
+        container[SourceTable.bytes] = bytes
+        container[SourceTable.width] = width
+        container[SourceTable.height] = height
+        container[SourceTable.format] = format
+        container[SourceTable.contentHash] = contentHash
+        container[SourceTable.updatedAt] = updatedAt.timeIntervalSince1970
+    }
+}
+
+extension StoredDerivedValue: FetchableRecord, PersistableRecord {
+    package static let databaseTableName = "derived"
+
+    package init(row: Row) {
+        self.init(sourceKey: row[DerivedTable.sourceKey], identifier: row[DerivedTable.identifier], name: row[DerivedTable.name],
+                  fingerprint: row[DerivedTable.fingerprint], json: row[DerivedTable.value])
+    }
+
+    package func encode(to container: inout PersistenceContainer) {
+        container[DerivedTable.sourceKey] = sourceKey
+        container[DerivedTable.identifier] = identifier
+        container[DerivedTable.name] = name
+        container[DerivedTable.fingerprint] = fingerprint
+        container[DerivedTable.value] = json
+    }
+}
+
 extension RunRecord: FetchableRecord {
     public init(row: Row) {
         self.init(id: row[RunTable.id], startedAt: Date(timeIntervalSince1970: row[RunTable.startedAt]),

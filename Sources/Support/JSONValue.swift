@@ -54,6 +54,15 @@ extension JSONValue {
         }
     }
 
+    /// The same on one line without spaces (`{"x":0.5,"y":0.25}`), for storing a value.
+    package var compact: String {
+        switch self {
+        case .array(let elements): "[" + elements.map(\.compact).joined(separator: ",") + "]"
+        case .object(let fields): "{" + fields.sorted { $0.key < $1.key }.map { Self.quoted($0.key) + ":" + $0.value.compact }.joined(separator: ",") + "}"
+        default: formatted()
+        }
+    }
+
     private static func quoted(_ text: String) -> String {
         var quoted = "\""
         for scalar in text.unicodeScalars {

@@ -345,6 +345,35 @@ struct PreviewCommand: ParsableCommand {
     }
 }
 
+struct Duplicates: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Groups of sources that are near duplicates (dHash within --distance bits) or exact ones (the same bytes).")
+
+    @OptionGroup var job: JobArgument
+
+    @Option(help: "Most dHash bits two near duplicates differ in (0-63).")
+    var distance = DHash.duplicateDistance
+
+    @Flag(help: "Print JSON.")
+    var json = false
+
+    func validate() throws {
+        if !(0...63).contains(distance) { throw ValidationError("--distance must be from 0 to 63 bits") }
+    }
+
+    func run() throws {
+        do {
+            try job.with { loaded in
+                let report = try DuplicatesReport(job: loaded, distance: distance)
+                guard report.hasRun else { return print(notRunYet(loaded.name, state: loaded.jobStatePath)) }
+                print(json ? try report.json() : report.text())
+            }
+        } catch {
+            Runner.exit(for: error)
+        }
+    }
+}
+
 struct Unblock: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Take URLs off the job's failed-URL blacklist.")
 

@@ -21,7 +21,7 @@ struct Render {
             """, filePath: workspace.path("job.json"))
         outputPath = workspace.path("out/result.\(fileExtension)")
         let pipeline = ImagePipeline(outputs: job.outputs, limits: job.limits, stagingOwner: getpid())
-        switch pipeline.render(sourcePath: Fixtures.path(source), requests: [.init(outputIndex: 0, path: outputPath)])[0] {
+        switch pipeline.render(sourcePath: Fixtures.path(source), requests: [.init(outputIndex: 0, path: outputPath)]).outcomes[0] {
         case .done(let rendered, _): result = .success(rendered)
         case .failed(let failure, _): result = .failure(failure)
         case .blocked(let reason): result = .failure(ItemFailure(.process, "blocked: \(reason)"))

@@ -28,7 +28,7 @@ struct ResponsiveSetTests {
                                 filePath: workspace.path("job.json"))
         let paths = chains.indices.map { workspace.path("\(folder)/\($0)/source.png") }
         let pipeline = ImagePipeline(outputs: job.outputs, limits: job.limits, stagingOwner: getpid())
-        let outcomes = pipeline.render(sourcePath: source, requests: paths.enumerated().map { OutputRequest(outputIndex: $0, path: $1) })
+        let outcomes = pipeline.render(sourcePath: source, requests: paths.enumerated().map { OutputRequest(outputIndex: $0, path: $1) }).outcomes
         for (outcome, path) in zip(outcomes, paths) {
             guard case .done(let rendered, _) = outcome else { Issue.record("\(path): \(outcome)"); continue }
             #expect(AtomicFile.publish([AtomicFile.Staged(temporary: rendered.temporary, path: path)]) == [nil])

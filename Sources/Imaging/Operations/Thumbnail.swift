@@ -43,6 +43,11 @@ package struct Thumbnail: LoadingOperation {
         }
     }
 
+    /// Fits inside `width` x `height` without enlarging (the derived values' own decode).
+    package init(inside width: Int, _ height: Int) {
+        (self.width, self.height, fit, position, enlarge, background) = (width, height, .inside, .centre, false, .black)
+    }
+
     package var identifier: String {
         var parameters = [("width", width.map(String.init) ?? "auto"), ("height", height.map(String.init) ?? "auto"),
                           ("fit", fit.rawValue)]

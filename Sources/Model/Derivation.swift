@@ -1,0 +1,50 @@
+/// Which of a job's derived values one source needs computed, decided by planning against what the
+/// state database holds: values are keyed by their identifier and `fingerprint`, the source's
+/// content identity with the libvips version (`Planner.derivationFingerprint`).
+package struct PlannedDerivation: Sendable, Codable, Equatable {
+    /// Indices into the job's `derive` list.
+    package var values: [Int]
+    package var fingerprint: String
+    /// The source's exact content hash, when state already holds one for this content (a URL's
+    /// cached original, or an earlier derivation); otherwise the worker hashes the file.
+    package var contentHash: String?
+
+    package init(values: [Int], fingerprint: String, contentHash: String?) {
+        (self.values, self.fingerprint, self.contentHash) = (values, fingerprint, contentHash)
+    }
+}
+
+/// What a worker derived from one source: its values, and what the source is (for duplicates and
+/// manifests): size in bytes, pixel size from the header, format, and exact content hash.
+package struct SourceDerivation: Sendable, Codable, Equatable {
+    package struct Value: Sendable, Codable, Equatable {
+        /// The derived value's name (`dhash`) and identifier (`dhash(bits:64,frame:100)`).
+        package let name: String
+        package let identifier: String
+        /// The value as JSON text: a string, or the focal point's object.
+        package let json: String
+
+        package init(name: String, identifier: String, json: String) {
+            (self.name, self.identifier, self.json) = (name, identifier, json)
+        }
+    }
+
+    package var values: [Value]
+    package let bytes: Int
+    package let width: Int
+    package let height: Int
+    /// The loader's name without `load` (`jpeg`, `png`, `heif`, ...).
+    package let format: String
+    /// `StableHash.contentHashes` of the file's bytes, as the downloader hashes originals.
+    package var contentHash: String?
+
+    package init(values: [Value], bytes: Int, width: Int, height: Int, format: String, contentHash: String?) {
+        (self.values, self.bytes, self.width, self.height, self.format, self.contentHash) = (values, bytes, width, height, format, contentHash)
+    }
+}
+
+/// How a source's derivation ended in the worker: carried over its pipe like `ItemOutcome`.
+package enum DerivationOutcome: Sendable, Codable, Equatable {
+    case computed(SourceDerivation)
+    case failed(ItemFailure)
+}

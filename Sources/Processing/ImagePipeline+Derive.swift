@@ -1,0 +1,60 @@
+import Foundation
+import Support
+import Model
+import Imaging
+
+extension ImagePipeline {
+    /// The derived values at `indices` of the job's `derive` list, and what the source is. They are
+    /// computed from the smallest whole frame an output kept in memory (display orientation) that
+    /// still fills the 100x100 derivation frame, so a responsive set decodes nothing more; a source
+    /// with no such frame (a cropped thumbnail, or no output to render) is decoded once more, with
+    /// shrink-on-load straight to that size.
+    func derivation(_ indices: [Int], hashContent: Bool, path: String, source: OpenedSource) -> DerivationOutcome {
+        do throws(ItemFailure) {
+            VipsError.clearMessages()
+            let base = try derivationBase(source)
+            let frame = try decodeStep { () throws(VipsError) in try DerivationFrame(base) }
+            let values = try indices.map { index throws(ItemFailure) in
+                let value = derive.values[index]
+                let name = type(of: value).name
+                let json = try processStep(name) { () throws(VipsError) in try value.value(of: frame) }
+                return SourceDerivation.Value(name: name, identifier: value.identifier, json: json.compact)
+            }
+            let header = source.header
+            return .computed(SourceDerivation(values: values, bytes: source.bytes, width: header.displayWidth(autorotate: true),
+                                              height: header.displayHeight(autorotate: true), format: header.loaderFormat,
+                                              contentHash: hashContent ? try Self.contentHash(of: path) : nil))
+        } catch {
+            return .failed(error)
+        }
+    }
+
+    /// A decoded image in display orientation to scale the derivation frame from.
+    private func derivationBase(_ source: OpenedSource) throws(ItemFailure) -> VipsImageHandle {
+        let header = source.header
+        let (width, height) = (header.displayWidth(autorotate: true), header.displayHeight(autorotate: true))
+        // The frame's long side: 100 px, or the source's own when smaller.
+        let needed = min(DerivationFrame.side, max(width, height))
+        let upright = source.wholeFrames.filter { frame in
+            (frame.settings.autorotate || header.orientation == 1) && (frame.settings.colourSpace == .srgb || !header.needsColourTransform)
+        }.map(\.image)
+        if let kept = upright.filter({ max($0.width, $0.height) >= needed }).min(by: { $0.width * $0.height < $1.width * $1.height }) {
+            return kept
+        }
+        let loader = Thumbnail(inside: DerivationFrame.side, DerivationFrame.side)
+        let settings = DecodeSettings(failOn: limits.failOn, autorotate: true, colourSpace: .srgb)
+        return try decodeStep { () throws(VipsError) in
+            try droppingUnusableProfile(loader.load(source.file, header: header, settings: settings), header)
+        }
+    }
+
+    /// The file's bytes hashed as the downloader hashes an original (`StableHash.contentHashes`),
+    /// so exact duplicates are found across files and URLs alike.
+    static func contentHash(of path: String) throws(ItemFailure) -> String {
+        let data: Data
+        do { data = try Data(contentsOf: URL(fileURLWithPath: path), options: .alwaysMapped) } catch {
+            throw ItemFailure(.unreadable, "\(path): \(error.localizedDescription)")
+        }
+        return data.withUnsafeBytes { StableHash.contentHashes(of: [$0])[0].hex }
+    }
+}

@@ -1,0 +1,99 @@
+import Foundation
+import Support
+import Model
+import Keys
+import Imaging
+import Manifest
+import State
+
+/// `runner duplicates`: sources whose dHashes differ in at most `distance` bits (near duplicates:
+/// resized, recompressed), and sources with the same bytes (exact duplicates), from the derived
+/// values stored in every state database that answers for the job (each shard's, for a sharded job).
+public struct DuplicatesReport: Codable, Sendable {
+    public struct Member: Codable, Sendable {
+        public let key: String
+        /// The file path or URL.
+        public let location: String
+        public let bytes: Int
+        public let width: Int
+        public let height: Int
+        public let dhash: String
+        public let contentHash: String?
+    }
+
+    public struct Group: Codable, Sendable {
+        /// Members in source-key order.
+        public let sources: [Member]
+        /// The most bits a member's dHash differs from the first member's (0 for exact duplicates).
+        public let maxDistance: Int
+    }
+
+    public let job: String
+    /// False when the job has never run.
+    public let hasRun: Bool
+    public let distance: Int
+    /// Sources with a stored dHash: those compared.
+    public let sources: Int
+    /// Groups of identical bytes, largest first.
+    public let exact: [Group]
+    /// Groups within `distance` bits (chains included: a group's ends may differ by more), largest
+    /// first; a group whose members are all one exact duplicate is listed under `exact` only.
+    public let near: [Group]
+
+    /// Why there is nothing to compare: the job does not derive dHashes.
+    package static func noDHash() -> JobFileError {
+        JobFileError("derive", "lists no \"\(DHash.name)\": runner duplicates compares the dHashes a run stores; "
+                     + "add \"\(DHash.name)\" to derive and run the job (only the new value is computed)")
+    }
+
+    package init(job: Job, distance: Int = DHash.duplicateDistance) throws {
+        guard let dhash = job.derive.values.first(where: { $0 is DHash }) else { throw Self.noDHash() }
+        let stores = try JobDatabases(job: job).parts.map(\.store)
+        var members: [Member] = []
+        var hashes: [UInt64] = []
+        for store in stores {
+            try store.forEachDerivedSource(names: [DHash.name]) { record in
+                guard case .string(let hex)? = record.value(dhash.identifier), let hash = UInt64(hex, radix: 16) else { return }
+                let source = record.source
+                members.append(Member(key: source.key, location: source.location, bytes: source.bytes, width: source.width,
+                                      height: source.height, dhash: hex, contentHash: source.contentHash))
+                hashes.append(hash)
+            }
+        }
+        self.job = job.name
+        hasRun = !stores.isEmpty
+        self.distance = distance
+        sources = members.count
+        let group = { (indices: [Int]) -> Group in
+            let sorted = indices.sorted { members[$0].key.utf8.lexicographicallyPrecedes(members[$1].key.utf8) }
+            let spread = sorted.map { (hashes[$0] ^ hashes[sorted[0]]).nonzeroBitCount }.max() ?? 0
+            return Group(sources: sorted.map { members[$0] }, maxDistance: spread)
+        }
+        let hashed = members.indices.filter { members[$0].contentHash != nil }
+        exact = DuplicateGroups.exact(hashed.map { members[$0].contentHash! }).map { group($0.map { hashed[$0] }) }
+        near = DuplicateGroups.near(hashes, within: distance).filter { indices in
+            let contents = Set(indices.map { members[$0].contentHash })
+            return contents.count > 1 || contents.first == nil
+        }.map(group)
+    }
+
+    public func json() throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        return String(decoding: try encoder.encode(self), as: UTF8.self)
+    }
+
+    public func text() -> String {
+        var lines = ["\(job): \(sources) source\(sources == 1 ? "" : "s") with a dHash; "
+            + "\(exact.count) group\(exact.count == 1 ? "" : "s") of exact duplicates, "
+            + "\(near.count) of near duplicates (within \(distance) bit\(distance == 1 ? "" : "s"))"]
+        for (title, groups) in [("exact", exact), ("near", near)] {
+            for (number, group) in groups.enumerated() {
+                lines.append("\(title) \(number + 1): \(group.sources.count) sources"
+                    + (title == "near" ? ", up to \(group.maxDistance) bit\(group.maxDistance == 1 ? "" : "s") from the first" : ", the same bytes"))
+                lines += group.sources.map { "  \($0.location)\t\($0.width)x\($0.height)\t\(Format.bytes($0.bytes))\t\($0.dhash)" }
+            }
+        }
+        return lines.joined(separator: "\n")
+    }
+}

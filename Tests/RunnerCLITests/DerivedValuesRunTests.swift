@@ -1,0 +1,102 @@
+import CVips
+import Foundation
+import Testing
+import TestSupport
+
+/// A job over the workspace's `in/` folder with one cropped thumbnail (so nothing keeps a whole
+/// frame, and every derived value comes from the derivation's own 100 px decode) and `derive`.
+private func derivingJob(_ workspace: Workspace, derive: String, name: String = "job.json") throws -> String {
+    try workspace.writeJob("""
+        {"version": 1, "sources": [{"path": "in"}],
+         "outputs": [{"name": "t", "path": "out/{stem}.jpg", "chain": [{"op": "thumbnail", "width": 64, "height": 64}],
+                      "format": {"type": "jpeg"}}],
+         "derive": \(derive), "state": "state.sqlite"}
+        """, name: name)
+}
+
+/// The run's JSON events: its plan and its summary.
+private func run(_ workspace: Workspace, _ arguments: [String]) throws -> (plan: [String: Any], summary: [String: Any]) {
+    let result = try workspace.run(arguments + ["--log-format", "json"])
+    #expect(result.status == 0, "\(result.stderr)")
+    let events = jsonEvents(result.stdout)
+    let plan = try #require(events.first { $0["event"] as? String == "plan" }, "\(result.stdout)")
+    return (plan, try #require(events.last { $0["event"] as? String == "summary" }, "\(result.stdout)"))
+}
+
+/// The derived values stored, by source file name and value name.
+private func stored(_ workspace: Workspace) throws -> [String: [String: String]] {
+    var values: [String: [String: String]] = [:]
+    for row in try StateDatabase(path: workspace.path("state.sqlite")).rows("SELECT source_key, name, value FROM derived") {
+        values[Paths.lastComponent(row[0]), default: [:]][row[1]] = row[2]
+    }
+    return values
+}
+
+/// What Imaging's derived values make of `path` decoded as the run's own derivation decodes it.
+private func expectedValues(_ path: String, _ values: [any DerivedValue]) throws -> [String: String] {
+    ImageProbe.startVips()
+    let source = try VipsSourceHandle(path: path, byName: true)
+    let header = try #require(cvips_open(source.pointer, VIPS_ACCESS_SEQUENTIAL, VIPS_FAIL_ON_ERROR).map {
+        ImageHeader(VipsImageHandle(taking: $0, retaining: nil))
+    })
+    let decoded = try Thumbnail(inside: 100, 100).load(source, header: header,
+                                                        settings: DecodeSettings(failOn: .error, autorotate: true, colourSpace: .srgb))
+    let frame = try DerivationFrame(decoded)
+    return Dictionary(uniqueKeysWithValues: try values.map { (type(of: $0).name, try $0.value(of: frame).compact) })
+}
+
+@Suite("Derived values in a run")
+struct DerivedValuesRunTests {
+    static let photos = ["photos/aitzgorri.jpg", "photos/bird-lamp.png", "photos/wine.webp"]
+
+    @Test("a run stores each source's derived values, equal to Imaging's on the same decode; a rerun computes none")
+    func storedAndIncremental() throws {
+        let workspace = try Workspace()
+        try workspace.copyFixtures(Self.photos, to: "in")
+        let job = try derivingJob(workspace, derive: #"["thumbhash", {"value": "blurhash", "x": 3, "y": 3}, "dhash", "phash", "dominant", "focal"]"#)
+        let first = try run(workspace, [job])
+        #expect(first.plan["toDerive"] as? Int == 18 && first.summary["derived"] as? Int == 18, "\(first)")
+        let values = try stored(workspace)
+        let derive = try Job.load(path: job).derive.values
+        for photo in Self.photos {
+            let name = Paths.lastComponent(photo)
+            #expect(values[name] == (try expectedValues(Fixtures.path(photo), derive)), "\(name)")
+        }
+        let sources = try StateDatabase(path: workspace.path("state.sqlite")).rows("SELECT key, bytes, width, height, format, content_hash FROM source ORDER BY key")
+        #expect(sources.map { Paths.lastComponent($0[0]) } == ["aitzgorri.jpg", "bird-lamp.png", "wine.webp"])
+        #expect(sources.allSatisfy { Int($0[1])! > 0 && Int($0[2])! > 0 && $0[5].count == 16 }, "\(sources)")
+        #expect(sources.map { $0[4] } == ["jpeg", "png", "webp"])
+
+        // Up to date: nothing planned, decoded (no worker started) or derived.
+        let again = try run(workspace, [job])
+        #expect(again.plan["toDerive"] as? Int == 0 && again.summary["derived"] as? Int == 0, "\(again)")
+        #expect(again.summary["workersStarted"] as? Int == 0 && again.summary["done"] as? Int == 0, "\(again)")
+    }
+
+    @Test("a new derive entry computes only that value for every source and renders nothing; a changed source recomputes its own")
+    func newEntryAndChangedSource() throws {
+        let workspace = try Workspace()
+        try workspace.copyFixtures(Self.photos, to: "in")
+        let job = try derivingJob(workspace, derive: #"["dhash", "dominant"]"#)
+        _ = try run(workspace, [job])
+        let before = try stored(workspace)
+        let outputs = workspace.files(in: "out").map { ($0, workspace.modificationDate("out/" + $0)) }
+        _ = try derivingJob(workspace, derive: #"["dhash", "dominant", "thumbhash"]"#)
+        let added = try run(workspace, [job])
+        #expect(added.plan["toDerive"] as? Int == 3 && added.plan["toRun"] as? Int == 0, "\(added.plan)")
+        #expect(added.summary["derived"] as? Int == 3 && added.summary["done"] as? Int == 0, "\(added.summary)")
+        #expect(workspace.files(in: "out").map { ($0, workspace.modificationDate("out/" + $0)) }.elementsEqual(outputs) { $0 == $1 })
+        let after = try stored(workspace)
+        #expect(after.values.allSatisfy { $0["thumbhash"] != nil } && after.count == 3)
+        #expect(after.mapValues { $0.filter { $0.key != "thumbhash" } } == before)
+
+        // Another picture under one source's name: only it is decoded again, all its values recomputed.
+        try FileManager.default.removeItem(atPath: workspace.path("in/wine.webp"))
+        try FileManager.default.copyItem(atPath: Fixtures.path("photos/fig-bowl.jpg"), toPath: workspace.path("in/wine.webp"))
+        let changed = try run(workspace, [job])
+        #expect(changed.plan["toDerive"] as? Int == 3 && changed.summary["derived"] as? Int == 3 && changed.summary["done"] as? Int == 1,
+                "\(changed)")
+        let figBowl = try expectedValues(Fixtures.path("photos/fig-bowl.jpg"), try Job.load(path: job).derive.values)
+        #expect(try stored(workspace)["wine.webp"] == figBowl)
+    }
+}
