@@ -158,14 +158,13 @@ package final class RemoteStage: @unchecked Sendable {
             var events: [ItemEvent] = []
             if failure.isTransient {
                 message += " (after \(attempts) attempts; retried next run)"
-            } else if !failure.blacklistsURL || !stale.isEmpty {
+            } else if failure.blacklistReason == nil || !stale.isEmpty {
                 // A URL some source still serves stale from is never blacklisted: that would block it too.
                 message += " (retried next run)"
             } else {
                 message += " (blacklisted)"
-                if firstTime {
-                    events.append(.blacklisted(url: url, kind: failure.kind, httpStatus: failure.httpStatus,
-                                               message: failure.description))
+                if firstTime, let reason = failure.blacklistReason {
+                    events.append(.blacklisted(url: url, reason: reason, message: failure.description))
                 }
             }
             // A body this machine could not store is a local write failure, not the server's.
