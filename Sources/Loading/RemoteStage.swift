@@ -95,7 +95,7 @@ package final class RemoteStage: @unchecked Sendable {
         Downloader(settings: job.remote).run(
             next: { [self] in
                 while let source = nextSource() {
-                    guard case .remote(let remote) = source.origin else { continue }
+                    guard let remote = source.origin.loader.fetch else { continue }
                     if let reason = source.blockedReason {
                         recorder.record(source.finished(.blocked(reason: reason)))
                     } else if case .content = source.identity, let original = source.cachedOriginal, access(original.file, R_OK) == 0 {
@@ -138,7 +138,7 @@ package final class RemoteStage: @unchecked Sendable {
         let destination = cacheFile(for: source.key)
         let cached = source.cachedOriginal.flatMap { FileManager.default.fileExists(atPath: destination) ? $0 : nil }
         var headers = job.remote.headers
-        if case .remote(let remote) = source.origin { headers.merge(remote.headers) { $1 } }
+        if let remote = source.origin.loader.fetch { headers.merge(remote.headers) { $1 } }
         return DownloadRequest(url: url, headers: headers, etag: cached?.etag, lastModified: cached?.lastModified,
                                destination: destination)
     }
@@ -259,7 +259,7 @@ package final class RemoteStage: @unchecked Sendable {
             }
         }
         recorder.record(settled)
-        if !work.isEmpty && !downloadOnly, case .remote(let remote) = source.origin {
+        if !work.isEmpty && !downloadOnly, let remote = source.origin.loader.fetch {
             handoff.push(ScheduledTask(file: file, url: remote.url, items: work))
         }
     }
