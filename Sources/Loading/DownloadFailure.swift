@@ -1,5 +1,6 @@
 internal import CCurl
 import Manifest
+import Model
 
 /// Why a download failed, classified once so the blacklist never matches strings.
 /// Permanent failures blacklist the URL; transient ones are retried (SDWebImage's rule, made precise).
@@ -47,31 +48,18 @@ package struct DownloadFailure: Error, Sendable, CustomStringConvertible {
         return isTransient
     }
 
-    /// Permanent and the server's doing: the URL goes on the blacklist.
-    package var blacklistsURL: Bool { !isTransient && reason != .local }
-
-    package var httpStatus: Int? {
-        if case .httpStatus(let status) = reason { return status }
-        return nil
-    }
-
-    /// Stable short name, stored in the blacklist.
-    package var kind: String {
-        switch reason {
-        case .httpStatus(let status): "http-\(status)"
-        case .timedOut: "timeout"
-        case .stalled: "stalled"
-        case .hostNotFound: "dns"
-        case .connectionFailed: "connect"
-        case .connectionReset: "reset"
-        case .truncated: "truncated"
-        case .tooManyRedirects: "too-many-redirects"
-        case .forbiddenScheme: "forbidden-scheme"
-        case .malformedURL: "malformed-url"
-        case .tooLarge: "too-large"
-        case .notAnImage: "not-an-image"
-        case .local: "local"
-        case .other: "curl"
+    /// Why the URL goes on the blacklist: a permanent failure, the server's doing; nil for a
+    /// transient or local one.
+    package var blacklistReason: BlacklistReason? {
+        guard !isTransient else { return nil }
+        return switch reason {
+        case .httpStatus(let status): .download(.httpStatus(status))
+        case .tooManyRedirects: .download(.tooManyRedirects)
+        case .forbiddenScheme: .download(.forbiddenScheme)
+        case .malformedURL: .download(.malformedURL)
+        case .tooLarge: .download(.tooLarge)
+        case .notAnImage: .download(.notAnImage)
+        case .timedOut, .stalled, .hostNotFound, .connectionFailed, .connectionReset, .truncated, .local, .other: nil
         }
     }
 

@@ -95,7 +95,7 @@ package final class RemoteStage: @unchecked Sendable {
         Downloader(settings: job.remote).run(
             next: { [self] in
                 while let source = nextSource() {
-                    guard case .remote(let remote) = source.origin else { continue }
+                    guard let remote = source.origin.loader.fetch else { continue }
                     if let reason = source.blockedReason {
                         recorder.record(source.finished(.blocked(reason: reason)))
                     } else if case .content = source.identity, let original = source.cachedOriginal, access(original.file, R_OK) == 0 {
@@ -138,7 +138,7 @@ package final class RemoteStage: @unchecked Sendable {
         let destination = cacheFile(for: source.key)
         let cached = source.cachedOriginal.flatMap { FileManager.default.fileExists(atPath: destination) ? $0 : nil }
         var headers = job.remote.headers
-        if case .remote(let remote) = source.origin { headers.merge(remote.headers) { $1 } }
+        if let remote = source.origin.loader.fetch { headers.merge(remote.headers) { $1 } }
         return DownloadRequest(url: url, headers: headers, etag: cached?.etag, lastModified: cached?.lastModified,
                                destination: destination)
     }
@@ -158,14 +158,13 @@ package final class RemoteStage: @unchecked Sendable {
             var events: [ItemEvent] = []
             if failure.isTransient {
                 message += " (after \(attempts) attempts; retried next run)"
-            } else if !failure.blacklistsURL || !stale.isEmpty {
+            } else if failure.blacklistReason == nil || !stale.isEmpty {
                 // A URL some source still serves stale from is never blacklisted: that would block it too.
                 message += " (retried next run)"
             } else {
                 message += " (blacklisted)"
-                if firstTime {
-                    events.append(.blacklisted(url: url, kind: failure.kind, httpStatus: failure.httpStatus,
-                                               message: failure.description))
+                if firstTime, let reason = failure.blacklistReason {
+                    events.append(.blacklisted(url: url, reason: reason, message: failure.description))
                 }
             }
             // A body this machine could not store is a local write failure, not the server's.
@@ -262,7 +261,7 @@ package final class RemoteStage: @unchecked Sendable {
         recorder.record(settled)
         // Derived values are decided again now that the content is known.
         let derivation = planner.derivation(of: source, identity: identity)
-        if !work.isEmpty || derivation != nil, !downloadOnly, case .remote(let remote) = source.origin {
+        if !work.isEmpty || derivation != nil, !downloadOnly, let remote = source.origin.loader.fetch {
             handoff.push(ScheduledTask(file: file, url: remote.url, items: work, of: source, derivation: derivation))
         }
     }

@@ -62,7 +62,7 @@ package enum ItemEvent: Sendable {
     /// last success: its outputs stay up to date, from the cached original.
     case notRevalidated(key: String, outputPath: String, fingerprint: String)
     /// A URL goes on the failed-URL blacklist (recorded in the same transaction as its items).
-    case blacklisted(url: String, kind: String, httpStatus: Int?, message: String)
+    case blacklisted(url: String, reason: BlacklistReason, message: String)
     /// A URL comes off the blacklist (a retried download succeeded).
     case unblocked(url: String)
     /// A source's derived values computed (`derive`), stored under the source's key and

@@ -3,16 +3,80 @@ import Foundation
 /// A URL on the failed-URL blacklist (SDWebImage's `failedURLs`, kept across runs): why, and since when.
 public struct BlacklistEntry: Sendable, Codable {
     public let url: String
-    public let kind: String
+    /// nil: a spelling this version does not know (written by another one).
+    public let kind: BlacklistReason?
     public let httpStatus: Int?
     public let message: String
     public let firstSeen: Date
     public let lastSeen: Date
     public let count: Int
 
-    package init(url: String, kind: String, httpStatus: Int?, message: String, firstSeen: Date, lastSeen: Date, count: Int) {
+    package init(url: String, kind: BlacklistReason?, httpStatus: Int?, message: String, firstSeen: Date, lastSeen: Date, count: Int) {
         (self.url, self.kind, self.httpStatus, self.message) = (url, kind, httpStatus, message)
         (self.firstSeen, self.lastSeen, self.count) = (firstSeen, lastSeen, count)
+    }
+}
+
+/// Why a URL is on the failed-URL blacklist, as its `kind` column stores it and reports show it:
+/// a download that failed for good (the server's doing), or a body that came down but is no usable
+/// image (bad image data). One value, so a download over `limits.maxDownloadBytes` is never read
+/// back as an image over `limits.maxPixels`.
+public enum BlacklistReason: Sendable, Hashable, Codable, CustomStringConvertible {
+    case download(Download)
+    /// The item failure every output of the body met (`ItemFailure.isBadImageData`: decode, too-large).
+    case image(ItemFailure.Kind)
+
+    /// The permanent download failures; transient and local ones never blacklist a URL.
+    public enum Download: Sendable, Hashable {
+        case httpStatus(Int)
+        case tooManyRedirects, forbiddenScheme, malformedURL, tooLarge, notAnImage
+    }
+
+    /// The stored and shown spelling: an image's is its item failure kind. Before the two were told
+    /// apart a download over the limit was also stored `too-large`; such an entry reads as an image's.
+    public var description: String {
+        switch self {
+        case .download(.httpStatus(let status)): "http-\(status)"
+        case .download(.tooManyRedirects): "too-many-redirects"
+        case .download(.forbiddenScheme): "forbidden-scheme"
+        case .download(.malformedURL): "malformed-url"
+        case .download(.tooLarge): "download-too-large"
+        case .download(.notAnImage): "not-an-image"
+        case .image(let kind): kind.rawValue
+        }
+    }
+
+    private static let fixed: [BlacklistReason] = [.tooManyRedirects, .forbiddenScheme, .malformedURL, .tooLarge, .notAnImage]
+        .map(BlacklistReason.download) + ItemFailure.Kind.allCases.map(BlacklistReason.image)
+
+    /// Reads a stored spelling; nil for one this version does not know.
+    public init?(_ spelling: String) {
+        let httpPrefix = "http-"
+        if spelling.hasPrefix(httpPrefix), let status = Int(spelling.dropFirst(httpPrefix.count)) {
+            self = .download(.httpStatus(status))
+        } else if let reason = Self.fixed.first(where: { $0.description == spelling }) {
+            self = reason
+        } else {
+            return nil
+        }
+    }
+
+    public var httpStatus: Int? {
+        if case .download(.httpStatus(let status)) = self { return status }
+        return nil
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let spelling = try decoder.singleValueContainer().decode(String.self)
+        guard let reason = BlacklistReason(spelling) else {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "unknown blacklist kind \(spelling)"))
+        }
+        self = reason
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(description)
     }
 }
 

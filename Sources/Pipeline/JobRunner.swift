@@ -147,12 +147,13 @@ public enum JobRunner {
     private static func localTasks(_ sources: PlannedSources, recorder: Recorder, downloadOnly: Bool) -> Scheduler.LocalSource {
         return {
             while !downloadOnly, let source = try sources.next() {
-                guard case .file(let path) = source.origin else { continue }
+                let loader = source.origin.loader
+                guard loader.fetch == nil else { continue }
                 if case .missing(let message) = source.identity {
                     recorder.record(source.finished(.failed(ItemFailure(.unreadable, message), seconds: 0)))
                     continue
                 }
-                return ScheduledTask(file: path, items: source.items, of: source, derivation: source.derivation)
+                return ScheduledTask(file: loader.location, items: source.items, of: source, derivation: source.derivation)
             }
             return nil
         }

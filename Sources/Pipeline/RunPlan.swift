@@ -43,12 +43,11 @@ struct RunPlan {
                 try pass.recordPlanned(source)
                 sourcesToDo += 1
                 foundWork(sourcesToDo)
-                switch source.origin {
-                case .file:
-                    try localSpool.append(source)
-                case .remote(let remote):
+                if let remote = source.origin.loader.fetch {
                     if urlsCanRepeat && !seenURLs.insert(remote.url) { _ = repeatedURLs.insert(remote.url) }
                     try remoteSpool.append(source)
+                } else {
+                    try localSpool.append(source)
                 }
             }
         }

@@ -81,12 +81,7 @@ public struct PlannedSource: Sendable, Codable {
     public var items: [PlannedItem]
 
     /// The file path or URL, for people.
-    public var location: String {
-        switch origin {
-        case .file(let path): path
-        case .remote(let remote): remote.url
-        }
-    }
+    public var location: String { origin.loader.location }
 }
 
 /// A source's derived values as the state database holds them: each value's identifier and the

@@ -137,11 +137,7 @@ package struct Planner {
     }
 
     private func planned(_ discovered: DiscoveredSource) throws -> PlannedSource {
-        let identity: SourceIdentity
-        switch discovered.origin {
-        case .file(let path): identity = Self.identity(of: path)
-        case .remote: identity = .unknown
-        }
+        let identity = discovered.origin.loader.plannedIdentity()
         let items = try outputPaths(of: discovered).enumerated().map { index, outputPath in
             PlannedItem(key: ItemKey.of(source: discovered.key, output: job.outputs[index].name), outputName: job.outputs[index].name, outputIndex: index,
                         outputPath: outputPath, fingerprint: fingerprint(identity, output: index), status: .pending)
@@ -206,7 +202,7 @@ package struct Planner {
     /// from that original are marked `revalidate`).
     package func classify(_ source: inout PlannedSource, state: some PlanningLookup, retryFailed: Bool, force: Bool = false,
                   now: Double = Date().timeIntervalSince1970) throws {
-        if case .remote(let remote) = source.origin {
+        if let remote = source.origin.loader.fetch {
             if !retryFailed, let entry = try state.blacklistEntry(remote.url), !isExpired(entry, now: now) {
                 source.blockedReason = "blacklisted since \(ISO8601DateFormatter().string(from: entry.firstSeen)): \(entry.message)"
                 for index in source.items.indices { source.items[index].status = .blocked }
@@ -292,18 +288,6 @@ package struct Planner {
         case .never: false
         case .after(let seconds): original.validatedAt + seconds < now
         }
-    }
-
-    package static func identity(of path: String) -> SourceIdentity {
-        var info = stat()
-        guard stat(path, &info) == 0 else {
-            let code = errno
-            if code == ENOENT && Paths.hasUnnamableBytes(path) { return .missing("\(path): \(Paths.unnamable)") }
-            return .missing("\(path): \(String(cString: strerror(code)))")
-        }
-        guard (info.st_mode & S_IFMT) == S_IFREG else { return .missing("\(path): not a regular file") }
-        let nanoseconds = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
-        return .file(size: Int64(info.st_size), modifiedNanoseconds: nanoseconds)
     }
 
     /// Covers the source's identity, the output's whole recipe (chain, format, load options) and

@@ -35,9 +35,9 @@ extension ImagePipeline {
         let (width, height) = (header.displayWidth(autorotate: true), header.displayHeight(autorotate: true))
         // The frame's long side: 100 px, or the source's own when smaller.
         let needed = min(DerivationFrame.side, max(width, height))
-        let upright = source.wholeFrames.filter { frame in
-            (frame.settings.autorotate || header.orientation == 1) && (frame.settings.colourSpace == .srgb || !header.needsColourTransform)
-        }.map(\.image)
+        let upright = source.kept.filter { step, _ in
+            source.keptSettings[step].map { Self.derivationCanUse($0, header: header) } ?? false
+        }.map(\.value)
         if let kept = upright.filter({ max($0.width, $0.height) >= needed }).min(by: { $0.width * $0.height < $1.width * $1.height }) {
             return kept
         }
@@ -46,6 +46,12 @@ extension ImagePipeline {
         return try decodeStep { () throws(VipsError) in
             try droppingUnusableProfile(loader.load(source.file, header: header, settings: settings), header)
         }
+    }
+
+    /// Whether a frame decoded with `settings` shows the picture as the derivation sees it: in
+    /// display orientation, in sRGB (or from a source that needs no colour transform).
+    static func derivationCanUse(_ settings: DecodeSettings, header: ImageHeader) -> Bool {
+        (settings.autorotate || header.orientation == 1) && (settings.colourSpace == .srgb || !header.needsColourTransform)
     }
 
     /// The file's bytes hashed as the downloader hashes an original (`StableHash.contentHashes`),

@@ -26,39 +26,29 @@ package struct ImagePipeline {
         let output: OutputSpec
         /// The concrete encoder (`auto` resolved against the source's format).
         let encoder: any OutputEncoder
-        let pixels: Pixels
+        /// Where its pixels come from: the first step decodes itself (thumbnail's shrink-on-load),
+        /// or a full decode, possibly shared with other outputs (`DecodePlan` decides).
+        let need: Sources.Need
+        let animated: Bool
 
-        /// Where the output's pixels come from.
-        enum Pixels {
-            /// The first step decodes itself (thumbnail's shrink-on-load).
-            case loader(any LoadingOperation)
-            /// A full decode, possibly shared with other outputs.
-            case decode(Decode)
-        }
-
-        init(_ output: OutputSpec, header: ImageHeader) {
+        init(_ output: OutputSpec, header: ImageHeader, failOn: FailOn) {
             self.output = output
             encoder = output.encoder.resolved(for: header.format)
-            let animated = encoder.canAnimate && header.pages > 1
+            animated = encoder.canAnimate && header.pages > 1
             // An animation decodes every page; a loader step then runs per frame like any op.
             if !animated, let loader = output.chain.steps.first as? any LoadingOperation {
-                pixels = .loader(loader)
+                let frame = loader.scaledFrame(width: header.displayWidth(autorotate: output.autorotate),
+                                               height: header.displayHeight(autorotate: output.autorotate))
+                let settings = DecodeSettings(failOn: failOn, autorotate: output.autorotate, colourSpace: output.colourSpace)
+                need = .load(loader, area: frame.width * frame.height, settings: settings, wholeFrame: loader.loadsWholeFrame)
             } else {
-                pixels = .decode(Decode(colourSpace: output.colourSpace, animated: animated))
+                let random = output.chain.steps.contains { $0.needsRandomAccess } || (output.autorotate && header.orientation != 1)
+                need = .decode(Sources.Decode(colourSpace: output.colourSpace, animated: animated), random: random)
             }
         }
-
-        var decode: Decode? { if case .decode(let decode) = pixels { decode } else { nil } }
-        var isLoader: Bool { if case .loader = pixels { true } else { false } }
-        var animated: Bool { decode?.animated ?? false }
     }
 
-    /// One way of decoding the whole source; outputs asking for the same one share it.
-    struct Decode: Hashable {
-        let colourSpace: ColourSpacePolicy
-        /// Every page as one tall strip, rather than the first page only.
-        let animated: Bool
-    }
+    typealias Sources = DecodePlan<any LoadingOperation>
 
     package init(outputs: [OutputSpec], limits: Limits, derive: DerivedValues = .none, stagingOwner: pid_t) {
         (self.outputs, self.limits, self.derive, self.stagingOwner) = (outputs, limits, derive, stagingOwner)
@@ -80,14 +70,16 @@ package struct ImagePipeline {
         var own = [UInt64](repeating: 0, count: requests.count)
         do {
             let source = try open(sourcePath)
-            let plans = requests.map { Plan(outputs[$0.outputIndex], header: source.header) }
-            for case let decode? in plans.map(\.decode) { source.readers[decode, default: 0] += 1 }
-            // The derivation counts as one more reader of kept frames, so the last whole frame is kept too.
-            source.loadersLeft = plans.filter(\.isLoader).count + (derive.isEmpty ? 0 : 1)
+            let plans = requests.map { Plan(outputs[$0.outputIndex], header: source.header, failOn: limits.failOn) }
+            // The derivation reads a whole frame an output kept, so frames it can use are kept for it too.
+            let header = source.header
+            let steps = Sources(plans.map(\.need), keepingFrames: derive.isEmpty ? nil : { Self.derivationCanUse($0, header: header) }).steps
             results = Array(repeating: .failure(ItemFailure(.process, "not rendered")), count: requests.count)
-            for index in renderOrder(plans, header: source.header) {
-                let began = clock()
-                results[index] = Result { () throws(ItemFailure) in try render(requests[index], plans[index], from: source) }
+            for (position, step) in steps.enumerated() {
+                let (index, began) = (step.output, clock())
+                results[index] = Result { () throws(ItemFailure) in
+                    try render(requests[index], plans[index], step.pixels, at: position, from: source)
+                }
                 own[index] = clock() - began
             }
             if !derive.isEmpty { derivation = self.derivation(derive, hashContent: hashContent, path: sourcePath, source: source) }
@@ -107,10 +99,11 @@ package struct ImagePipeline {
     }
 
     /// One output: its pixels (decoded or loaded), its chain, the last conversions, encoded and staged.
-    private func render(_ request: OutputRequest, _ plan: Plan, from source: OpenedSource) throws(ItemFailure) -> RenderedOutput {
+    private func render(_ request: OutputRequest, _ plan: Plan, _ pixels: Sources.Pixels, at step: Int,
+                        from source: OpenedSource) throws(ItemFailure) -> RenderedOutput {
         VipsError.clearMessages()  // nor is it this output's
         let output = plan.output
-        var (frames, steps) = try startingFrames(plan, source)
+        var (frames, steps) = try startingFrames(plan, pixels, at: step, source)
         for step in steps {
             frames = try frames.map { frame throws(ItemFailure) in
                 try processStep(type(of: step).name) { () throws(VipsError) in try step.apply(to: frame) }
@@ -139,13 +132,14 @@ package struct ImagePipeline {
     /// The frames an output's chain starts from, and the steps still to run on them: a loader step
     /// (thumbnail's shrink-on-load) makes the first image itself; otherwise a full decode, shared
     /// with the source's other outputs that need the same one, cut into frames and autorotated.
-    private func startingFrames(_ plan: Plan, _ source: OpenedSource) throws(ItemFailure) -> ([VipsImageHandle], ArraySlice<any ImageOperation>) {
+    private func startingFrames(_ plan: Plan, _ pixels: Sources.Pixels, at step: Int,
+                                _ source: OpenedSource) throws(ItemFailure) -> ([VipsImageHandle], ArraySlice<any ImageOperation>) {
         let output = plan.output
         let steps = output.chain.steps[...]
-        switch plan.pixels {
-        case .loader(let loader):
-            let settings = DecodeSettings(failOn: limits.failOn, autorotate: output.autorotate, colourSpace: output.colourSpace)
-            var image = try loaded(loader, settings: settings, from: source)
+        let (decode, shared, random, headerDecoder): (Sources.Decode, Bool, Bool, Bool)
+        switch pixels {
+        case .load(let loader, let settings, let candidates, let keep):
+            var image = try loaded(loader, settings: settings, candidates: candidates, keep: keep, at: step, from: source)
             // The loader streams the source top to bottom; a later step that reads out of order
             // (smart crop, trim, rotation) gets the result rendered to memory first, as libvips'
             // own thumbnail does before its smart crop. The copy is thumbnail-sized.
@@ -153,78 +147,70 @@ package struct ImagePipeline {
                 image = try decodeStep { () throws(VipsError) in try image.copiedToMemory() }
             }
             return ([image], steps.dropFirst())
-        case .decode(let decode):
-            let frameLimit = output.frames ?? limits.frames
-            if decode.animated, source.header.pages > frameLimit {
-                throw ItemFailure(.tooLarge, "image has \(source.header.pages) frames, over the frames limit \(frameLimit)")
-            }
-            let random = steps.contains { $0.needsRandomAccess } || (output.autorotate && source.header.orientation != 1)
-            let image = try decoded(decode, random: random, from: source)
-            var frames = decode.animated ? try processStep("frames") { () throws(VipsError) in try pages(of: image) } : [image]
-            if output.autorotate {
-                frames = try frames.map { frame throws(ItemFailure) in
-                    try processStep("autorotate") { () throws(VipsError) in try frame.derive("autorot") { cvips_autorot($0, $1) } }
-                }
-            }
-            return (frames, steps)
+        case .decode(let own, let ownRandom, let takes): (decode, shared, random, headerDecoder) = (own, false, ownRandom, takes)
+        case .shared(let own, let takes): (decode, shared, random, headerDecoder) = (own, true, false, takes)
         }
+        let frameLimit = output.frames ?? limits.frames
+        if decode.animated, source.header.pages > frameLimit {
+            throw ItemFailure(.tooLarge, "image has \(source.header.pages) frames, over the frames limit \(frameLimit)")
+        }
+        let image = try decoded(decode, shared: shared, random: random, headerDecoder: headerDecoder, from: source)
+        var frames = decode.animated ? try processStep("frames") { () throws(VipsError) in try pages(of: image) } : [image]
+        if output.autorotate {
+            frames = try frames.map { frame throws(ItemFailure) in
+                try processStep("autorotate") { () throws(VipsError) in try frame.derive("autorot") { cvips_autorot($0, $1) } }
+            }
+        }
+        return (frames, steps)
     }
 
     /// A loader step's image (thumbnail's shrink-on-load). A responsive set loads once, as a
     /// cascade: the largest whole-frame output decodes from the source, and each smaller one is
-    /// scaled from a kept frame when that is less work than decoding (`Cascade.base`), then kept
-    /// itself when more outputs follow.
-    private func loaded(_ loader: any LoadingOperation, settings: DecodeSettings, from source: OpenedSource) throws(ItemFailure) -> VipsImageHandle {
-        defer { source.loadersLeft -= 1 }
+    /// scaled from a frame an earlier step kept (`candidates`) when that is less work than decoding
+    /// (`Cascade.base`), then kept itself when the plan says a later one can use it.
+    private func loaded(_ loader: any LoadingOperation, settings: DecodeSettings, candidates: [Int], keep: Bool, at step: Int,
+                        from source: OpenedSource) throws(ItemFailure) -> VipsImageHandle {
         let header = source.header
         let needed = loader.scaledFrame(width: header.displayWidth(autorotate: settings.autorotate),
                                         height: header.displayHeight(autorotate: settings.autorotate))
-        let candidates = source.wholeFrames.filter { $0.settings == settings }.map(\.image)
+        // A candidate whose step failed kept nothing.
+        let frames = candidates.compactMap { source.kept[$0] }
         let decodeCost = header.decodeCost(toMake: needed, displayWidth: header.displayWidth(autorotate: settings.autorotate))
         let image: VipsImageHandle
-        if let base = Cascade.base(for: needed, among: candidates.map { ($0.width, $0.height) }, decodeCost: decodeCost) {
-            image = try processStep(type(of: loader).name) { () throws(VipsError) in try loader.apply(to: candidates[base]) }
+        if let base = Cascade.base(for: needed, among: frames.map { ($0.width, $0.height) }, decodeCost: decodeCost) {
+            image = try processStep(type(of: loader).name) { () throws(VipsError) in try loader.apply(to: frames[base]) }
         } else {
             image = try decodeStep { () throws(VipsError) in
                 try droppingUnusableProfile(loader.load(source.file, header: header, settings: settings), header)
             }
         }
-        let alreadyKept = source.wholeFrames.contains { $0.settings == settings && $0.image.width == image.width && $0.image.height == image.height }
-        guard loader.loadsWholeFrame, source.loadersLeft > 1, !alreadyKept else { return image }
+        // The very frame of a kept one (scaled from it unchanged) is not kept twice.
+        guard keep, !frames.contains(where: { $0.width == image.width && $0.height == image.height }) else { return image }
         let kept = try decodeStep { () throws(VipsError) in try image.copiedToMemory() }
-        source.wholeFrames.append((settings, kept))
+        source.kept[step] = kept
+        source.keptSettings[step] = settings
         return kept
     }
 
-    /// Loader outputs largest first (so smaller ones can be scaled from them), then the rest in order.
-    private func renderOrder(_ plans: [Plan], header: ImageHeader) -> [Int] {
-        func area(_ plan: Plan) -> Int {
-            guard case .loader(let loader) = plan.pixels else { return 0 }
-            let frame = loader.scaledFrame(width: header.displayWidth(autorotate: plan.output.autorotate),
-                                           height: header.displayHeight(autorotate: plan.output.autorotate))
-            return frame.width * frame.height
-        }
-        let loaders = plans.indices.filter { plans[$0].isLoader }.sorted { area(plans[$0]) > area(plans[$1]) }
-        return loaders + plans.indices.filter { !plans[$0].isLoader }
+    /// The source decoded whole: into memory once for the outputs that share a decode (by the
+    /// first of them to get here), otherwise lazily (streaming, or random access when the chain needs it).
+    private func decoded(_ decode: Sources.Decode, shared: Bool, random: Bool, headerDecoder: Bool,
+                         from source: OpenedSource) throws(ItemFailure) -> VipsImageHandle {
+        guard shared else { return try decodeFully(decode, random: random, headerDecoder: headerDecoder, from: source) }
+        if let made = source.shared[decode] { return made }
+        let lazy = try decodeFully(decode, random: random, headerDecoder: headerDecoder, from: source)
+        let made = try decodeStep { () throws(VipsError) in try lazy.copiedToMemory() }
+        source.shared[decode] = made
+        return made
     }
 
-    /// The source decoded whole: into memory once when several outputs read the same decode,
-    /// otherwise lazily (streaming, or random access when the chain needs it).
-    private func decoded(_ decode: Decode, random: Bool, from source: OpenedSource) throws(ItemFailure) -> VipsImageHandle {
-        guard source.readers[decode, default: 0] > 1 else { return try decodeFully(decode, random: random, from: source) }
-        if let shared = source.shared[decode] { return shared }
-        let lazy = try decodeFully(decode, random: false, from: source)
-        let shared = try decodeStep { () throws(VipsError) in try lazy.copiedToMemory() }
-        source.shared[decode] = shared
-        return shared
-    }
-
-    /// A lazy full decode: the header's own streaming decoder the first time, fresh ones after.
-    private func decodeFully(_ decode: Decode, random: Bool, from source: OpenedSource) throws(ItemFailure) -> VipsImageHandle {
+    /// A lazy full decode: the header's own streaming decoder for the step the plan gives it, fresh ones otherwise.
+    private func decodeFully(_ decode: Sources.Decode, random: Bool, headerDecoder: Bool,
+                             from source: OpenedSource) throws(ItemFailure) -> VipsImageHandle {
         let image: VipsImageHandle
         if decode.animated {
             image = try reopen(source.file, access: VIPS_ACCESS_RANDOM, allPages: true)
-        } else if !random, let unused = source.headerDecoder {
+        } else if headerDecoder, let unused = source.headerDecoder {
             source.headerDecoder = nil
             image = unused
         } else {
@@ -253,20 +239,21 @@ package struct ImagePipeline {
         return try VipsImageHandle.stacking(frames)
     }
 
-    /// One source while its outputs render: the file, its header, and the decodes outputs share.
+    /// One source while its outputs render: the file, its header, and what the decode plan's
+    /// steps made for later ones (and for the derivation).
     final class OpenedSource {
         let file: VipsSourceHandle
         let header: ImageHeader
         /// The file's size in bytes.
         var bytes = 0
-        /// The streaming decoder the header was read with, until an output takes it.
+        /// The streaming decoder the header was read with, until the step the plan gives it takes it.
         var headerDecoder: VipsImageHandle?
-        /// How many outputs read each full decode, and the decodes made once for several of them.
-        var readers: [Decode: Int] = [:]
-        var shared: [Decode: VipsImageHandle] = [:]
-        /// Loader outputs still to render, and the whole frames kept in memory for the smaller ones.
-        var loadersLeft = 0
-        var wholeFrames: [(settings: DecodeSettings, image: VipsImageHandle)] = []
+        /// Whole frames kept in memory for smaller outputs, by the step that made them, with the
+        /// settings they were decoded with.
+        var kept: [Int: VipsImageHandle] = [:]
+        var keptSettings: [Int: DecodeSettings] = [:]
+        /// The decodes made once for the outputs that share them.
+        var shared: [Sources.Decode: VipsImageHandle] = [:]
 
         init(file: VipsSourceHandle, header: ImageHeader, headerDecoder: VipsImageHandle) {
             (self.file, self.header, self.headerDecoder) = (file, header, headerDecoder)

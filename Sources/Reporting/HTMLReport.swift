@@ -161,7 +161,7 @@ public struct HTMLReport {
                 + "<code>runner unblock</code>, <code>--retry-failed</code> or <code>blacklist.ttl</code>.</p>"
                 + "<table><thead><tr><th>URL</th><th>kind</th><th>message</th><th>since</th><th class=\"num\">seen</th></tr></thead><tbody>"
                 + blocked.map { entry in
-                    "<tr class=\"blocked\"><td class=\"url\">\(esc(entry.url))</td><td>\(esc(entry.kind))</td><td>\(esc(entry.message))</td>"
+                    "<tr class=\"blocked\"><td class=\"url\">\(esc(entry.url))</td><td>\(esc(entry.kind?.description ?? "unknown"))</td><td>\(esc(entry.message))</td>"
                         + "<td>\(timeTag(entry.firstSeen))</td><td class=\"num\">\(Format.count(entry.count))×</td></tr>"
                 }.joined()
                 + "</tbody></table>" + more(blockedCount - blocked.count) + "</section>"

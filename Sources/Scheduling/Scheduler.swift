@@ -218,7 +218,7 @@ private final class WorkerSlot {
         // (SDWebImage's BadImageData), so the next run sends no request for it.
         let contentFailures = reply.outcomes.compactMap(\.failure).filter(\.isBadImageData)
         if let url = task.url, let first = contentFailures.first, contentFailures.count == reply.outcomes.count {
-            events.insert(.blacklisted(url: url, kind: first.kind.rawValue, httpStatus: nil, message: first.description), at: 0)
+            events.insert(.blacklisted(url: url, reason: .image(first.kind), message: first.description), at: 0)
         }
         switch reply.derivation {
         case .computed(var derivation)?:

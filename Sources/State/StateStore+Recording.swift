@@ -95,12 +95,12 @@ extension StateStore {
                     try unchanged.execute(arguments: [fingerprint, outputPath, runID, now, key])
                 case .stillFailed:
                     break  // the recorded failure stands as it is
-                case .blacklisted(let url, let kind, let httpStatus, let message):
+                case .blacklisted(let url, let reason, let message):
                     try db.execute(sql: """
                         INSERT INTO blacklist (url, kind, http_status, message, first_seen, last_seen) VALUES (?, ?, ?, ?, ?, ?)
                         ON CONFLICT(url) DO UPDATE SET kind = excluded.kind, http_status = excluded.http_status,
                             message = excluded.message, last_seen = excluded.last_seen, count = count + 1
-                        """, arguments: [url, kind, httpStatus, message, now, now])
+                        """, arguments: [url, reason, reason.httpStatus, message, now, now])
                 case .unblocked(let url):
                     try db.execute(sql: "DELETE FROM blacklist WHERE url = ?", arguments: [url])
                 case .derived(let sourceKey, let location, let fingerprint, let derivation):

@@ -95,7 +95,8 @@ extension RunRecord: FetchableRecord {
 
 extension BlacklistEntry: FetchableRecord {
     public init(row: Row) {
-        self.init(url: row[BlacklistTable.url], kind: row[BlacklistTable.kind], httpStatus: row[BlacklistTable.httpStatus],
+        self.init(url: row[BlacklistTable.url], kind: BlacklistReason.fromDatabaseValue(row[BlacklistTable.kind]),
+                  httpStatus: row[BlacklistTable.httpStatus],
                   message: row[BlacklistTable.message], firstSeen: Date(timeIntervalSince1970: row[BlacklistTable.firstSeen]),
                   lastSeen: Date(timeIntervalSince1970: row[BlacklistTable.lastSeen]), count: row[BlacklistTable.count])
     }
@@ -107,5 +108,16 @@ extension CachedOriginal: FetchableRecord {
                   etag: row[OriginalTable.etag], lastModified: row[OriginalTable.lastModified],
                   contentHash: row[OriginalTable.contentHash], size: row[OriginalTable.size], fetchedAt: row[OriginalTable.fetchedAt],
                   validatedAt: row[OriginalTable.validatedAt], usedAt: row[OriginalTable.usedAt])
+    }
+}
+
+/// Stored by its spelling in `blacklist.kind`; one this version does not know reads as nil (a
+/// failed conversion, which GRDB's typed subscript would trap on, so rows read it through
+/// `fromDatabaseValue`).
+extension BlacklistReason: DatabaseValueConvertible {
+    public var databaseValue: DatabaseValue { description.databaseValue }
+
+    public static func fromDatabaseValue(_ value: DatabaseValue) -> BlacklistReason? {
+        String.fromDatabaseValue(value).flatMap(BlacklistReason.init)
     }
 }

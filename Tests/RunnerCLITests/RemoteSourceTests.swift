@@ -90,6 +90,26 @@ struct RemoteSourceTests {
         #expect(try server.stats().counts["/status/410/b.jpg"] == 1)
     }
 
+    @Test("a blacklisted URL's kind says which limit it met: the download's bytes or the image's pixels")
+    func blacklistKinds() throws {
+        let server = try HTTPTestServer()
+        let workspace = try Workspace()
+        let job = try remoteJob(workspace, urls: ["/big/f.jpg", "/img/k.jpg"].map(server.url),
+                                extra: #", "limits": {"maxDownloadBytes": 1000000, "maxPixels": 100}"#)
+        #expect(try workspace.run([job]).status == 1)
+        let failed = try workspace.run(["failed", job, "--json"])
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(failed.stdout.utf8)) as? [String: Any])
+        let blocked = try #require(object["blocked"] as? [[String: Any]], "\(failed.stdout)")
+        let kinds = Dictionary(uniqueKeysWithValues: blocked.map { entry -> (String, String) in
+            (entry["url"] as? String ?? "", entry["kind"] as? String ?? "none")
+        })
+        // Both were once `too-large`: the download's limit and the item failure kind read as one.
+        #expect(kinds == [server.url("/big/f.jpg"): "download-too-large", server.url("/img/k.jpg"): "too-large"], "\(failed.stdout)")
+        let report = try workspace.run(["report", job])
+        let html = try String(contentsOfFile: report.stdout.trimmingCharacters(in: .newlines), encoding: .utf8)
+        #expect(html.contains("<td>download-too-large</td>") && html.contains("<td>too-large</td>"))
+    }
+
     @Test("a URL's file and folder names are percent-decoded once: %25, %252e, %2F and non-ASCII names")
     func decodedOnce() throws {
         let server = try HTTPTestServer()

@@ -1,9 +1,28 @@
 import Foundation
+import GRDB
 import Testing
 import TestSupport
 
 @Suite("State and output rooms")
 struct StateAndOutputTests {
+    @Test("every blacklist reason reads back as the one written; a spelling this version does not know reads as none")
+    func blacklistReasons() throws {
+        let workspace = try Workspace()
+        let store = try StateStore(path: workspace.path("s.sqlite"))
+        let (run, _) = try store.beginRun(vipsVersion: "test", limitsDigest: "test") { _ in PlanCounts() }
+        let reasons: [BlacklistReason] = [.download(.httpStatus(404)), .download(.tooManyRedirects), .download(.forbiddenScheme),
+                                          .download(.malformedURL), .download(.tooLarge), .download(.notAnImage),
+                                          .image(.decode), .image(.tooLarge)]
+        try store.record(reasons.enumerated().map { .blacklisted(url: "http://h/\($0.offset)", reason: $0.element, message: "") },
+                         runID: run)
+        let read = try store.blockedURLs()
+        #expect(read.map(\.kind) == reasons.map(Optional.some))
+        #expect(read.map(\.httpStatus) == [404] + Array(repeating: nil, count: reasons.count - 1))
+        #expect(Set(reasons.map(\.description)).count == reasons.count, "no two reasons share a spelling")
+        try DatabaseQueue(path: workspace.path("s.sqlite")).write { try $0.execute(sql: "UPDATE blacklist SET kind = 'gone-fishing' WHERE url = 'http://h/0'") }
+        #expect(try store.blockedURLs().first?.kind == nil)
+    }
+
     @Test("the state store migrates, records batches and keeps the ledger of done items")
     func stateStore() throws {
         let workspace = try Workspace()
