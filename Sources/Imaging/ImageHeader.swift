@@ -14,6 +14,9 @@ package struct ImageHeader {
     /// Frames in the file (GIF, WebP, multi-page TIFF or HEIF); 1 for everything else.
     package let pages: Int
     package let format: SourceFormat
+    /// The format libvips read the file as, named after its loader (`jpeg`, `png`, `svg`, `jxl`,
+    /// `heif`; `avif` for AV1-coded HEIF), for the manifest.
+    package let formatName: String
 
     package init(_ image: VipsImageHandle) {
         width = image.width
@@ -23,7 +26,10 @@ package struct ImageHeader {
         hasICCProfile = image.hasICCProfile && unusableProfileBytes == nil
         interpretation = image.interpretation
         pages = max(image.int("n-pages") ?? 1, 1)
-        format = SourceFormat(loader: image.string("vips-loader") ?? "", heifCompression: image.string("heif-compression"))
+        let loader = image.string("vips-loader") ?? ""
+        format = SourceFormat(loader: loader, heifCompression: image.string("heif-compression"))
+        let named = loader.prefix { $0 != "_" }
+        formatName = format == .avif ? "avif" : String(named.hasSuffix("load") ? named.dropLast(4) : named)
     }
 
     /// Orientations 5-8 swap width and height when applied.

@@ -3,6 +3,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
+import Support
 import Model
 import Imaging
 import Manifest
@@ -123,6 +124,13 @@ package struct ImagePipeline {
         var rendered = RenderedOutput(width: pixels.width, height: pixels.height, bytes: data.count,
                                       temporary: staged.temporary, warning: source.header.warning)
         (rendered.sourceWidth, rendered.sourceHeight) = (source.header.width, source.header.height)
+        let (mediaType, contentHash) = data.withUnsafeBytes { bytes in
+            var hash = StableHash()
+            hash.combine(bytes: bytes)
+            return (ImageSignature.format(Array(bytes.prefix(ImageSignature.prefixLength)))?.mediaType, hash.hex)
+        }
+        rendered.facts = OutputFacts(mediaType: mediaType ?? "application/octet-stream", contentHash: contentHash,
+                                     sourceFormat: source.header.formatName, sourceHash: source.contentHash)
         return rendered
     }
 
@@ -245,8 +253,12 @@ package struct ImagePipeline {
 
     /// One source while its outputs render: the file, its header, and the decodes outputs share.
     private final class OpenedSource {
+        let path: String
         let file: VipsSourceHandle
         let header: ImageHeader
+        /// The file's content hash (`StableHash.ofFile`), read once for all its outputs when the
+        /// first one is staged; nil if the file cannot be read again.
+        lazy var contentHash: String? = StableHash.ofFile(path)?.hex
         /// The streaming decoder the header was read with, until an output takes it.
         var headerDecoder: VipsImageHandle?
         /// How many outputs read each full decode, and the decodes made once for several of them.
@@ -256,8 +268,8 @@ package struct ImagePipeline {
         var loadersLeft = 0
         var wholeFrames: [(settings: DecodeSettings, image: VipsImageHandle)] = []
 
-        init(file: VipsSourceHandle, header: ImageHeader, headerDecoder: VipsImageHandle) {
-            (self.file, self.header, self.headerDecoder) = (file, header, headerDecoder)
+        init(path: String, file: VipsSourceHandle, header: ImageHeader, headerDecoder: VipsImageHandle) {
+            (self.path, self.file, self.header, self.headerDecoder) = (path, file, header, headerDecoder)
         }
     }
 
@@ -280,7 +292,7 @@ package struct ImagePipeline {
             throw ItemFailure(.tooLarge, "image is \(header.width)x\(header.height) (\(pixels) pixels), over limits.maxPixels \(limits.maxPixels)")
         }
         try checkDecodedSize(image)
-        return OpenedSource(file: source, header: header, headerDecoder: image)
+        return OpenedSource(path: path, file: source, header: header, headerDecoder: image)
     }
 
     /// `limits.maxMemory` against what a full decode needs (width x height x bands x bytes per band).

@@ -54,6 +54,16 @@ extension JSONValue {
         }
     }
 
+    /// One line, keys sorted, no spaces: a JSON Lines record, stable byte for byte.
+    package var compact: String {
+        switch self {
+        case .null, .bool, .number, .string: return formatted()
+        case .array(let elements): return "[" + elements.map(\.compact).joined(separator: ",") + "]"
+        case .object(let fields):
+            return "{" + fields.sorted { $0.key < $1.key }.map { Self.quoted($0.key) + ":" + $0.value.compact }.joined(separator: ",") + "}"
+        }
+    }
+
     private static func quoted(_ text: String) -> String {
         var quoted = "\""
         for scalar in text.unicodeScalars {
