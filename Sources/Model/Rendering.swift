@@ -38,7 +38,8 @@ public struct OutputFacts: Sendable, Codable, Equatable {
     /// The format libvips read the source as (`jpeg`, `png`, `heif`, `avif`, `svg`, ...).
     package let sourceFormat: String
     /// FNV-1a 64 of the source file's bytes, 16 hex digits: what the originals cache records of a
-    /// download; nil when the file could not be read again after decoding.
+    /// download; nil for a job without a site manifest (it costs a read of the file), or when the
+    /// file could not be read again after decoding.
     package let sourceHash: String?
 
     package init(mediaType: String, contentHash: String, sourceFormat: String, sourceHash: String?) {
