@@ -12,6 +12,7 @@ bench/cache/manifest (gitignored), reused between runs.
 """
 import argparse
 import os
+import resource
 import shutil
 import sqlite3
 import subprocess
@@ -115,8 +116,8 @@ def main():
         for shard in range(options.shards):
             fill(os.path.join(folder, f"sharded{options.items}.shard-{shard}-of-{options.shards}.sqlite"), probe, keys[shard])
         open(os.path.join(folder, "done"), "w").close()
-    print(f"| measurement ({options.items:,} items) | wall s | peak RSS MB | file |")
-    print("| --- | ---: | ---: | ---: |")
+    print(f"| measurement ({options.items:,} items) | wall s | CPU s | peak RSS MB | file |")
+    print("| --- | ---: | ---: | ---: | ---: |")
     for label, jobfile, arguments, out in (
         ("JSON Lines, one database", whole, ["--jsonl"], "whole.jsonl"),
         ("JSON, one database", whole, [], "whole.json"),
@@ -125,10 +126,18 @@ def main():
         target = os.path.join(WORK, out)
         if os.path.exists(target):
             os.unlink(target)
-        seconds, peak, _ = measure([runner, "manifest", jobfile, "--out", target] + arguments, WORK)
-        print(f"| {label} | {seconds:.2f} | {peak:.1f} | {os.path.getsize(target) / 2**20:,.0f} MiB |")
-    seconds, peak, line = measure([runner, "manifest", whole, "--out", os.path.join(WORK, "whole.jsonl"), "--jsonl"], WORK)
-    print(f"| JSON Lines again, unchanged (compared, not rewritten: {line.endswith('(unchanged)')}) | {seconds:.2f} | {peak:.1f} | |")
+        seconds, cpu, peak, _ = timed([runner, "manifest", jobfile, "--out", target] + arguments)
+        print(f"| {label} | {seconds:.2f} | {cpu:.2f} | {peak:.1f} | {os.path.getsize(target) / 2**20:,.0f} MiB |")
+    seconds, cpu, peak, line = timed([runner, "manifest", whole, "--out", os.path.join(WORK, "whole.jsonl"), "--jsonl"])
+    print(f"| JSON Lines again, unchanged (compared, not rewritten: {line.endswith('(unchanged)')}) | {seconds:.2f} | {cpu:.2f} | {peak:.1f} | |")
+
+
+def timed(args):
+    """`measure`, with the CPU seconds (user and system) the child took."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    seconds, peak, line = measure(args, WORK)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return seconds, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, peak, line
 
 
 if __name__ == "__main__":
