@@ -14,8 +14,9 @@ package struct ImageHeader {
     /// Frames in the file (GIF, WebP, multi-page TIFF or HEIF); 1 for everything else.
     package let pages: Int
     package let format: SourceFormat
-    /// The file's format as libvips' loader names it (`jpeg`, `png`, `heif`, ...).
-    package let loaderFormat: String
+    /// The format libvips read the file as, named after its loader (`jpeg`, `png`, `svg`, `jxl`,
+    /// `heif`; `avif` for AV1-coded HEIF), for the manifest.
+    package let formatName: String
 
     package init(_ image: VipsImageHandle) {
         width = image.width
@@ -27,8 +28,8 @@ package struct ImageHeader {
         pages = max(image.int("n-pages") ?? 1, 1)
         let loader = image.string("vips-loader") ?? ""
         format = SourceFormat(loader: loader, heifCompression: image.string("heif-compression"))
-        let name = loader.prefix { $0 != "_" }
-        loaderFormat = String(name.hasSuffix("load") ? name.dropLast(4) : name)
+        let named = loader.prefix { $0 != "_" }
+        formatName = format == .avif ? "avif" : String(named.hasSuffix("load") ? named.dropLast(4) : named)
     }
 
     /// Orientations 5-8 swap width and height when applied.

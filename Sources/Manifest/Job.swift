@@ -17,6 +17,8 @@ public struct Job: Sendable {
     /// Values computed per source from its pixels (`derive`): read and checked; a run does not
     /// compute them yet.
     package let derive: DerivedValues
+    /// Where every run writes the site manifest (`manifest`); nil when the job has none.
+    package let manifest: SiteManifestSettings?
     public let concurrency: ConcurrencySettings
     public let limits: Limits
     /// This run's state database: the job's own, or with a shard, the shard's (`JobStateLayout.path`).
@@ -27,6 +29,9 @@ public struct Job: Sendable {
     /// The job's state database without a shard: every shard's database sits beside it.
     public var jobStatePath: String { unshardedStatePath ?? statePath }
     package var unshardedStatePath: String? = nil
+
+    /// The manifest file this run writes: the job's, or with a shard, the shard's part.
+    package var manifestPath: String? { manifest?.path(for: shard) }
 
     public var outputNames: [String] { outputs.map(\.name) }
 

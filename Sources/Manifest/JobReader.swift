@@ -52,6 +52,8 @@ extension Job {
         let concurrency = try readConcurrency(concurrencySection)
         let limits = try readLimits(limitsSection)
         let remote = try readRemote(root, statePath: statePath, concurrency: concurrencySection, limits: limitsSection)
+        let manifest = try SiteManifestSettings.read(root, baseDirectory: baseDirectory, roots: outputs.map(\.template.root),
+                                                     statePath: statePath)
         // The kernel stops a path at a NUL: the database and the cache would land beside the named place.
         for (key, path) in [(Keys.state, statePath), (RemoteSettings.Keys.cache, remote.cacheDirectory)] where path.utf8.contains(0) {
             throw root.error(key, "must not contain a NUL character")
@@ -61,7 +63,7 @@ extension Job {
         try root.finish()
 
         return Job(name: name, filePath: filePath, text: text, baseDirectory: baseDirectory, sources: sources,
-                   outputs: outputs, derive: derive, concurrency: concurrency, limits: limits, statePath: statePath, remote: remote)
+                   outputs: outputs, derive: derive, manifest: manifest, concurrency: concurrency, limits: limits, statePath: statePath, remote: remote)
     }
 
     /// Deepest nesting of arrays and objects a job file may have (a job needs six or so).
@@ -123,7 +125,8 @@ extension Job {
 
     /// The top level of a job file.
     package static let shape = ObjectShape([
-        Keys.schema, Keys.version, Keys.name, Keys.sources, Keys.outputs, Keys.derive, Keys.state, Keys.concurrency, Keys.limits,
+        Keys.schema, Keys.version, Keys.name, Keys.sources, Keys.outputs, Keys.derive, SiteManifestSettings.key, Keys.state,
+        Keys.concurrency, Keys.limits,
         RemoteSettings.Keys.http, RemoteSettings.Keys.retry, RemoteSettings.Keys.blacklist,
         RemoteSettings.Keys.cache, RemoteSettings.Keys.cacheMaxBytes,
     ])

@@ -32,9 +32,7 @@ public struct JobStateLayout: Sendable {
 
     /// The database a run of `shard` (nil: the whole job) writes.
     public static func path(for shard: Shard?, jobStatePath: String) -> String {
-        guard let shard else { return jobStatePath }
-        let (stem, ext) = Paths.splitExtension(Paths.lastComponent(jobStatePath))
-        return Paths.directory(of: jobStatePath) + "/\(stem).shard-\(shard.index)-of-\(shard.count)" + (ext.isEmpty ? "" : ".\(ext)")
+        shard?.partPath(of: jobStatePath) ?? jobStatePath
     }
 
     /// The shard whose database `name` is (a file name in the job's folder), if it is one.

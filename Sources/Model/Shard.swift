@@ -35,6 +35,13 @@ public struct Shard: Sendable, Equatable, CustomStringConvertible {
     }
 
     public func contains(_ sourceKey: String) -> Bool { Self.index(of: sourceKey, count: count) == index }
+
+    /// This shard's own file beside the job's `path`: `images.json` gives `images.shard-3-of-16.json`
+    /// (its state database, its manifest part).
+    public func partPath(of path: String) -> String {
+        let (stem, ext) = Paths.splitExtension(Paths.lastComponent(path))
+        return Paths.directory(of: path) + "/\(stem).shard-\(index)-of-\(count)" + (ext.isEmpty ? "" : ".\(ext)")
+    }
 }
 
 extension Shard {

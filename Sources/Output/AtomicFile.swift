@@ -146,4 +146,75 @@ package enum AtomicFile {
         }
         return removed
     }
+
+    /// A whole file written piece by piece (a manifest of a million items) under a temporary name
+    /// beside `path`, then published like `write`'s, or dropped when it holds the very bytes the
+    /// file has now: an unchanged file keeps its inode and modification time.
+    package final class Streamed {
+        package let path: String
+        private let temporary: String
+        private var descriptor: Int32
+        private var buffer: [UInt8] = []
+
+        package init(path: String) throws(ItemFailure) {
+            self.path = path
+            let staged = try AtomicFile.stage(Data(), for: path, owner: getpid())
+            temporary = staged.temporary
+            descriptor = open(temporary, O_WRONLY | O_APPEND | O_CLOEXEC)
+            guard descriptor >= 0 else { throw systemFailure("cannot open \(temporary)") }
+            buffer.reserveCapacity(1 << 16)
+        }
+
+        deinit { discard() }
+
+        package func write(_ text: String) throws(ItemFailure) {
+            buffer.append(contentsOf: text.utf8)
+            if buffer.count >= 1 << 16 { try flush() }
+        }
+
+        private func flush() throws(ItemFailure) {
+            if let failure = buffer.withUnsafeBytes({ FileDescriptor.writeAll(descriptor, $0) }) {
+                discard()
+                throw ItemFailure(.write, "\(path): \(String(cString: strerror(failure)))")
+            }
+            buffer.removeAll(keepingCapacity: true)
+        }
+
+        /// Publishes the file unless `path` already holds the same bytes; whether it was written.
+        package func commit() throws(ItemFailure) -> Bool {
+            try flush()
+            close(descriptor)
+            descriptor = -1
+            if AtomicFile.sameBytes(temporary, path) {
+                unlink(temporary)
+                return false
+            }
+            if let failure = publish([Staged(temporary: temporary, path: path)])[0] { throw failure }
+            return true
+        }
+
+        /// Removes the temporary file (a failure part way).
+        package func discard() {
+            guard descriptor >= 0 else { return }
+            close(descriptor)
+            descriptor = -1
+            unlink(temporary)
+        }
+    }
+
+    /// Whether the files at `a` and `b` both exist with the same bytes, read 1 MiB at a time.
+    private static func sameBytes(_ a: String, _ b: String) -> Bool {
+        guard let first = FileHandle(forReadingAtPath: a), let second = FileHandle(forReadingAtPath: b) else { return false }
+        defer { try? first.close(); try? second.close() }
+        guard (try? first.seekToEnd()) == (try? second.seekToEnd()) else { return false }
+        try? first.seek(toOffset: 0)
+        try? second.seek(toOffset: 0)
+        while true {
+            // Foundation gives nil or empty data at the end; the sizes are equal, so both end together.
+            let left = (try? first.read(upToCount: 1 << 20)).flatMap { $0 } ?? Data()
+            let right = (try? second.read(upToCount: 1 << 20)).flatMap { $0 } ?? Data()
+            guard left == right else { return false }
+            if left.isEmpty { return true }
+        }
+    }
 }

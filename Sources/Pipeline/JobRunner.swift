@@ -106,12 +106,20 @@ public enum JobRunner {
         return summary
     }
 
-    /// Writes the metrics, records the run's end and prints its summary; a failure of either
-    /// becomes the run's own, unless it already has one.
+    /// Writes the metrics and the site manifest, records the run's end and prints its summary; a
+    /// failure of any becomes the run's own, unless it already has one.
     private static func finish(_ summary: inout RunSummary, _ job: Job, runID: Int64, store: StateStore, metricsPath: String?,
                                reporter: Reporter) {
-        if let metricsPath {
-            do { try MetricsFile(job: job, summary: summary, store: store).write(to: metricsPath) } catch {
+        var files: [() throws -> Void] = []
+        if let metricsPath { files.append { [summary] in try MetricsFile(job: job, summary: summary, store: store).write(to: metricsPath) } }
+        if let settings = job.manifest, let path = job.manifestPath {
+            files.append {
+                try SiteManifestWriter(jobName: job.name, stores: [store], base: Paths.directory(of: path), format: settings.format,
+                                       shard: job.shard).write(to: path)
+            }
+        }
+        for write in files {
+            do { try write() } catch {
                 // Said whatever else failed; it decides the exit code only of a run that did its work.
                 if summary.failure == nil { summary.failure = RunFailure(error, afterTheWork: true) } else { reporter.notice("\(error)") }
             }

@@ -52,7 +52,8 @@ public enum WorkerMain {
         let job = try Job.parse(text: hello.jobText, filePath: hello.jobFilePath)
         capAddressSpace(job.limits.workerAddressSpace(threadsPerImage: hello.threadsPerImage))
         try VipsRuntime.start(threadsPerImage: hello.threadsPerImage, blockUntrusted: job.limits.blockUntrustedLoaders)
-        return ImagePipeline(outputs: job.outputs, limits: job.limits, derive: job.derive, stagingOwner: hello.supervisorPID)
+        return ImagePipeline(outputs: job.outputs, limits: job.limits, derive: job.derive, stagingOwner: hello.supervisorPID,
+                             hashesSources: job.manifest != nil)
     }
 
     /// Renders tasks until the supervisor closes the pipe; 1 if it sent something unreadable.

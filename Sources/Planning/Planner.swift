@@ -156,6 +156,9 @@ package struct Planner {
             guard let outputPath = output.template.expand(values) else {
                 throw JobFileError("outputs[\(index)].path", "\(discovered.key) would be written outside \(output.template.root)")
             }
+            if let manifest = job.manifest, outputPath == manifest.path || outputPath == job.manifestPath {
+                throw JobFileError("manifest.path", "\(discovered.key)'s output \(output.name) would be written at the manifest's path \(outputPath)")
+            }
             if output.template.extensionVaries, let mismatch = extensionMismatch(Paths.lastComponent(outputPath), for: output.encoder) {
                 throw JobFileError("outputs[\(index)].path", "\(discovered.key) would be written as \(outputPath): \(mismatch)")
             }

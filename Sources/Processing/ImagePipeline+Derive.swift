@@ -9,7 +9,7 @@ extension ImagePipeline {
     /// still fills the 100x100 derivation frame, so a responsive set decodes nothing more; a source
     /// with no such frame (a cropped thumbnail, or no output to render) is decoded once more, with
     /// shrink-on-load straight to that size.
-    func derivation(_ indices: [Int], hashContent: Bool, path: String, source: OpenedSource) -> DerivationOutcome {
+    func derivation(_ indices: [Int], hashContent: Bool, source: OpenedSource) -> DerivationOutcome {
         do throws(ItemFailure) {
             VipsError.clearMessages()
             let base = try derivationBase(source)
@@ -22,8 +22,8 @@ extension ImagePipeline {
             }
             let header = source.header
             return .computed(SourceDerivation(values: values, bytes: source.bytes, width: header.displayWidth(autorotate: true),
-                                              height: header.displayHeight(autorotate: true), format: header.loaderFormat,
-                                              contentHash: hashContent ? try Self.contentHash(of: path) : nil))
+                                              height: header.displayHeight(autorotate: true), format: header.formatName,
+                                              contentHash: hashContent ? source.contentHash : nil))
         } catch {
             return .failed(error)
         }
@@ -52,15 +52,5 @@ extension ImagePipeline {
     /// display orientation, in sRGB (or from a source that needs no colour transform).
     static func derivationCanUse(_ settings: DecodeSettings, header: ImageHeader) -> Bool {
         (settings.autorotate || header.orientation == 1) && (settings.colourSpace == .srgb || !header.needsColourTransform)
-    }
-
-    /// The file's bytes hashed as the downloader hashes an original (`StableHash.contentHashes`),
-    /// so exact duplicates are found across files and URLs alike.
-    static func contentHash(of path: String) throws(ItemFailure) -> String {
-        let data: Data
-        do { data = try Data(contentsOf: URL(fileURLWithPath: path), options: .alwaysMapped) } catch {
-            throw ItemFailure(.unreadable, "\(path): \(error.localizedDescription)")
-        }
-        return data.withUnsafeBytes { StableHash.contentHashes(of: [$0])[0].hex }
     }
 }

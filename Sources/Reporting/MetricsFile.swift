@@ -30,7 +30,7 @@ package struct MetricsFile {
     package struct Unwritable: ExitCoded, CustomStringConvertible {
         package let path: String
         package let reason: String
-        package var exitCode: Int32 { ExitStatus.metricsUnwritable }
+        package var exitCode: Int32 { ExitStatus.runFileUnwritable }
         package var description: String { "cannot write the metrics file \(path): \(reason)" }
     }
 

@@ -34,6 +34,22 @@ extension StateStore {
         }
     }
 
+    /// The derived values of each of `keys` that has some, computed from its current content;
+    /// one read for a page of sources (the site manifest's).
+    package func derivedValues(ofSources keys: [String]) throws -> [String: DerivedSourceRecord] {
+        guard !keys.isEmpty else { return [:] }
+        return try database.read { db in
+            let sources = try StoredSource.filter(keys.contains(SourceTable.key)).fetchAll(db)
+            let values = Dictionary(grouping: try StoredDerivedValue.filter(keys.contains(DerivedTable.sourceKey)).fetchAll(db), by: \.sourceKey)
+            var found: [String: DerivedSourceRecord] = [:]
+            for source in sources {
+                let record = Self.current(source, values[source.key] ?? [])
+                if !record.values.isEmpty { found[source.key] = record }
+            }
+            return found
+        }
+    }
+
     /// Every source with derived values, in key order, one at a time (two cursors merged, so memory
     /// holds one source however many there are); `names` (`dhash`, ...) limits the values read.
     package func forEachDerivedSource(names: [String]? = nil, _ body: (DerivedSourceRecord) throws -> Void) throws {

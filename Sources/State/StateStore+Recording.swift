@@ -84,7 +84,9 @@ extension StateStore {
                 UPDATE item SET attempts = attempts + (state <> \(ItemState.running.sql) AND ?1 = \(ItemState.failed.sql)),
                     failed_since = CASE WHEN ?1 = \(ItemState.failed.sql) THEN COALESCE(failed_since, ?8) END,
                     state = ?1, output_path = ?2, error_kind = ?3, error_message = ?4, warning = ?5, duration = ?6,
-                    run_id = ?7, updated_at = ?8
+                    run_id = ?7, updated_at = ?8,
+                    width = ?10, height = ?11, bytes = ?12, media_type = ?13, content_hash = ?14,
+                    source_width = ?15, source_height = ?16, source_format = ?17, source_hash = ?18
                 WHERE key = ?9
                 """)
             for event in events {
@@ -109,9 +111,16 @@ extension StateStore {
                     let failure = outcome.failure
                     try finished.execute(arguments: [outcome.state.rawValue, outputPath, failure?.kind.rawValue,
                                                      failure?.message ?? outcome.blockedReason, outcome.warning, outcome.seconds,
-                                                     runID, now, key])
+                                                     runID, now, key] + Self.factArguments(outcome))
                 }
             }
         }
+    }
+
+    /// The `v9: output facts` columns of a finished item: a done one's output and source, NULL otherwise.
+    private static func factArguments(_ outcome: ItemOutcome) -> StatementArguments {
+        guard case .done(let rendered, _) = outcome, let facts = rendered.facts else { return StatementArguments(Array(repeating: nil as Int?, count: 9)) }
+        return [rendered.width, rendered.height, rendered.bytes, facts.mediaType, facts.contentHash,
+                rendered.sourceWidth, rendered.sourceHeight, facts.sourceFormat, facts.sourceHash]
     }
 }

@@ -226,6 +226,22 @@ public final class StateStore: Sendable {
                 ) WITHOUT ROWID;
                 """)
         }
+        migrator.registerMigration("v9: output facts") { db in
+            // What a done item's output is and what its source was (`OutputFacts`), for the site
+            // manifest; NULL unless done. The index lets the manifest page through sources in order.
+            try db.execute(sql: """
+                ALTER TABLE item ADD COLUMN width INTEGER;
+                ALTER TABLE item ADD COLUMN height INTEGER;
+                ALTER TABLE item ADD COLUMN bytes INTEGER;
+                ALTER TABLE item ADD COLUMN media_type TEXT;
+                ALTER TABLE item ADD COLUMN content_hash TEXT;
+                ALTER TABLE item ADD COLUMN source_width INTEGER;
+                ALTER TABLE item ADD COLUMN source_height INTEGER;
+                ALTER TABLE item ADD COLUMN source_format TEXT;
+                ALTER TABLE item ADD COLUMN source_hash TEXT;
+                CREATE INDEX item_source ON item(source_key, output_name);
+                """)
+        }
         return migrator
     }
 }

@@ -17,6 +17,10 @@ enum ItemTable {
     static let state = Column("state"), attempts = Column("attempts"), outputPath = Column("output_path")
     static let errorKind = Column("error_kind"), errorMessage = Column("error_message"), warning = Column("warning")
     static let updatedAt = Column("updated_at")
+    // v9: output facts
+    static let width = Column("width"), height = Column("height"), bytes = Column("bytes"), mediaType = Column("media_type")
+    static let contentHash = Column("content_hash"), sourceWidth = Column("source_width"), sourceHeight = Column("source_height")
+    static let sourceFormat = Column("source_format"), sourceHash = Column("source_hash")
 }
 
 enum BlacklistTable {
@@ -119,5 +123,17 @@ extension BlacklistReason: DatabaseValueConvertible {
 
     public static func fromDatabaseValue(_ value: DatabaseValue) -> BlacklistReason? {
         String.fromDatabaseValue(value).flatMap(BlacklistReason.init)
+    }
+}
+
+extension SiteManifestItem: FetchableRecord {
+    package init(row: Row) {
+        self.init(sourceKey: row[ItemTable.sourceKey], outputName: row[ItemTable.outputName],
+                  state: ItemState(rawValue: row[ItemTable.state]) ?? .pending, outputPath: row[ItemTable.outputPath],
+                  errorKind: row[ItemTable.errorKind], errorMessage: row[ItemTable.errorMessage], warning: row[ItemTable.warning],
+                  width: row[ItemTable.width], height: row[ItemTable.height], bytes: row[ItemTable.bytes],
+                  mediaType: row[ItemTable.mediaType], contentHash: row[ItemTable.contentHash],
+                  sourceWidth: row[ItemTable.sourceWidth], sourceHeight: row[ItemTable.sourceHeight],
+                  sourceFormat: row[ItemTable.sourceFormat], sourceHash: row[ItemTable.sourceHash], url: row[OriginalTable.url])
     }
 }

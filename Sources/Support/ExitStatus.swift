@@ -14,8 +14,8 @@ public enum ExitStatus {
     /// EX_SOFTWARE: the run stopped on a failure of its own (a damaged plan spool, a worker that
     /// cannot be started); what it recorded stands.
     public static let internalFailure: Int32 = 70
-    /// EX_CANTCREAT: the run ended but its `--metrics` file could not be written.
-    public static let metricsUnwritable: Int32 = 73
+    /// EX_CANTCREAT: the run ended but its `--metrics` file or its site manifest could not be written.
+    public static let runFileUnwritable: Int32 = 73
     /// The time budget ran out with work left (GNU timeout's code for "time ran out"); run again to continue.
     public static let budgetExhausted: Int32 = 124
 

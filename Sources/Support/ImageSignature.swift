@@ -15,6 +15,20 @@ package enum ImageSignature {
             case .tiff, .heif, .jpegXL: false
             }
         }
+
+        /// The IANA media type (a manifest's output `type`, for `<source type=...>`).
+        package var mediaType: String {
+            switch self {
+            case .jpeg: "image/jpeg"
+            case .png: "image/png"
+            case .gif: "image/gif"
+            case .webp: "image/webp"
+            case .tiff: "image/tiff"
+            case .avif: "image/avif"
+            case .heif: "image/heif"
+            case .jpegXL: "image/jxl"
+            }
+        }
     }
 
     package static func looksLikeImage(_ head: [UInt8]) -> Bool { format(head) != nil }

@@ -54,12 +54,46 @@ extension JSONValue {
         }
     }
 
-    /// The same on one line without spaces (`{"x":0.5,"y":0.25}`), for storing a value.
+    /// One line, keys sorted, no spaces: a JSON Lines record, stable byte for byte.
     package var compact: String {
+        var text = ""
+        appendCompact(to: &text)
+        return text
+    }
+
+    /// Appended into one string: a manifest writes a million of these.
+    private func appendCompact(to text: inout String) {
         switch self {
-        case .array(let elements): "[" + elements.map(\.compact).joined(separator: ",") + "]"
-        case .object(let fields): "{" + fields.sorted { $0.key < $1.key }.map { Self.quoted($0.key) + ":" + $0.value.compact }.joined(separator: ",") + "}"
-        default: formatted()
+        case .null, .bool, .number: text += formatted()
+        case .string(let string): Self.appendQuoted(string, to: &text)
+        case .array(let elements):
+            text += "["
+            for (index, element) in elements.enumerated() {
+                if index > 0 { text += "," }
+                element.appendCompact(to: &text)
+            }
+            text += "]"
+        case .object(let fields):
+            text += "{"
+            for (index, field) in fields.sorted(by: { $0.key < $1.key }).enumerated() {
+                if index > 0 { text += "," }
+                Self.appendQuoted(field.key, to: &text)
+                text += ":"
+                field.value.appendCompact(to: &text)
+            }
+            text += "}"
+        }
+    }
+
+    /// Text needing no escape (most keys, paths and hashes) is appended whole.
+    private static func appendQuoted(_ string: String, to text: inout String) {
+        let quote = UInt8(ascii: "\""), backslash = UInt8(ascii: "\\")
+        if string.utf8.allSatisfy({ $0 >= 0x20 && $0 != quote && $0 != backslash }) {
+            text += "\""
+            text += string
+            text += "\""
+        } else {
+            text += quoted(string)
         }
     }
 

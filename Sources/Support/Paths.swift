@@ -93,10 +93,13 @@ package enum Paths {
     }
 
     /// How to get from the folder `base` to `path` (both absolute and normal), with `..` where needed.
+    /// On bytes; a path inside `base` (a manifest's million outputs) takes no split at all.
     package static func relative(_ path: String, from base: String) -> String {
-        let from = base.split(separator: "/"), to = path.split(separator: "/")
-        let common = zip(from, to).prefix { $0 == $1 }.count
-        return (Array(repeating: "..", count: from.count - common) + to.dropFirst(common).map(String.init)).joined(separator: "/")
+        if let inside = relative(path, to: base) { return inside }
+        let from = base.utf8.split(separator: slash), to = path.utf8.split(separator: slash)
+        let common = zip(from, to).prefix { $0.elementsEqual($1) }.count
+        let down = to.dropFirst(common).map { String(decoding: $0, as: UTF8.self) }
+        return (Array(repeating: "..", count: from.count - common) + down).joined(separator: "/")
     }
 
     /// Splits `name.ext` into ("name", "ext"); a leading dot is part of the stem.

@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// FNV-1a, 64 bit: a stable hash for fingerprints and the `{key}` template token.
 /// Change detection only; nothing here relies on it resisting an attacker.
 public struct StableHash: Sendable {
@@ -76,6 +80,23 @@ public struct StableHash: Sendable {
             lanes = lanes.map { ($0.index, $0.position + step) }.filter { $0.position < buffers[$0.index].count }
         }
         return states.map(StableHash.init(state:))
+    }
+
+    /// `combine(bytes:)` over the whole file at `path` from a fresh hash (what the originals cache
+    /// records of a download), read 1 MiB at a time; nil when it cannot be read.
+    package static func ofFile(_ path: String) -> StableHash? {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var hash = StableHash()
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
+        defer { buffer.deallocate() }
+        while true {
+            let count = read(descriptor, buffer.baseAddress, buffer.count)
+            if count < 0 { if errno == EINTR { continue }; return nil }
+            if count == 0 { return hash }
+            hash.combine(bytes: UnsafeRawBufferPointer(rebasing: buffer[..<count]))
+        }
     }
 
     public var value: UInt64 { state }

@@ -120,8 +120,38 @@ struct Schema: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Print the JSON Schema of job files, for editors: runner schema > runner.schema.json.")
 
+    @Flag(help: "Print the JSON Schema of the site manifest (the job's manifest key, runner manifest) instead.")
+    var manifest = false
+
     func run() throws {
-        print(JobSchema.text)
+        print(manifest ? SiteManifestSchema.text : JobSchema.text)
+    }
+}
+
+struct ManifestCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "manifest",
+        abstract: "Write the site manifest (every source and output) from the state database alone, without running.")
+
+    @OptionGroup var job: JobArgument
+
+    @Option(help: ArgumentHelp("The file to write, - for stdout (default: the job's manifest.path, else stdout).", valueName: "file"))
+    var out: String?
+
+    @Flag(help: "JSON Lines: one source object a line (default: the job's manifest.format, else json).")
+    var jsonl = false
+
+    func run() throws {
+        do {
+            let loaded = try job.load()
+            switch try JobRunner.manifest(loaded, out: out, jsonl: jsonl) {
+            case .written(let path, let changed): print(changed ? path : "\(path) (unchanged)")
+            case .printed: break
+            case .neverRun: Runner.printError(notRunYet(loaded.name, state: loaded.jobStatePath))
+            }
+        } catch {
+            Runner.exit(for: error)
+        }
     }
 }
 

@@ -1,0 +1,222 @@
+import Foundation
+import Support
+import Model
+import Manifest
+import State
+import Output
+
+/// The site manifest (README, Site manifest): every source of the job with its outputs, for a
+/// site build's `srcset` and `<picture>`; read from state databases alone, in a stable order
+/// (source key, then output name, byte for byte) with sorted keys, so the same state gives the
+/// same bytes. A sharded job's databases are merged a page at a time, so memory stays flat.
+/// Not the job file (`Manifest`, the first stage).
+package struct SiteManifestWriter {
+    /// `manifestVersion`: the shape `SiteManifestSchema` describes.
+    package static let version = 1
+
+    package let jobName: String
+    /// The databases to list, each ordered; a source is in one of them (its shard's).
+    package let stores: [StateStore]
+    /// The folder output paths are written relative to: the manifest file's own.
+    package let base: String
+    package let format: SiteManifestFormat
+    /// The part a shard's run writes; nil for the whole job.
+    package let shard: Shard?
+
+    package init(jobName: String, stores: [StateStore], base: String, format: SiteManifestFormat, shard: Shard? = nil) {
+        (self.jobName, self.stores, self.base, self.format, self.shard) = (jobName, stores, base, format, shard)
+    }
+
+    /// The manifest could not be written: a run's work stands, its exit code says so (73).
+    package struct Unwritable: ExitCoded, CustomStringConvertible {
+        package let path: String
+        package let reason: String
+        package var exitCode: Int32 { ExitStatus.runFileUnwritable }
+        package var description: String { "cannot write the manifest \(path): \(reason)" }
+    }
+
+    /// Writes the manifest to `path` atomically, unless the file there has the same bytes
+    /// already (then it is left alone: same inode, same modification time). Whether it was written.
+    @discardableResult
+    package func write(to path: String) throws -> Bool {
+        do {
+            let file = try AtomicFile.Streamed(path: path)
+            do { try write { try file.write($0) } } catch {
+                file.discard()
+                throw error
+            }
+            return try file.commit()
+        } catch let error as ItemFailure {
+            throw Unwritable(path: path, reason: error.message)
+        }
+    }
+
+    /// The manifest's text, piece by piece; the number of sources.
+    @discardableResult
+    package func write(_ emit: (String) throws -> Void) throws -> Int {
+        var header: [String: JSONValue] = ["job": .string(jobName), "manifestVersion": .number(Double(Self.version))]
+        if let shard { header["shard"] = .string(shard.description) }
+        if format == .json {
+            let fields = header.sorted { $0.key < $1.key }.map { "  \(JSONValue.string($0.key).compact): \($0.value.compact),\n" }
+            try emit("{\n" + fields.joined() + "  \"sources\": [")
+        }
+        var count = 0
+        try forEachSource { items, derived in
+            let line = Self.source(items, derived: derived, base: base).compact
+            switch format {
+            case .json: try emit((count == 0 ? "\n    " : ",\n    ") + line)
+            case .jsonl: try emit(line + "\n")
+            }
+            count += 1
+        }
+        if format == .json { try emit(count == 0 ? "]\n}\n" : "\n  ]\n}\n") }
+        return count
+    }
+
+    /// Each source's items (by output name) and derived values, in source key order over every store.
+    private func forEachSource(_ visit: ([SiteManifestItem], [String: JSONValue]) throws -> Void) throws {
+        var heads = try stores.map { try ItemCursor($0) }.filter { $0.current != nil }
+        // A heap on each store's next source key: one comparison per level for every source.
+        var heap = SourceHeap(heads.indices.map { $0 }) { heads[$0].current!.sourceKey.utf8.lexicographicallyPrecedes(heads[$1].current!.sourceKey.utf8) }
+        while let top = heap.first {
+            let key = heads[top].current!.sourceKey
+            var items: [SiteManifestItem] = []
+            var derived: [String: JSONValue] = [:]
+            // Normally one store holds the source; another database of the layout could too.
+            while let index = heap.first, heads[index].current!.sourceKey.utf8.elementsEqual(key.utf8) {
+                derived.merge(try heads[index].derivedOfCurrentSource()) { first, _ in first }
+                while let item = heads[index].current, item.sourceKey.utf8.elementsEqual(key.utf8) {
+                    if !items.contains(where: { $0.outputName == item.outputName }) { items.append(item) }
+                    try heads[index].advance()
+                }
+                if heads[index].current == nil { heap.removeFirst() } else { heap.siftDownFirst() }
+            }
+            try visit(items.sorted { $0.outputName.utf8.lexicographicallyPrecedes($1.outputName.utf8) }, derived)
+        }
+    }
+
+    /// A source's object: key, path or URL, the original's facts (from a done item), outputs, derived values.
+    static func source(_ items: [SiteManifestItem], derived: [String: JSONValue], base: String) -> JSONValue {
+        let key = items[0].sourceKey
+        var object: [String: JSONValue] = ["key": .string(key), "outputs": .array(items.map { output($0, base: base) })]
+        if key.utf8.first == UInt8(ascii: "/") {
+            object["path"] = .string(key)
+        } else if let url = items.lazy.compactMap(\.url).first ?? (key.contains("://") ? key : nil) {
+            object["url"] = .string(url)
+        }
+        if let facts = items.first(where: { $0.sourceFormat != nil }) {
+            object["width"] = facts.sourceWidth.map { .number(Double($0)) }
+            object["height"] = facts.sourceHeight.map { .number(Double($0)) }
+            object["format"] = facts.sourceFormat.map(JSONValue.string)
+            object["contentHash"] = facts.sourceHash.map(JSONValue.string)
+        }
+        if !derived.isEmpty { object["derived"] = .object(derived) }
+        return .object(object)
+    }
+
+    /// An output's object: name, state, path; a done one's facts, a failed or blocked one's reason.
+    static func output(_ item: SiteManifestItem, base: String) -> JSONValue {
+        var object: [String: JSONValue] = ["name": .string(item.outputName), "state": .string(item.state.rawValue),
+                                           "path": .string(Paths.relative(item.outputPath, from: base))]
+        switch item.state {
+        case .done:
+            object["width"] = item.width.map { .number(Double($0)) }
+            object["height"] = item.height.map { .number(Double($0)) }
+            object["bytes"] = item.bytes.map { .number(Double($0)) }
+            object["type"] = item.mediaType.map(JSONValue.string)
+            object["hash"] = item.contentHash.map { .string(String($0.prefix(shortHashDigits))) }
+            object["warning"] = item.warning.map(JSONValue.string)
+        case .failed:
+            object["kind"] = item.errorKind.map(JSONValue.string)
+            object["reason"] = .string(item.errorMessage ?? "")
+        case .blocked:
+            object["reason"] = .string(item.errorMessage ?? "")
+        case .pending, .running:
+            break
+        }
+        return .object(object)
+    }
+
+    /// Hex digits of an output's `hash`: the first 32 bits of its FNV-1a 64, enough to bust a cache.
+    package static let shortHashDigits = 8
+
+    /// The derived values (`derive`) of the sources in `sourceKeys`, by source key and then by
+    /// value name, as the state database records them for each source's current content. The one
+    /// place the manifest reads them.
+    static func derivedValues(of sourceKeys: [String], in store: StateStore) throws -> [String: [String: JSONValue]] {
+        try store.derivedValues(ofSources: sourceKeys).mapValues { record in
+            Dictionary(record.values.values.compactMap { stored in stored.value.map { (stored.name, $0) } },
+                       uniquingKeysWith: { first, _ in first })
+        }
+    }
+}
+
+/// One store's items in manifest order, a page at a time, with the derived values of each page's sources.
+private struct ItemCursor {
+    let store: StateStore
+    private var page: [SiteManifestItem] = []
+    private var index = 0
+    private var derived: [String: [String: JSONValue]] = [:]
+
+    init(_ store: StateStore) throws {
+        self.store = store
+        try load(after: nil)
+    }
+
+    var current: SiteManifestItem? { index < page.count ? page[index] : nil }
+
+    func derivedOfCurrentSource() -> [String: JSONValue] { current.flatMap { derived[$0.sourceKey] } ?? [:] }
+
+    mutating func advance() throws {
+        index += 1
+        if index == page.count, let last = page.last { try load(after: (last.sourceKey, last.outputName)) }
+    }
+
+    private mutating func load(after: (source: String, output: String)?) throws {
+        page = try store.siteManifestPage(after: after)
+        index = 0
+        derived = try SiteManifestWriter.derivedValues(of: Array(Set(page.map(\.sourceKey))), in: store)
+    }
+}
+
+/// A binary min-heap of cursor indices under an ordering that reads the cursors' current items.
+private struct SourceHeap {
+    private var elements: [Int]
+    private let precedes: (Int, Int) -> Bool
+
+    init(_ elements: [Int], precedes: @escaping (Int, Int) -> Bool) {
+        (self.elements, self.precedes) = ([], precedes)
+        for element in elements { insert(element) }
+    }
+
+    var first: Int? { elements.first }
+
+    private mutating func insert(_ element: Int) {
+        elements.append(element)
+        var child = elements.count - 1
+        while child > 0, precedes(elements[child], elements[(child - 1) / 2]) {
+            elements.swapAt(child, (child - 1) / 2)
+            child = (child - 1) / 2
+        }
+    }
+
+    mutating func removeFirst() {
+        elements.swapAt(0, elements.count - 1)
+        elements.removeLast()
+        siftDownFirst()
+    }
+
+    /// Restores the order after the first cursor moved on.
+    mutating func siftDownFirst() {
+        var parent = 0
+        while true {
+            let left = 2 * parent + 1, right = left + 1
+            var smallest = parent
+            if left < elements.count, precedes(elements[left], elements[smallest]) { smallest = left }
+            if right < elements.count, precedes(elements[right], elements[smallest]) { smallest = right }
+            guard smallest != parent else { return }
+            elements.swapAt(parent, smallest)
+            parent = smallest
+        }
+    }
+}

@@ -1,0 +1,76 @@
+import Support
+
+/// The JSON Schema (draft 2020-12) of the site manifest `SiteManifestWriter` writes:
+/// `runner schema --manifest`. A JSON Lines manifest's every line is a `$defs/source`.
+package enum SiteManifestSchema {
+    private static let count: JSONValue = ["type": "integer", "minimum": 0]
+    private static let string: JSONValue = ["type": "string"]
+
+    private static let output: JSONValue = [
+        "type": "object",
+        "description": .string("One output of the source, by name. Every output has name, state and path; a done one its file's facts "
+            + "(absent only for items a runner before manifests rendered), a failed one its kind and reason, a blocked one its reason."),
+        "required": ["name", "state", "path"],
+        "additionalProperties": false,
+        "properties": [
+            "name": ["type": "string", "description": "The output's name in the job file."],
+            "state": ["enum": ["done", "failed", "blocked", "pending", "running"],
+                      "description": "done: the file is there; failed and blocked: see reason; pending: not made yet."],
+            "path": ["type": "string", "description": "The output file, relative to the manifest's folder (`/` separated)."],
+            "width": count, "height": count,
+            "bytes": ["type": "integer", "minimum": 0, "description": "The file's size."],
+            "type": ["type": "string", "pattern": "^[a-z]+/[a-z0-9.+-]+$", "description": "The file's media type, as its bytes say (image/webp)."],
+            "hash": ["type": "string", "pattern": "^[0-9a-f]{8}$",
+                     "description": "The first 8 hex digits of FNV-1a 64 of the file's bytes: changes when the file does (cache busting)."],
+            "warning": ["type": "string", "description": "What the item said though it rendered (an ignored ICC profile)."],
+            "kind": ["enum": ["unreadable", "download", "decode", "too-large", "process", "encode", "write", "crashed"],
+                     "description": "A failed item's failure kind."],
+            "reason": ["type": "string", "description": "Why a failed item failed (the decoder's or system's message), or why a blocked one was not tried."],
+        ],
+    ]
+
+    private static let source: JSONValue = [
+        "type": "object",
+        "description": .string("One source with its outputs. width, height, format and contentHash come from a rendered output, so a "
+            + "source none of whose outputs is done has none."),
+        "required": ["key", "outputs"],
+        "additionalProperties": false,
+        "properties": [
+            "key": ["type": "string", "description": "The source key: a file's absolute path, a URL's normalized form or its explicit key."],
+            "path": ["type": "string", "description": "A local source's absolute path."],
+            "url": ["type": "string", "description": "A URL source's URL."],
+            "width": count, "height": count,
+            "format": ["type": "string", "description": "The format libvips read it as (jpeg, png, webp, gif, tiff, avif, heif, svg, jxl, ...)."],
+            "contentHash": ["type": "string", "pattern": "^[0-9a-f]{16}$", "description": "FNV-1a 64 of the source file's bytes, 16 hex digits."],
+            "outputs": ["type": "array", "items": ["$ref": "#/$defs/output"], "description": "By output name."],
+            "derived": ["type": "object", "description": "Values computed from the pixels (`derive`), by name.",
+                        "properties": [
+                            "thumbhash": string, "blurhash": string, "dhash": string, "phash": string, "dominant": string,
+                            "focal": ["type": "object", "required": ["x", "y"],
+                                      "properties": ["x": ["type": "number"], "y": ["type": "number"]]],
+                        ]],
+        ],
+    ]
+
+    package static var document: JSONValue {
+        [
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "title": .string("runner site manifest, version \(SiteManifestWriter.version)"),
+            "description": .string("Every source of a job and its outputs, written by a run with the job's `manifest` key or by `runner manifest`. "
+                + "Sources are ordered by key, outputs by name (byte order); a JSON Lines manifest holds one source object a line."),
+            "type": "object",
+            "required": ["manifestVersion", "job", "sources"],
+            "additionalProperties": false,
+            "properties": [
+                "manifestVersion": ["const": .number(Double(SiteManifestWriter.version))],
+                "job": ["type": "string", "description": "The job's name."],
+                "shard": ["type": "string", "pattern": "^[0-9]+/[0-9]+$", "description": "The shard whose part this is (K/N)."],
+                "sources": ["type": "array", "items": ["$ref": "#/$defs/source"]],
+            ],
+            "$defs": ["source": source, "output": output],
+        ]
+    }
+
+    /// As `runner schema --manifest` prints it: indented, keys sorted.
+    package static var text: String { document.formatted() }
+}

@@ -1,0 +1,226 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// Checks manifests against `runner schema --manifest` with Debian's python3-jsonschema (installed
+/// by `make deps`), and their facts against the files themselves: each done output's file exists at
+/// its path relative to the manifest, with that many bytes and FNV-1a 64 (computed here, in Python)
+/// starting with its hash; each source's contentHash is its file's FNV-1a 64. A `.jsonl` file's every
+/// line is checked as a source. Prints `ok` or one problem a line.
+private let checker = """
+    import json, os, sys
+    from jsonschema import Draft202012Validator
+    schema = json.load(open(sys.argv[1]))
+    Draft202012Validator.check_schema(schema)
+    def fnv(path):
+        h = 0xcbf29ce484222325
+        for b in open(path, 'rb').read():
+            h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+        return '%016x' % h
+    problems = []
+    for path in sys.argv[2:]:
+        base = os.path.dirname(path)
+        if path.endswith('.jsonl'):
+            validator = Draft202012Validator({'$defs': schema['$defs'], '$ref': '#/$defs/source'})
+            documents = [json.loads(line) for line in open(path)]
+            sources = documents
+        else:
+            validator = Draft202012Validator(schema)
+            documents = [json.load(open(path))]
+            sources = documents[0]['sources']
+        for document in documents:
+            problems += ['%s: %s at /%s' % (path, e.message, '/'.join(map(str, e.absolute_path))) for e in validator.iter_errors(document)]
+        for source in sources:
+            if 'contentHash' in source and source['contentHash'] != fnv(source['path']):
+                problems.append('%s: contentHash of %s' % (path, source['key']))
+            for output in source['outputs']:
+                if output['state'] != 'done':
+                    continue
+                file = os.path.join(base, output['path'])
+                if not os.path.isfile(file) or os.path.getsize(file) != output['bytes'] or not fnv(file).startswith(output['hash']):
+                    problems.append('%s: %s of %s does not match its file' % (path, output['name'], source['key']))
+    print('\\n'.join(problems) or 'ok')
+    """
+
+@Suite("The site manifest: every source and output, for a site build", .serialized)
+struct SiteManifestTests {
+    /// Three photos and a truncated JPEG (its items fail as decode), two outputs, and `manifest`.
+    func job(_ workspace: Workspace, manifest: String = #"{"path": "site/images.json"}"#) throws -> String {
+        try workspace.copyFixtures(["photos/friends.jpg", "photos/fig-bowl.jpg", "photos/aitzgorri.jpg", "broken/truncated.jpg"], to: "in")
+        return try workspace.writeJob("""
+        {"version": 1, "sources": [{"path": "in"}],
+         "outputs": [{"name": "small", "path": "site/img/{stem}-small.webp",
+                      "chain": [{"op": "thumbnail", "width": 64, "fit": "inside"}], "format": {"type": "webp"}},
+                     {"name": "large", "path": "site/img/{stem}.jpg",
+                      "chain": [{"op": "thumbnail", "width": 200, "fit": "inside"}], "format": {"type": "jpeg"}}],
+         "manifest": \(manifest), "state": "state/job.sqlite"}
+        """)
+    }
+
+    func check(_ workspace: Workspace, _ manifests: [String]) throws -> String {
+        let schema = try workspace.run(["schema", "--manifest"])
+        #expect(schema.status == 0, "\(schema.stderr)")
+        try workspace.write(schema.stdout, to: "manifest.schema.json")
+        let result = try python(checker, [workspace.path("manifest.schema.json")] + manifests.map(workspace.path))
+        #expect(result.status == 0, "\(result.stderr)")
+        return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    func document(_ workspace: Workspace, _ relative: String) throws -> [String: Any] {
+        let data = try Data(contentsOf: URL(fileURLWithPath: workspace.path(relative)))
+        return try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+    }
+
+    func sources(_ document: [String: Any]) -> [[String: Any]] { document["sources"] as? [[String: Any]] ?? [] }
+
+    @Test("a run writes the whole job: done outputs with their sizes, types and hashes (checked against the files), the failed source with its reason")
+    func completeManifest() throws {
+        let workspace = try Workspace()
+        let job = try job(workspace)
+        let run = try workspace.run([job])
+        #expect(run.status == 1, "the truncated JPEG fails: \(run.stderr)")
+        #expect(try check(workspace, ["site/images.json"]) == "ok")
+        let manifest = try document(workspace, "site/images.json")
+        #expect(manifest["manifestVersion"] as? Int == 1 && manifest["job"] as? String == "job")
+        let listed = sources(manifest)
+        #expect(listed.map { ($0["key"] as? String ?? "") } == ["aitzgorri.jpg", "fig-bowl.jpg", "friends.jpg", "truncated.jpg"].map { workspace.path("in/" + $0) })
+        let friends = listed[2]
+        #expect(friends["width"] as? Int == 533 && friends["height"] as? Int == 800 && friends["format"] as? String == "jpeg")
+        let outputs = try #require(friends["outputs"] as? [[String: Any]])
+        #expect(outputs.map { $0["name"] as? String } == ["large", "small"], "outputs by name")
+        #expect(outputs[0]["path"] as? String == "img/friends.jpg" && outputs[0]["type"] as? String == "image/jpeg")
+        #expect(outputs[0]["width"] as? Int == 200 && outputs[0]["height"] as? Int == 300)
+        #expect(outputs[1]["path"] as? String == "img/friends-small.webp" && outputs[1]["type"] as? String == "image/webp")
+        let broken = try #require(listed[3]["outputs"] as? [[String: Any]])
+        #expect(broken.count == 2 && broken.allSatisfy { $0["state"] as? String == "failed" && $0["kind"] as? String == "decode" })
+        #expect(broken.allSatisfy { !($0["reason"] as? String ?? "").isEmpty }, "the decoder's message")
+        #expect(listed[3]["width"] == nil, "nothing rendered: no facts of the source")
+    }
+
+    @Test("derived values stored by the run are in the manifest, per source, the same as runner duplicates reads")
+    func derivedValues() throws {
+        let workspace = try Workspace()
+        try workspace.copyFixtures(["photos/friends.jpg", "photos/fig-bowl.jpg", "broken/truncated.jpg"], to: "in")
+        let job = try workspace.writeJob("""
+            {"version": 1, "sources": [{"path": "in"}], "derive": ["thumbhash", "dhash", "dominant"],
+             "outputs": [{"name": "small", "path": "site/img/{stem}.webp",
+                          "chain": [{"op": "thumbnail", "width": 160, "fit": "inside"}], "format": {"type": "webp"}}],
+             "manifest": {"path": "site/images.json"}, "state": "state/job.sqlite"}
+            """)
+        #expect(try workspace.run([job]).status == 1, "the truncated JPEG fails")
+        #expect(try check(workspace, ["site/images.json"]) == "ok")
+        let listed = sources(try document(workspace, "site/images.json"))
+        let duplicates = try workspace.run(["duplicates", job, "--json"])
+        #expect(duplicates.status == 0, "\(duplicates.stderr)")
+        // Every compared source's dHash, as the duplicates command reads it from state.
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(duplicates.stdout.utf8)) as? [String: Any])
+        #expect(report["sources"] as? Int == 2)
+        for source in listed where (source["key"] as? String)?.hasSuffix("truncated.jpg") == false {
+            let derived = try #require(source["derived"] as? [String: Any], "\(source["key"] ?? "")")
+            #expect(Set(derived.keys) == ["thumbhash", "dhash", "dominant"])
+            #expect((derived["thumbhash"] as? String)?.isEmpty == false)
+            #expect((derived["dominant"] as? String)?.hasPrefix("#") == true)
+            #expect((derived["dhash"] as? String)?.count == 16)
+        }
+        #expect(listed.first { ($0["key"] as? String)?.hasSuffix("truncated.jpg") == true }?["derived"] == nil)
+    }
+
+    @Test("an unchanged rerun leaves the manifest alone (same bytes, inode and mtime); a changed source updates it")
+    func incremental() throws {
+        let workspace = try Workspace()
+        let job = try job(workspace)
+        _ = try workspace.run([job])
+        let path = workspace.path("site/images.json")
+        let before = try FileManager.default.attributesOfItem(atPath: path)
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+        Thread.sleep(forTimeInterval: 1.1)
+        let rerun = try workspace.run([job])
+        #expect(rerun.status == 0, "the known failure is carried over: \(rerun.stderr)")
+        let after = try FileManager.default.attributesOfItem(atPath: path)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == bytes)
+        #expect(after[.systemFileNumber] as? Int == before[.systemFileNumber] as? Int, "not rewritten")
+        #expect(after[.modificationDate] as? Date == before[.modificationDate] as? Date, "not rewritten")
+
+        // Another picture under the same name: its outputs are made again, and the manifest says so.
+        try FileManager.default.removeItem(atPath: workspace.path("in/friends.jpg"))
+        try FileManager.default.copyItem(atPath: Fixtures.path("photos/picos-de-europa.jpg"), toPath: workspace.path("in/friends.jpg"))
+        #expect(try workspace.run([job]).status == 0)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) != bytes)
+        #expect(try check(workspace, ["site/images.json"]) == "ok", "the new files' sizes and hashes")
+        let friends = sources(try document(workspace, "site/images.json"))[2]
+        #expect(friends["width"] as? Int == 1024 && friends["height"] as? Int == 768)
+    }
+
+    @Test("JSON Lines: manifest.format jsonl and runner manifest --jsonl write one source a line, the same objects as the JSON document")
+    func jsonLines() throws {
+        let workspace = try Workspace()
+        let job = try job(workspace, manifest: #"{"path": "site/images.jsonl", "format": "jsonl"}"#)
+        _ = try workspace.run([job])
+        #expect(try check(workspace, ["site/images.jsonl"]) == "ok")
+        let lines = try String(contentsOfFile: workspace.path("site/images.jsonl"), encoding: .utf8).split(separator: "\n")
+        #expect(lines.count == 4)
+        // From the state database alone, into another folder: the paths follow the file.
+        let json = try workspace.run(["manifest", job, "--out", "elsewhere/all.json"])
+        #expect(json.status == 0 && json.stdout.hasSuffix("elsewhere/all.json\n"), "\(json.stdout)\(json.stderr)")
+        let jsonl = try workspace.run(["manifest", job, "--jsonl", "--out", "site/again.jsonl"])
+        #expect(jsonl.status == 0, "\(jsonl.stderr)")
+        #expect(try String(contentsOfFile: workspace.path("site/again.jsonl"), encoding: .utf8)
+                == String(contentsOfFile: workspace.path("site/images.jsonl"), encoding: .utf8))
+        #expect(try check(workspace, ["elsewhere/all.json", "site/again.jsonl"]) == "ok")
+        let outputs = sources(try document(workspace, "elsewhere/all.json"))[0]["outputs"] as? [[String: Any]]
+        #expect(outputs?.first?["path"] as? String == "../site/img/aitzgorri.jpg")
+        // The JSON document beside it lists the same source objects, in the same order.
+        #expect(try workspace.run(["manifest", job, "--out", "site/whole.json"]).status == 0)
+        let lineObjects = try lines.map { try JSONSerialization.jsonObject(with: Data($0.utf8)) as? NSDictionary }
+        #expect(sources(try document(workspace, "site/whole.json")).map { $0 as NSDictionary } == lineObjects.compactMap { $0 })
+        let again = try workspace.run(["manifest", job, "--jsonl", "--out", "site/again.jsonl"])
+        #expect(again.stdout.hasSuffix("(unchanged)\n"), "\(again.stdout)")
+    }
+
+    @Test("each shard writes its part; runner manifest merges every shard's database into the whole job, in order")
+    func shards() throws {
+        let workspace = try Workspace()
+        let job = try job(workspace)
+        for index in 0..<3 {
+            let run = try workspace.run([job, "--shard", "\(index)/3"])
+            #expect([0, 1].contains(run.status), "\(run.stderr)")
+        }
+        let parts = (0..<3).map { "site/images.shard-\($0)-of-3.json" }
+        #expect(try check(workspace, parts) == "ok")
+        #expect(!FileManager.default.fileExists(atPath: workspace.path("site/images.json")), "no shard writes the whole")
+        var keys: [String] = []
+        for (index, part) in parts.enumerated() {
+            let document = try document(workspace, part)
+            #expect(document["shard"] as? String == "\(index)/3")
+            keys += sources(document).map { $0["key"] as? String ?? "" }
+        }
+        let merged = try workspace.run(["manifest", job])
+        #expect(merged.status == 0, "\(merged.stderr)")
+        #expect(try check(workspace, ["site/images.json"]) == "ok")
+        let whole = sources(try document(workspace, "site/images.json"))
+        #expect(whole.map { $0["key"] as? String ?? "" } == keys.sorted() && keys.count == 4)
+        #expect(whole.allSatisfy { ($0["outputs"] as? [Any])?.count == 2 })
+    }
+
+    @Test("a manifest path outside the job, at an output's path, or a bad format is a job-file error naming the key; nothing is written")
+    func badKeys() throws {
+        let cases: [(manifest: String, location: String, message: String)] = [
+            (#"{"path": "../../images.json"}"#, "manifest.path", "is outside the job"),
+            (#"{"path": "site/img/friends.jpg"}"#, "manifest.path", "would be written at the manifest's path"),
+            (#"{"path": "state/job.sqlite"}"#, "manifest.path", "is the state database's path"),
+            (#"{"path": "site/images.json", "format": "yaml"}"#, "manifest.format", "must be one of json, jsonl"),
+            (#"{"paht": "site/images.json"}"#, "manifest", "unknown key \"paht\" (did you mean \"path\"?)"),
+        ]
+        for bad in cases {
+            let workspace = try Workspace()
+            let job = try job(workspace, manifest: bad.manifest)
+            for command in [[job], ["validate", job]] {
+                let result = try workspace.run(command)
+                #expect(result.status == 2, "\(bad.manifest): \(result.stderr)")
+                #expect(result.stderr.contains(bad.location) && result.stderr.contains(bad.message), "\(bad.manifest): \(result.stderr)")
+            }
+            #expect(workspace.files(in: "site").isEmpty && !FileManager.default.fileExists(atPath: workspace.path("state/job.sqlite")),
+                    "\(bad.manifest): nothing written")
+        }
+    }
+}
