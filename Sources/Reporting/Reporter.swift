@@ -195,18 +195,22 @@ package final class Reporter: Sendable {
             return counts
         }
         guard let snapshot else { return }
-        if style == .json {
-            emit(["event": "progress", "job": jobName, "finished": snapshot.finished, "total": snapshot.total,
-                  "failed": snapshot.failed, "seconds": now])
-            return
-        }
-        let line = Self.progressLine(job: jobName, finished: snapshot.finished, total: snapshot.total,
-                                     failed: snapshot.failed, elapsed: now)
-        if live {
-            counts.withLock { $0.liveLineShown = true }
-            FileHandle.standardError.write(Data("\r\u{1B}[2K\(line)".utf8))
-        } else {
-            writeLine(line)
+        // Under the stop flag's lock: a tick that woke as the run finished never prints after the summary.
+        stopped.withLock { stopped in
+            guard !stopped else { return }
+            if style == .json {
+                emit(["event": "progress", "job": jobName, "finished": snapshot.finished, "total": snapshot.total,
+                      "failed": snapshot.failed, "seconds": now])
+                return
+            }
+            let line = Self.progressLine(job: jobName, finished: snapshot.finished, total: snapshot.total,
+                                         failed: snapshot.failed, elapsed: now)
+            if live {
+                counts.withLock { $0.liveLineShown = true }
+                FileHandle.standardError.write(Data("\r\u{1B}[2K\(line)".utf8))
+            } else {
+                writeLine(line)
+            }
         }
     }
 

@@ -68,7 +68,8 @@ struct FuzzJobFileTests {
                 print("slow case \(index): \(took), \(text.utf8.count) bytes: \(text.prefix(100))")
             }
             slowest = max(slowest, took)
-            if took > .seconds(5) { problems.append("case \(index) took \(took)") }
+            // A hang or a quadratic blow-up, not a speed target: a 10 MB case takes 1-3 s, up to 12 s on a loaded machine.
+            if took > .seconds(20) { problems.append("case \(index) took \(took)") }
         }
         guard dump == nil else { return }
         #expect(problems.isEmpty, "\(problems.count) problems, first: \(problems.prefix(5))")
