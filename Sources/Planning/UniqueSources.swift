@@ -74,14 +74,16 @@ package struct UniqueSources: ~Copyable {
     }
 
     private mutating func leaveExactSet() throws(Failure) {
+        // The set's table goes before the filter comes: the two at once were the plan's peak.
+        let remembered = Array(exact)
+        exact = []
         bloom = [UInt64](repeating: 0, count: bloomBits / 64)
         // Every remembered key was passed on: each goes to the passed digests, whatever the filter
         // already says of it.
-        for digest in exact {
+        for digest in remembered {
             _ = addToFilter(digest)
             try passed.append(digest, to: Self.partition(digest))
         }
-        exact = []
     }
 
     /// Whether the filter may have seen `digest`; if not, it is added to the filter and to the
