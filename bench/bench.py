@@ -1361,7 +1361,8 @@ def runner_build(runner):
 
 def versions(args, setup):
     def python_version(module, expression):
-        return run_text([sys.executable, "-c", f"import {module}; print({expression})"]) or "not installed"
+        found = subprocess.run([sys.executable, "-c", f"import {module}; print({expression})"], capture_output=True, text=True)
+        return found.stdout.strip() if found.returncode == 0 else "not installed"
     def where(libvips):
         return f"libvips {libvips['version']} ({libvips['lib']})" if libvips else "none"
     convert = find_convert()
