@@ -76,9 +76,13 @@ test-slurm: deps
 # (flat memory, the 100,000-item up-to-date rerun, a 1,000,000-URL plan), and writes BENCHMARKS.md.
 # About an hour and a half on 2 cores; the fixed cost per image is measured apart
 # (bench/fixedcost.py, see bench/README.md).
+# With the default LIBVIPS it also builds runner on Debian's 8.14 (.build-system) and measures both, beside
+# the C reference and pyvips on runner's libvips and pyvips on PyPI's pyvips-binary wheel (issue 27).
 bench: build
 	bench/make-corpus.sh all
-	python3 bench/bench.py --runner $(SCRATCH)/release/runner
+	[ "$(LIBVIPS)" = system ] || LIBVIPS=system $(SWIFT) build -c release --scratch-path .build-system
+	python3 bench/bench.py --runner $(SCRATCH)/release/runner --rounds 5 --settle 10 \
+		$(if $(filter system,$(LIBVIPS)),,--runner-system .build-system/release/runner)
 	python3 bench/bookkeeping.py --runner $(SCRATCH)/release/runner --write BENCHMARKS.md
 
 # A few seconds: the C reference and runner on 20 synthetic images, 4 of them as a responsive set,

@@ -21,6 +21,11 @@ The downloads set (issue 5) serves the small set's first 2,000 files from nginx 
 compares `runner run --download-only` with one `curl --parallel --parallel-max 16` process, and
 runner's download-and-thumbnail run with curl followed by the C reference (see bench/README.md).
 
+The C reference and the pyvips peers run on the libvips the runner binary loads (the reference is
+compiled against it; pyvips in a venv under bench/cache/venv is built against it), pyvips-wheel on
+the libvips of PyPI's pyvips-binary wheel (8.18), and runner-sys is --runner-system, runner built
+on the other libvips; every label says which (bench/README.md, "Which libvips each peer runs on").
+
 The harness itself needs only python3 (stdlib), cc, pkg-config, libvips-dev and libvips-tools.
 Peers that need more (ImageMagick, Pillow, pyvips, curl, nginx) are installed with apt-get/pip in
 full mode unless --no-install, and skipped with a note when that fails (without nginx, the
@@ -116,6 +121,137 @@ def run_text(argv, **kwargs):
         return (result.stdout or result.stderr).strip()
     except (OSError, subprocess.SubprocessError):
         return ""
+
+
+# --- which libvips each peer runs on --------------------------------------------------------------
+
+PYVIPS = "3.2.0"           # the pyvips peers' binding, pinned
+PYVIPS_BINARY = "8.18.7"   # pyvips-binary: PyPI's prebuilt libvips, what `pip install pyvips pyvips-binary` gives
+LIBVIPS_SONAME = "libvips.so.42"
+
+
+def libvips_of(binary, env=None):
+    """The libvips `binary` loads (ldd, with `env`'s LD_LIBRARY_PATH): {"lib": its real path, "libdir",
+    "version": "8.16.1", "pkgconfig": a folder whose vips.pc builds against it, or None}. None when
+    the binary loads no libvips."""
+    found = re.search(rf"{re.escape(LIBVIPS_SONAME)} => (\S+)", run_text(["ldd", binary], env=env))
+    if not found or not os.path.exists(found.group(1)):
+        return None
+    lib = os.path.realpath(found.group(1))
+    # vips_version() needs no vips_init; asked in a child, so the harness never loads a libvips itself.
+    version = run_text([sys.executable, "-c", "import ctypes, sys; v = ctypes.CDLL(sys.argv[1]).vips_version; "
+                        "print('.'.join(str(v(i)) for i in range(3)))", lib])
+    if not re.fullmatch(r"\d+\.\d+\.\d+", version):
+        sys.exit(f"bench: cannot read the version of {lib}: {version}")
+    libdir = os.path.dirname(lib)
+    return {"lib": lib, "libdir": libdir, "version": version, "pkgconfig": libvips_pkgconfig(libdir, version)}
+
+
+def libvips_pkgconfig(libdir, version):
+    """A pkg-config folder whose vips.pc gives `libdir`'s libvips, or None (no vips.pc of that
+    version beside it). A prefix copied from elsewhere (a worktree's .build/libvips-8.16 made in
+    another checkout) keeps the old prefix in its .pc files: then a copy under bench/cache/pkgconfig
+    with the prefix set to where it is now."""
+    folder = os.path.join(libdir, "pkgconfig")
+    if not os.path.exists(os.path.join(folder, "vips.pc")):
+        return None
+    def ask(where, *what):
+        return run_text(["pkg-config", *what, "vips"], env=dict(os.environ, PKG_CONFIG_PATH=where))
+    if ask(folder, "--modversion") != version:
+        return None
+    if os.path.realpath(ask(folder, "--variable=libdir")) == libdir:
+        return folder
+    copy = os.path.join(CACHE, "pkgconfig", version)
+    os.makedirs(copy, exist_ok=True)
+    prefix = os.path.dirname(libdir)
+    for name in os.listdir(folder):
+        if name.endswith(".pc"):
+            with open(os.path.join(folder, name)) as handle:
+                text = re.sub(r"(?m)^prefix=.*$", f"prefix={prefix}", handle.read())
+            with open(os.path.join(copy, name), "w") as handle:
+                handle.write(text)
+    if os.path.realpath(ask(copy, "--variable=libdir")) != libdir:
+        sys.exit(f"bench: {folder}/vips.pc does not lead to {libdir}, even with prefix={prefix}")
+    return copy
+
+
+def libvips_env(libvips):
+    """What a program built against `libvips` needs to load it: its folder first on LD_LIBRARY_PATH
+    (pyvips in API mode links -lvips without a RUNPATH)."""
+    return {"LD_LIBRARY_PATH": libvips["libdir"]}
+
+
+class PythonEnv:
+    """A venv under bench/cache/venv with pyvips on one libvips, made once (python3 -m venv; Debian's
+    Python takes no pip installs of its own). `binary`: PyPI's pyvips-binary wheel, whose
+    _libvips.abi3.so replaces the one pyvips' sdist built; else pyvips in API mode, compiled against
+    `libvips` (PKG_CONFIG_PATH to its vips.pc) and run with LD_LIBRARY_PATH to it. `check()` makes it
+    (when installing is allowed) and exits when its pyvips reports another libvips than expected."""
+
+    def __init__(self, name, libvips, binary, install):
+        self.libvips, self.binary, self.install = libvips, binary, install
+        self.folder = os.path.join(CACHE, "venv", name)
+        self.python = os.path.join(self.folder, "bin", "python")
+        self.expected = PYVIPS_BINARY if binary else libvips["version"]
+        # The wheel brings its own libvips (RUNPATH into the wheel); nothing of ours may come first.
+        self.env = {"LD_LIBRARY_PATH": ""} if binary else libvips_env(libvips)
+        self.reason, self.facts = None, None
+
+    def pip(self, *argv, env=None):
+        command = [self.python, "-m", "pip", "install", "--quiet", "--no-cache-dir", *argv]
+        log("in " + os.path.relpath(self.folder, ROOT) + ": " + shlex.join(command[1:]))
+        result = subprocess.run(command, env=dict(os.environ, **(env or {})), capture_output=True, text=True)
+        if result.returncode != 0:
+            raise RuntimeError(f"{shlex.join(argv)} failed: {result.stderr.strip()[-400:]}")
+
+    def create(self):
+        shutil.rmtree(self.folder, ignore_errors=True)
+        subprocess.run([sys.executable, "-m", "venv", self.folder], check=True, capture_output=True)
+        # --no-cache-dir: pip would otherwise reuse an API-mode wheel it built against another libvips.
+        if self.binary:
+            self.pip(f"pyvips=={PYVIPS}")
+            self.pip("--force-reinstall", "--no-deps", f"pyvips-binary=={PYVIPS_BINARY}")
+        else:
+            if not self.libvips["pkgconfig"]:
+                raise RuntimeError(f"no vips.pc for {self.libvips['lib']} to compile pyvips' API mode against")
+            self.pip(f"pyvips=={PYVIPS}", env={"PKG_CONFIG_PATH": self.libvips["pkgconfig"]})
+
+    def probe(self):
+        script = ("import json, pyvips; print(json.dumps({'pyvips': pyvips.__version__, 'api': pyvips.API_mode, "
+                  "'libvips': '.'.join(str(pyvips.version(i)) for i in range(3))}))")
+        text = run_text([self.python, "-c", script], env=dict(os.environ, **self.env))
+        try:
+            return json.loads(text.splitlines()[-1])
+        except (ValueError, IndexError):
+            return None
+
+    def check(self):
+        if self.facts or self.reason:
+            return self.reason
+        facts = self.probe() if os.path.exists(self.python) else None
+        if facts is None or facts["pyvips"] != PYVIPS:
+            if not self.install:
+                self.reason = f"no {os.path.relpath(self.folder, ROOT)} with pyvips {PYVIPS} (and installing is off)"
+                return self.reason
+            try:
+                self.create()
+            except (RuntimeError, subprocess.CalledProcessError) as error:
+                self.reason = f"cannot make {os.path.relpath(self.folder, ROOT)}: {error}"
+                return self.reason
+            facts = self.probe()
+        if not facts or facts["libvips"] != self.expected or facts["pyvips"] != PYVIPS:
+            sys.exit(f"bench: {self.python} has {facts}, not pyvips {PYVIPS} on libvips {self.expected}; "
+                     f"remove {self.folder} to make it again")
+        self.facts = facts
+        return None
+
+    def describe(self):
+        if not self.facts:
+            return self.reason or "not used"
+        what = f"pyvips {self.facts['pyvips']}" + (f" + pyvips-binary {PYVIPS_BINARY}" if self.binary else "")
+        mode = "API mode" if self.facts["api"] else "ABI mode"
+        built = "the wheel's libvips" if self.binary else f"compiled against {self.libvips['lib']}"
+        return f"{what}, {mode}, libvips {self.facts['libvips']} ({built}; {os.path.relpath(self.folder, ROOT)})"
 
 
 # --- measuring ------------------------------------------------------------------------------------
@@ -323,18 +459,27 @@ def ensure_pip(package, module, allowed):
     return None if python_has(module) else f"pip install {package} failed"
 
 
-def make_peers(args, reference_bin):
-    runner = args.runner
-    install = not args.no_install and not args.quick
+def on(libvips):
+    """A label's note of the libvips a peer runs on."""
+    return f" (libvips {libvips['version']})" if libvips else ""
+
+
+def runner_check(runner):
+    return lambda: None if os.access(runner, os.X_OK) else f"no runner binary at {runner}"
+
+
+def make_peers(args, setup):
+    runner, reference_bin = args.runner, setup.reference
     convert = {"path": None}
+    install = not args.no_install and not args.quick
 
     def need_convert():
         reason = ensure_apt("imagemagick", lambda: find_convert() is not None, install)
         convert["path"] = find_convert()
         return reason
 
-    def runner_command(processes):
-        return lambda outdir, listfile, workdir: write_runner_job(runner, workdir, listfile, [{
+    def runner_command(processes, binary=runner):
+        return lambda outdir, listfile, workdir: write_runner_job(binary, workdir, listfile, [{
             "name": "thumb",
             "path": os.path.join(outdir, "{stem}.jpg"),
             "chain": [{"op": "thumbnail", "width": 256, "height": 256, "fit": "inside"}],
@@ -356,22 +501,26 @@ def make_peers(args, reference_bin):
         return command
 
     python = sys.executable
-    workers = args.workers
+    workers, lv, cli = args.workers, on(setup.libvips), on(setup.cli_libvips)
     peers = [
-        Peer("c2", f"C reference, {workers} threads",
+        Peer("c2", f"C reference, {workers} threads{lv}",
              lambda o, l, w: [reference_bin, str(workers), o, l], quick=True),
-        Peer("c4", f"C reference, {2 * workers} threads",
+        Peer("c4", f"C reference, {2 * workers} threads{lv}",
              lambda o, l, w: [reference_bin, str(2 * workers), o, l]),
-        Peer("runner", f"runner, {workers} worker processes", runner_command(workers),
-             check=lambda: None if os.access(runner, os.X_OK) else f"no runner binary at {runner}", quick=True),
+        Peer("runner", f"runner, {workers} worker processes{lv}", runner_command(workers),
+             check=runner_check(runner), quick=True),
         # More worker processes than cores (issue 15, section 3): only when --peers names them.
-        *[Peer(f"runner-p{n}", f"runner, {n} worker processes", runner_command(n), default=False,
-               check=lambda: None if os.access(runner, os.X_OK) else f"no runner binary at {runner}")
+        *[Peer(f"runner-p{n}", f"runner, {n} worker processes{lv}", runner_command(n), default=False,
+               check=runner_check(runner))
           for n in (workers + 1, 2 * workers)],
-        Peer("vt1", f"vipsthumbnail, xargs -P {workers}, 1 file/process", vipsthumbnail(1),
+        # The same runner built on the other libvips (--runner-system): only when given.
+        *([Peer("runner-sys", f"runner, {workers} worker processes{on(setup.system_libvips)}",
+                runner_command(workers, args.runner_system), check=runner_check(args.runner_system))]
+          if args.runner_system else []),
+        Peer("vt1", f"vipsthumbnail, xargs -P {workers}, 1 file/process{cli}", vipsthumbnail(1),
              check=lambda: None if shutil.which("vipsthumbnail") else "vipsthumbnail is missing",
              env={"VIPS_CONCURRENCY": "1"}),
-        Peer("vt50", f"vipsthumbnail, xargs -P {workers}, 50 files/process", vipsthumbnail(50),
+        Peer("vt50", f"vipsthumbnail, xargs -P {workers}, 50 files/process{cli}", vipsthumbnail(50),
              check=lambda: None if shutil.which("vipsthumbnail") else "vipsthumbnail is missing",
              env={"VIPS_CONCURRENCY": "1"}),
         Peer("im", f"ImageMagick convert -thumbnail, xargs -P {workers}", imagemagick(False),
@@ -381,12 +530,7 @@ def make_peers(args, reference_bin):
         Peer("pillow", f"Pillow draft+thumbnail, pool of {workers} processes",
              lambda o, l, w: [python, os.path.join(BENCH, "peers", "pillow_thumbs.py"), str(workers), o, l],
              check=lambda: ensure_pip("pillow", "PIL", install)),
-        Peer("pyvips-t", f"pyvips, {workers} threads",
-             lambda o, l, w: [python, os.path.join(BENCH, "peers", "pyvips_thumbs.py"), "threads", str(workers), o, l],
-             check=lambda: ensure_pip("pyvips", "pyvips", install)),
-        Peer("pyvips-p", f"pyvips, pool of {workers} processes",
-             lambda o, l, w: [python, os.path.join(BENCH, "peers", "pyvips_thumbs.py"), "processes", str(workers), o, l],
-             check=lambda: ensure_pip("pyvips", "pyvips", install)),
+        *pyvips_peers(setup, workers, []),
     ]
     return select_peers(peers, args)
 
@@ -417,22 +561,43 @@ def write_runner_job(runner, workdir, listfile, outputs, processes):
     return [runner, path, "--quiet"]
 
 
-def make_responsive_peers(args, reference_bin, specs):
+def pyvips_peers(setup, workers, specs):
+    """pyvips on runner's libvips (pyvips-t, pyvips-p), and on the pyvips-binary wheel's
+    (pyvips-wheel): bench/peers/pyvips_thumbs.py in the venv of each (PythonEnv)."""
+    script = os.path.join(BENCH, "peers", "pyvips_thumbs.py")
+    texts = [spec_text(spec) for spec in specs]
+    once = ", decode once" if specs else ""
+    def peer(key, venv, mode, label, default=True):
+        return Peer(key, label, lambda o, l, w: [venv.python, script, mode, str(workers), o, l, *texts],
+                    check=venv.check, env=venv.env, default=default,
+                    suffixes=[spec_suffix(spec) for spec in specs] or (".jpg",))
+    same = on(setup.libvips)
+    wheel = f" (libvips {PYVIPS_BINARY}, pyvips-binary wheel)"
+    return [peer("pyvips-t", setup.pyvips, "threads", f"pyvips{once}, {workers} threads{same}", default=not texts),
+            peer("pyvips-p", setup.pyvips, "processes", f"pyvips{once}, pool of {workers} processes{same}"),
+            peer("pyvips-wheel", setup.wheel, "processes", f"pyvips{once}, pool of {workers} processes{wheel}")]
+
+
+def make_responsive_peers(args, setup, specs):
     """The responsive set's peers: every output of `specs` from each source. Those marked "decode
     once" decode at the widest output and derive the narrower ones from that decode."""
-    runner, python, workers = args.runner, sys.executable, args.workers
+    runner, python, workers, reference_bin = args.runner, sys.executable, args.workers, setup.reference
+    lv = on(setup.libvips)
     install = not args.no_install and not args.quick
     largest = widest(specs)
     texts = [spec_text(spec) for spec in specs]
     suffixes = [spec_suffix(spec) for spec in specs]
-    runner_ok = lambda: None if os.access(runner, os.X_OK) else f"no runner binary at {runner}"  # noqa: E731
+    runner_ok = runner_check(runner)
 
-    def runner_outputs(outdir, chosen):
+    def runner_outputs(outdir, chosen, effort=None):
+        """`effort`: the WebP effort of every WebP output narrower than the widest (the README's
+        tuning table), else libvips' default (4) everywhere."""
         return [{
             "name": f"w{spec[0]}-{spec[1]}",
             "path": os.path.join(outdir, "{stem}" + spec_suffix(spec)),
             "chain": [{"op": "thumbnail", "width": spec[0], "fit": "inside"}],
-            "format": {"type": spec[1], "quality": spec[2]},
+            "format": {"type": spec[1], "quality": spec[2],
+                       **({"effort": effort} if effort is not None and spec[1] == "webp" and spec != largest else {})},
         } for spec in chosen]
 
     def vipsthumbnail(outdir, listfile, workdir):
@@ -444,33 +609,37 @@ def make_responsive_peers(args, reference_bin, specs):
         return ["sh", "-c", script, listfile, outdir]
 
     peers = [
-        Peer("c2", f"C reference, {workers} threads, decode once", quick=True, suffixes=suffixes,
+        Peer("c2", f"C reference, {workers} threads, decode once{lv}", quick=True, suffixes=suffixes,
              command=lambda o, l, w: [reference_bin, str(workers), o, l, *texts]),
-        Peer("c4", f"C reference, {2 * workers} threads, decode once", suffixes=suffixes, default=False,
+        Peer("c4", f"C reference, {2 * workers} threads, decode once{lv}", suffixes=suffixes, default=False,
              command=lambda o, l, w: [reference_bin, str(2 * workers), o, l, *texts]),
-        Peer("c2-widest", f"C reference, {workers} threads, {spec_label(largest)} only",
+        Peer("c2-widest", f"C reference, {workers} threads, {spec_label(largest)} only{lv}",
              suffixes=[spec_suffix(largest)],
              command=lambda o, l, w: [reference_bin, str(workers), o, l, spec_text(largest)]),
-        Peer("runner", f"runner, {workers} worker processes, one job with {len(specs)} outputs", quick=True,
+        Peer("runner", f"runner, {workers} worker processes, one job with {len(specs)} outputs{lv}", quick=True,
              suffixes=suffixes, check=runner_ok,
              command=lambda o, l, w: write_runner_job(runner, w, l, runner_outputs(o, specs), workers)),
-        Peer("runner-widest", f"runner, {workers} worker processes, {spec_label(largest)} only", quick=True,
+        Peer("runner-widest", f"runner, {workers} worker processes, {spec_label(largest)} only{lv}", quick=True,
              suffixes=[spec_suffix(largest)], check=runner_ok,
              command=lambda o, l, w: write_runner_job(runner, w, l, runner_outputs(o, [largest]), workers)),
-        Peer("vt50", f"vipsthumbnail once per output, xargs -P {workers}, 50 files/process", suffixes=suffixes,
+        # What a lower WebP effort on the narrower outputs buys (README, "Tuning"): only when named.
+        *[Peer(f"runner-e{effort}", f"runner, {workers} worker processes, the narrower WebPs at effort {effort}{lv}",
+               suffixes=suffixes, check=runner_ok, default=False,
+               command=lambda o, l, w, effort=effort: write_runner_job(runner, w, l, runner_outputs(o, specs, effort),
+                                                                       workers))
+          for effort in (2, 0)],
+        *([Peer("runner-sys", f"runner, {workers} worker processes, one job with {len(specs)} outputs"
+                f"{on(setup.system_libvips)}", suffixes=suffixes, check=runner_check(args.runner_system),
+                command=lambda o, l, w: write_runner_job(args.runner_system, w, l, runner_outputs(o, specs), workers))]
+          if args.runner_system else []),
+        Peer("vt50", f"vipsthumbnail once per output, xargs -P {workers}, 50 files/process{on(setup.cli_libvips)}",
+             suffixes=suffixes,
              command=vipsthumbnail, env={"VIPS_CONCURRENCY": "1"},
              check=lambda: None if shutil.which("vipsthumbnail") else "vipsthumbnail is missing"),
         Peer("pillow", f"Pillow, decode once (draft), pool of {workers} processes", suffixes=suffixes,
              command=lambda o, l, w: [python, os.path.join(BENCH, "peers", "pillow_thumbs.py"), str(workers), o, l, *texts],
              check=lambda: ensure_pip("pillow", "PIL", install)),
-        Peer("pyvips-t", f"pyvips, decode once, {workers} threads", suffixes=suffixes, default=False,
-             command=lambda o, l, w: [python, os.path.join(BENCH, "peers", "pyvips_thumbs.py"), "threads", str(workers),
-                                      o, l, *texts],
-             check=lambda: ensure_pip("pyvips", "pyvips", install)),
-        Peer("pyvips-p", f"pyvips, decode once, pool of {workers} processes", suffixes=suffixes,
-             command=lambda o, l, w: [python, os.path.join(BENCH, "peers", "pyvips_thumbs.py"), "processes",
-                                      str(workers), o, l, *texts],
-             check=lambda: ensure_pip("pyvips", "pyvips", install)),
+        *pyvips_peers(setup, workers, specs),
     ]
     return select_peers(peers, args)
 
@@ -604,7 +773,7 @@ def bench_set(name, files, peers, args, settler):
             run["outputs"] = count_outputs(outdir, files, peer.suffixes)
             run["expected"] = len(files) * len(peer.suffixes)
             results[peer.key].append(run)
-            log(f"{name} round {round_index + 1}/{args.rounds} {peer.key:9} {run['wall']:7.2f}s "
+            log(f"{name} round {round_index + 1}/{args.rounds} {peer.key:12} {run['wall']:7.2f}s "
                 f"{len(files) / run['wall']:7.1f} img/s  cpu {run['cpu']:6.1f}s  other load {run['other']:4.2f}  exit {run['code']}  "
                 f"{run['outputs']}/{run['expected']} outputs")
     # Quality: one score per peer, or per output (suffix) for peers that make several, then over half
@@ -729,20 +898,29 @@ def whole_over_widest(rows, whole_key, widest_key):
             "cpu": statistics.median(cpus) if cpus else None, "rounds": len(pairs)}
 
 
-def compile_reference():
+def compile_reference(libvips):
+    """bench/cache/bin/reference-VERSION: reference.c built against `libvips` (the one runner loads),
+    through its vips.pc and with a RUNPATH to its folder; Debian's pkg-config `vips` when `libvips` has
+    no vips.pc (then it must be that one). Exits when the binary would load another libvips."""
     source = os.path.join(BENCH, "reference.c")
-    binary = os.path.join(CACHE, "bin", "reference")
-    if os.path.exists(binary) and os.path.getmtime(binary) >= os.path.getmtime(source):
+    binary = os.path.join(CACHE, "bin", f"reference-{libvips['version']}")
+    def loads_it():
+        found = libvips_of(binary)
+        return found is not None and found["lib"] == libvips["lib"]
+    if os.path.exists(binary) and os.path.getmtime(binary) >= os.path.getmtime(source) and loads_it():
         return binary
     os.makedirs(os.path.dirname(binary), exist_ok=True)
-    flags = run_text(["pkg-config", "--cflags", "--libs", "vips"])
-    if not flags:
-        sys.exit("bench: pkg-config knows no vips (apt-get install pkg-config libvips-dev)")
+    env = dict(os.environ, PKG_CONFIG_PATH=libvips["pkgconfig"]) if libvips["pkgconfig"] else None
+    flags = run_text(["pkg-config", "--cflags", "--libs", "vips"], env=env)
+    if not flags or "-lvips" not in flags:
+        sys.exit(f"bench: pkg-config knows no vips for {libvips['lib']} (apt-get install pkg-config libvips-dev)")
     partial = f"{binary}.{os.getpid()}"
-    command = ["cc", "-O2", "-o", partial, source, *shlex.split(flags), "-lpthread"]
+    command = ["cc", "-O2", "-o", partial, source, *shlex.split(flags), f"-Wl,-rpath,{libvips['libdir']}", "-lpthread"]
     log("compiling " + shlex.join(command))
     subprocess.run(command, check=True)
     os.replace(partial, binary)  # atomically: another harness may be starting it
+    if not loads_it():
+        sys.exit(f"bench: {binary} loads {libvips_of(binary)}, not {libvips['lib']}")
     return binary
 
 
@@ -1170,25 +1348,40 @@ def machine_info():
             "kernel": platform.release(), "os": run_text(["sh", "-c", ". /etc/os-release && echo $PRETTY_NAME"])}
 
 
-def versions(runner):
-    def python_version(module, expression):
-        return run_text([sys.executable, "-c", f"import {module}; print({expression})"]) or "not installed"
+def runner_build(runner):
+    """runner's commit and binary, warning when the binary is older than Sources/."""
     commit = run_text(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"]) or "unknown"
     dirty = run_text(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no", "--", "Sources", "Package.swift"])
-    convert = find_convert()
     built = datetime.datetime.fromtimestamp(os.path.getmtime(runner)).strftime("%Y-%m-%d %H:%M") if os.path.exists(runner) else "missing"
     stale = runner_is_stale(runner)
-    return {
-        "libvips": run_text(["vips", "--version"]),
+    return (f"{commit}" + (" with uncommitted changes to Sources/ or Package.swift" if dirty else "")
+            + f" ({os.path.relpath(runner, ROOT) if runner.startswith(ROOT) else runner}, built {built}"
+            + (", OLDER than the newest file in Sources/: it may not be this commit" if stale else "") + ")")
+
+
+def versions(args, setup):
+    def python_version(module, expression):
+        found = subprocess.run([sys.executable, "-c", f"import {module}; print({expression})"], capture_output=True, text=True)
+        return found.stdout.strip() if found.returncode == 0 else "not installed"
+    def where(libvips):
+        return f"libvips {libvips['version']} ({libvips['lib']})" if libvips else "none"
+    convert = find_convert()
+    result = {
+        "runner": runner_build(args.runner) + f", on {where(setup.libvips)}",
+    }
+    if args.runner_system:
+        result["runner-sys"] = runner_build(args.runner_system) + f", on {where(setup.system_libvips)}"
+    result.update({
+        "C reference": f"{os.path.relpath(setup.reference, ROOT)}, on {where(setup.libvips)}",
+        "pyvips (pyvips-p, pyvips-t)": setup.pyvips.describe(),
+        "pyvips (pyvips-wheel)": setup.wheel.describe(),
+        "vipsthumbnail (vt1, vt50)": where(setup.cli_libvips),
         "ImageMagick": run_text([convert, "-version"]).splitlines()[0] if convert else "not installed",
         "Pillow": python_version("PIL", "PIL.__version__"),
-        "pyvips": python_version("pyvips", "pyvips.__version__ + ' (libvips ' + str(pyvips.version(0)) + '.' + str(pyvips.version(1)) + '.' + str(pyvips.version(2)) + ')'"),
         "Python": platform.python_version(),
         "cc": run_text(["cc", "--version"]).splitlines()[0] if shutil.which("cc") else "missing",
-        "runner": f"{commit}" + (" with uncommitted changes to Sources/ or Package.swift" if dirty else "")
-                  + f" ({os.path.relpath(runner, ROOT) if runner.startswith(ROOT) else runner}, built {built}"
-                  + (", OLDER than the newest file in Sources/: it may not be this commit" if stale else "") + ")",
-    }
+    })
+    return result
 
 
 def kept_section(path, heading):
@@ -1265,7 +1458,69 @@ def analysis(records, probe):
         parts = ", ".join(f"{key} {1000 * wall:.0f} ms" for key, wall in probe.items() if key != "carried")
         when = f"; measured on {probe['carried']}, not by this command" if probe.get("carried") else ""
         lines.append(f"- Fixed cost (wall time for a run of a single image, median{when}): {parts}.")
+    targets = target_lines(records)
+    if targets:
+        lines += ["", "**Targets (issue 27)**: runner's images/s over the peer's, the median of the interleaved "
+                  "rounds' ratios:", ""] + targets
     return "\n".join(lines)
+
+
+def round_ratios(rows, key, other, measure="wall"):
+    """(median, min, max, rounds used) over the rounds of `other`'s wall (or CPU) / `key`'s in the same
+    round: how many times faster (or cheaper) `key` was. Only the rounds where neither run was
+    disturbed, or every round when none was spared (rounds used 0). None when either is missing."""
+    by_key = {r["key"]: r for r in rows}
+    if key not in by_key or other not in by_key:
+        return None
+    pairs = [(a, b) for a, b in zip(by_key[key]["raw"], by_key[other]["raw"]) if a[measure] > 0]
+    quiet = [(a, b) for a, b in pairs if a["other"] <= NOISY and b["other"] <= NOISY]
+    ratios = [b[measure] / a[measure] for a, b in quiet or pairs]
+    return (statistics.median(ratios), min(ratios), max(ratios), len(quiet)) if ratios else None
+
+
+# Issue 27's targets: (set, peer, at least this many times its images/s, what it says).
+TARGETS = [
+    (name, peer, bar, text) for name in ("large", "small", "responsive")
+    for peer, bar, text in (("pyvips-p", 1.05, "at least 1.05x pyvips on the same libvips"),
+                            ("pyvips-wheel", 1.00, "at least level with pyvips on the pyvips-binary wheel's libvips"))
+] + [("large", "c4", 1.0, "ahead of the C reference with 4 threads"),
+     ("responsive", "c2", 1 / 1.05, "within 1.05x of the floor, the C reference decoding once (>= 0.952x)")]
+
+
+def rounds_used(ratio):
+    return f"{ratio[3]} undisturbed rounds" if ratio[3] else "every round disturbed, all used:"
+
+
+def target_lines(records):
+    """Each of issue 27's targets the measured sets cover: runner's ratio (median of the interleaved
+    rounds' ratios, and their range), met or not; and on the responsive set, whether runner is ahead
+    of every peer making the same outputs."""
+    lines = []
+    for name, peer, bar, text in TARGETS:
+        ratio = round_ratios(records[name]["rows"], "runner", peer) if name in records else None
+        if ratio:
+            # CPU too: on a shared machine it moves less with other work than wall time does.
+            cpu = round_ratios(records[name]["rows"], "runner", peer, "cpu")
+            cpu = f"; {peer}'s CPU / runner's {cpu[0]:.2f}x" if cpu else ""
+            verdict = "met" if ratio[0] >= bar else "NOT met"
+            lines.append(f"- {name}: runner / {peer} {ratio[0]:.2f}x ({rounds_used(ratio)} {ratio[1]:.2f} - "
+                         f"{ratio[2]:.2f}{cpu}): {text}: "
+                         + (verdict if ratio[3] else f"{verdict} by wall time, but every round was disturbed"))
+    rows = records["responsive"]["rows"] if "responsive" in records else []
+    if any(r["key"] == "runner" for r in rows):
+        # Peers making the same five outputs at the same settings (not runner's own variants).
+        others = [r["key"] for r in rows if not r["key"].startswith("runner") and not r["key"].endswith("-widest")]
+        behind = [(k, round_ratios(rows, "runner", k)[0]) for k in others]
+        slower = [f"{k} {x:.2f}x" for k, x in behind if x < 1.0]
+        lines.append("- responsive: runner ahead of every peer making the five outputs: "
+                     + ("met" if not slower else "NOT met (runner / " + ", ".join(slower) + ")"))
+    for name in ("large", "small", "responsive"):
+        ratio = round_ratios(records[name]["rows"], "runner", "runner-sys") if name in records else None
+        if ratio:
+            cpu = round_ratios(records[name]["rows"], "runner", "runner-sys", "cpu")
+            lines.append(f"- {name}: runner / runner-sys (the same runner on the other libvips) {ratio[0]:.2f}x "
+                         f"({rounds_used(ratio)} {ratio[1]:.2f} - {ratio[2]:.2f}; CPU {cpu[0]:.2f}x)")
+    return lines
 
 
 def previous_facts(report_path):
@@ -1378,6 +1633,27 @@ def megapixels(files):
     return total
 
 
+def make_setup(args):
+    """What the peers run on: the libvips runner loads (and the C reference, compiled against it, and
+    pyvips in a venv on it), the one --runner-system loads, the vips CLI's, and the pyvips-binary
+    wheel's venv."""
+    cli = shutil.which("vipsthumbnail")
+    cli_libvips = libvips_of(cli) if cli else None
+    libvips = libvips_of(args.runner) if os.path.exists(args.runner) else None
+    if libvips is None:
+        log(f"no libvips found for {args.runner}; the C reference and pyvips use the vips CLI's")
+        libvips = cli_libvips or sys.exit("bench: no libvips found (apt-get install libvips-tools)")
+    system_libvips = libvips_of(args.runner_system) if args.runner_system and os.path.exists(args.runner_system) else None
+    if args.runner_system and system_libvips is None:
+        sys.exit(f"bench: {args.runner_system} is missing or loads no libvips")
+    install = not args.no_install and not args.quick
+    return argparse.Namespace(
+        libvips=libvips, system_libvips=system_libvips, cli_libvips=cli_libvips,
+        reference=compile_reference(libvips),
+        pyvips=PythonEnv(f"pyvips-{PYVIPS}-libvips-{libvips['version']}", libvips, False, install),
+        wheel=PythonEnv(f"pyvips-{PYVIPS}-binary-{PYVIPS_BINARY}", libvips, True, install))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true",
@@ -1385,12 +1661,16 @@ def main():
     parser.add_argument("--sets", help="comma-separated sets: downloads, large, small, responsive, quick (default: "
                                        "downloads,large,small,responsive; quick,responsive,downloads with --quick)")
     parser.add_argument("--rounds", type=int, help="interleaved rounds per set (default 3; 1 with --quick)")
-    parser.add_argument("--peers", help="comma-separated peer keys: c2,c4,runner,vt1,vt50,im,imsize,pillow,pyvips-t,"
-                                        "pyvips-p; runner-p3,runner-p4 (more worker processes than cores, not run by "
-                                        "default); responsive set: c2,c2-widest,runner,runner-widest,vt50,pillow,"
-                                        "pyvips-p, and c4,pyvips-t (not by default)")
+    parser.add_argument("--peers", help="comma-separated peer keys: c2,c4,runner,runner-sys (with --runner-system),vt1,"
+                                        "vt50,im,imsize,pillow,pyvips-t,pyvips-p,pyvips-wheel; runner-p3,runner-p4 "
+                                        "(more worker processes than cores, not run by default); responsive set: c2,"
+                                        "c2-widest,runner,runner-widest,runner-sys,vt50,pillow,pyvips-p,pyvips-wheel, "
+                                        "and c4,pyvips-t,runner-e2,runner-e0 (not by default)")
     parser.add_argument("--runner", default=os.environ.get("BENCH_RUNNER") or default_runner(),
                         help="runner binary (default: $BENCH_RUNNER, else .build/release/runner)")
+    parser.add_argument("--runner-system", metavar="PATH",
+                        help="runner built on the other libvips (LIBVIPS=system swift build -c release --scratch-path "
+                             ".build-system: .build-system/release/runner), measured beside --runner as runner-sys")
     parser.add_argument("--workers", type=int, default=2, help="threads/processes per peer (default 2)")
     parser.add_argument("--responsive-every", type=int, default=1, metavar="N",
                         help="the responsive set takes every Nth photo of the large set (default 1: all 200; "
@@ -1410,6 +1690,7 @@ def main():
     parser.add_argument("--rss-interval", type=float, default=0.25, help="seconds between /proc samples (default 0.25)")
     args = parser.parse_args()
     args.runner = os.path.abspath(args.runner)
+    args.runner_system = os.path.abspath(args.runner_system) if args.runner_system else None
     sets = (args.sets or ("quick,responsive,downloads" if args.quick else "downloads,large,small,responsive")).split(",")
     unknown = set(sets) - set(SETS)
     if unknown:
@@ -1428,22 +1709,23 @@ def main():
         subprocess.run([os.path.join(BENCH, "make-corpus.sh"), "quick"], check=True)
     if runner_is_stale(args.runner):
         log(f"warning: {args.runner} is older than Sources/ (rebuild it to measure the current code)")
-    reference_bin = compile_reference()
+    setup = make_setup(args)
+    reference_bin = setup.reference
     if args.peers:
         everyone = argparse.Namespace(**dict(vars(args), everyone=True))
-        known = [p.key for p in make_peers(everyone, reference_bin) + make_responsive_peers(everyone, reference_bin, specs)]
+        known = [p.key for p in make_peers(everyone, setup) + make_responsive_peers(everyone, setup, specs)]
         unknown = set(args.peers.split(",")) - set(known)
         if unknown:
             sys.exit(f"bench: unknown peers {', '.join(sorted(unknown))} (have {', '.join(dict.fromkeys(known))})")
     skipped, usable, peers = [], [], []
     responsive_usable, responsive_peers = [], []
     if thumbnail_sets:
-        peers = make_peers(args, reference_bin)
+        peers = make_peers(args, setup)
         usable, skipped = split_runnable(peers, lambda peer: peer.check())
         if not usable:
             sys.exit("bench: no peer can run")
     if "responsive" in image_sets:
-        responsive_peers = make_responsive_peers(args, reference_bin, specs)
+        responsive_peers = make_responsive_peers(args, setup, specs)
         responsive_usable, responsive_skipped = split_runnable(responsive_peers, lambda peer: peer.check())
         skipped += [(f"{label} (responsive)", reason) for label, reason in responsive_skipped]
         if not responsive_usable:
@@ -1529,7 +1811,7 @@ def main():
             if name in records:
                 merged_sets[name] = records[name]["rows"]
                 merged_meta[name] = {k: v for k, v in records[name].items() if k != "rows"}
-                merged_meta[name].update(command=command, rounds=args.rounds, runner=versions(args.runner)["runner"])
+                merged_meta[name].update(command=command, rounds=args.rounds, runner=versions(args, setup)["runner"])
             else:
                 merged_sets[name] = kept_sets[name]
                 meta = kept_meta.get(name) or {
@@ -1555,7 +1837,7 @@ def main():
         print("skipped: " + "; ".join(f"{label}: {reason}" for label, reason in skipped))
 
     if write:
-        write_report(args.report, args, machine_info(), versions(args.runner), command, report_records, probe,
+        write_report(args.report, args, machine_info(), versions(args, setup), command, report_records, probe,
                      skipped, time.time() - started, (load_before, ", ".join(f"{x:.2f}" for x in os.getloadavg())),
                      settler.waited)
 
