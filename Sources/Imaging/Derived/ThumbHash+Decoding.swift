@@ -103,8 +103,12 @@ extension ThumbHash {
     /// `hash` decoded and written as a PNG (no metadata): the placeholder a page shows while the image loads.
     package static func placeholderPNG(_ hash: [UInt8]) throws(VipsError) -> Data? {
         guard let picture = decode(hash) else { return nil }
-        let pointer = picture.rgba.withUnsafeBytes {
-            vips_image_new_from_memory_copy($0.baseAddress, $0.count, Int32(picture.width), Int32(picture.height), 4, VIPS_FORMAT_UCHAR)
+        // An opaque picture goes without its alpha band: a smaller file for every tile of a page.
+        let opaque = stride(from: 3, to: picture.rgba.count, by: 4).allSatisfy { picture.rgba[$0] == 255 }
+        let pixels = opaque ? picture.rgba.enumerated().filter { $0.offset % 4 != 3 }.map(\.element) : picture.rgba
+        let pointer = pixels.withUnsafeBytes {
+            vips_image_new_from_memory_copy($0.baseAddress, $0.count, Int32(picture.width), Int32(picture.height),
+                                            opaque ? 3 : 4, VIPS_FORMAT_UCHAR)
         }
         guard let pointer else { throw VipsError.capture("new_from_memory_copy") }
         let image = VipsImageHandle(taking: pointer, retaining: nil)
