@@ -68,11 +68,13 @@ extension ThumbHash {
     private static func render(_ header: Header, l lAC: [Double], p pAC: [Double], q qAC: [Double], a aAC: [Double]) -> Picture {
         let w = jsRound(header.ratio > 1 ? 32 : 32 * header.ratio), h = jsRound(header.ratio > 1 ? 32 / header.ratio : 32)
         var rgba = [UInt8](repeating: 0, count: w * h * 4)
-        var fx = [Double](repeating: 0, count: max(header.lx, header.hasAlpha ? 5 : 3))
-        var fy = [Double](repeating: 0, count: max(header.ly, header.hasAlpha ? 5 : 3))
-        // Adds each term times its cosines, over the triangle of terms the encoder kept.
-        func sum(_ ac: [Double], _ nx: Int, _ ny: Int, into value: inout Double) {
-            var j = 0
+        // The cosines of each column and row, computed once (the reference recomputes them per pixel).
+        let (nx, ny) = (max(header.lx, header.hasAlpha ? 5 : 3), max(header.ly, header.hasAlpha ? 5 : 3))
+        let cosX = (0..<w).map { x in (0..<nx).map { cos(Double.pi / Double(w) * (Double(x) + 0.5) * Double($0)) } }
+        let cosY = (0..<h).map { y in (0..<ny).map { cos(Double.pi / Double(h) * (Double(y) + 0.5) * Double($0)) } }
+        // `start` plus each term times its cosines, over the triangle of terms the encoder kept, in the reference's order.
+        func sum(_ start: Double, _ ac: [Double], _ nx: Int, _ ny: Int, _ fx: [Double], _ fy: [Double]) -> Double {
+            var (value, j) = (start, 0)
             for cy in 0..<ny {
                 var cx = cy > 0 ? 0 : 1
                 while cx * ny < nx * (ny - cy) {
@@ -80,21 +82,20 @@ extension ThumbHash {
                     (cx, j) = (cx + 1, j + 1)
                 }
             }
+            return value
         }
+        // The reference stores into a Uint8Array, which truncates.
+        func byte(_ channel: Double) -> UInt8 { UInt8(max(0, 255 * min(1, channel))) }
         for y in 0..<h {
             for x in 0..<w {
-                for cx in fx.indices { fx[cx] = cos(Double.pi / Double(w) * (Double(x) + 0.5) * Double(cx)) }
-                for cy in fy.indices { fy[cy] = cos(Double.pi / Double(h) * (Double(y) + 0.5) * Double(cy)) }
-                var (l, p, q, a) = (header.lDC, header.pDC, header.qDC, header.aDC)
-                sum(lAC, header.lx, header.ly, into: &l)
-                sum(pAC, 3, 3, into: &p)
-                sum(qAC, 3, 3, into: &q)
-                if header.hasAlpha { sum(aAC, 5, 5, into: &a) }
+                let (fx, fy) = (cosX[x], cosY[y])
+                let l = sum(header.lDC, lAC, header.lx, header.ly, fx, fy)
+                let p = sum(header.pDC, pAC, 3, 3, fx, fy), q = sum(header.qDC, qAC, 3, 3, fx, fy)
+                let a = header.hasAlpha ? sum(header.aDC, aAC, 5, 5, fx, fy) : header.aDC
                 let b = l - 2.0 / 3.0 * p
                 let r = (3 * l - b + q) / 2
                 let i = (y * w + x) * 4
-                // The reference stores into a Uint8Array, which truncates.
-                for (offset, channel) in [r, r - q, b, a].enumerated() { rgba[i + offset] = UInt8(max(0, 255 * min(1, channel))) }
+                (rgba[i], rgba[i + 1], rgba[i + 2], rgba[i + 3]) = (byte(r), byte(r - q), byte(b), byte(a))
             }
         }
         return Picture(width: w, height: h, rgba: rgba)
