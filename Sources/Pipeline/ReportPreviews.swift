@@ -5,12 +5,14 @@ import Glibc
 import Model
 import Manifest
 import Output
+import Imaging
 import Reporting
 import Scheduling
 
 /// `runner report`: the HTML report, its contact sheet's previews made by worker processes
 /// through the same pipeline as outputs (a `thumbnail` chain and the WebP encoder), so libvips
-/// never runs in the reporting process and a damaged output costs only its own preview.
+/// never decodes a file in the reporting process and a damaged output costs only its own preview.
+/// It only encodes ThumbHash placeholders there (32 px PNGs from decoded hashes, for the tiles).
 extension JobRunner {
     /// Previews fit inside 256 × 192 (a tile is about 210 × 170), without metadata.
     static let previewJobText = """
@@ -21,6 +23,9 @@ extension JobRunner {
         """
 
     public static func report(_ job: Job, options: HTMLReport.Options) throws -> HTMLReport.Outcome {
+        if job.derive.values.contains(where: { type(of: $0).name == ThumbHash.name }) {
+            try VipsRuntime.start(threadsPerImage: 1, blockUntrusted: true)
+        }
         let hello = WorkerHello(jobText: previewJobText, jobFilePath: job.filePath, threadsPerImage: 1, supervisorPID: getpid())
         return try HTMLReport.write(job, options: options) { wanted in
             let tasks = wanted.map { WorkerTask(source: $0.output, requests: [OutputRequest(outputIndex: 0, path: $0.preview)]) }

@@ -340,18 +340,25 @@ public struct HTMLReport {
         }.joined()
     }
 
-    /// Attributes for a tile's frame from its source's derived values: its dominant colour behind the
-    /// picture (as a site shows it while the image loads), its placeholders as data attributes.
+    /// Attributes for a tile's frame from its source's derived values: behind the picture what a site
+    /// shows while the image loads (the ThumbHash decoded, as a PNG data URL, over the dominant
+    /// colour), its placeholders as data attributes.
     private func placeholder(of source: String, in store: StateStore) -> String {
         guard let record = try? store.derivedValues(ofSource: source) else { return "" }
-        var attributes = ""
+        var (attributes, backgrounds) = ("", [String]())
         for value in job.derive.values {
             guard case .string(let text)? = record.value(value.identifier) else { continue }
             let name = type(of: value).name
-            if name == DominantColour.name { attributes += " style=\"background:\(esc(text))\" data-dominant=\"\(esc(text))\"" }
+            if name == DominantColour.name {
+                backgrounds.append(esc(text))
+                attributes += " data-dominant=\"\(esc(text))\""
+            }
+            if name == ThumbHash.name, let hash = Data(base64Encoded: text), let png = try? ThumbHash.placeholderPNG(Array(hash)) {
+                backgrounds.insert("url(data:image/png;base64,\(png.base64EncodedString())) center/contain no-repeat", at: 0)
+            }
             if name == ThumbHash.name || name == BlurHash.name { attributes += " data-\(name)=\"\(esc(text))\"" }
         }
-        return attributes
+        return (backgrounds.isEmpty ? "" : " style=\"background:\(backgrounds.joined(separator: ","))\"") + attributes
     }
 
     private func tile(_ item: SheetItemRecord, size: Int?, preview: SheetPreviews.Preview?, folder: String, placeholder: String = "") -> String {

@@ -100,3 +100,52 @@ struct DerivedValuesRunTests {
         #expect(try stored(workspace)["wine.webp"] == figBowl)
     }
 }
+
+@Suite("ThumbHash placeholders in the HTML report")
+struct ThumbHashReportTests {
+    /// Each contact-sheet tile's data URL, by the file name of its source.
+    private func placeholders(_ html: String) -> [String: String] {
+        var found: [String: String] = [:]
+        for tile in html.components(separatedBy: "<figure class=\"tile\" title=\"").dropFirst() {
+            let source = Paths.lastComponent(String(tile.prefix { $0 != " " }))
+            guard let start = tile.range(of: "url(data:image/png;base64,") else { continue }
+            found[source] = String(tile[start.upperBound...].prefix { $0 != ")" })
+        }
+        return found
+    }
+
+    @Test("a job that derives thumbhash gets each tile's decoded ThumbHash as a PNG behind it; without thumbhash none")
+    func placeholderPerTile() throws {
+        let workspace = try Workspace()
+        try workspace.copyFixtures(DerivedValuesRunTests.photos, to: "in")
+        let job = try derivingJob(workspace, derive: #"["thumbhash", "dominant"]"#)
+        #expect(try workspace.run([job]).status == 0)
+        let report = try workspace.run(["report", job])
+        #expect(report.status == 0, "\(report.stderr)")
+        let html = try String(contentsOfFile: workspace.path("state-report.html"), encoding: .utf8)
+        let shown = placeholders(html)
+        ImageProbe.startVips()
+        #expect(shown.keys.sorted() == ["aitzgorri.jpg", "bird-lamp.png", "wine.webp"], "\(shown.keys)")
+        for (name, values) in try stored(workspace) {
+            // The tile's picture is the source's stored hash decoded, and a PNG of the decoded size.
+            // Stored as JSON: a quoted string.
+            let hash = try #require(Data(base64Encoded: values["thumbhash"]?.trimmingCharacters(in: ["\""]) ?? ""), "\(name)")
+            let png = try #require(Data(base64Encoded: shown[name] ?? ""), "\(name): no placeholder")
+            #expect(try png == ThumbHash.placeholderPNG(Array(hash)), "\(name)")
+            let path = workspace.path("\(name).placeholder.png")
+            try png.write(to: URL(fileURLWithPath: path))
+            let picture = try #require(ThumbHash.decode(Array(hash)))
+            let image = try #require(ImageProbe.open(path), "\(name)")
+            #expect(image.width == picture.width && image.height == picture.height, "\(name)")
+        }
+        // Over the dominant colour, in one style attribute.
+        #expect(html.contains("center/contain no-repeat,#"))
+
+        _ = try derivingJob(workspace, derive: #"["dominant"]"#)
+        #expect(try workspace.run([job]).status == 0)
+        #expect(try workspace.run(["report", job]).status == 0)
+        let without = try String(contentsOfFile: workspace.path("state-report.html"), encoding: .utf8)
+        #expect(placeholders(without).isEmpty && !without.contains("data:image/png"))
+        #expect(without.components(separatedBy: "data-dominant=\"#").count - 1 == 3)
+    }
+}

@@ -100,5 +100,5 @@ package struct ThumbHash: DerivedValue {
     }
 
     /// JavaScript's `Math.round`: halves round up, as the reference does.
-    private static func jsRound(_ value: Double) -> Int { Int((value + 0.5).rounded(.down)) }
+    static func jsRound(_ value: Double) -> Int { Int((value + 0.5).rounded(.down)) }
 }
