@@ -49,6 +49,23 @@ private func expectedValues(_ path: String, _ values: [any DerivedValue]) throws
 struct DerivedValuesRunTests {
     static let photos = ["photos/aitzgorri.jpg", "photos/bird-lamp.png", "photos/wine.webp"]
 
+    @Test("a source whose outputs failed on its content is not decoded again each night for its values")
+    func knownFailureDerivesNothing() throws {
+        let workspace = try Workspace()
+        try workspace.copyFixtures(["photos/aitzgorri.jpg", "broken/truncated.jpg"], to: "in")
+        let job = try derivingJob(workspace, derive: #"["thumbhash", "dhash"]"#)
+        let first = try workspace.run([job, "--log-format", "json"])
+        #expect(first.status == 1, "the truncated JPEG fails: \(first.stderr)")
+        let again = try workspace.run([job, "--log-format", "json"])
+        #expect(again.status == 0, "\(again.stderr)")
+        let events = jsonEvents(again.stdout)
+        let plan = try #require(events.first { $0["event"] as? String == "plan" })
+        let summary = try #require(events.last { $0["event"] as? String == "summary" })
+        #expect(plan["toDerive"] as? Int == 0 && plan["knownFailures"] as? Int == 1, "\(plan)")
+        #expect(summary["workersStarted"] as? Int == 0, "\(summary)")
+        #expect(!again.stderr.contains("derive:"), "\(again.stderr)")
+    }
+
     @Test("a run stores each source's derived values, equal to Imaging's on the same decode; a rerun computes none")
     func storedAndIncremental() throws {
         let workspace = try Workspace()
