@@ -191,8 +191,6 @@ package struct Planner {
         try forEachSource { found in
             var source = found
             try classify(&source, state: state, retryFailed: retryFailed, force: force)
-            // Content every output already failed on (a known failure) is not decoded again for its values.
-            if !source.items.isEmpty && source.items.allSatisfy({ $0.status == .knownFailure }) { source.derivation = nil }
             counts.add(source)
             try visit(source)
         }
@@ -251,6 +249,8 @@ package struct Planner {
                 source.items[index].status = .knownFailure
             }
         }
+        // Content every output already failed on is not decoded again for its values.
+        if !source.items.isEmpty && source.items.allSatisfy({ $0.status == .knownFailure }) { source.derivation = nil }
     }
 
     /// Which of the job's derived values the source needs: those not stored under its content's
