@@ -41,20 +41,34 @@ package enum Paths {
 
     private static func isNormal(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         guard bytes.first == slash else { return false }
+        return bytes.count == 1 || componentsAreNormal(UnsafeBufferPointer(rebasing: bytes.dropFirst()), allowingNUL: true)
+    }
+
+    /// Relative, with no empty, `.` or `..` component, no leading or trailing slash and no NUL (or
+    /// empty): a `{dir}` value that needs no cleaning.
+    package static func isNormalRelative(_ path: String) -> Bool {
+        var path = path
+        return path.isEmpty || path.withUTF8 { componentsAreNormal($0, allowingNUL: false) }
+    }
+
+    /// Every slash-separated component of `bytes` is non-empty and neither `.` nor `..` (nor holds a
+    /// NUL, unless `allowingNUL`).
+    private static func componentsAreNormal(_ bytes: UnsafeBufferPointer<UInt8>, allowingNUL: Bool) -> Bool {
         var componentLength = 0
         var componentDots = 0
         func componentIsFine() -> Bool { componentLength > 0 && !(componentDots == componentLength && componentLength <= 2) }
-        for byte in bytes.dropFirst() {
+        for byte in bytes {
             if byte == slash {
                 guard componentIsFine() else { return false }
                 componentLength = 0
                 componentDots = 0
             } else {
+                guard allowingNUL || byte != 0 else { return false }
                 componentLength += 1
                 if byte == dot { componentDots += 1 }
             }
         }
-        return componentIsFine() || bytes.count == 1
+        return componentIsFine()
     }
 
     package static func directory(of path: String) -> String {
