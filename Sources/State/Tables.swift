@@ -19,8 +19,7 @@ enum ItemTable {
     static let updatedAt = Column("updated_at")
     // v9: output facts
     static let width = Column("width"), height = Column("height"), bytes = Column("bytes"), mediaType = Column("media_type")
-    static let contentHash = Column("content_hash"), sourceWidth = Column("source_width"), sourceHeight = Column("source_height")
-    static let sourceFormat = Column("source_format"), sourceHash = Column("source_hash")
+    static let contentHash = Column("content_hash")
 }
 
 enum BlacklistTable {
@@ -132,8 +131,6 @@ extension SiteManifestItem: FetchableRecord {
                   state: ItemState(rawValue: row[ItemTable.state]) ?? .pending, outputPath: row[ItemTable.outputPath],
                   errorKind: row[ItemTable.errorKind], errorMessage: row[ItemTable.errorMessage], warning: row[ItemTable.warning],
                   width: row[ItemTable.width], height: row[ItemTable.height], bytes: row[ItemTable.bytes],
-                  mediaType: row[ItemTable.mediaType], contentHash: row[ItemTable.contentHash],
-                  sourceWidth: row[ItemTable.sourceWidth], sourceHeight: row[ItemTable.sourceHeight],
-                  sourceFormat: row[ItemTable.sourceFormat], sourceHash: row[ItemTable.sourceHash], url: row[OriginalTable.url])
+                  mediaType: row[ItemTable.mediaType], contentHash: row[ItemTable.contentHash], url: row[OriginalTable.url])
     }
 }
