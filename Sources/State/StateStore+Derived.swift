@@ -18,7 +18,7 @@ extension StateStore {
             ON CONFLICT(key) DO UPDATE SET location = ?2, fingerprint = ?3, bytes = ?4, width = ?5, height = ?6, format = ?7,
                 content_hash = COALESCE(?8, CASE WHEN source.fingerprint = ?3 THEN source.content_hash END), updated_at = ?9
             """)
-        try statement.execute(arguments: [sourceKey, location, fingerprint, facts.bytes, facts.width, facts.height,
+        try statement.execute(arguments: [sourceKey, StoredSource.storedLocation(location, key: sourceKey), fingerprint, facts.bytes, facts.width, facts.height,
                                           facts.format, facts.contentHash, now])
         for value in derived {
             try StoredDerivedValue(sourceKey: sourceKey, identifier: value.identifier, name: value.name, fingerprint: fingerprint,
