@@ -120,29 +120,35 @@ struct DerivedValuesRunTests {
 
 @Suite("ThumbHash placeholders in the HTML report")
 struct ThumbHashReportTests {
-    /// Each contact-sheet tile's data URL, by the file name of its source.
-    private func placeholders(_ html: String) -> [String: String] {
+    /// Each tile's data URL in `section` of the report (`outputs`, the contact sheet, or `duplicates`), by the file name of its source.
+    private func placeholders(_ html: String, section: String = "outputs") -> [String: String] {
         var found: [String: String] = [:]
-        for tile in html.components(separatedBy: "<figure class=\"tile\" title=\"").dropFirst() {
-            let source = Paths.lastComponent(String(tile.prefix { $0 != " " }))
+        let part = html.components(separatedBy: "<section id=\"\(section)\">").dropFirst().first?.components(separatedBy: "</section>").first ?? ""
+        for tile in part.components(separatedBy: "<figure class=\"tile\" title=\"").dropFirst() {
+            let source = Paths.lastComponent(String(tile.prefix { $0 != " " && $0 != "\"" }))
             guard let start = tile.range(of: "url(data:image/png;base64,") else { continue }
             found[source] = String(tile[start.upperBound...].prefix { $0 != ")" })
         }
         return found
     }
 
-    @Test("a job that derives thumbhash gets each tile's decoded ThumbHash as a PNG behind it; without thumbhash none")
+    @Test("a job that derives thumbhash gets each tile's decoded ThumbHash as a PNG behind it, in the contact sheet and the duplicates section; without thumbhash none")
     func placeholderPerTile() throws {
         let workspace = try Workspace()
         try workspace.copyFixtures(DerivedValuesRunTests.photos, to: "in")
-        let job = try derivingJob(workspace, derive: #"["thumbhash", "dominant"]"#)
+        try FileManager.default.copyItem(atPath: workspace.path("in/aitzgorri.jpg"), toPath: workspace.path("in/aitzgorri-copy.jpg"))
+        let job = try derivingJob(workspace, derive: #"["thumbhash", "dominant", "dhash"]"#)
         #expect(try workspace.run([job]).status == 0)
         let report = try workspace.run(["report", job])
         #expect(report.status == 0, "\(report.stderr)")
         let html = try String(contentsOfFile: workspace.path("state-report.html"), encoding: .utf8)
         let shown = placeholders(html)
         ImageProbe.startVips()
-        #expect(shown.keys.sorted() == ["aitzgorri.jpg", "bird-lamp.png", "wine.webp"], "\(shown.keys)")
+        #expect(shown.keys.sorted() == ["aitzgorri-copy.jpg", "aitzgorri.jpg", "bird-lamp.png", "wine.webp"], "\(shown.keys)")
+        // The duplicates section's tiles (the byte copy and its original) carry the same placeholder as their sheet tiles.
+        let duplicates = placeholders(html, section: "duplicates")
+        #expect(duplicates.keys.sorted() == ["aitzgorri-copy.jpg", "aitzgorri.jpg"] && duplicates.allSatisfy { shown[$0.key] == $0.value },
+                "\(duplicates.keys)")
         for (name, values) in try stored(workspace) {
             // The tile's picture is the source's stored hash decoded, and a PNG of the decoded size.
             // Stored as JSON: a quoted string.
@@ -163,6 +169,6 @@ struct ThumbHashReportTests {
         #expect(try workspace.run(["report", job]).status == 0)
         let without = try String(contentsOfFile: workspace.path("state-report.html"), encoding: .utf8)
         #expect(placeholders(without).isEmpty && !without.contains("data:image/png"))
-        #expect(without.components(separatedBy: "data-dominant=\"#").count - 1 == 3)
+        #expect(without.components(separatedBy: "data-dominant=\"#").count - 1 == 4)
     }
 }
