@@ -15,9 +15,10 @@ private func derivingJob(_ workspace: Workspace, derive: String, name: String = 
 }
 
 /// The run's JSON events: its plan and its summary.
-private func run(_ workspace: Workspace, _ arguments: [String]) throws -> (plan: [String: Any], summary: [String: Any]) {
+private func run(_ workspace: Workspace, _ arguments: [String], exiting statuses: Set<Int32> = [0]) throws
+    -> (plan: [String: Any], summary: [String: Any]) {
     let result = try workspace.run(arguments + ["--log-format", "json"])
-    #expect(result.status == 0, "\(result.stderr)")
+    #expect(statuses.contains(result.status), "\(result.stderr)")
     let events = jsonEvents(result.stdout)
     let plan = try #require(events.first { $0["event"] as? String == "plan" }, "\(result.stdout)")
     return (plan, try #require(events.last { $0["event"] as? String == "summary" }, "\(result.stdout)"))
@@ -115,6 +116,50 @@ struct DerivedValuesRunTests {
                 "\(changed)")
         let figBowl = try expectedValues(Fixtures.path("photos/fig-bowl.jpg"), try Job.load(path: job).derive.values)
         #expect(try stored(workspace)["wine.webp"] == figBowl)
+    }
+
+    @Test("a URL source's values are stored; a rerun the origin answers 304 computes none; new bytes from the origin recompute them; a failed download derives nothing")
+    func remoteSources() throws {
+        let server = try HTTPTestServer()
+        let workspace = try Workspace()
+        let job = try remoteJob(workspace, urls: [server.url("/img/a.jpg"), server.url("/status/404/b.jpg")],
+                                extra: #", "derive": ["dhash", "thumbhash"]"#)
+        // The 404 fails (exit 1) in the first run, and is blocked (exit 0) after.
+        func runJob() throws -> (plan: [String: Any], summary: [String: Any]) { try run(workspace, [job], exiting: [0, 1]) }
+        let first = try runJob()
+        #expect(first.summary["derived"] as? Int == 2 && first.summary["failed"] as? Int == 1, "\(first.summary)")
+        let values = try stored(workspace)
+        #expect(values.keys.sorted() == ["a.jpg"] && values["a.jpg"]?.keys.sorted() == ["dhash", "thumbhash"], "the 404 derives nothing: \(values)")
+        // Its source row: the URL, and the downloader's hash of the bytes served (what exact duplicates compare).
+        let source = try StateDatabase(path: workspace.path("state.sqlite")).rows("SELECT key, content_hash FROM source")
+        #expect(source.map { $0[0] } == [server.url("/img/a.jpg")] && source.first?[1] == StableHash.ofFile(Fixtures.path("extra/ladybird.jpg"))?.hex,
+                "\(source)")
+
+        // Revalidated unchanged (304): nothing to derive, nothing derived.
+        let second = try runJob()
+        #expect(second.plan["toDerive"] as? Int == 0 && second.summary["derived"] as? Int == 0, "\(second.plan) \(second.summary)")
+        #expect(try server.stats().conditional["/img/a.jpg"] == 1)
+        #expect(try stored(workspace) == values)
+
+        // A new derive entry, the origin unchanged (304): the cached original gives that value alone, and nothing renders.
+        try remoteJob(workspace, urls: [server.url("/img/a.jpg"), server.url("/status/404/b.jpg")],
+                      extra: #", "derive": ["dhash", "thumbhash", "dominant"]"#)
+        try server.reset()
+        let added = try runJob()
+        #expect(added.summary["derived"] as? Int == 1 && added.summary["done"] as? Int == 0, "\(added.summary)")
+        #expect(try server.stats().counts["/img/a.jpg"] == 1 && server.stats().conditional["/img/a.jpg"] == 1, "revalidated, not fetched")
+        #expect(try stored(workspace)["a.jpg"]?["dominant"]?.hasPrefix("\"#") == true)
+
+        // The origin serves another picture under the same URL: its values are computed again, from the new bytes.
+        try server.serve("other")
+        let third = try runJob()
+        #expect(third.summary["derived"] as? Int == 3 && third.summary["done"] as? Int == 1, "\(third.summary)")
+        let changed = try stored(workspace)
+        #expect(try StateDatabase(path: workspace.path("state.sqlite")).rows("SELECT content_hash FROM source").first?[0]
+                == StableHash.ofFile(Fixtures.path("extra/yellow-flower.jpg"))?.hex)
+        #expect(changed["a.jpg"]?["dhash"] != values["a.jpg"]?["dhash"] && changed["a.jpg"]?["thumbhash"] != values["a.jpg"]?["thumbhash"],
+                "\(changed)")
+        #expect(try runJob().summary["derived"] as? Int == 0, "and then it is up to date again")
     }
 }
 
