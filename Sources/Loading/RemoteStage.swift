@@ -262,7 +262,8 @@ package final class RemoteStage: @unchecked Sendable {
         // Derived values are decided again now that the content is known.
         let derivation = planner.derivation(of: source, identity: identity)
         if !work.isEmpty || derivation != nil, !downloadOnly, let remote = source.origin.loader.fetch {
-            handoff.push(ScheduledTask(file: file, url: remote.url, items: work, of: source, derivation: derivation))
+            handoff.push(ScheduledTask(file: file, url: remote.url, items: work, of: source,
+                                       fingerprint: planner.derivationFingerprint(identity), derivation: derivation))
         }
     }
 }

@@ -13,19 +13,23 @@ package struct ScheduledTask: Sendable {
     package let fingerprints: [String]
     /// The URL a downloaded source came from: content it cannot decode blacklists it.
     package let url: String?
-    /// The source's key, and its derived values to compute (nil: none).
+    /// The source's key, its content's fingerprint (`Planner.derivationFingerprint`: what its
+    /// `source` row and derived values are stored under), and its derived values to compute (nil: none).
     package let sourceKey: String
+    package let sourceFingerprint: String
     package let derivation: PlannedDerivation?
     package var crashes = 0
 
-    /// `items` of `planned`, whose image is at `file` (downloaded from `url`), and its derived values.
-    package init(file: String, url: String? = nil, items: [PlannedItem], of planned: PlannedSource, derivation: PlannedDerivation?) {
+    /// `items` of `planned`, whose image is at `file` (downloaded from `url`) with content `fingerprint`, and its derived values.
+    package init(file: String, url: String? = nil, items: [PlannedItem], of planned: PlannedSource, fingerprint: String,
+                 derivation: PlannedDerivation?) {
         source = file
         requests = items.map { OutputRequest(outputIndex: $0.outputIndex, path: $0.outputPath) }
         keys = items.map(\.key)
         fingerprints = items.map(\.fingerprint)
         self.url = url
         sourceKey = planned.key
+        sourceFingerprint = fingerprint
         self.derivation = derivation
     }
 

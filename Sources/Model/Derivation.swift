@@ -14,8 +14,7 @@ package struct PlannedDerivation: Sendable, Codable, Equatable {
     }
 }
 
-/// What a worker derived from one source: its values, and what the source is (for duplicates and
-/// manifests): size in bytes, pixel size from the header, format, and exact content hash.
+/// The derived values a worker computed from one source.
 package struct SourceDerivation: Sendable, Codable, Equatable {
     package struct Value: Sendable, Codable, Equatable {
         /// The derived value's name (`dhash`) and identifier (`dhash(bits:64,frame:100)`).
@@ -30,16 +29,28 @@ package struct SourceDerivation: Sendable, Codable, Equatable {
     }
 
     package var values: [Value]
+
+    package init(values: [Value]) {
+        self.values = values
+    }
+}
+
+/// What a source is, as the worker that rendered an output of it or derived a value from it found
+/// it: the `source` table's row (`v10: source facts`), which the site manifest, duplicates and the
+/// report read. Size in bytes, pixel size from the header in display orientation, format, and
+/// exact content hash.
+package struct SourceFacts: Sendable, Codable, Equatable {
     package let bytes: Int
     package let width: Int
     package let height: Int
     /// The loader's name without `load` (`jpeg`, `png`, `heif`, ...).
     package let format: String
-    /// `StableHash.contentHashes` of the file's bytes, as the downloader hashes originals.
+    /// `StableHash.ofFile` of the file's bytes, as the downloader hashes originals; nil when neither
+    /// `derive` nor `manifest` asked for it, or state holds it for this content already.
     package var contentHash: String?
 
-    package init(values: [Value], bytes: Int, width: Int, height: Int, format: String, contentHash: String?) {
-        (self.values, self.bytes, self.width, self.height, self.format, self.contentHash) = (values, bytes, width, height, format, contentHash)
+    package init(bytes: Int, width: Int, height: Int, format: String, contentHash: String?) {
+        (self.bytes, self.width, self.height, self.format, self.contentHash) = (bytes, width, height, format, contentHash)
     }
 }
 

@@ -65,7 +65,7 @@ package enum ItemEvent: Sendable {
     case blacklisted(url: String, reason: BlacklistReason, message: String)
     /// A URL comes off the blacklist (a retried download succeeded).
     case unblocked(url: String)
-    /// A source's derived values computed (`derive`), stored under the source's key and
-    /// `fingerprint`; `location` is its path or URL.
-    case derived(sourceKey: String, location: String, fingerprint: String, SourceDerivation)
+    /// What a worker found a source to be, and the derived values (`derive`) it computed of it, if
+    /// any: stored under the source's key and `fingerprint` (its content's); `location` is its path or URL.
+    case source(sourceKey: String, location: String, fingerprint: String, SourceFacts, derived: [SourceDerivation.Value])
 }

@@ -20,7 +20,7 @@ public struct RenderedOutput: Sendable, Codable, Equatable {
     package let warning: String?
     /// The source's pixel size, from its header (a report's preview tells the size of the output it shows).
     package var sourceWidth: Int?, sourceHeight: Int?
-    /// What the manifest says of the output and its source (`OutputFacts`); nil from an older worker.
+    /// What the manifest says of the output (`OutputFacts`); nil from an older worker.
     package var facts: OutputFacts?
 
     package init(width: Int, height: Int, bytes: Int, temporary: String, warning: String?) {
@@ -28,21 +28,16 @@ public struct RenderedOutput: Sendable, Codable, Equatable {
     }
 }
 
-/// What a site manifest says of a rendered output and of the source it came from, recorded with
-/// the item (`v9: output facts`), so `runner manifest` needs nothing but the state database.
+/// What a site manifest says of a rendered output, recorded with the item (`v9: output facts`), so
+/// `runner manifest` needs nothing but the state database. What it says of the source is in
+/// `SourceFacts`, recorded once per source.
 public struct OutputFacts: Sendable, Codable, Equatable {
     /// The output file's media type (`image/webp`).
     package let mediaType: String
     /// FNV-1a 64 of the output file's bytes, 16 hex digits (the manifest prints the first 8).
     package let contentHash: String
-    /// The format libvips read the source as (`jpeg`, `png`, `heif`, `avif`, `svg`, ...).
-    package let sourceFormat: String
-    /// FNV-1a 64 of the source file's bytes, 16 hex digits: what the originals cache records of a
-    /// download; nil for a job without a site manifest (it costs a read of the file), or when the
-    /// file could not be read again after decoding.
-    package let sourceHash: String?
 
-    package init(mediaType: String, contentHash: String, sourceFormat: String, sourceHash: String?) {
-        (self.mediaType, self.contentHash, self.sourceFormat, self.sourceHash) = (mediaType, contentHash, sourceFormat, sourceHash)
+    package init(mediaType: String, contentHash: String) {
+        (self.mediaType, self.contentHash) = (mediaType, contentHash)
     }
 }

@@ -87,7 +87,7 @@ public enum JobRunner {
                                     notice: reporter.notice)
         let stops = RunStops(control: control, handoff: handoff, reporter: reporter, deadline: options.deadline)
         defer { stops.cancel() }
-        let scheduler = Scheduler(local: localTasks(plan.local, recorder: recorder, downloadOnly: options.downloadOnly),
+        let scheduler = Scheduler(local: localTasks(plan.local, planner: planner, recorder: recorder, downloadOnly: options.downloadOnly),
                                   downloaded: handoff, settings: schedulerSettings(job, options), launcher: launcher,
                                   control: control, recorder: recorder, reporter: reporter)
         reporter.startTicker()
@@ -152,7 +152,8 @@ public enum JobRunner {
     }
 
     /// Local files go straight to the workers; files that vanished since listing fail here.
-    private static func localTasks(_ sources: PlannedSources, recorder: Recorder, downloadOnly: Bool) -> Scheduler.LocalSource {
+    private static func localTasks(_ sources: PlannedSources, planner: Planner, recorder: Recorder,
+                                   downloadOnly: Bool) -> Scheduler.LocalSource {
         return {
             while !downloadOnly, let source = try sources.next() {
                 let loader = source.origin.loader
@@ -161,7 +162,8 @@ public enum JobRunner {
                     recorder.record(source.finished(.failed(ItemFailure(.unreadable, message), seconds: 0)))
                     continue
                 }
-                return ScheduledTask(file: loader.location, items: source.items, of: source, derivation: source.derivation)
+                return ScheduledTask(file: loader.location, items: source.items, of: source,
+                                     fingerprint: planner.derivationFingerprint(source.identity), derivation: source.derivation)
             }
             return nil
         }

@@ -12,14 +12,19 @@ extension JobRunner {
         public var files = 0
         /// Orphans whose file could not be checked or deleted: their rows stay.
         public var failed = 0
+        /// Recorded sources (facts and derived values) of sources the job no longer plans.
+        public var sources = 0
     }
 
     /// Lists, and with `delete` prunes, the items the job's state databases record (each shard's,
     /// for a sharded job: the layout that ran last) but the job no longer plans at their recorded
     /// path. Pruning deletes an orphan's file only where runner wrote it (`CurrentItems.orphan`),
     /// then drops its row; a file it could not delete keeps its row, so a later prune tries again.
+    /// Then the recorded sources (`source` rows and their derived values) of sources the job no
+    /// longer plans: `visitSource` sees each key, and `delete` drops them.
     /// Nil when the job has never run; nothing is created then.
-    public static func prune(_ job: Job, delete: Bool, _ visit: (Orphan) throws -> Void) throws -> PruneCounts? {
+    public static func prune(_ job: Job, delete: Bool, _ visit: (Orphan) throws -> Void,
+                             visitSource: (String) throws -> Void = { _ in }) throws -> PruneCounts? {
         // The databases that answer for the job now, as status reads them (each shard's of the layout that ran last).
         let databases = try JobDatabases(job: job).parts
         guard !databases.isEmpty else { return nil }
@@ -44,6 +49,12 @@ extension JobRunner {
                     counts.failed += 1
                     return false
                 }
+                return delete
+            }
+            try store.sweepSources { key in
+                guard !current.plansSource(key) else { return false }
+                counts.sources += 1
+                try visitSource(key)
                 return delete
             }
         }

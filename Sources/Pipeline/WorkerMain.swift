@@ -85,9 +85,10 @@ public enum WorkerMain {
                 continue
             }
             VipsWarnings.startSource()
-            let (outcomes, derivation) = pipeline.render(sourcePath: task.source, requests: task.requests, derive: task.derive,
-                                                         hashContent: task.hashContent)
-            let reply = WorkerReply(id: task.id, outcomes: outcomes, warnings: VipsWarnings.ofCurrentSource(), derivation: derivation)
+            let (outcomes, facts, derivation) = pipeline.render(sourcePath: task.source, requests: task.requests, derive: task.derive,
+                                                                hashContent: task.hashContent)
+            let reply = WorkerReply(id: task.id, outcomes: outcomes, warnings: VipsWarnings.ofCurrentSource(), source: facts,
+                                    derivation: derivation)
             guard channel.send(reply) else { return 0 }
         }
     }

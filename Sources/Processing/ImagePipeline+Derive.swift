@@ -4,12 +4,12 @@ import Model
 import Imaging
 
 extension ImagePipeline {
-    /// The derived values at `indices` of the job's `derive` list, and what the source is. They are
+    /// The derived values at `indices` of the job's `derive` list. They are
     /// computed from the smallest whole frame an output kept in memory (display orientation) that
     /// still fills the 100x100 derivation frame, so a responsive set decodes nothing more; a source
     /// with no such frame (a cropped thumbnail, or no output to render) is decoded once more, with
     /// shrink-on-load straight to that size.
-    func derivation(_ indices: [Int], hashContent: Bool, source: OpenedSource) -> DerivationOutcome {
+    func derivation(_ indices: [Int], source: OpenedSource) -> DerivationOutcome {
         do throws(ItemFailure) {
             VipsError.clearMessages()
             let base = try derivationBase(source)
@@ -20,13 +20,17 @@ extension ImagePipeline {
                 let json = try processStep(name) { () throws(VipsError) in try value.value(of: frame) }
                 return SourceDerivation.Value(name: name, identifier: value.identifier, json: json.compact)
             }
-            let header = source.header
-            return .computed(SourceDerivation(values: values, bytes: source.bytes, width: header.displayWidth(autorotate: true),
-                                              height: header.displayHeight(autorotate: true), format: header.formatName,
-                                              contentHash: hashContent ? source.contentHash : nil))
+            return .computed(SourceDerivation(values: values))
         } catch {
             return .failed(error)
         }
+    }
+
+    /// What the source is (`SourceFacts`), its file hashed only when `hashContent`.
+    static func facts(of source: OpenedSource, hashContent: Bool) -> SourceFacts {
+        let header = source.header
+        return SourceFacts(bytes: source.bytes, width: header.displayWidth(autorotate: true), height: header.displayHeight(autorotate: true),
+                           format: header.formatName, contentHash: hashContent ? source.contentHash : nil)
     }
 
     /// A decoded image in display orientation to scale the derivation frame from.

@@ -51,7 +51,7 @@ package struct ImagePipeline {
 
     typealias Sources = DecodePlan<any LoadingOperation>
 
-    /// Read each source file again to hash it (`OutputFacts.sourceHash`): about 1.8 ms of CPU per
+    /// Read each source file again to hash it (`SourceFacts.contentHash`): about 1.8 ms of CPU per
     /// MB, up to a sixth of a plain thumbnail's, so only for a job that writes a site manifest.
     package let hashesSources: Bool
 
@@ -65,13 +65,14 @@ package struct ImagePipeline {
     /// `derive` (indices into the job's `derive` list) are computed from a frame the outputs kept,
     /// or from a decode of their own when none did (`derivation`); the time they take is the source's.
     package func render(sourcePath: String, requests: [OutputRequest], derive: [Int] = [],
-                        hashContent: Bool = false) -> (outcomes: [ItemOutcome], derivation: DerivationOutcome?) {
+                        hashContent: Bool = false) -> (outcomes: [ItemOutcome], source: SourceFacts?, derivation: DerivationOutcome?) {
         let clock = { DispatchTime.now().uptimeNanoseconds }
         let started = clock()
         // Calls that succeed can leave text in libvips' error buffer (lcms does); it is not this source's.
         VipsError.clearMessages()
         var results: [Result<RenderedOutput, ItemFailure>]
         var derivation: DerivationOutcome? = nil
+        var facts: SourceFacts? = nil
         var own = [UInt64](repeating: 0, count: requests.count)
         do {
             let source = try open(sourcePath)
@@ -87,7 +88,13 @@ package struct ImagePipeline {
                 }
                 own[index] = clock() - began
             }
-            if !derive.isEmpty { derivation = self.derivation(derive, hashContent: hashContent, source: source) }
+            if !derive.isEmpty { derivation = self.derivation(derive, source: source) }
+            // A source that rendered or derived something is recorded as what it is; one that only failed is not.
+            var derived = false
+            if case .computed? = derivation { derived = true }
+            if derived || results.contains(where: { (try? $0.get()) != nil }) {
+                facts = Self.facts(of: source, hashContent: hashContent || hashesSources)
+            }
         } catch {
             results = requests.map { _ in .failure(error) }
             if !derive.isEmpty { derivation = .failed(error) }
@@ -100,7 +107,7 @@ package struct ImagePipeline {
             case .failure(let failure): return ItemOutcome.failed(failure, seconds: seconds)
             }
         }
-        return (outcomes, derivation)
+        return (outcomes, facts, derivation)
     }
 
     /// One output: its pixels (decoded or loaded), its chain, the last conversions, encoded and staged.
@@ -136,8 +143,7 @@ package struct ImagePipeline {
             hash.combine(bytes: bytes)
             return (ImageSignature.format(Array(bytes.prefix(ImageSignature.prefixLength)))?.mediaType, hash.hex)
         }
-        rendered.facts = OutputFacts(mediaType: mediaType ?? "application/octet-stream", contentHash: contentHash,
-                                     sourceFormat: source.header.formatName, sourceHash: hashesSources ? source.contentHash : nil)
+        rendered.facts = OutputFacts(mediaType: mediaType ?? "application/octet-stream", contentHash: contentHash)
         return rendered
     }
 

@@ -43,8 +43,8 @@ package final class CommittedItems: Sendable {
             case .stillFailed(let key, let outputPath):
                 reporter.itemStillFailed(key: key, outputPath: outputPath)
                 counts.withLock { $0.knownFailures += 1 }
-            case .derived(_, _, _, let derivation):
-                counts.withLock { $0.derived += derivation.values.count }
+            case .source(_, _, _, _, let derived):
+                counts.withLock { $0.derived += derived.count }
             case .started, .blacklisted, .unblocked:
                 break
             }

@@ -85,7 +85,8 @@ public struct HTMLReport {
                           names: (1...pageCount).map { Paths.lastComponent(pagePath($0)) })
 
         let previews = SheetPreviews(reportPath: first, maker: maker)
-        let summary = try summarySections(store, status: status, folder: folder) + duplicatesSection(previews: previews, folder: folder)
+        let summary = try summarySections(store, status: status, folder: folder)
+            + duplicatesSection(previews: previews, folder: folder, derived: store)
         var staged: [AtomicFile.Staged] = []
         var onPage: [SheetItemRecord] = []
         func flush() throws {
@@ -259,8 +260,9 @@ public struct HTMLReport {
     // MARK: Duplicates
 
     /// Groups of duplicate sources (for a job that derives dHashes, as `runner duplicates` finds
-    /// them), each group's pictures side by side, shown by previews as the contact sheet's are.
-    private func duplicatesSection(previews: SheetPreviews, folder: String) throws -> String {
+    /// them), each group's pictures side by side, shown by previews over their placeholders as the
+    /// contact sheet's are.
+    private func duplicatesSection(previews: SheetPreviews, folder: String, derived store: StateStore) throws -> String {
         guard job.derive.values.contains(where: { $0 is DHash }) else { return "" }
         let report = try DuplicatesReport(job: job)
         let groups = Array((report.exact.map { ("exact", $0) } + report.near.map { ("near", $0) }).prefix(Self.failureLimit))
@@ -278,7 +280,8 @@ public struct HTMLReport {
                 next += 1
                 let image = preview.map { "<img src=\"\(esc(Self.percentEncoded($0.href)))\" alt=\"\(esc(Paths.lastComponent(member.location)))\">" }
                     ?? "<span class=\"muted\">no preview</span>"
-                html += "<figure class=\"tile\" title=\"\(esc(member.location))\"><div class=\"frame\">\(image)</div><figcaption>"
+                html += "<figure class=\"tile\" title=\"\(esc(member.location))\"><div class=\"frame\"\(placeholder(of: member.key, in: store))>"
+                    + "\(image)</div><figcaption>"
                     + "<div class=\"name\">\(sourceName(member.key))</div><div class=\"size\"><span>\(member.width)×\(member.height)</span>"
                     + "<span>\(Format.bytes(member.bytes))</span></div></figcaption></figure>"
             }

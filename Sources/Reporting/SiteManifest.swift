@@ -61,8 +61,8 @@ package struct SiteManifestWriter {
             try emit("{\n" + fields.joined() + "  \"sources\": [")
         }
         var count = 0
-        try forEachSource { items, derived in
-            let line = Self.source(items, derived: derived, base: base).compact
+        try forEachSource { items, records in
+            let line = Self.source(items, records, base: base).compact
             switch format {
             case .json: try emit((count == 0 ? "\n    " : ",\n    ") + line)
             case .jsonl: try emit(line + "\n")
@@ -73,30 +73,32 @@ package struct SiteManifestWriter {
         return count
     }
 
-    /// Each source's items (by output name) and derived values, in source key order over every store.
-    private func forEachSource(_ visit: ([SiteManifestItem], [String: JSONValue]) throws -> Void) throws {
+    /// Each source's items (by output name) and its `source` rows (one per store that has one), in
+    /// source key order over every store.
+    private func forEachSource(_ visit: ([SiteManifestItem], [DerivedSourceRecord]) throws -> Void) throws {
         var heads = try stores.map { try ItemCursor($0) }.filter { $0.current != nil }
         // A heap on each store's next source key: one comparison per level for every source.
         var heap = SourceHeap(heads.indices.map { $0 }) { heads[$0].current!.sourceKey.utf8.lexicographicallyPrecedes(heads[$1].current!.sourceKey.utf8) }
         while let top = heap.first {
             let key = heads[top].current!.sourceKey
             var items: [SiteManifestItem] = []
-            var derived: [String: JSONValue] = [:]
+            var records: [DerivedSourceRecord] = []
             // Normally one store holds the source; another database of the layout could too.
             while let index = heap.first, heads[index].current!.sourceKey.utf8.elementsEqual(key.utf8) {
-                derived.merge(try heads[index].derivedOfCurrentSource()) { first, _ in first }
+                if let record = heads[index].recordOfCurrentSource() { records.append(record) }
                 while let item = heads[index].current, item.sourceKey.utf8.elementsEqual(key.utf8) {
                     if !items.contains(where: { $0.outputName == item.outputName }) { items.append(item) }
                     try heads[index].advance()
                 }
                 if heads[index].current == nil { heap.removeFirst() } else { heap.siftDownFirst() }
             }
-            try visit(items.sorted { $0.outputName.utf8.lexicographicallyPrecedes($1.outputName.utf8) }, derived)
+            try visit(items.sorted { $0.outputName.utf8.lexicographicallyPrecedes($1.outputName.utf8) }, records)
         }
     }
 
-    /// A source's object: key, path or URL, the original's facts (from a done item), outputs, derived values.
-    static func source(_ items: [SiteManifestItem], derived: [String: JSONValue], base: String) -> JSONValue {
+    /// A source's object: key, path or URL, the original's facts (its `source` row, once an output
+    /// of it is done), outputs, derived values (each name from the first store that has it).
+    static func source(_ items: [SiteManifestItem], _ records: [DerivedSourceRecord], base: String) -> JSONValue {
         let key = items[0].sourceKey
         var object: [String: JSONValue] = ["key": .string(key), "outputs": .array(items.map { output($0, base: base) })]
         if key.utf8.first == UInt8(ascii: "/") {
@@ -104,11 +106,15 @@ package struct SiteManifestWriter {
         } else if let url = items.lazy.compactMap(\.url).first ?? (key.contains("://") ? key : nil) {
             object["url"] = .string(url)
         }
-        if let facts = items.first(where: { $0.sourceFormat != nil }) {
-            object["width"] = facts.sourceWidth.map { .number(Double($0)) }
-            object["height"] = facts.sourceHeight.map { .number(Double($0)) }
-            object["format"] = facts.sourceFormat.map(JSONValue.string)
-            object["contentHash"] = facts.sourceHash.map(JSONValue.string)
+        if let facts = records.first?.source, items.contains(where: { $0.state == .done }) {
+            object["width"] = .number(Double(facts.width))
+            object["height"] = .number(Double(facts.height))
+            object["format"] = .string(facts.format)
+            object["contentHash"] = facts.contentHash.map(JSONValue.string)
+        }
+        var derived: [String: JSONValue] = [:]
+        for record in records {
+            for stored in record.values.values { if derived[stored.name] == nil, let value = stored.value { derived[stored.name] = value } }
         }
         if !derived.isEmpty { object["derived"] = .object(derived) }
         return .object(object)
@@ -140,23 +146,15 @@ package struct SiteManifestWriter {
     /// Hex digits of an output's `hash`: the first 32 bits of its FNV-1a 64, enough to bust a cache.
     package static let shortHashDigits = 8
 
-    /// The derived values (`derive`) of the sources in `sourceKeys`, by source key and then by
-    /// value name, as the state database records them for each source's current content. The one
-    /// place the manifest reads them.
-    static func derivedValues(of sourceKeys: [String], in store: StateStore) throws -> [String: [String: JSONValue]] {
-        try store.derivedValues(ofSources: sourceKeys).mapValues { record in
-            Dictionary(record.values.values.compactMap { stored in stored.value.map { (stored.name, $0) } },
-                       uniquingKeysWith: { first, _ in first })
-        }
-    }
 }
 
-/// One store's items in manifest order, a page at a time, with the derived values of each page's sources.
+/// One store's items in manifest order, a page at a time, with the `source` rows (facts and derived
+/// values) of each page's sources: the one place the manifest reads them.
 private struct ItemCursor {
     let store: StateStore
     private var page: [SiteManifestItem] = []
     private var index = 0
-    private var derived: [String: [String: JSONValue]] = [:]
+    private var records: [String: DerivedSourceRecord] = [:]
 
     init(_ store: StateStore) throws {
         self.store = store
@@ -165,7 +163,7 @@ private struct ItemCursor {
 
     var current: SiteManifestItem? { index < page.count ? page[index] : nil }
 
-    func derivedOfCurrentSource() -> [String: JSONValue] { current.flatMap { derived[$0.sourceKey] } ?? [:] }
+    func recordOfCurrentSource() -> DerivedSourceRecord? { current.flatMap { records[$0.sourceKey] } }
 
     mutating func advance() throws {
         index += 1
@@ -175,7 +173,7 @@ private struct ItemCursor {
     private mutating func load(after: (source: String, output: String)?) throws {
         page = try store.siteManifestPage(after: after)
         index = 0
-        derived = try SiteManifestWriter.derivedValues(of: Array(Set(page.map(\.sourceKey))), in: store)
+        records = try store.sourceRecords(of: Array(Set(page.map(\.sourceKey))))
     }
 }
 

@@ -220,16 +220,19 @@ private final class WorkerSlot {
         if let url = task.url, let first = contentFailures.first, contentFailures.count == reply.outcomes.count {
             events.insert(.blacklisted(url: url, reason: .image(first.kind), message: first.description), at: 0)
         }
+        var derived: [SourceDerivation.Value] = []
         switch reply.derivation {
-        case .computed(var derivation)?:
-            if let planned = task.derivation {
-                derivation.contentHash = derivation.contentHash ?? planned.contentHash
-                events.append(.derived(sourceKey: task.sourceKey, location: task.location, fingerprint: planned.fingerprint, derivation))
-            }
+        case .computed(let derivation)? where task.derivation != nil:
+            derived = derivation.values
         case .failed(let failure)?:
             // Not stored: the next run tries again. A source whose outputs failed says so already.
             if !reply.outcomes.contains(where: { $0.failure != nil }) { scheduler.reporter.notice("derive: \(task.location): \(failure)") }
-        case nil: break
+        case .computed?, nil: break
+        }
+        if var facts = reply.source {
+            facts.contentHash = facts.contentHash ?? task.derivation?.contentHash
+            events.append(.source(sourceKey: task.sourceKey, location: task.location, fingerprint: task.sourceFingerprint, facts,
+                                  derived: derived))
         }
         scheduler.recorder.record(events)
         if !reply.warnings.isEmpty { scheduler.reporter.libvipsWarnings(task.source, reply.warnings) }

@@ -46,13 +46,13 @@ package struct WorkerReply: Codable {
     package let outcomes: [ItemOutcome]
     /// libvips' distinct warnings while rendering the source, for `-v`.
     package let warnings: [String]
+    /// What the source is, when an output rendered or a value was derived from it.
+    package let source: SourceFacts?
     /// The derived values asked for, or why they could not be computed.
     package let derivation: DerivationOutcome?
 
-    package init(id: Int, outcomes: [ItemOutcome], warnings: [String] = [], derivation: DerivationOutcome? = nil) {
-        self.id = id
-        self.outcomes = outcomes
-        self.warnings = warnings
-        self.derivation = derivation
+    package init(id: Int, outcomes: [ItemOutcome], warnings: [String] = [], source: SourceFacts? = nil,
+                 derivation: DerivationOutcome? = nil) {
+        (self.id, self.outcomes, self.warnings, self.source, self.derivation) = (id, outcomes, warnings, source, derivation)
     }
 }

@@ -1,14 +1,17 @@
 import Foundation
 import Support
 
-/// A source as the state database knows it once its derived values were computed (`source`).
+/// A source as the state database knows it once a run rendered an output of it or derived a value
+/// from it (`source`): the one record of what a source is.
 package struct StoredSource: Sendable, Codable, Equatable {
     package let key: String
     /// The file path or URL.
     package let location: String
-    /// The content its values were computed from (`Planner.derivationFingerprint`).
+    /// The content its facts and values were taken from (`Planner.derivationFingerprint`); empty for
+    /// a row `v10: source facts` moved from a done item, whose content nothing recorded.
     package let fingerprint: String
-    /// The file's size in bytes, and its pixel size in display orientation.
+    /// The file's size in bytes (0 in a row moved from an item, until the source renders again),
+    /// and its pixel size in display orientation.
     package let bytes: Int
     package let width: Int
     package let height: Int

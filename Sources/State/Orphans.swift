@@ -39,9 +39,9 @@ public struct Orphan: Sendable {
     public let keptBecause: KeptBecause?
 }
 
-/// The items a job plans now, as 64-bit digests of (key, output path) and of output paths (16 MB
-/// each per million items): what tells a recorded item from an orphan. A chance match only ever
-/// keeps a row or a file, so 64 bits do here where `DigestSet` needs 128.
+/// The items a job plans now, as 64-bit digests of (key, output path), of output paths and of
+/// source keys (16 MB each per million): what tells a recorded item or source from an orphan. A
+/// chance match only ever keeps a row or a file, so 64 bits do here where `DigestSet` needs 128.
 package struct CurrentItems {
 
     package init() {
@@ -49,8 +49,10 @@ package struct CurrentItems {
     }
     private var items = Set<UInt64>()
     private var paths = Set<UInt64>()
+    private var sources = Set<UInt64>()
 
     package mutating func insert(_ source: PlannedSource) {
+        sources.insert(StableHash.value(source.key))
         for item in source.items {
             items.insert(StableHash.value(item.key + "\0" + item.outputPath))
             paths.insert(StableHash.value(item.outputPath))
@@ -59,6 +61,11 @@ package struct CurrentItems {
 
     package func plans(_ recorded: RecordedItem) -> Bool {
         items.contains(StableHash.value(recorded.key + "\0" + recorded.outputPath))
+    }
+
+    /// Whether the job plans the source `key` (a recorded `source` row and its derived values).
+    package func plansSource(_ key: String) -> Bool {
+        sources.contains(StableHash.value(key))
     }
 
     /// `recorded` as an orphan, its file deleted first when `delete` is set and runner wrote it:

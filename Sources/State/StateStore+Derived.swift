@@ -7,19 +7,20 @@ import Planning
 extension StateStore {
     // MARK: Derived values
 
-    /// Stores what a worker derived from a source: the source's row (its content hash kept when
-    /// the worker did not hash the same content again) and each value, replacing what was there.
-    static func recordDerivation(_ derivation: SourceDerivation, of sourceKey: String, location: String, fingerprint: String,
-                                 at now: Double, in db: Database) throws {
+    /// Stores what a worker found a source to be and derived from it: the source's row (its content
+    /// hash kept when the worker did not hash the same content again) and each value, replacing
+    /// what was there. The one writer of `source` and `derived` rows.
+    static func recordSource(_ facts: SourceFacts, derived: [SourceDerivation.Value], of sourceKey: String, location: String,
+                             fingerprint: String, at now: Double, in db: Database) throws {
         let statement = try db.cachedStatement(sql: """
             INSERT INTO source (key, location, fingerprint, bytes, width, height, format, content_hash, updated_at)
             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
             ON CONFLICT(key) DO UPDATE SET location = ?2, fingerprint = ?3, bytes = ?4, width = ?5, height = ?6, format = ?7,
                 content_hash = COALESCE(?8, CASE WHEN source.fingerprint = ?3 THEN source.content_hash END), updated_at = ?9
             """)
-        try statement.execute(arguments: [sourceKey, location, fingerprint, derivation.bytes, derivation.width, derivation.height,
-                                          derivation.format, derivation.contentHash, now])
-        for value in derivation.values {
+        try statement.execute(arguments: [sourceKey, StoredSource.storedLocation(location, key: sourceKey), fingerprint, facts.bytes, facts.width, facts.height,
+                                          facts.format, facts.contentHash, now])
+        for value in derived {
             try StoredDerivedValue(sourceKey: sourceKey, identifier: value.identifier, name: value.name, fingerprint: fingerprint,
                                    json: value.json).insert(db, onConflict: .replace)
         }
@@ -34,19 +35,14 @@ extension StateStore {
         }
     }
 
-    /// The derived values of each of `keys` that has some, computed from its current content;
-    /// one read for a page of sources (the site manifest's).
-    package func derivedValues(ofSources keys: [String]) throws -> [String: DerivedSourceRecord] {
+    /// The `source` row of each of `keys` that has one, with its derived values computed from its
+    /// current content (maybe none); one read for a page of sources (the site manifest's).
+    package func sourceRecords(of keys: [String]) throws -> [String: DerivedSourceRecord] {
         guard !keys.isEmpty else { return [:] }
         return try database.read { db in
             let sources = try StoredSource.filter(keys.contains(SourceTable.key)).fetchAll(db)
             let values = Dictionary(grouping: try StoredDerivedValue.filter(keys.contains(DerivedTable.sourceKey)).fetchAll(db), by: \.sourceKey)
-            var found: [String: DerivedSourceRecord] = [:]
-            for source in sources {
-                let record = Self.current(source, values[source.key] ?? [])
-                if !record.values.isEmpty { found[source.key] = record }
-            }
-            return found
+            return Dictionary(uniqueKeysWithValues: sources.map { ($0.key, Self.current($0, values[$0.key] ?? [])) })
         }
     }
 

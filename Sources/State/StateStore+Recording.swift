@@ -85,8 +85,7 @@ extension StateStore {
                     failed_since = CASE WHEN ?1 = \(ItemState.failed.sql) THEN COALESCE(failed_since, ?8) END,
                     state = ?1, output_path = ?2, error_kind = ?3, error_message = ?4, warning = ?5, duration = ?6,
                     run_id = ?7, updated_at = ?8,
-                    width = ?10, height = ?11, bytes = ?12, media_type = ?13, content_hash = ?14,
-                    source_width = ?15, source_height = ?16, source_format = ?17, source_hash = ?18
+                    width = ?10, height = ?11, bytes = ?12, media_type = ?13, content_hash = ?14
                 WHERE key = ?9
                 """)
             for event in events {
@@ -105,8 +104,8 @@ extension StateStore {
                         """, arguments: [url, reason, reason.httpStatus, message, now, now])
                 case .unblocked(let url):
                     try db.execute(sql: "DELETE FROM blacklist WHERE url = ?", arguments: [url])
-                case .derived(let sourceKey, let location, let fingerprint, let derivation):
-                    try Self.recordDerivation(derivation, of: sourceKey, location: location, fingerprint: fingerprint, at: now, in: db)
+                case .source(let sourceKey, let location, let fingerprint, let facts, let derived):
+                    try Self.recordSource(facts, derived: derived, of: sourceKey, location: location, fingerprint: fingerprint, at: now, in: db)
                 case .finished(let key, let outputPath, let outcome):
                     let failure = outcome.failure
                     try finished.execute(arguments: [outcome.state.rawValue, outputPath, failure?.kind.rawValue,
@@ -117,10 +116,9 @@ extension StateStore {
         }
     }
 
-    /// The `v9: output facts` columns of a finished item: a done one's output and source, NULL otherwise.
+    /// The `v9: output facts` columns of a finished item: a done one's output, NULL otherwise.
     private static func factArguments(_ outcome: ItemOutcome) -> StatementArguments {
-        guard case .done(let rendered, _) = outcome, let facts = rendered.facts else { return StatementArguments(Array(repeating: nil as Int?, count: 9)) }
-        return [rendered.width, rendered.height, rendered.bytes, facts.mediaType, facts.contentHash,
-                rendered.sourceWidth, rendered.sourceHeight, facts.sourceFormat, facts.sourceHash]
+        guard case .done(let rendered, _) = outcome, let facts = rendered.facts else { return StatementArguments(Array(repeating: nil as Int?, count: 5)) }
+        return [rendered.width, rendered.height, rendered.bytes, facts.mediaType, facts.contentHash]
     }
 }

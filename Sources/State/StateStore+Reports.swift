@@ -38,6 +38,30 @@ extension StateStore {
         }
     }
 
+    /// Visits the key of every recorded source (`source` rows), a page at a time in key order;
+    /// `visit` says whether to drop the source's row and its derived values, which go together,
+    /// a page in one transaction.
+    package func sweepSources(_ visit: (String) throws -> Bool) throws {
+        var after = ""
+        while true {
+            let page = try database.read { db in
+                try String.fetchAll(db, sql: "SELECT key FROM source WHERE key > ? ORDER BY key LIMIT 1000", arguments: [after])
+            }
+            guard let last = page.last else { return }
+            after = last
+            let dropped = try page.filter(visit)
+            guard !dropped.isEmpty else { continue }
+            try database.write { db in
+                let source = try db.makeStatement(sql: "DELETE FROM source WHERE key = ?")
+                let derived = try db.makeStatement(sql: "DELETE FROM derived WHERE source_key = ?")
+                for key in dropped {
+                    try source.execute(arguments: [key])
+                    try derived.execute(arguments: [key])
+                }
+            }
+        }
+    }
+
 
     // MARK: Reports
 

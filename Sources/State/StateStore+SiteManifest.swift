@@ -4,7 +4,8 @@ import Support
 import Model
 
 /// One recorded item as a site manifest lists it (`SiteManifestWriter` in Reporting): what it is,
-/// where it stands, and for a done one the facts of its output and source (`v9: output facts`).
+/// where it stands, and for a done one the facts of its output (`v9: output facts`); its source's
+/// are the source's row (`StateStore.sourceRecords`).
 package struct SiteManifestItem: Sendable {
     package let sourceKey: String
     package let outputName: String
@@ -15,8 +16,6 @@ package struct SiteManifestItem: Sendable {
     package let warning: String?
     package let width: Int?, height: Int?, bytes: Int?
     package let mediaType: String?, contentHash: String?
-    package let sourceWidth: Int?, sourceHeight: Int?
-    package let sourceFormat: String?, sourceHash: String?
     /// The URL a URL source was downloaded from (the originals cache), when it has been.
     package let url: String?
 }
@@ -47,7 +46,6 @@ extension SiteManifestItem {
     fileprivate func with(state: ItemState) -> SiteManifestItem {
         SiteManifestItem(sourceKey: sourceKey, outputName: outputName, state: state, outputPath: outputPath, errorKind: errorKind,
                          errorMessage: errorMessage, warning: warning, width: width, height: height, bytes: bytes,
-                         mediaType: mediaType, contentHash: contentHash, sourceWidth: sourceWidth, sourceHeight: sourceHeight,
-                         sourceFormat: sourceFormat, sourceHash: sourceHash, url: url)
+                         mediaType: mediaType, contentHash: contentHash, url: url)
     }
 }

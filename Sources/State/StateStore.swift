@@ -242,6 +242,43 @@ public final class StateStore: Sendable {
                 CREATE INDEX item_source ON item(source_key, output_name);
                 """)
         }
+        migrator.registerMigration("v10: source facts") { db in
+            // What a source is lives in `source` alone, written for every rendered source; the item
+            // columns v9 kept it in go. A source with no row gets one from its first done item (by
+            // output name, as the manifest read them), its content unknown: fingerprint empty, bytes
+            // 0 (nothing reads a source's bytes but duplicates, which lists sources with derived values).
+            // The table is rebuilt without rowid (its key is stored once, not again in an index), its
+            // location NULL when it is the key (a file's path): a row per source costs about half.
+            try db.execute(sql: """
+                CREATE TABLE source_facts (
+                    key TEXT PRIMARY KEY NOT NULL,
+                    location TEXT,
+                    fingerprint TEXT NOT NULL,
+                    bytes INTEGER NOT NULL,
+                    width INTEGER NOT NULL,
+                    height INTEGER NOT NULL,
+                    format TEXT NOT NULL,
+                    content_hash TEXT,
+                    updated_at REAL NOT NULL
+                ) WITHOUT ROWID;
+                INSERT INTO source_facts
+                SELECT key, NULLIF(location, key), fingerprint, bytes, width, height, format, content_hash, updated_at FROM source;
+                INSERT INTO source_facts (key, location, fingerprint, bytes, width, height, format, content_hash, updated_at)
+                SELECT item.source_key, NULLIF(original.url, item.source_key), '', 0, item.source_width, item.source_height,
+                       item.source_format, item.source_hash, item.updated_at
+                FROM (SELECT source_key, MIN(output_name), source_width, source_height, source_format, source_hash, updated_at
+                      FROM item WHERE state = \(ItemState.done.sql) AND source_format IS NOT NULL GROUP BY source_key) AS item
+                LEFT JOIN original ON original.source_key = item.source_key
+                WHERE item.source_width IS NOT NULL AND item.source_height IS NOT NULL
+                ON CONFLICT(key) DO NOTHING;
+                DROP TABLE source;
+                ALTER TABLE source_facts RENAME TO source;
+                ALTER TABLE item DROP COLUMN source_width;
+                ALTER TABLE item DROP COLUMN source_height;
+                ALTER TABLE item DROP COLUMN source_format;
+                ALTER TABLE item DROP COLUMN source_hash;
+                """)
+        }
         return migrator
     }
 }

@@ -19,8 +19,7 @@ enum ItemTable {
     static let updatedAt = Column("updated_at")
     // v9: output facts
     static let width = Column("width"), height = Column("height"), bytes = Column("bytes"), mediaType = Column("media_type")
-    static let contentHash = Column("content_hash"), sourceWidth = Column("source_width"), sourceHeight = Column("source_height")
-    static let sourceFormat = Column("source_format"), sourceHash = Column("source_hash")
+    static let contentHash = Column("content_hash")
 }
 
 enum BlacklistTable {
@@ -45,27 +44,19 @@ enum DerivedTable {
     static let fingerprint = Column("fingerprint"), value = Column("value")
 }
 
-extension StoredSource: FetchableRecord, PersistableRecord {
+extension StoredSource: FetchableRecord, TableRecord {
     package static let databaseTableName = "source"
 
     package init(row: Row) {
-        self.init(key: row[SourceTable.key], location: row[SourceTable.location], fingerprint: row[SourceTable.fingerprint],
+        self.init(key: row[SourceTable.key], location: row[SourceTable.location] ?? row[SourceTable.key],
+                  fingerprint: row[SourceTable.fingerprint],
                   bytes: row[SourceTable.bytes], width: row[SourceTable.width], height: row[SourceTable.height],
                   format: row[SourceTable.format], contentHash: row[SourceTable.contentHash],
                   updatedAt: Date(timeIntervalSince1970: row[SourceTable.updatedAt]))
     }
 
-    package func encode(to container: inout PersistenceContainer) {
-        container[SourceTable.key] = key
-        container[SourceTable.location] = location
-        container[SourceTable.fingerprint] = fingerprint
-        container[SourceTable.bytes] = bytes
-        container[SourceTable.width] = width
-        container[SourceTable.height] = height
-        container[SourceTable.format] = format
-        container[SourceTable.contentHash] = contentHash
-        container[SourceTable.updatedAt] = updatedAt.timeIntervalSince1970
-    }
+    /// `source.location` as stored: NULL when it is the key (a file's path), stored once then.
+    static func storedLocation(_ location: String, key: String) -> String? { location == key ? nil : location }
 }
 
 extension StoredDerivedValue: FetchableRecord, PersistableRecord {
@@ -132,8 +123,6 @@ extension SiteManifestItem: FetchableRecord {
                   state: ItemState(rawValue: row[ItemTable.state]) ?? .pending, outputPath: row[ItemTable.outputPath],
                   errorKind: row[ItemTable.errorKind], errorMessage: row[ItemTable.errorMessage], warning: row[ItemTable.warning],
                   width: row[ItemTable.width], height: row[ItemTable.height], bytes: row[ItemTable.bytes],
-                  mediaType: row[ItemTable.mediaType], contentHash: row[ItemTable.contentHash],
-                  sourceWidth: row[ItemTable.sourceWidth], sourceHeight: row[ItemTable.sourceHeight],
-                  sourceFormat: row[ItemTable.sourceFormat], sourceHash: row[ItemTable.sourceHash], url: row[OriginalTable.url])
+                  mediaType: row[ItemTable.mediaType], contentHash: row[ItemTable.contentHash], url: row[OriginalTable.url])
     }
 }

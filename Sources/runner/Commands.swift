@@ -442,17 +442,20 @@ struct Prune: ParsableCommand {
     func run() throws {
         do {
             try job.with { loaded in
-                // One line per orphan as it is found: WHAT<tab>KEY<tab>PATH[<tab>why the file stays].
-                let counts = try JobRunner.prune(loaded, delete: delete) { orphan in
+                // One line per orphan as it is found: WHAT<tab>KEY<tab>PATH[<tab>why the file stays];
+                // then one per orphaned source record: drop/dropped<tab>SOURCE KEY.
+                let counts = try JobRunner.prune(loaded, delete: delete, { orphan in
                     let what = orphan.keptBecause == nil ? (delete ? "deleted" : "delete") : (delete ? "kept" : "keep")
                     print([what, orphan.key, orphan.outputPath].joined(separator: "\t") + (orphan.keptBecause.map { "\t\($0)" } ?? ""))
-                }
+                }, visitSource: { key in print((delete ? "dropped" : "drop") + "\t" + key) })
                 guard let counts else { return print(notRunYet(loaded.name, state: loaded.statePath)) }
                 func items(_ count: Int) -> String { "\(count) orphaned item\(count == 1 ? "" : "s")" }
                 let files = "\(counts.files) file\(counts.files == 1 ? "" : "s")"
                 let failures = counts.failed > 0 ? "; \(counts.failed) could not be deleted" : ""
-                print(delete ? "\(items(counts.orphans - counts.failed)) dropped, \(files) deleted" + failures
-                    : "\(items(counts.orphans)), \(files) to delete" + failures + (counts.orphans > 0 ? " (runner prune \(job.job) --delete)" : ""))
+                let sources = counts.sources == 0 ? "" : ", \(counts.sources) orphaned source record\(counts.sources == 1 ? "" : "s")"
+                let pending = counts.orphans + counts.sources > 0 ? " (runner prune \(job.job) --delete)" : ""
+                print(delete ? "\(items(counts.orphans - counts.failed)) dropped, \(files) deleted" + sources + (sources.isEmpty ? "" : " dropped") + failures
+                    : "\(items(counts.orphans)), \(files) to delete" + sources + failures + pending)
                 if counts.failed > 0 { throw ExitCode(ExitStatus.someItemsFailed) }
             }
         } catch let exit as ExitCode {

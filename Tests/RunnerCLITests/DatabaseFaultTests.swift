@@ -196,7 +196,8 @@ struct DatabaseFaultTests {
         #expect(TreeSnapshot(workspace.path("out")) == outputs, "no output was written again")
         let state = try StateDatabase(path: workspace.path("state.sqlite"))
         #expect(try state.integrity() == "ok")
-        let migrations = try state.rows("SELECT identifier FROM grdb_migrations ORDER BY identifier").map { $0[0] }
+        // In the order they ran (by name, "v10" would sort before "v1").
+        let migrations = try state.rows("SELECT identifier FROM grdb_migrations ORDER BY rowid").map { $0[0] }
         #expect(migrations.count >= 4 && migrations.first == FirstSchema.migration, "\(migrations)")
         #expect(try state.rows("SELECT id, pid, outcome FROM run ORDER BY id").first == ["1", "4242", "finished"])
         #expect(try state.states() == Dictionary(uniqueKeysWithValues: items.map { ($0[0], $0[3]) }))

@@ -15,9 +15,10 @@ private func derivingJob(_ workspace: Workspace, derive: String, name: String = 
 }
 
 /// The run's JSON events: its plan and its summary.
-private func run(_ workspace: Workspace, _ arguments: [String]) throws -> (plan: [String: Any], summary: [String: Any]) {
+private func run(_ workspace: Workspace, _ arguments: [String], exiting statuses: Set<Int32> = [0]) throws
+    -> (plan: [String: Any], summary: [String: Any]) {
     let result = try workspace.run(arguments + ["--log-format", "json"])
-    #expect(result.status == 0, "\(result.stderr)")
+    #expect(statuses.contains(result.status), "\(result.stderr)")
     let events = jsonEvents(result.stdout)
     let plan = try #require(events.first { $0["event"] as? String == "plan" }, "\(result.stdout)")
     return (plan, try #require(events.last { $0["event"] as? String == "summary" }, "\(result.stdout)"))
@@ -116,33 +117,83 @@ struct DerivedValuesRunTests {
         let figBowl = try expectedValues(Fixtures.path("photos/fig-bowl.jpg"), try Job.load(path: job).derive.values)
         #expect(try stored(workspace)["wine.webp"] == figBowl)
     }
+
+    @Test("a URL source's values are stored; a rerun the origin answers 304 computes none; new bytes from the origin recompute them; a failed download derives nothing")
+    func remoteSources() throws {
+        let server = try HTTPTestServer()
+        let workspace = try Workspace()
+        let job = try remoteJob(workspace, urls: [server.url("/img/a.jpg"), server.url("/status/404/b.jpg")],
+                                extra: #", "derive": ["dhash", "thumbhash"]"#)
+        // The 404 fails (exit 1) in the first run, and is blocked (exit 0) after.
+        func runJob() throws -> (plan: [String: Any], summary: [String: Any]) { try run(workspace, [job], exiting: [0, 1]) }
+        let first = try runJob()
+        #expect(first.summary["derived"] as? Int == 2 && first.summary["failed"] as? Int == 1, "\(first.summary)")
+        let values = try stored(workspace)
+        #expect(values.keys.sorted() == ["a.jpg"] && values["a.jpg"]?.keys.sorted() == ["dhash", "thumbhash"], "the 404 derives nothing: \(values)")
+        // Its source row: the URL, and the downloader's hash of the bytes served (what exact duplicates compare).
+        let source = try StateDatabase(path: workspace.path("state.sqlite")).rows("SELECT key, content_hash FROM source")
+        #expect(source.map { $0[0] } == [server.url("/img/a.jpg")] && source.first?[1] == StableHash.ofFile(Fixtures.path("extra/ladybird.jpg"))?.hex,
+                "\(source)")
+
+        // Revalidated unchanged (304): nothing to derive, nothing derived.
+        let second = try runJob()
+        #expect(second.plan["toDerive"] as? Int == 0 && second.summary["derived"] as? Int == 0, "\(second.plan) \(second.summary)")
+        #expect(try server.stats().conditional["/img/a.jpg"] == 1)
+        #expect(try stored(workspace) == values)
+
+        // A new derive entry, the origin unchanged (304): the cached original gives that value alone, and nothing renders.
+        try remoteJob(workspace, urls: [server.url("/img/a.jpg"), server.url("/status/404/b.jpg")],
+                      extra: #", "derive": ["dhash", "thumbhash", "dominant"]"#)
+        try server.reset()
+        let added = try runJob()
+        #expect(added.summary["derived"] as? Int == 1 && added.summary["done"] as? Int == 0, "\(added.summary)")
+        #expect(try server.stats().counts["/img/a.jpg"] == 1 && server.stats().conditional["/img/a.jpg"] == 1, "revalidated, not fetched")
+        #expect(try stored(workspace)["a.jpg"]?["dominant"]?.hasPrefix("\"#") == true)
+
+        // The origin serves another picture under the same URL: its values are computed again, from the new bytes.
+        try server.serve("other")
+        let third = try runJob()
+        #expect(third.summary["derived"] as? Int == 3 && third.summary["done"] as? Int == 1, "\(third.summary)")
+        let changed = try stored(workspace)
+        #expect(try StateDatabase(path: workspace.path("state.sqlite")).rows("SELECT content_hash FROM source").first?[0]
+                == StableHash.ofFile(Fixtures.path("extra/yellow-flower.jpg"))?.hex)
+        #expect(changed["a.jpg"]?["dhash"] != values["a.jpg"]?["dhash"] && changed["a.jpg"]?["thumbhash"] != values["a.jpg"]?["thumbhash"],
+                "\(changed)")
+        #expect(try runJob().summary["derived"] as? Int == 0, "and then it is up to date again")
+    }
 }
 
 @Suite("ThumbHash placeholders in the HTML report")
 struct ThumbHashReportTests {
-    /// Each contact-sheet tile's data URL, by the file name of its source.
-    private func placeholders(_ html: String) -> [String: String] {
+    /// Each tile's data URL in `section` of the report (`outputs`, the contact sheet, or `duplicates`), by the file name of its source.
+    private func placeholders(_ html: String, section: String = "outputs") -> [String: String] {
         var found: [String: String] = [:]
-        for tile in html.components(separatedBy: "<figure class=\"tile\" title=\"").dropFirst() {
-            let source = Paths.lastComponent(String(tile.prefix { $0 != " " }))
+        let part = html.components(separatedBy: "<section id=\"\(section)\">").dropFirst().first?.components(separatedBy: "</section>").first ?? ""
+        for tile in part.components(separatedBy: "<figure class=\"tile\" title=\"").dropFirst() {
+            let source = Paths.lastComponent(String(tile.prefix { $0 != " " && $0 != "\"" }))
             guard let start = tile.range(of: "url(data:image/png;base64,") else { continue }
             found[source] = String(tile[start.upperBound...].prefix { $0 != ")" })
         }
         return found
     }
 
-    @Test("a job that derives thumbhash gets each tile's decoded ThumbHash as a PNG behind it; without thumbhash none")
+    @Test("a job that derives thumbhash gets each tile's decoded ThumbHash as a PNG behind it, in the contact sheet and the duplicates section; without thumbhash none")
     func placeholderPerTile() throws {
         let workspace = try Workspace()
         try workspace.copyFixtures(DerivedValuesRunTests.photos, to: "in")
-        let job = try derivingJob(workspace, derive: #"["thumbhash", "dominant"]"#)
+        try FileManager.default.copyItem(atPath: workspace.path("in/aitzgorri.jpg"), toPath: workspace.path("in/aitzgorri-copy.jpg"))
+        let job = try derivingJob(workspace, derive: #"["thumbhash", "dominant", "dhash"]"#)
         #expect(try workspace.run([job]).status == 0)
         let report = try workspace.run(["report", job])
         #expect(report.status == 0, "\(report.stderr)")
         let html = try String(contentsOfFile: workspace.path("state-report.html"), encoding: .utf8)
         let shown = placeholders(html)
         ImageProbe.startVips()
-        #expect(shown.keys.sorted() == ["aitzgorri.jpg", "bird-lamp.png", "wine.webp"], "\(shown.keys)")
+        #expect(shown.keys.sorted() == ["aitzgorri-copy.jpg", "aitzgorri.jpg", "bird-lamp.png", "wine.webp"], "\(shown.keys)")
+        // The duplicates section's tiles (the byte copy and its original) carry the same placeholder as their sheet tiles.
+        let duplicates = placeholders(html, section: "duplicates")
+        #expect(duplicates.keys.sorted() == ["aitzgorri-copy.jpg", "aitzgorri.jpg"] && duplicates.allSatisfy { shown[$0.key] == $0.value },
+                "\(duplicates.keys)")
         for (name, values) in try stored(workspace) {
             // The tile's picture is the source's stored hash decoded, and a PNG of the decoded size.
             // Stored as JSON: a quoted string.
@@ -163,6 +214,6 @@ struct ThumbHashReportTests {
         #expect(try workspace.run(["report", job]).status == 0)
         let without = try String(contentsOfFile: workspace.path("state-report.html"), encoding: .utf8)
         #expect(placeholders(without).isEmpty && !without.contains("data:image/png"))
-        #expect(without.components(separatedBy: "data-dominant=\"#").count - 1 == 3)
+        #expect(without.components(separatedBy: "data-dominant=\"#").count - 1 == 4)
     }
 }

@@ -73,6 +73,47 @@ struct DuplicatesTests {
         #expect(groups.count == 2, "\(groups.count)")
         #expect(groups.allSatisfy { $0.components(separatedBy: "<img src=\"state-report-previews/").count - 1 >= 2 })
         let dominant = html.components(separatedBy: "data-dominant=\"#").count - 1
-        #expect(dominant == 7, "\(dominant) tiles with a dominant colour")
+        #expect(dominant == 7 + 4, "\(dominant) tiles with a dominant colour: the sheet's 7 and the two groups' 4")
+    }
+
+    @Test("prune lists the recorded source of a file gone from the job and, with --delete, drops it: duplicates and the manifest no longer carry it, the others keep theirs")
+    func pruneGoneSource() throws {
+        let workspace = try Workspace()
+        try workspace.copyFixtures(["photos/friends.jpg", "photos/fig-bowl.jpg"], to: "in")
+        try FileManager.default.copyItem(atPath: workspace.path("in/friends.jpg"), toPath: workspace.path("in/friends-copy.jpg"))
+        let job = try workspace.writeJob("""
+            {"version": 1, "sources": [{"path": "in"}],
+             "outputs": [{"name": "w", "path": "out/{stem}.webp", "chain": [{"op": "thumbnail", "width": 64, "fit": "inside"}],
+                          "format": {"type": "webp"}}],
+             "derive": ["dhash", "thumbhash"], "manifest": {"path": "site/images.json"}, "state": "state.sqlite"}
+            """)
+        #expect(try workspace.run([job]).status == 0)
+        func duplicates() throws -> [String: Any] {
+            let result = try workspace.run(["duplicates", job, "--json"])
+            #expect(result.status == 0, "\(result.stderr)")
+            return try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any], "\(result.stdout)")
+        }
+        #expect(try duplicates()["sources"] as? Int == 3 && (try duplicates()["exact"] as? [Any])?.count == 1)
+
+        let gone = workspace.path("in/friends-copy.jpg")
+        try FileManager.default.removeItem(atPath: gone)
+        let listing = try workspace.run(["prune", job])
+        #expect(listing.status == 0, "\(listing.stderr)")
+        #expect(listing.stdout.split(separator: "\n").contains("drop\t\(gone)"), "\(listing.stdout)")
+        #expect(listing.stdout.contains("1 orphaned item, 1 file to delete, 1 orphaned source record"), "\(listing.stdout)")
+        #expect(try duplicates()["sources"] as? Int == 3, "listing drops nothing")
+
+        let deleted = try workspace.run(["prune", job, "--delete"])
+        #expect(deleted.status == 0 && deleted.stdout.contains("dropped\t\(gone)"), "\(deleted.stdout)\(deleted.stderr)")
+        let after = try duplicates()
+        #expect(after["sources"] as? Int == 2 && (after["exact"] as? [Any])?.isEmpty == true, "the gone copy is no duplicate of anything: \(after)")
+        #expect(try workspace.run(["manifest", job]).status == 0)
+        let manifest = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: workspace.path("site/images.json")))) as? [String: Any])
+        let sources = try #require(manifest["sources"] as? [[String: Any]])
+        #expect(sources.map { $0["key"] as? String ?? "" } == ["fig-bowl.jpg", "friends.jpg"].map { workspace.path("in/" + $0) })
+        #expect(sources.allSatisfy { ($0["derived"] as? [String: Any])?.keys.sorted() == ["dhash", "thumbhash"] && $0["width"] != nil },
+                "the others keep their facts and values: \(sources)")
+        let again = try workspace.run(["prune", job])
+        #expect(!again.stdout.contains("source record"), "nothing left to drop: \(again.stdout)")
     }
 }

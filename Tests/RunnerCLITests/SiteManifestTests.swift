@@ -151,6 +151,45 @@ struct SiteManifestTests {
         #expect(friends["width"] as? Int == 1024 && friends["height"] as? Int == 768)
     }
 
+    @Test("a state from before v10 (source facts on each done item, no source row) migrates to the same manifest, bytes and all; a rerun leaves it alone")
+    func migratedFromV9() throws {
+        let workspace = try Workspace()
+        let job = try job(workspace)
+        #expect(try workspace.run([job]).status == 1, "the truncated JPEG fails")
+        let path = workspace.path("site/images.json")
+        let written = try Data(contentsOf: URL(fileURLWithPath: path))
+        // The state as v9 recorded it: the facts of a source on each of its done items, no `source`
+        // row for a job without derive, and no v10 in the migration log.
+        let downgrade = try python("""
+            import sqlite3, sys
+            db = sqlite3.connect(sys.argv[1])
+            for column in ('source_width INTEGER', 'source_height INTEGER', 'source_format TEXT', 'source_hash TEXT'):
+                db.execute('ALTER TABLE item ADD COLUMN ' + column)
+            db.execute("UPDATE item SET source_width = source.width, source_height = source.height, source_format = source.format, "
+                       "source_hash = source.content_hash FROM source WHERE source.key = item.source_key AND item.state = 'done'")
+            print(db.execute('SELECT COUNT(*) FROM item WHERE source_format IS NOT NULL').fetchone()[0])
+            db.execute('DELETE FROM source')
+            db.execute("DELETE FROM grdb_migrations WHERE identifier = 'v10: source facts'")
+            db.commit()
+            """, [workspace.path("state/job.sqlite")])
+        #expect(downgrade.status == 0 && downgrade.stdout == "6\n", "\(downgrade.stdout)\(downgrade.stderr)")
+        try FileManager.default.removeItem(atPath: path)
+        let manifest = try workspace.run(["manifest", job])
+        #expect(manifest.status == 0, "\(manifest.stderr)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == written, "the same bytes from the migrated state")
+        let columns = try python("""
+            import sqlite3, sys
+            db = sqlite3.connect(sys.argv[1])
+            print(sorted(row[1] for row in db.execute('PRAGMA table_info(item)') if row[1].startswith('source_')))
+            print(db.execute('SELECT COUNT(*) FROM source').fetchone()[0])
+            """, [workspace.path("state/job.sqlite")])
+        #expect(columns.stdout == "['source_key']\n3\n", "the item columns went into a row per rendered source: \(columns.stdout)\(columns.stderr)")
+        Thread.sleep(forTimeInterval: 1.1)
+        let before = try FileManager.default.attributesOfItem(atPath: path)
+        #expect(try workspace.run([job]).status == 0)
+        #expect(try FileManager.default.attributesOfItem(atPath: path)[.modificationDate] as? Date == before[.modificationDate] as? Date)
+    }
+
     @Test("JSON Lines: manifest.format jsonl and runner manifest --jsonl write one source a line, the same objects as the JSON document")
     func jsonLines() throws {
         let workspace = try Workspace()

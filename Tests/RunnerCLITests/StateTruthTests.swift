@@ -93,12 +93,14 @@ struct StateTruthTests {
         #expect(try workspace.run(["plan", job]).stdout.contains("2 to run, 0 to revalidate, 2 up to date, 0 blocked, 7 orphaned"))
         let listing = try workspace.run(["prune", job])
         #expect(listing.status == 0, "\(listing.stderr)")
-        let listed = listing.stdout.split(separator: "\n").filter { $0.contains("\t") }
+        // The gone source's own record (its facts) is listed after the items, as a source to drop.
+        #expect(listing.stdout.split(separator: "\n").filter { $0.hasPrefix("drop\t") }.map(String.init) == ["drop\t" + workspace.path("in/wine.webp")])
+        let listed = listing.stdout.split(separator: "\n").filter { $0.contains("\t") && !$0.hasPrefix("drop\t") }
         #expect(Set(listed.map { $0.split(separator: "\t")[1] }) == Set(
             ["wine.webp@t", "friends.jpg@g", "wine.webp@g", "fig-bowl.jpg@g", "friends.jpg@m", "wine.webp@m", "fig-bowl.jpg@m"]
                 .map { Substring(workspace.path("in/") + $0) }), "\(listing.stdout)")
         #expect(listed.contains { $0.hasPrefix("keep\t") && $0.contains("fig-bowl.jpg@g") && $0.contains("not a regular file") })
-        #expect(listing.stdout.contains("7 orphaned items, 6 files to delete"), "\(listing.stdout)")
+        #expect(listing.stdout.contains("7 orphaned items, 6 files to delete, 1 orphaned source record"), "\(listing.stdout)")
         #expect(workspace.files(in: "out").count == 10, "listing deletes nothing")
 
         // Another run holding the job: prune --delete waits for nothing and changes nothing.
@@ -109,7 +111,7 @@ struct StateTruthTests {
 
         let deleted = try workspace.run(["prune", job, "--delete"])
         #expect(deleted.status == 0, "\(deleted.stderr)")
-        #expect(deleted.stdout.contains("7 orphaned items dropped, 6 files deleted"), "\(deleted.stdout)")
+        #expect(deleted.stdout.contains("7 orphaned items dropped, 6 files deleted, 1 orphaned source record dropped"), "\(deleted.stdout)")
         #expect(workspace.files(in: "out") == ["g/fig-bowl.png", "t/fig-bowl.jpg", "t/friends.jpg", "t/mine.jpg"])
         #expect(try String(contentsOfFile: workspace.path("precious.png"), encoding: .utf8) == "precious")
         let status = try statusJSON(workspace, job)

@@ -65,6 +65,10 @@ public final class HTTPTestServer: @unchecked Sendable {
     /// How `/img/` answers from now on: "503", "hang" (headers never come), or "none" (served again).
     public func outage(_ mode: String) throws { _ = try get("/_outage/" + mode) }
 
+    /// `/img/<anything>` serves the variant `name` (`other`: yellow-flower.jpg) from now on, under
+    /// new validators: the origin's content changed, so a revalidation gets the new bytes.
+    public func serve(_ name: String) throws { _ = try get("/_serve/" + name) }
+
     /// A plain HTTP/1.0 GET over a socket: the body. Independent of the client under test.
     private func get(_ path: String) throws -> Data {
         let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)

@@ -18,6 +18,7 @@ IN_FLIGHT = {"now": 0, "max": 0}
 OUTAGE = {"mode": "none"}   # /_outage/<none|503|hang|html>: how /img/ answers while the origin is "down"
 ETAG = '"v1"'
 LAST_MODIFIED = "Mon, 02 Nov 2026 10:00:00 GMT"
+SERVED = {"name": ""}   # /_serve/<variant>: /img/<anything> serves that variant from now on, a new version
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -47,14 +48,17 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(body)
 
     def send_image(self, name=""):
+        etag, modified = ETAG, LAST_MODIFIED
+        if not name and SERVED["name"]:    # the origin's content changed: other bytes, other validators
+            name, etag, modified = SERVED["name"], '"%s"' % SERVED["name"], "Tue, 03 Nov 2026 10:00:00 GMT"
         body = self.variants.get(name, self.image)
-        if self.headers.get("If-None-Match") == ETAG or self.headers.get("If-Modified-Since") == LAST_MODIFIED:
+        if self.headers.get("If-None-Match") == etag or self.headers.get("If-Modified-Since") == modified:
             self.send_response(304)
-            self.send_header("ETag", ETAG)
+            self.send_header("ETag", etag)
             self.send_header("Content-Length", "0")
             self.end_headers()
             return
-        self.send(200, body, headers={"ETag": ETAG, "Last-Modified": LAST_MODIFIED})
+        self.send(200, body, headers={"ETag": etag, "Last-Modified": modified})
 
     def do_GET(self):
         path = self.path.split("?")[0]
@@ -69,6 +73,9 @@ class Handler(BaseHTTPRequestHandler):
             return self.send(200, b"{}", "application/json")
         if path.startswith("/_outage/"):
             OUTAGE["mode"] = path.split("/")[2]
+            return self.send(200, b"{}", "application/json")
+        if path.startswith("/_serve/"):
+            SERVED["name"] = path.split("/")[2]
             return self.send(200, b"{}", "application/json")
         n = self.count()
         parts = path.strip("/").split("/")
