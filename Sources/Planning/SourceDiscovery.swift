@@ -17,6 +17,9 @@ package struct DiscoveredSource: Sendable, Codable {
     package let relativeDirectory: String
     /// Feeds `{stem}` and `{ext}`.
     package let fileName: String
+    /// What named it in the job, when that alone makes it again (`SourceDiscovery.rediscover`): a
+    /// list's line or an inline URL; nil for a folder's or a glob's file.
+    package var entry: SourceEntry? = nil
 
     package static func file(_ path: String, relativeDirectory: String) -> DiscoveredSource {
         DiscoveredSource(key: path, origin: .file(path), relativeDirectory: relativeDirectory,
@@ -30,6 +33,17 @@ package struct DiscoveredSource: Sendable, Codable {
         return DiscoveredSource(key: key ?? parsed?.normalized ?? text,
                                 origin: .remote(RemoteSource(url: parsed?.normalized ?? text, headers: headers)),
                                 relativeDirectory: parsed?.folder ?? "", fileName: parsed?.fileName ?? "index")
+    }
+}
+
+/// A source as the job names it: the index of its spec in `sources`, and for a list the line (trimmed).
+package struct SourceEntry: Sendable, Equatable, Codable {
+    package let spec: Int
+    package let line: String?
+
+    package init(spec: Int, line: String?) {
+        self.spec = spec
+        self.line = line
     }
 }
 
@@ -57,11 +71,26 @@ package struct SourceDiscovery {
             case .glob(let pattern):
                 try expandGlob(pattern, location: "sources[\(index)].glob", visit)
             case .list(let listPath):
-                try expandList(listPath, location: "sources[\(index)].list", visit)
-            case .url(let url, let key, let headers):
-                try visit(.remote(url, key: key, headers: headers))
+                try expandList(listPath, spec: index, visit)
+            case .url:
+                if let source = rediscover(SourceEntry(spec: index, line: nil), in: specs) { try visit(source) }
             }
         }
+    }
+
+    /// The source `entry` names, made as discovery makes it (a plan that reuses its last one's
+    /// sources rebuilds them here); nil when the line names nothing or the spec is of another kind.
+    package static func rediscover(_ entry: SourceEntry, in specs: [SourceSpec]) -> DiscoveredSource? {
+        guard specs.indices.contains(entry.spec) else { return nil }
+        var source: DiscoveredSource
+        switch (specs[entry.spec], entry.line) {
+        case (.url(let url, let key, let headers), nil): source = .remote(url, key: key, headers: headers)
+        case (.list(let listPath), let line?): guard let found = listed(line, listFolder: Paths.directory(of: listPath)) else { return nil }
+            source = found
+        default: return nil
+        }
+        source.entry = entry
+        return source
     }
 
     package typealias Visitor = (DiscoveredSource) throws -> Void
@@ -222,10 +251,10 @@ package struct SourceDiscovery {
 
     // MARK: Lists
 
-    private static func expandList(_ listPath: String, location: String, _ visit: Visitor) throws {
+    private static func expandList(_ listPath: String, spec: Int, _ visit: Visitor) throws {
         // Read line by line: lists of hundreds of thousands of URLs never sit in memory as text.
         guard let file = fopen(listPath, "r") else {
-            throw JobFileError(location, "cannot read list file \(Quoted.text(listPath)): \(String(cString: strerror(errno)))")
+            throw JobFileError("sources[\(spec)].list", "cannot read list file \(Quoted.text(listPath)): \(String(cString: strerror(errno)))")
         }
         defer { fclose(file) }
         let listFolder = Paths.directory(of: listPath)
@@ -236,16 +265,20 @@ package struct SourceDiscovery {
             // The line break goes on bytes, so most lines need no trimming by Foundation.
             while length > 0 && (buffer[length - 1] == 0x0A || buffer[length - 1] == 0x0D) { length -= 1; buffer[length] = 0 }
             let line = RemoteURL.trimmed(String(cString: buffer), .whitespacesAndNewlines)
-            if line.isEmpty || line.hasPrefix("#") { continue }
-            if RemoteURL.looksRemote(line) {
-                try visit(.remote(line, key: nil, headers: [:]))
-                continue
-            }
-            let path = Paths.resolve(line, against: listFolder)
-            let folder = Paths.directory(of: path)
-            // Inside the list's folder `{dir}` is relative to it; elsewhere the absolute folder, minus its leading slash.
-            let relative = Paths.relative(folder, to: listFolder) ?? Paths.droppingLeadingSlash(folder)
-            try visit(.file(path, relativeDirectory: relative))
+            guard var source = listed(line, listFolder: listFolder) else { continue }
+            source.entry = SourceEntry(spec: spec, line: line)
+            try visit(source)
         }
+    }
+
+    /// The source a list's line (trimmed) names; nil for a blank line or a comment.
+    private static func listed(_ line: String, listFolder: String) -> DiscoveredSource? {
+        if line.isEmpty || line.hasPrefix("#") { return nil }
+        if RemoteURL.looksRemote(line) { return .remote(line, key: nil, headers: [:]) }
+        let path = Paths.resolve(line, against: listFolder)
+        let folder = Paths.directory(of: path)
+        // Inside the list's folder `{dir}` is relative to it; elsewhere the absolute folder, minus its leading slash.
+        let relative = Paths.relative(folder, to: listFolder) ?? Paths.droppingLeadingSlash(folder)
+        return .file(path, relativeDirectory: relative)
     }
 }

@@ -242,6 +242,21 @@ public final class StateStore: Sendable {
                 CREATE INDEX item_source ON item(source_key, output_name);
                 """)
         }
+        migrator.registerMigration("v11: shard plan") { db in
+            // A shard's last complete plan (`PlanMemory`): the fingerprint of what decided its sources
+            // (one row, written last) and its own sources in the order it visited them.
+            try db.execute(sql: """
+                CREATE TABLE shard_plan (
+                    id INTEGER PRIMARY KEY CHECK (id = 1),
+                    inputs TEXT NOT NULL
+                );
+                CREATE TABLE shard_plan_source (
+                    position INTEGER PRIMARY KEY,
+                    spec INTEGER NOT NULL,
+                    line TEXT
+                );
+                """)
+        }
         return migrator
     }
 }
