@@ -196,8 +196,9 @@ struct DatabaseFaultTests {
         #expect(TreeSnapshot(workspace.path("out")) == outputs, "no output was written again")
         let state = try StateDatabase(path: workspace.path("state.sqlite"))
         #expect(try state.integrity() == "ok")
+        // By name, "v11: …" sorts before "v1: …": the first schema's migration is among them, not first.
         let migrations = try state.rows("SELECT identifier FROM grdb_migrations ORDER BY identifier").map { $0[0] }
-        #expect(migrations.count >= 4 && migrations.first == FirstSchema.migration, "\(migrations)")
+        #expect(migrations.count >= 4 && migrations.contains(FirstSchema.migration), "\(migrations)")
         #expect(try state.rows("SELECT id, pid, outcome FROM run ORDER BY id").first == ["1", "4242", "finished"])
         #expect(try state.states() == Dictionary(uniqueKeysWithValues: items.map { ($0[0], $0[3]) }))
         let statusRuns = try #require(try statusJSON(workspace, job)["runs"] as? [[String: Any]])
