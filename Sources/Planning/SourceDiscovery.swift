@@ -82,14 +82,13 @@ package struct SourceDiscovery {
     /// sources rebuilds them here); nil when the line names nothing or the spec is of another kind.
     package static func rediscover(_ entry: SourceEntry, in specs: [SourceSpec]) -> DiscoveredSource? {
         guard specs.indices.contains(entry.spec) else { return nil }
-        var source: DiscoveredSource
+        var source: DiscoveredSource?
         switch (specs[entry.spec], entry.line) {
         case (.url(let url, let key, let headers), nil): source = .remote(url, key: key, headers: headers)
-        case (.list(let listPath), let line?): guard let found = listed(line, listFolder: Paths.directory(of: listPath)) else { return nil }
-            source = found
-        default: return nil
+        case (.list(let listPath), let line?): source = listed(line, listFolder: Paths.directory(of: listPath))
+        default: source = nil
         }
-        source.entry = entry
+        source?.entry = entry
         return source
     }
 
