@@ -47,6 +47,21 @@ package struct PathTemplate: Sendable {
     /// scan it again for every item.
     private let pieces: [Piece]
 
+    /// The template as it expands, written out: two templates with one identifier name every
+    /// source's output alike (a `{` in text always opens a token, so tokens and text cannot blur).
+    package var identifier: String {
+        pieces.map { piece in
+            switch piece {
+            case .literal(let text): text
+            case .stem: "{stem}"
+            case .ext: "{ext}"
+            case .dir: "{dir}"
+            case .name: "{name}"
+            case .key: "{key}"
+            }
+        }.joined()
+    }
+
     private static func pieces(of written: String, location: String) throws -> [Piece] {
         var pieces: [Piece] = []
         var scan = written[...]

@@ -136,8 +136,8 @@ package enum AtomicFile {
     package static func removeStaleTemporaries(in folders: Set<String>) -> Int {
         var removed = 0
         for folder in folders {
-            for entry in SourceDiscovery.listDirectory(folder) where !entry.isDirectory {
-                guard entry.name.utf8.first == UInt8(ascii: "."), let marker = entry.name.range(of: temporaryMarker, options: .backwards),
+            for entry in SourceDiscovery.hiddenEntries(folder) where !entry.isDirectory {
+                guard let marker = entry.name.range(of: temporaryMarker, options: .backwards),
                       let pid = pid_t(entry.name[marker.upperBound...]) else { continue }
                 if kill(pid, 0) != 0 && errno == ESRCH, unlink(folder + "/" + entry.name) == 0 {
                     removed += 1

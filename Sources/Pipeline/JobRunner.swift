@@ -234,7 +234,7 @@ public enum JobRunner {
         }
         var current = CurrentItems()
         let counts = try store.plan { pass in
-            try planner.classifyAll(state: pass, retryFailed: retryFailed, force: force) { source in
+            try planner.classifyAll(state: pass, memory: pass, retryFailed: retryFailed, force: force) { source in
                 current.insert(source)
                 try visit(source)
             }

@@ -33,7 +33,7 @@ struct RunPlan {
         var repeatedURLs = DigestSet()
         var sourcesToDo = 0
         (runID, counts) = try store.beginRun(vipsVersion: planner.vipsVersion, limitsDigest: planner.limitsDigest) { pass in
-            try planner.classifyAll(state: pass, retryFailed: options.retryFailed, force: options.force) { found in
+            try planner.classifyAll(state: pass, memory: pass, retryFailed: options.retryFailed, force: options.force) { found in
                 var source = found
                 // Every output folder, up to date or not: a killed run may have staged a file beside
                 // an output whose record still stands (a --force run stopped before it started the item).

@@ -84,7 +84,18 @@ package struct Planner {
     /// output is an error in every shard, never a silent overwrite; but it only names another
     /// shard's sources' outputs (no `stat`, fingerprint or lookup) and checks collisions at the end
     /// of the pass, in `OutputCollisions`' bounded memory.
-    package func forEachSource(_ visit: (PlannedSource) throws -> Void) throws {
+    ///
+    /// With `memory`, a shard whose `PlanInputs` are those its last complete plan was recorded
+    /// under visits that plan's own sources instead (unless `replay` is false) and returns true;
+    /// otherwise it records the sources it visits, sealed only once the job passed the collision
+    /// check and no list changed while it was read or just before.
+    @discardableResult
+    package func forEachSource(memory: (any PlanMemory)? = nil, replay: Bool = true, _ visit: (PlannedSource) throws -> Void) throws -> Bool {
+        let started = Date().timeIntervalSince1970
+        // Only a shard remembers: it is what reads the whole job for a part of it.
+        let inputs = memory != nil && job.shard != nil ? PlanInputs(job) : nil
+        if let memory, let inputs, replay, try replayed(memory, inputs, visit) { return true }
+        try memory?.forgetSources()
         var outputs = OutputCollisions(spillingInto: spillFolder)
         try forEachUniqueSource { discovered, own in
             guard own else {
@@ -95,10 +106,23 @@ package struct Planner {
             }
             let source = try planned(discovered)
             for item in source.items { try outputs.add(path: item.outputPath, item: itemDigest(source.key, item.outputIndex)) }
+            if inputs != nil, let memory, let entry = discovered.entry { try memory.recordSource(entry) }
             try visit(source)
         }
         let suspects = try outputs.suspects()
         if !suspects.isEmpty { try confirmCollision(among: suspects) }
+        if let memory, let inputs, inputs.settled(before: started), PlanInputs(job) == inputs {
+            try memory.sealSources(madeUnder: inputs.fingerprint)
+        }
+        return false
+    }
+
+    /// Visits the sources `memory` recorded under `inputs`, made again as discovery makes them.
+    private func replayed(_ memory: any PlanMemory, _ inputs: PlanInputs, _ visit: (PlannedSource) throws -> Void) throws -> Bool {
+        try memory.replaySources(madeUnder: inputs.fingerprint) { entry in
+            guard let discovered = SourceDiscovery.rediscover(entry, in: job.sources) else { throw RecordedPlanMismatch(entry: entry) }
+            try visit(try planned(discovered))
+        }
     }
 
     /// Where `OutputCollisions` spills: beside the state database once a run has created its folder
@@ -185,10 +209,12 @@ package struct Planner {
 
     /// Plans every source and classifies its items against `state`, passing each on as it is
     /// classified; returns the counts. Runs and `runner plan` both plan through here.
-    package func classifyAll(state: some PlanningLookup, retryFailed: Bool, force: Bool,
+    /// A shard reuses and records its own sources through `memory` (`forEachSource`); `force`
+    /// finds them again.
+    package func classifyAll(state: some PlanningLookup, memory: (any PlanMemory)? = nil, retryFailed: Bool, force: Bool,
                              _ visit: (PlannedSource) throws -> Void) throws -> PlanCounts {
         var counts = PlanCounts()
-        try forEachSource { found in
+        counts.reusedSources = try forEachSource(memory: memory, replay: !force) { found in
             var source = found
             try classify(&source, state: state, retryFailed: retryFailed, force: force)
             counts.add(source)

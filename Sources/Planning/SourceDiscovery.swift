@@ -17,6 +17,9 @@ package struct DiscoveredSource: Sendable, Codable {
     package let relativeDirectory: String
     /// Feeds `{stem}` and `{ext}`.
     package let fileName: String
+    /// What named it in the job, when that alone makes it again (`SourceDiscovery.rediscover`): a
+    /// list's line or an inline URL; nil for a folder's or a glob's file.
+    package var entry: SourceEntry? = nil
 
     package static func file(_ path: String, relativeDirectory: String) -> DiscoveredSource {
         DiscoveredSource(key: path, origin: .file(path), relativeDirectory: relativeDirectory,
@@ -30,6 +33,17 @@ package struct DiscoveredSource: Sendable, Codable {
         return DiscoveredSource(key: key ?? parsed?.normalized ?? text,
                                 origin: .remote(RemoteSource(url: parsed?.normalized ?? text, headers: headers)),
                                 relativeDirectory: parsed?.folder ?? "", fileName: parsed?.fileName ?? "index")
+    }
+}
+
+/// A source as the job names it: the index of its spec in `sources`, and for a list the line (trimmed).
+package struct SourceEntry: Sendable, Equatable, Codable {
+    package let spec: Int
+    package let line: String?
+
+    package init(spec: Int, line: String?) {
+        self.spec = spec
+        self.line = line
     }
 }
 
@@ -57,11 +71,25 @@ package struct SourceDiscovery {
             case .glob(let pattern):
                 try expandGlob(pattern, location: "sources[\(index)].glob", visit)
             case .list(let listPath):
-                try expandList(listPath, location: "sources[\(index)].list", visit)
-            case .url(let url, let key, let headers):
-                try visit(.remote(url, key: key, headers: headers))
+                try expandList(listPath, spec: index, visit)
+            case .url:
+                if let source = rediscover(SourceEntry(spec: index, line: nil), in: specs) { try visit(source) }
             }
         }
+    }
+
+    /// The source `entry` names, made as discovery makes it (a plan that reuses its last one's
+    /// sources rebuilds them here); nil when the line names nothing or the spec is of another kind.
+    package static func rediscover(_ entry: SourceEntry, in specs: [SourceSpec]) -> DiscoveredSource? {
+        guard specs.indices.contains(entry.spec) else { return nil }
+        var source: DiscoveredSource?
+        switch (specs[entry.spec], entry.line) {
+        case (.url(let url, let key, let headers), nil): source = .remote(url, key: key, headers: headers)
+        case (.list(let listPath), let line?): source = listed(line, listFolder: Paths.directory(of: listPath))
+        default: source = nil
+        }
+        source?.entry = entry
+        return source
     }
 
     package typealias Visitor = (DiscoveredSource) throws -> Void
@@ -142,21 +170,25 @@ package struct SourceDiscovery {
         package let isDirectory: Bool
     }
 
-    /// readdir without a stat per entry where the file system reports the type; empty when the
-    /// folder cannot be read.
-    package static func listDirectory(_ path: String) -> [DirectoryEntry] {
-        (try? readDirectory(path).get()) ?? []
+    /// The hidden entries of a folder (stale temporaries are hidden), unsorted, and no name made
+    /// of any other: a rerun sweeps every output folder, 10,000,000 names at 10M items; empty
+    /// when the folder cannot be read.
+    package static func hiddenEntries(_ path: String) -> [DirectoryEntry] {
+        (try? readDirectory(path, hiddenOnly: true).get()) ?? []
     }
 
     struct ReadError: Error {
         let code: Int32
     }
 
-    static func readDirectory(_ path: String) -> Result<[DirectoryEntry], ReadError> {
+    /// readdir without a stat per entry where the file system reports the type; sorted by name
+    /// unless `hiddenOnly`.
+    static func readDirectory(_ path: String, hiddenOnly: Bool = false) -> Result<[DirectoryEntry], ReadError> {
         guard let handle = opendir(path) else { return .failure(ReadError(code: errno)) }
         defer { closedir(handle) }
         var entries: [DirectoryEntry] = []
         while let entry = readdir(handle) {
+            if hiddenOnly && entry.pointee.d_name.0 != 0x2E { continue }
             // A name whose bytes are not UTF-8 comes out with U+FFFD in their place, and names nothing.
             let name = withUnsafePointer(to: entry.pointee.d_name) {
                 $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
@@ -169,7 +201,7 @@ package struct SourceDiscovery {
             }
             entries.append(DirectoryEntry(name: name, isDirectory: isDirectory))
         }
-        return .success(entries.sorted { $0.name < $1.name })
+        return .success(hiddenOnly ? entries : entries.sorted { $0.name < $1.name })
     }
 
     package static func matches(_ pattern: String, _ name: String, caseInsensitive: Bool) -> Bool {
@@ -222,10 +254,10 @@ package struct SourceDiscovery {
 
     // MARK: Lists
 
-    private static func expandList(_ listPath: String, location: String, _ visit: Visitor) throws {
+    private static func expandList(_ listPath: String, spec: Int, _ visit: Visitor) throws {
         // Read line by line: lists of hundreds of thousands of URLs never sit in memory as text.
         guard let file = fopen(listPath, "r") else {
-            throw JobFileError(location, "cannot read list file \(Quoted.text(listPath)): \(String(cString: strerror(errno)))")
+            throw JobFileError("sources[\(spec)].list", "cannot read list file \(Quoted.text(listPath)): \(String(cString: strerror(errno)))")
         }
         defer { fclose(file) }
         let listFolder = Paths.directory(of: listPath)
@@ -236,16 +268,20 @@ package struct SourceDiscovery {
             // The line break goes on bytes, so most lines need no trimming by Foundation.
             while length > 0 && (buffer[length - 1] == 0x0A || buffer[length - 1] == 0x0D) { length -= 1; buffer[length] = 0 }
             let line = RemoteURL.trimmed(String(cString: buffer), .whitespacesAndNewlines)
-            if line.isEmpty || line.hasPrefix("#") { continue }
-            if RemoteURL.looksRemote(line) {
-                try visit(.remote(line, key: nil, headers: [:]))
-                continue
-            }
-            let path = Paths.resolve(line, against: listFolder)
-            let folder = Paths.directory(of: path)
-            // Inside the list's folder `{dir}` is relative to it; elsewhere the absolute folder, minus its leading slash.
-            let relative = Paths.relative(folder, to: listFolder) ?? Paths.droppingLeadingSlash(folder)
-            try visit(.file(path, relativeDirectory: relative))
+            guard var source = listed(line, listFolder: listFolder) else { continue }
+            source.entry = SourceEntry(spec: spec, line: line)
+            try visit(source)
         }
+    }
+
+    /// The source a list's line (trimmed) names; nil for a blank line or a comment.
+    private static func listed(_ line: String, listFolder: String) -> DiscoveredSource? {
+        if line.isEmpty || line.hasPrefix("#") { return nil }
+        if RemoteURL.looksRemote(line) { return .remote(line, key: nil, headers: [:]) }
+        let path = Paths.resolve(line, against: listFolder)
+        let folder = Paths.directory(of: path)
+        // Inside the list's folder `{dir}` is relative to it; elsewhere the absolute folder, minus its leading slash.
+        let relative = Paths.relative(folder, to: listFolder) ?? Paths.droppingLeadingSlash(folder)
+        return .file(path, relativeDirectory: relative)
     }
 }

@@ -60,6 +60,7 @@ package final class Reporter: Sendable {
         case .json:
             var event: [String: Any] = ["event": "plan", "job": jobName]
             for (name, count) in planned.fields { event[name] = count }
+            event["reusedSources"] = planned.reusedSources
             emit(event)
         case .text:
             writeLine("\(jobName): \(planned.described)")

@@ -279,6 +279,21 @@ public final class StateStore: Sendable {
                 ALTER TABLE item DROP COLUMN source_hash;
                 """)
         }
+        migrator.registerMigration("v11: shard plan") { db in
+            // A shard's last complete plan (`PlanMemory`): the fingerprint of what decided its sources
+            // (one row, written last) and its own sources in the order it visited them.
+            try db.execute(sql: """
+                CREATE TABLE shard_plan (
+                    id INTEGER PRIMARY KEY CHECK (id = 1),
+                    inputs TEXT NOT NULL
+                );
+                CREATE TABLE shard_plan_source (
+                    position INTEGER PRIMARY KEY,
+                    spec INTEGER NOT NULL,
+                    line TEXT
+                );
+                """)
+        }
         return migrator
     }
 }

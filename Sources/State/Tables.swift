@@ -22,6 +22,15 @@ enum ItemTable {
     static let contentHash = Column("content_hash")
 }
 
+/// v11: shard plan (`PlanMemory`).
+enum ShardPlanTable {
+    static let inputs = Column("inputs")
+}
+
+enum ShardPlanSourceTable {
+    static let position = Column("position"), spec = Column("spec"), line = Column("line")
+}
+
 enum BlacklistTable {
     static let url = Column("url"), kind = Column("kind"), httpStatus = Column("http_status"), message = Column("message")
     static let firstSeen = Column("first_seen"), lastSeen = Column("last_seen"), count = Column("count")

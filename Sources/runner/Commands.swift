@@ -221,7 +221,7 @@ struct PlanCommand: ParsableCommand {
                 if json {
                     let countLines = counts.fields.map { "  \"\($0.key)\" : \($0.value)" }
                     print(list ? (itemsPrinted == 0 ? "]," : "\n  ],") : "{")
-                    print((countLines + ["  \"orphaned\" : \(orphaned)"]).joined(separator: ",\n") + "\n}")
+                    print((countLines + ["  \"orphaned\" : \(orphaned)", "  \"reusedSources\" : \(counts.reusedSources)"]).joined(separator: ",\n") + "\n}")
                     return
                 }
                 print(counts.described + ", \(orphaned) orphaned" + (orphaned > 0 ? " (runner prune \(job.job) lists them)" : ""))

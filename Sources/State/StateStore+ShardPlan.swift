@@ -1,0 +1,34 @@
+import Foundation
+import GRDB
+import Planning
+
+/// A shard's last complete plan (`PlanMemory`), in the run's planning transaction: a job-file
+/// error rolls a new record back with everything else. A pass that only reads (`runner plan`)
+/// replays a record but never writes one.
+extension StateStore.PlanningPass: PlanMemory {
+    package func replaySources(madeUnder inputs: String, _ visit: (SourceEntry) throws -> Void) throws -> Bool {
+        let recorded = try Row.fetchOne(db, sql: "SELECT inputs FROM shard_plan WHERE id = 1")
+        guard let recorded, recorded[ShardPlanTable.inputs] as String == inputs else { return false }
+        let rows = try Row.fetchCursor(db, sql: "SELECT spec, line FROM shard_plan_source ORDER BY position")
+        while let row = try rows.next() {
+            try visit(SourceEntry(spec: row[ShardPlanSourceTable.spec], line: row[ShardPlanSourceTable.line]))
+        }
+        return true
+    }
+
+    package func forgetSources() throws {
+        guard runID != nil else { return }
+        try db.execute(sql: "DELETE FROM shard_plan; DELETE FROM shard_plan_source")
+    }
+
+    package func recordSource(_ entry: SourceEntry) throws {
+        guard runID != nil else { return }
+        let statement = try db.cachedStatement(sql: "INSERT INTO shard_plan_source (spec, line) VALUES (?, ?)")
+        try statement.execute(arguments: [entry.spec, entry.line])
+    }
+
+    package func sealSources(madeUnder inputs: String) throws {
+        guard runID != nil else { return }
+        try db.execute(sql: "INSERT INTO shard_plan (id, inputs) VALUES (1, ?)", arguments: [inputs])
+    }
+}
