@@ -10,7 +10,7 @@ import Planning
 
 /// Writes outputs so that no file under a final name is ever partial, in two steps.
 ///
-/// A worker *stages* each output beside its destination as `.NAME.runner-tmp-OWNER`, without
+/// A worker *stages* each output beside its destination as `.NAME.runner-tmp-OWNER-HOST`, without
 /// syncing. The supervisor then *publishes* a whole batch at once: one `syncfs` per filesystem
 /// makes every staged file's data durable, renames give them their final names, and a second
 /// `syncfs` makes the renames durable; only then are the items recorded done. That costs two
@@ -18,6 +18,16 @@ import Planning
 /// leaves at most temporary files of a dead owner, which the next run removes.
 package enum AtomicFile {
     package static let temporaryMarker = ".runner-tmp-"
+    /// This machine in temporary names (a hash of its host name): shards on other machines write
+    /// into the same folders on shared storage, and their process IDs mean nothing here.
+    package static let hostTag: String = {
+        var name = [CChar](repeating: 0, count: 256)
+        gethostname(&name, name.count - 1)
+        return String(StableHash.hex(String(cString: name)).prefix(8))
+    }()
+    /// How old another machine's temporary must be before a sweep here removes it: its owner
+    /// cannot be asked whether it lives, and no output stays staged for a day.
+    package static let foreignTemporaryAge: Double = 24 * 3600
 
     /// An output written under its temporary name, waiting to be published.
     package struct Staged: Sendable {
@@ -34,7 +44,7 @@ package enum AtomicFile {
     /// `owner`, so `removeStaleTemporaries` can tell a dead run's leftovers from a live one's.
     package static func temporaryPath(for path: String, owner: pid_t) -> String {
         let name = Paths.lastComponent(path)
-        let suffix = temporaryMarker + String(owner)
+        let suffix = temporaryMarker + String(owner) + "-" + hostTag
         var hidden = "." + name
         // A name near NAME_MAX (255 bytes) would not fit with the suffix: it keeps what fits of
         // its start and a hash of the whole, so the temporary name is still its own.
@@ -131,20 +141,31 @@ package enum AtomicFile {
         ItemFailure(.write, "\(what): \(String(cString: strerror(errno)))")
     }
 
-    /// Removes temporary files left in `folders` by processes that no longer exist.
+    /// Removes temporary files left in `folders` by processes that no longer exist: this machine's
+    /// whose process is gone (and those named before names carried the machine), another machine's
+    /// once older than `foreignTemporaryAge`.
     @discardableResult
-    package static func removeStaleTemporaries(in folders: Set<String>) -> Int {
+    package static func removeStaleTemporaries(in folders: Set<String>, now: Double = Date().timeIntervalSince1970) -> Int {
         var removed = 0
         for folder in folders {
             for entry in SourceDiscovery.hiddenEntries(folder) where !entry.isDirectory {
-                guard let marker = entry.name.range(of: temporaryMarker, options: .backwards),
-                      let pid = pid_t(entry.name[marker.upperBound...]) else { continue }
-                if kill(pid, 0) != 0 && errno == ESRCH, unlink(folder + "/" + entry.name) == 0 {
-                    removed += 1
-                }
+                guard let marker = entry.name.range(of: temporaryMarker, options: .backwards) else { continue }
+                let owner = entry.name[marker.upperBound...].split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
+                guard let pid = pid_t(owner[0]) else { continue }
+                let path = folder + "/" + entry.name
+                let stale = owner.count == 1 || owner[1] == hostTag
+                    ? kill(pid, 0) != 0 && errno == ESRCH
+                    : modified(path).map { now - $0 > foreignTemporaryAge } ?? false
+                if stale, unlink(path) == 0 { removed += 1 }
             }
         }
         return removed
+    }
+
+    private static func modified(_ path: String) -> Double? {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return nil }
+        return Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9
     }
 
     /// A whole file written piece by piece (a manifest of a million items) under a temporary name

@@ -34,7 +34,7 @@ func oneOutputJob(_ workspace: Workspace, chain: String = #"[{"op": "thumbnail",
     """)
 }
 
-/// Temporary files anywhere in the workspace (`.NAME.runner-tmp-PID`), mounts inside it included
+/// Temporary files anywhere in the workspace (`.NAME.runner-tmp-PID-HOST`), mounts inside it included
 /// (`Workspace.files` stays on one file system).
 func temporaryFiles(_ workspace: Workspace) -> [String] {
     TreeSnapshot(workspace.root).entries.keys.filter { $0.contains(".runner-tmp-") }

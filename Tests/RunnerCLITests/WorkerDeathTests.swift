@@ -25,12 +25,13 @@ struct WorkerDeathTests {
              "concurrency": {"process": 1}, "state": "state.sqlite"}
             """)
         let run = try workspace.start([job, "--log-format", "json"])
-        let staged = ".aitzgorri.jpg.runner-tmp-\(run.process.processIdentifier)"
+        // `.NAME.runner-tmp-PID-HOST`, PID the runner's.
+        let staged = ".aitzgorri.jpg.runner-tmp-\(run.process.processIdentifier)-"
         // Twice (the attempt and its retry): wait for the fast output to be staged, then kill the worker.
         for attempt in 1...2 {
             var killed = false
             #expect(run.waitUntil {
-                guard workspace.files(in: "out/fast").contains(staged) else { return false }
+                guard workspace.files(in: "out/fast").contains(where: { $0.hasPrefix(staged) }) else { return false }
                 for worker in childProcesses(of: run.process.processIdentifier) { kill(worker, SIGKILL); killed = true }
                 return killed
             }, "attempt \(attempt)")

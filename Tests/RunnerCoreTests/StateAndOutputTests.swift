@@ -64,12 +64,13 @@ struct StateAndOutputTests {
         #expect(try reopened.scalar("SELECT COUNT(*) FROM grdb_migrations") == migrations)
     }
 
-    @Test("a staged output appears under its final name only once published; stale temporaries of dead processes are removed")
+    @Test("a staged output appears under its final name only once published; stale temporaries of dead processes are removed, another machine's only once a day old")
     func atomicFile() throws {
         let workspace = try Workspace()
         let first = try AtomicFile.stage(Data("hello".utf8), for: workspace.path("out/deep/file.bin"), owner: getpid())
         let second = try AtomicFile.stage(Data("world".utf8), for: workspace.path("out/other/file.bin"), owner: getpid())
-        #expect(workspace.files(in: "out") == ["deep/.file.bin.runner-tmp-\(getpid())", "other/.file.bin.runner-tmp-\(getpid())"])
+        let suffix = ".runner-tmp-\(getpid())-\(AtomicFile.hostTag)"
+        #expect(workspace.files(in: "out") == ["deep/.file.bin\(suffix)", "other/.file.bin\(suffix)"])
         try FileManager.default.removeItem(atPath: workspace.path("out/other"))
         let results = AtomicFile.publish([first, second])
         #expect(results[0] == nil)
@@ -77,10 +78,17 @@ struct StateAndOutputTests {
         #expect(workspace.files(in: "out") == ["deep/file.bin"])
         #expect(try String(contentsOfFile: workspace.path("out/deep/file.bin"), encoding: .utf8) == "hello")
 
-        try workspace.write("partial", to: "out/deep/.file.bin.runner-tmp-999999999")
-        try workspace.write("in progress", to: "out/deep/.other.bin.runner-tmp-\(getpid())")
-        #expect(AtomicFile.removeStaleTemporaries(in: [workspace.path("out/deep")]) == 1)
-        #expect(workspace.files(in: "out") == ["deep/.other.bin.runner-tmp-\(getpid())", "deep/file.bin"])
+        // A dead process of this machine (named with it, or as before names carried it), a live one;
+        // a shard on another machine sharing the folder, staging now and a day ago (its PID is not ours to ask about).
+        try workspace.write("partial", to: "out/deep/.a.bin.runner-tmp-999999999-\(AtomicFile.hostTag)")
+        try workspace.write("partial", to: "out/deep/.b.bin.runner-tmp-999999999")
+        try workspace.write("in progress", to: "out/deep/.c.bin\(suffix)")
+        try workspace.write("in progress elsewhere", to: "out/deep/.d.bin.runner-tmp-999999999-0a1b2c3d")
+        try workspace.write("left elsewhere", to: "out/deep/.e.bin.runner-tmp-999999999-0a1b2c3d")
+        let dayAgo = Date().addingTimeInterval(-AtomicFile.foreignTemporaryAge - 60)
+        try FileManager.default.setAttributes([.modificationDate: dayAgo], ofItemAtPath: workspace.path("out/deep/.e.bin.runner-tmp-999999999-0a1b2c3d"))
+        #expect(AtomicFile.removeStaleTemporaries(in: [workspace.path("out/deep")]) == 3)
+        #expect(workspace.files(in: "out") == ["deep/.c.bin\(suffix)", "deep/.d.bin.runner-tmp-999999999-0a1b2c3d", "deep/file.bin"])
     }
 
     @Test("a failed write names the path and leaves nothing behind")

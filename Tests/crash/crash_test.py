@@ -34,7 +34,7 @@ What it does (standard library only, plus the `vips` CLI to make the synthetic i
 Redone work per kill, from the state database and the folders (read after the kill, before the resume):
   R = items in state `running` with the killed run's id: tasks a worker had turned to (a slot
       marks only the task its worker is on, so |R| <= slots x outputs, checked).
-  L = renders finished but never recorded: a staged `.NAME.runner-tmp-PID` of the killed PID, or
+  L = renders finished but never recorded: a staged `.NAME.runner-tmp-PID-HOST` of the killed PID, or
       an output under its final name written during the killed run whose item is not `done`
       (published, not yet recorded). That is the last unflushed batch.
   redone = |R u L|, the figure printed: the items the next run does again although finished or
@@ -492,7 +492,7 @@ class Files:
                     relative = os.path.relpath(full, workspace)
                     marker = name.rfind(TEMP_MARKER)
                     if name.startswith(".") and marker > 0:
-                        owner = name[marker + len(TEMP_MARKER):]
+                        owner = name[marker + len(TEMP_MARKER):].split("-")[0]  # PID-HOST
                         final = os.path.relpath(os.path.join(folder, name[1:marker]), workspace)
                         try:
                             self.temporary.append((final, int(owner) if owner.isdigit() else -1, os.stat(full)))
