@@ -64,6 +64,12 @@ struct Run: ParsableCommand {
         if let maxDuration, Durations.seconds(maxDuration) == nil {
             throw ValidationError("--max-duration must be a duration such as 90s, 30m, 4h or 1d, not \(Quoted.value(maxDuration))")
         }
+        // A run given a count but no index would do the whole job into the unsharded database: the
+        // shards' databases would not know its work, and every shard would do it again.
+        if let count = sharding.shards, sharding.shard == nil, (try? sharding.resolved()) == nil {
+            throw ValidationError("--shards \(count) gives the count but no shard index: add --shard K/\(count), or run where "
+                                  + "the batch engine sets JOB_COMPLETION_INDEX or SLURM_ARRAY_TASK_ID")
+        }
         // Found before any work rather than after a night's run; a write that still fails then exits 73.
         if let metrics {
             var isFolder: ObjCBool = false

@@ -30,11 +30,16 @@ struct ShardRunTests {
     func shardsCoverTheJobOnce() throws {
         let workspace = try Workspace()
         let job = try shardedJob(workspace)
+        // A count without an index would run the whole job into a database no shard reads.
+        let noIndex = try workspace.run([job, "--shards", "4"])
+        #expect(noIndex.status == 64 && noIndex.stderr.contains("--shards 4 gives the count but no shard index"), "\(noIndex.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: workspace.path("state")), "nothing was run")
         var done = 0
         for index in 0..<4 {
-            // The index from Kubernetes' environment, the count from RUNNER_SHARDS.
-            let result = try workspace.run([job, "--log-format", "json"],
-                                           environment: ["JOB_COMPLETION_INDEX": "\(index)", "RUNNER_SHARDS": "4"])
+            // The index from Kubernetes' environment, the count from RUNNER_SHARDS (or --shards).
+            let count = index == 3 ? ["--shards", "4"] : []
+            let result = try workspace.run([job, "--log-format", "json"] + count,
+                                           environment: ["JOB_COMPLETION_INDEX": "\(index)"].merging(index == 3 ? [:] : ["RUNNER_SHARDS": "4"]) { $1 })
             #expect(result.status == 0, "\(result.stderr)")
             done += try summary(result)["done"] as? Int ?? -1
             #expect(FileManager.default.fileExists(atPath: workspace.path("state/job.shard-\(index)-of-4.sqlite")))
