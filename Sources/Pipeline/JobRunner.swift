@@ -80,7 +80,7 @@ public enum JobRunner {
             let named = StateDatabaseError.naming(job.statePath, error)
             reporter.notice("\((named as? StateDatabaseError)?.summary ?? "\(named)"): stopping, finishing items in flight")
         }, onCommitted: committed.add)
-        reporter.planned(plan.counts)
+        reporter.planned(plan.counts, sweep: plan.sweep)
         let downloads = RemoteStage(job: job, planner: planner, sources: plan.remote, repeatedURLs: plan.repeatedURLs,
                                     store: store, recorder: recorder, handoff: handoff, control: control,
                                     retryFailed: options.retryFailed, downloadOnly: options.downloadOnly,

@@ -22,6 +22,8 @@ struct RunPlan {
     let remote: PlannedSources
     /// URLs that more than one source names (only an explicit `key` allows that).
     let repeatedURLs: DigestSet
+    /// The sweep of the run's output folders (and originals cache) for a killed run's temporary files.
+    let sweep: AtomicFile.Sweep
 
     /// `foundWork` hears how many sources with work to do have been spooled so far (workers start on it).
     init(_ job: Job, planner: Planner, store: StateStore, options: RunOptions, foundWork: (Int) -> Void) throws {
@@ -54,8 +56,11 @@ struct RunPlan {
         self.repeatedURLs = repeatedURLs
         local = try localSpool.finishWriting()
         remote = try remoteSpool.finishWriting()
-        // A killed run may have left temporary files beside the outputs and in the originals cache.
-        AtomicFile.removeStaleTemporaries(in: folders)
+        // A killed run may have left temporary files beside the outputs and in the originals cache;
+        // folders unchanged since a sweep found them clean are not read again.
+        let knownClean = try store.cleanFolders()
+        sweep = AtomicFile.sweep(folders, knownClean: knownClean)
+        try store.replaceCleanFolders(with: sweep.clean, recorded: knownClean)
     }
 }
 

@@ -31,11 +31,6 @@ package struct PlanInputs: Equatable {
     /// The latest modification or change time of any list, in nanoseconds.
     private let latestChange: Int64
 
-    /// How long before a plan a list must have been last changed for the plan to be recorded: a
-    /// rewrite within the same timestamp tick as the read would keep every part of its identity
-    /// (as git's racy-clean index entries). The change time cannot be set back by anyone.
-    static let racyWindow: Int64 = 2_000_000_000
-
     package init?(_ job: Job) {
         var hash = StableHash()
         var latest = Int64.min
@@ -45,13 +40,11 @@ package struct PlanInputs: Equatable {
         for spec in job.sources {
             switch spec {
             case .list(let path):
-                var info = stat()
-                guard stat(path, &info) == 0 else { return nil }
-                let modified = Self.nanoseconds(info.st_mtim), changed = Self.nanoseconds(info.st_ctim)
-                latest = max(latest, modified, changed)
+                guard let identity = FileIdentity(path: path) else { return nil }
+                latest = max(latest, identity.latestChange)
                 hash.combine("list")
                 hash.combine(path)
-                hash.combine("\(info.st_dev):\(info.st_ino):\(info.st_size):\(modified):\(changed)")
+                hash.combine(identity.description)
             case .url(let url, let key, let headers):
                 hash.combine("url")
                 hash.combine(url)
@@ -74,13 +67,9 @@ package struct PlanInputs: Equatable {
         latestChange = latest
     }
 
-    /// Whether every list was last changed at least `racyWindow` before `time` (seconds).
+    /// Whether every list was last changed at least `FileIdentity.racyWindow` before `time` (seconds).
     package func settled(before time: Double) -> Bool {
-        latestChange < Int64(time * 1e9) - Self.racyWindow
-    }
-
-    private static func nanoseconds(_ time: timespec) -> Int64 {
-        Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec)
+        latestChange < Int64(time * 1e9) - FileIdentity.racyWindow
     }
 }
 

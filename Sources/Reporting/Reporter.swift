@@ -9,6 +9,7 @@ import Keys
 import Imaging
 import Planning
 import State
+import Output
 
 /// How a run talks to the person or the log reading it.
 public enum ReportStyle: String, Sendable, CaseIterable {
@@ -54,13 +55,17 @@ package final class Reporter: Sendable {
         isTerminal = isatty(STDERR_FILENO) == 1
     }
 
-    package func planned(_ planned: PlanCounts) {
+    /// The plan's counts, and what the sweep for temporary files did (JSON only).
+    package func planned(_ planned: PlanCounts, sweep: AtomicFile.Sweep) {
         counts.withLock { $0.total = planned.pending }
         switch style {
         case .json:
             var event: [String: Any] = ["event": "plan", "job": jobName]
             for (name, count) in planned.fields { event[name] = count }
             event["reusedSources"] = planned.reusedSources
+            event["foldersSwept"] = sweep.read
+            event["foldersKnownClean"] = sweep.skipped
+            event["temporariesRemoved"] = sweep.removed
             emit(event)
         case .text:
             writeLine("\(jobName): \(planned.described)")

@@ -294,6 +294,16 @@ public final class StateStore: Sendable {
                 );
                 """)
         }
+        migrator.registerMigration("v12: clean folders") { db in
+            // Output folders the last sweep found holding no temporary file, each with its
+            // `FileIdentity` from before it was read (`AtomicFile.sweep`).
+            try db.execute(sql: """
+                CREATE TABLE clean_folder (
+                    path TEXT PRIMARY KEY,
+                    identity TEXT NOT NULL
+                ) WITHOUT ROWID;
+                """)
+        }
         return migrator
     }
 }

@@ -31,6 +31,11 @@ enum ShardPlanSourceTable {
     static let position = Column("position"), spec = Column("spec"), line = Column("line")
 }
 
+/// v12: clean folders (`StateStore.cleanFolders`).
+enum CleanFolderTable {
+    static let path = Column("path"), identity = Column("identity")
+}
+
 enum BlacklistTable {
     static let url = Column("url"), kind = Column("kind"), httpStatus = Column("http_status"), message = Column("message")
     static let firstSeen = Column("first_seen"), lastSeen = Column("last_seen"), count = Column("count")

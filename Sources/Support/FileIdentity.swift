@@ -1,0 +1,47 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What changes whenever a file or folder does: device, inode, size, and modification and change
+/// times in nanoseconds. A folder's times change whenever an entry is added, removed or renamed in
+/// it, and nobody can set a change time back, so an unchanged identity means unchanged contents,
+/// for an identity read at least `racyWindow` after the last change (`settled`).
+package struct FileIdentity: Equatable, Sendable, CustomStringConvertible {
+    package let device: UInt64
+    package let inode: UInt64
+    package let size: Int64
+    package let modified: Int64
+    package let changed: Int64
+
+    /// How long before a reading a file must have been last changed for the reading to be trusted
+    /// later: a change within the same timestamp tick as the read would keep every part of its
+    /// identity (as git's racy-clean index entries).
+    package static let racyWindow: Int64 = 2_000_000_000
+
+    /// The identity of what `path` names (following symlinks); nil if it cannot be `stat`ed.
+    package init?(path: String) {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        device = UInt64(info.st_dev)
+        inode = UInt64(info.st_ino)
+        size = Int64(info.st_size)
+        modified = Self.nanoseconds(info.st_mtim)
+        changed = Self.nanoseconds(info.st_ctim)
+    }
+
+    /// The latest of the modification and change times, in nanoseconds.
+    package var latestChange: Int64 { max(modified, changed) }
+
+    /// Whether the file was last changed at least `racyWindow` before `time` (seconds).
+    package func settled(before time: Double) -> Bool {
+        latestChange < Int64(time * 1e9) - Self.racyWindow
+    }
+
+    /// `device:inode:size:modified:changed`, as fingerprints and the state database keep it.
+    package var description: String { "\(device):\(inode):\(size):\(modified):\(changed)" }
+
+    private static func nanoseconds(_ time: timespec) -> Int64 {
+        Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec)
+    }
+}
