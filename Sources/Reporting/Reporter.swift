@@ -186,7 +186,7 @@ package final class Reporter: Sendable {
             }
             // In a log (cron appends night after night) the summary says which night it was.
             if isatty(STDOUT_FILENO) != 1 { line = Self.timestamp() + " " + line }
-            FileHandle.standardOutput.write(Data((line + "\n").utf8))
+            FileDescriptor.writeLog(line + "\n", to: STDOUT_FILENO)
         }
     }
 
@@ -213,7 +213,7 @@ package final class Reporter: Sendable {
                                          failed: snapshot.failed, elapsed: now)
             if live {
                 counts.withLock { $0.liveLineShown = true }
-                FileHandle.standardError.write(Data("\r\u{1B}[2K\(line)".utf8))
+                FileDescriptor.writeLog("\r\u{1B}[2K\(line)", to: STDERR_FILENO)
             } else {
                 writeLine(line)
             }
@@ -239,7 +239,7 @@ package final class Reporter: Sendable {
     private static func plural(_ count: Int, _ noun: String) -> String { "\(count) \(noun)\(count == 1 ? "" : "s")" }
 
     private func clearLiveLine() {
-        if counts.withLock({ $0.liveLineShown }) { FileHandle.standardError.write(Data("\r\u{1B}[2K".utf8)) }
+        if counts.withLock({ $0.liveLineShown }) { FileDescriptor.writeLog("\r\u{1B}[2K", to: STDERR_FILENO) }
     }
 
     /// A line on stderr. Off a terminal (cron's log) each line starts with the time, so a log
@@ -247,7 +247,7 @@ package final class Reporter: Sendable {
     private func writeLine(_ text: String) {
         clearLiveLine()
         let line = isTerminal ? text : Self.timestamp() + " " + text
-        FileHandle.standardError.write(Data((line + "\n").utf8))
+        FileDescriptor.writeLog(line + "\n", to: STDERR_FILENO)
     }
 
     /// One JSON object per line on stdout, each with the time it was written.
@@ -256,7 +256,7 @@ package final class Reporter: Sendable {
         event["time"] = Self.timestamp()
         // Paths and URLs as written: `/` needs no escape in JSON.
         guard let data = try? JSONSerialization.data(withJSONObject: event, options: [.sortedKeys, .withoutEscapingSlashes]) else { return }
-        FileHandle.standardOutput.write(data + Data("\n".utf8))
+        FileDescriptor.writeLog(String(decoding: data, as: UTF8.self) + "\n", to: STDOUT_FILENO)
     }
 
     /// ISO 8601 in UTC with milliseconds, e.g. `2026-11-23T02:30:05.123Z`.

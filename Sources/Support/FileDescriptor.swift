@@ -14,4 +14,12 @@ package enum FileDescriptor {
         }
         return nil
     }
+
+    /// Writes a log line to stdout or stderr. A reader that went away (`runner … | head -1`, with
+    /// SIGPIPE ignored during a run) only loses the lines: FileHandle's write would trap on EPIPE
+    /// and kill the run its state database is still recording.
+    package static func writeLog(_ text: String, to descriptor: Int32) {
+        var text = text
+        _ = text.withUTF8 { writeAll(descriptor, UnsafeRawBufferPointer($0)) }
+    }
 }

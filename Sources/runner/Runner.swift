@@ -135,6 +135,6 @@ extension Runner {
     /// Off a terminal (cron's log) the first line starts with the time, ISO 8601 in UTC.
     private static func writeError(_ text: String) {
         let time = isatty(STDERR_FILENO) == 1 ? "" : Reporter.timestamp() + " "
-        FileHandle.standardError.write(Data((time + text + "\n").utf8))
+        FileDescriptor.writeLog(time + text + "\n", to: STDERR_FILENO)
     }
 }

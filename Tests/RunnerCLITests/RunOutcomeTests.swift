@@ -72,4 +72,20 @@ struct RunOutcomeTests {
         #expect(try lastRun(workspace, "state.sqlite") == ["finished", "73"])
         #expect(try workspace.run([job]).stdout.contains("0 done, 0 failed, 1 up to date"), "the work stood")
     }
+
+    @Test("a log reader that goes away (`runner JOB --log-format json | head -1`) loses only the lines: the run finishes and records every item")
+    func closedLogReader() throws {
+        let workspace = try Workspace()
+        for name in ["friends.jpg", "aitzgorri.jpg", "bird-lamp.png"] {
+            try workspace.copyFixtures(["photos/" + name], to: "in")
+        }
+        let job = try simpleJob(workspace)
+        // The runner's later lines meet a closed pipe (EPIPE); FileHandle's write trapped on it (SIGILL).
+        let result = try RunningCommand("/bin/bash", arguments: ["-c", #""$0" "$1" --log-format json | head -c 1 >/dev/null; exit ${PIPESTATUS[0]}"#,
+                                                                  RunnerBinary.path, job],
+                                        directory: workspace.root, environment: [:]).wait(timeout: 120)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(try lastRun(workspace, "state.sqlite") == ["finished", "0"])
+        #expect(workspace.files(in: "out").count == 3)
+    }
 }
