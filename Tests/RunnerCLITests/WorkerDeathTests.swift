@@ -24,7 +24,8 @@ struct WorkerDeathTests {
                 "format": {"type": "jpeg"}}],
              "concurrency": {"process": 1}, "state": "state.sqlite"}
             """)
-        let run = try workspace.start([job, "--log-format", "json"])
+        // -v: a worker's stderr reaches the test's, so a worker that dies of its own says why.
+        let run = try workspace.start([job, "--log-format", "json", "-v"])
         // `.NAME.runner-tmp-PID-HOST`, PID the runner's.
         let staged = ".aitzgorri.jpg.runner-tmp-\(run.process.processIdentifier)-"
         // Twice (the attempt and its retry): wait for the fast output to be staged, then kill the worker.
@@ -34,7 +35,7 @@ struct WorkerDeathTests {
                 guard workspace.files(in: "out/fast").contains(where: { $0.hasPrefix(staged) }) else { return false }
                 for worker in childProcesses(of: run.process.processIdentifier) { kill(worker, SIGKILL); killed = true }
                 return killed
-            }, "attempt \(attempt)")
+            }, "attempt \(attempt): \(run.stdoutSoFar.suffix(1500)) \(run.stderrSoFar.suffix(1500))")
             if attempt == 1 {
                 // The retry stages the file again; wait until the dead worker's copy is gone or replaced.
                 #expect(run.waitUntil { run.stdoutSoFar.contains("retrying it once") })

@@ -142,6 +142,7 @@ public final class RunningCommand: @unchecked Sendable {
     }
 
     public var stdoutSoFar: String { (try? String(contentsOfFile: stdoutPath, encoding: .utf8)) ?? "" }
+    public var stderrSoFar: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
 
     public func signal(_ number: Int32) { kill(process.processIdentifier, number) }
 
