@@ -223,6 +223,9 @@ package struct SourceDiscovery {
         let code: Int32
     }
 
+    private static let nameOffset = MemoryLayout<dirent>.offset(of: \dirent.d_name)!
+    private static let typeOffset = MemoryLayout<dirent>.offset(of: \dirent.d_type)!
+
     /// readdir without a stat per entry where the file system reports the type; sorted by name
     /// unless `hiddenOnly`.
     static func readDirectory(_ path: String, hiddenOnly: Bool = false) -> Result<[DirectoryEntry], ReadError> {
@@ -230,13 +233,15 @@ package struct SourceDiscovery {
         defer { closedir(handle) }
         var entries: [DirectoryEntry] = []
         while let entry = readdir(handle) {
-            if hiddenOnly && entry.pointee.d_name.0 != 0x2E { continue }
+            // Through pointers only: a record is as long as its name, so copying the struct (or its
+            // 256-byte `d_name`) reads past it, off the end of readdir's buffer at worst (a segfault).
+            let record = UnsafeRawPointer(entry)
+            let nameStart = (record + nameOffset).assumingMemoryBound(to: CChar.self)
+            if hiddenOnly && nameStart.pointee != 0x2E { continue }
             // A name whose bytes are not UTF-8 comes out with U+FFFD in their place, and names nothing.
-            let name = withUnsafePointer(to: entry.pointee.d_name) {
-                $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
-            }
+            let name = String(cString: nameStart)
             if name == "." || name == ".." { continue }
-            let type = Int32(entry.pointee.d_type)
+            let type = Int32(record.load(fromByteOffset: typeOffset, as: UInt8.self))
             var isDirectory = type == Int32(DT_DIR)
             var isSymlink = type == Int32(DT_LNK)
             if type == Int32(DT_UNKNOWN) || isSymlink {
