@@ -128,8 +128,9 @@ package struct Planner {
 
     /// Visits the sources `memory` recorded under `inputs`, made again as discovery makes them.
     private func replayed(_ memory: any PlanMemory, _ inputs: PlanInputs, _ visit: (PlannedSource) throws -> Void) throws -> Bool {
-        try memory.replaySources(madeUnder: inputs.fingerprint, ifEach: { $0.isUnchanged }) { entry in
-            guard let discovered = SourceDiscovery.rediscover(entry, in: job.sources) else { throw RecordedPlanMismatch(entry: entry) }
+        let rediscovery = SourceDiscovery.Rediscovery(job.sources)
+        return try memory.replaySources(madeUnder: inputs.fingerprint, ifEach: { $0.isUnchanged }) { entry in
+            guard let discovered = rediscovery.source(entry) else { throw RecordedPlanMismatch(entry: entry) }
             try visit(try planned(discovered))
         }
     }

@@ -81,19 +81,36 @@ package struct SourceDiscovery {
     }
 
     /// The source `entry` names, made as discovery makes it (a plan that reuses its last one's
-    /// sources rebuilds them here); nil when the line names nothing or the spec is of another kind.
-    package static func rediscover(_ entry: SourceEntry, in specs: [SourceSpec]) -> DiscoveredSource? {
+    /// sources rebuilds them here, through `Rediscovery`); nil when the line names nothing or the
+    /// spec is of another kind. `roots`: each glob's fixed part, when worked out already.
+    package static func rediscover(_ entry: SourceEntry, in specs: [SourceSpec], roots: [String?]? = nil) -> DiscoveredSource? {
         guard specs.indices.contains(entry.spec) else { return nil }
         var source: DiscoveredSource?
         switch (specs[entry.spec], entry.line) {
         case (.url(let url, let key, let headers), nil): source = .remote(url, key: key, headers: headers)
         case (.list(let listPath), let line?): source = listed(line, listFolder: Paths.directory(of: listPath))
         case (.path(let root, _, _, _), let line): source = below(root, line)
-        case (.glob(let pattern), let line): source = below(globRoot(pattern).root, line)
+        case (.glob(let pattern), let line): source = below(roots?[entry.spec] ?? globRoot(pattern).root, line)
         default: source = nil
         }
         source?.entry = entry
         return source
+    }
+
+    /// `rediscover` for many entries of one job: each glob's fixed part is worked out once, not
+    /// per source (a tenth of a reused 10M glob shard's plan otherwise).
+    package struct Rediscovery {
+        private let specs: [SourceSpec]
+        private let roots: [String?]
+
+        package init(_ specs: [SourceSpec]) {
+            self.specs = specs
+            roots = specs.map { if case .glob(let pattern) = $0 { globRoot(pattern).root } else { nil } }
+        }
+
+        package func source(_ entry: SourceEntry) -> DiscoveredSource? {
+            SourceDiscovery.rediscover(entry, in: specs, roots: roots)
+        }
     }
 
     package typealias Visitor = (DiscoveredSource) throws -> Void
