@@ -73,10 +73,14 @@ extension ShardPlanReuseTests {
         #expect(try runShards(workspace, job).done == 3)
         #expect(try reused(workspace, job) == [true, true])
         try copyPhoto(workspace, "in/b/4.jpg")
-        // Shard 0 plans at once: it finds the file, but in/b changed within the window, so nothing is recorded.
+        // in/b's modification time an hour ahead: within the window however late the run starts on a
+        // loaded machine. Shard 0 finds the file, but records nothing.
+        try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(3600)], ofItemAtPath: workspace.path("in/b"))
         let first = try workspace.run([job, "--shard", "0/2"])
         #expect(first.status == 0, "\(first.stderr)")
         #expect(try plan(workspace, job, shard: 0)["reusedSources"] as? Bool == false)
+        // Back in the past (its change time is now): settled 2 s later.
+        try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(-60)], ofItemAtPath: workspace.path("in/b"))
         Thread.sleep(forTimeInterval: 2.2)
         _ = try runShards(workspace, job)
         #expect(FileManager.default.fileExists(atPath: workspace.path("out/b/4.jpg")))
