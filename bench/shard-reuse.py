@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""A shard's up-to-date rerun over a list of local paths (issue 24: a shard reuses its last plan).
+"""A shard's up-to-date rerun over a list of local paths, or with --glob over a glob of the same
+files (issue 24: a shard reuses its last plan).
 
 URL items cannot be up to date without cached originals, so the list names files: every file of
 bookkeeping.py's cached glob tree (`tree/dNNNNN/fNNNNNNNN.png`, hard links to empty seeds),
@@ -10,7 +11,11 @@ probe run, then every item of the shard done (every 100th a known failure). Then
 round: a fresh copy of that state, the first run (plans the whole job; a binary that reuses plans
 records its sources), then reruns and `runner plan` of the shard, each under /usr/bin/time -v.
 
+With --glob the job is `{"glob": "tree/d*/*.png"}`, its outputs `out/tree/{dir}/{stem}.jpg`: the
+same source keys (so the same shard), output paths and seeded items as the list's.
+
     python3 bench/shard-reuse.py --count 1000000 --runner /tmp/before --runner /tmp/after
+    python3 bench/shard-reuse.py --count 10000000 --glob --runner /tmp/before --runner /tmp/after
 """
 import argparse
 import os
@@ -40,30 +45,34 @@ def timed(args):
     return cpu, wall, peak, result.returncode, result.stdout.decode(errors="replace") + own
 
 
-def write_job(name, source, count):
+def write_job(name, source, count, folder=""):
+    """A job over `source` whose outputs are `out<count>/<folder>{dir}/{stem}.jpg`."""
     path = os.path.join(WORK, f"{name}.json")
     with open(path, "w") as job:
         job.write('{"version": 1, "name": "%s", "sources": [%s],\n' % (name, source)
-                  + ' "outputs": [{"name": "t", "path": "out%d/{dir}/{stem}.jpg",\n' % count
+                  + ' "outputs": [{"name": "t", "path": "out%d/%s{dir}/{stem}.jpg",\n' % (count, folder)
                   + '   "chain": [{"op": "thumbnail", "width": 8, "height": 8}], "format": {"type": "jpeg"}}],\n'
                   + ' "state": "state-%s.sqlite"}\n' % name)
     return path
 
 
-def prepare(count, cache, runner, shards):
-    """The list, the symlinks, the job and shard 0's state (made once); returns the job's path."""
+def prepare(count, cache, runner, shards, kind):
+    """The list (or glob), the symlinks, the job and shard 0's state (made once); returns the job's path."""
     os.makedirs(os.path.join(WORK, f"out{count}"), exist_ok=True)
     for link, target in ((f"tree{count}", f"tree{count}"), (f"out{count}/tree{count}", f"out-glob{count}")):
         if not os.path.islink(os.path.join(WORK, link)):
             os.symlink(os.path.join(cache, target), os.path.join(WORK, link))
     listing = os.path.join(WORK, f"paths{count}.txt")
-    if not os.path.exists(listing):
+    if kind == "glob":
+        job = write_job(f"glob{count}", '{"glob": "tree%d/d*/*.png"}' % count, count, folder=f"tree{count}/")
+    elif not os.path.exists(listing):
         with open(listing + ".part", "w") as out:
             for index in range(count):
                 out.write(f"tree{count}/d{index // 1000:05d}/f{index:08d}.png\n")
         os.rename(listing + ".part", listing)
-    job = write_job(f"paths{count}", '{"list": "paths%d.txt"}' % count, count)
-    state = os.path.join(WORK, f"seed-paths{count}.shard-0-of-{shards}.sqlite")
+    if kind == "paths":
+        job = write_job(f"paths{count}", '{"list": "paths%d.txt"}' % count, count)
+    state = os.path.join(WORK, f"seed-{kind}{count}.shard-0-of-{shards}.sqlite")
     if os.path.exists(state):
         return job
     probe = write_job(f"probe{count}", '{"path": "tree%d/d00000/f00000000.png"}' % count, count)
@@ -106,17 +115,19 @@ def main():
     parser.add_argument("--reruns", type=int, default=2)
     parser.add_argument("--cache", default=os.path.join(HERE, "cache", "bookkeeping"),
                         help="bookkeeping.py's cache (tree and out-glob of --count), read only")
+    parser.add_argument("--glob", action="store_true", help="a glob over the tree instead of a list of its files")
     options = parser.parse_args()
     os.makedirs(WORK, exist_ok=True)
-    job = prepare(options.count, options.cache, options.runner[0], options.shards)
+    kind = "glob" if options.glob else "paths"
+    job = prepare(options.count, options.cache, options.runner[0], options.shards, kind)
     shard = ["--shard", f"0/{options.shards}"]
-    state = os.path.join(WORK, f"state-paths{options.count}.shard-0-of-{options.shards}.sqlite")
+    state = os.path.join(WORK, f"state-{kind}{options.count}.shard-0-of-{options.shards}.sqlite")
     for round_ in range(options.rounds):
         for runner in options.runner:
             for suffix in ("-wal", "-shm"):
                 if os.path.exists(state + suffix):
                     os.remove(state + suffix)
-            shutil.copyfile(os.path.join(WORK, f"seed-paths{options.count}.shard-0-of-{options.shards}.sqlite"), state)
+            shutil.copyfile(os.path.join(WORK, f"seed-{kind}{options.count}.shard-0-of-{options.shards}.sqlite"), state)
             steps = [("first run", [runner, job, "--quiet"] + shard)]
             steps += [(f"rerun {n + 1}", [runner, job] + shard) for n in range(options.reruns)]
             steps += [("plan", [runner, "plan", job] + shard)]

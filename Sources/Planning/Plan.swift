@@ -17,8 +17,8 @@ public struct PlanCounts: Sendable {
     /// Derived values (`derive`) to compute, one per value per source; a source whose items are
     /// all up to date is decoded for them alone.
     public var toDerive = 0
-    /// The sources are those the shard's last plan found, its lists unchanged (`PlanMemory`):
-    /// nothing was read but the state database.
+    /// The sources are those the shard's last plan found, its lists and walked folders unchanged
+    /// (`PlanMemory`): nothing was read but the state database (and a `stat` of each folder).
     public var reusedSources = false
 
     public init() {}
@@ -32,7 +32,7 @@ public struct PlanCounts: Sendable {
         var line = "\(toRun) to run, \(revalidate) to revalidate, \(upToDate) up to date, \(blocked) blocked"
         if knownFailures > 0 { line += ", \(knownFailures) known failure\(knownFailures == 1 ? "" : "s") (not retried without --retry-failed)" }
         if toDerive > 0 { line += ", \(toDerive) derived value\(toDerive == 1 ? "" : "s") to compute" }
-        if reusedSources { line += "; sources as the last plan found them (lists unchanged)" }
+        if reusedSources { line += "; sources as the last plan found them (lists and folders unchanged)" }
         return line
     }
 

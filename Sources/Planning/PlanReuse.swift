@@ -8,24 +8,30 @@ import Manifest
 
 /// A shard's last complete plan, kept by its state database (`StateStore.PlanningPass`): the own
 /// sources that plan visited, in order, under the fingerprint of everything that decided them
-/// (`PlanInputs`). A plan made under the same fingerprint visits those sources again instead of
-/// reading the whole job's lists and naming every other shard's outputs for the collision check.
+/// (`PlanInputs`) and what its folder and glob walks saw (`WalkedPath`). A plan made under the
+/// same fingerprint, every walked path unchanged, visits those sources again instead of reading
+/// the whole job's lists and folders and naming every other shard's outputs for the collision check.
 package protocol PlanMemory {
-    /// Visits the recorded sources and returns true when the record was made under `inputs`;
-    /// returns false, having visited none, otherwise.
-    func replaySources(madeUnder inputs: String, _ visit: (SourceEntry) throws -> Void) throws -> Bool
-    /// Drops the record; a plan that finds its sources then records them (`recordSource`) and,
-    /// once the whole job passed the collision check, seals them (`sealSources`).
+    /// Visits the recorded sources and returns true when the record was made under `inputs` and
+    /// `unchanged` holds for each recorded `WalkedPath` (streamed, stopping at the first that does
+    /// not); returns false, having visited none, otherwise.
+    func replaySources(madeUnder inputs: String, ifEach unchanged: (WalkedPath) -> Bool,
+                       _ visit: (SourceEntry) throws -> Void) throws -> Bool
+    /// Drops the record; a plan that finds its sources then records them (`recordSource`) and what
+    /// its walks saw (`recordWalked`) and, once the whole job passed the collision check, seals
+    /// them (`sealSources`).
     func forgetSources() throws
     func recordSource(_ entry: SourceEntry) throws
+    func recordWalked(_ path: WalkedPath) throws
     func sealSources(madeUnder inputs: String) throws
 }
 
 /// What decides a shard's own sources and whether any two outputs of the job collide: runner's
-/// version, the shard, the job's sources (inline URLs whole; each list by path and identity:
-/// device, inode, size, modification and change times in nanoseconds), and what names an output
-/// (each output's name, path template and format, the manifest's paths). Nil for a job with a
-/// folder or glob source: those are walked every time.
+/// version, the shard, the job's sources (inline URLs, folders with their filters, and globs
+/// whole; each list by path and identity: device, inode, size, modification and change times in
+/// nanoseconds), and what names an output (each output's name, path template and format, the
+/// manifest's paths). What a folder or glob finds is not in it: the walked paths are recorded
+/// beside it (`WalkedPath`). Nil when a list cannot be `stat`ed.
 package struct PlanInputs: Equatable {
     package let fingerprint: String
     /// The latest modification or change time of any list, in nanoseconds.
@@ -51,8 +57,17 @@ package struct PlanInputs: Equatable {
                 hash.combine(key.map { "key:" + $0 } ?? "-")
                 hash.combine(String(headers.count))
                 for (name, value) in headers.sorted(by: { $0.key < $1.key }) { hash.combine(name); hash.combine(value) }
-            case .path, .glob:
-                return nil
+            case .path(let path, let recursive, let include, let exclude):
+                hash.combine("path")
+                hash.combine(path)
+                hash.combine(recursive ? "recursive" : "-")
+                for filters in [include, exclude] {
+                    hash.combine(String(filters.count))
+                    for pattern in filters { hash.combine(pattern) }
+                }
+            case .glob(let pattern):
+                hash.combine("glob")
+                hash.combine(pattern)
             }
         }
         hash.combine(String(job.outputs.count))
@@ -69,7 +84,7 @@ package struct PlanInputs: Equatable {
 
     /// Whether every list was last changed at least `FileIdentity.racyWindow` before `time` (seconds).
     package func settled(before time: Double) -> Bool {
-        latestChange < Int64(time * 1e9) - FileIdentity.racyWindow
+        FileIdentity.settled(latestChange, before: time)
     }
 }
 
@@ -81,4 +96,54 @@ package struct RecordedPlanMismatch: Error, CustomStringConvertible {
     package var description: String {
         "the state database's record of the last plan names a source the job does not (sources[\(entry.spec)]): run with --force to find the sources again"
     }
+}
+
+/// What a folder or glob walk saw at one path, as a shard's plan records it (`PlanMemory`): a
+/// folder it read, by its identity from before its names were read (any entry added, removed or
+/// renamed since changes it); nothing there; or only whether a path was a folder (a `path` naming
+/// a file, a glob naming one path, a symlink to a folder the walk did not enter). A walk that
+/// sees the same at every recorded path finds the same sources.
+package struct WalkedPath: Equatable, Sendable {
+    package let path: String
+    /// `FileIdentity.description`, `missing`, `folder` or `other`, as the state database keeps it.
+    package let seen: String
+    /// A folder's latest modification or change time (ns), for the racy rule; nil for the others.
+    package let latestChange: Int64?
+
+    package init(path: String, seen: String) {
+        self.path = path
+        self.seen = seen
+        latestChange = nil
+    }
+
+    package init(_ path: String, folder identity: FileIdentity) {
+        self.path = path
+        seen = identity.description
+        latestChange = identity.latestChange
+    }
+
+    package init(missing path: String) {
+        self.init(path: path, seen: Self.missing)
+    }
+
+    package init(_ path: String, entryIsFolder: Bool) {
+        self.init(path: path, seen: entryIsFolder ? Self.folder : Self.other)
+    }
+
+    /// Whether `path` is a folder, something else, or nothing, as `stat` (following symlinks) says now.
+    package init(kindAt path: String) {
+        var info = stat()
+        guard stat(path, &info) == 0 else { self.init(missing: path); return }
+        self.init(path, entryIsFolder: (info.st_mode & S_IFMT) == S_IFDIR)
+    }
+
+    package var isMissing: Bool { seen == Self.missing }
+
+    /// Whether a walk would see the same at `path` now: one `stat`.
+    package var isUnchanged: Bool {
+        if seen == Self.folder || seen == Self.other { return WalkedPath(kindAt: path).seen == seen }
+        return (FileIdentity(path: path)?.description ?? Self.missing) == seen
+    }
+
+    private static let missing = "missing", folder = "folder", other = "other"
 }

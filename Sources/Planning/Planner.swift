@@ -86,9 +86,10 @@ package struct Planner {
     /// of the pass, in `OutputCollisions`' bounded memory.
     ///
     /// With `memory`, a shard whose `PlanInputs` are those its last complete plan was recorded
-    /// under visits that plan's own sources instead (unless `replay` is false) and returns true;
-    /// otherwise it records the sources it visits, sealed only once the job passed the collision
-    /// check and no list changed while it was read or just before.
+    /// under, every path its walks saw unchanged, visits that plan's own sources instead (unless
+    /// `replay` is false) and returns true; otherwise it records the sources it visits and what
+    /// its walks saw, sealed only once the job passed the collision check and no list or walked
+    /// folder changed while it was read or just before.
     @discardableResult
     package func forEachSource(memory: (any PlanMemory)? = nil, replay: Bool = true, _ visit: (PlannedSource) throws -> Void) throws -> Bool {
         let started = Date().timeIntervalSince1970
@@ -97,7 +98,14 @@ package struct Planner {
         if let memory, let inputs, replay, try replayed(memory, inputs, visit) { return true }
         try memory?.forgetSources()
         var outputs = OutputCollisions(spillingInto: spillFolder)
-        try forEachUniqueSource { discovered, own in
+        var latestFolderChange = Int64.min
+        let walked: SourceDiscovery.WalkObserver? = inputs == nil ? nil : memory.map { memory in
+            { path in
+                latestFolderChange = max(latestFolderChange, path.latestChange ?? .min)
+                try memory.recordWalked(path)
+            }
+        }
+        try forEachUniqueSource(walked: walked) { discovered, own in
             guard own else {
                 for (index, path) in try outputPaths(of: discovered).enumerated() {
                     try outputs.add(path: path, item: itemDigest(discovered.key, index))
@@ -111,7 +119,8 @@ package struct Planner {
         }
         let suspects = try outputs.suspects()
         if !suspects.isEmpty { try confirmCollision(among: suspects) }
-        if let memory, let inputs, inputs.settled(before: started), PlanInputs(job) == inputs {
+        if let memory, let inputs, inputs.settled(before: started), FileIdentity.settled(latestFolderChange, before: started),
+           PlanInputs(job) == inputs {
             try memory.sealSources(madeUnder: inputs.fingerprint)
         }
         return false
@@ -119,8 +128,9 @@ package struct Planner {
 
     /// Visits the sources `memory` recorded under `inputs`, made again as discovery makes them.
     private func replayed(_ memory: any PlanMemory, _ inputs: PlanInputs, _ visit: (PlannedSource) throws -> Void) throws -> Bool {
-        try memory.replaySources(madeUnder: inputs.fingerprint) { entry in
-            guard let discovered = SourceDiscovery.rediscover(entry, in: job.sources) else { throw RecordedPlanMismatch(entry: entry) }
+        let rediscovery = SourceDiscovery.Rediscovery(job.sources)
+        return try memory.replaySources(madeUnder: inputs.fingerprint, ifEach: { $0.isUnchanged }) { entry in
+            guard let discovered = rediscovery.source(entry) else { throw RecordedPlanMismatch(entry: entry) }
             try visit(try planned(discovered))
         }
     }
@@ -143,10 +153,11 @@ package struct Planner {
     /// without one). One folder walk or one glob cannot name a file twice, so only jobs with lists
     /// or several sources pay for remembering keys (`UniqueSources`: flat memory past a million),
     /// and only those of their own shard: a source's repeats all fall in one shard.
-    private func forEachUniqueSource(_ visit: (DiscoveredSource, _ own: Bool) throws -> Void) throws {
+    private func forEachUniqueSource(walked: SourceDiscovery.WalkObserver? = nil,
+                                     _ visit: (DiscoveredSource, _ own: Bool) throws -> Void) throws {
         let canRepeat = job.sources.count > 1 || job.sources.contains { if case .list = $0 { true } else { false } }
         var unique = UniqueSources(spillingInto: spillFolder, exactLimit: uniqueKeysInMemory)
-        try SourceDiscovery.discover(job.sources) { discovered in
+        try SourceDiscovery.discover(job.sources, walked: walked) { discovered in
             let own = job.shard?.contains(discovered.key) ?? true
             if own && canRepeat { guard try unique.admit(discovered) else { return } }
             try visit(discovered, own)

@@ -17,8 +17,7 @@ package struct DiscoveredSource: Sendable, Codable {
     package let relativeDirectory: String
     /// Feeds `{stem}` and `{ext}`.
     package let fileName: String
-    /// What named it in the job, when that alone makes it again (`SourceDiscovery.rediscover`): a
-    /// list's line or an inline URL; nil for a folder's or a glob's file.
+    /// What named it in the job, which alone makes it again (`SourceDiscovery.rediscover`).
     package var entry: SourceEntry? = nil
 
     package static func file(_ path: String, relativeDirectory: String) -> DiscoveredSource {
@@ -36,7 +35,9 @@ package struct DiscoveredSource: Sendable, Codable {
     }
 }
 
-/// A source as the job names it: the index of its spec in `sources`, and for a list the line (trimmed).
+/// A source as the job names it: the index of its spec in `sources`, and `line`: for a list the
+/// line (trimmed); for a folder's or a glob's file its path below the folder or the glob's fixed
+/// part (nil for a `path` or a pattern naming one file, and for an inline URL).
 package struct SourceEntry: Sendable, Equatable, Codable {
     package let spec: Int
     package let line: String?
@@ -61,15 +62,16 @@ package struct RemoteSource: Sendable, Equatable, Codable {
 /// Expands `path`, `glob` and `list` sources into files, in a stable order.
 package struct SourceDiscovery {
     /// Visits every source the specs name, in order, one at a time (a list of a million URLs is
-    /// never held whole); errors name the spec's location (`sources[1].path`).
-    package static func discover(_ specs: [SourceSpec], _ visit: Visitor) throws {
+    /// never held whole); errors name the spec's location (`sources[1].path`). `walked` hears of
+    /// every path a folder or glob walk looked at, as it looks (`WalkedPath`).
+    package static func discover(_ specs: [SourceSpec], walked: WalkObserver? = nil, _ visit: Visitor) throws {
         for (index, spec) in specs.enumerated() {
             switch spec {
             case .path(let path, let recursive, let include, let exclude):
-                try expandPath(path, recursive: recursive, include: include, exclude: exclude,
-                               location: "sources[\(index)].path", visit)
+                let walk = Walk(spec: index, location: "sources[\(index)].path", observe: walked)
+                try expandPath(path, recursive: recursive, include: include, exclude: exclude, walk, visit)
             case .glob(let pattern):
-                try expandGlob(pattern, location: "sources[\(index)].glob", visit)
+                try expandGlob(pattern, Walk(spec: index, location: "sources[\(index)].glob", observe: walked), visit)
             case .list(let listPath):
                 try expandList(listPath, spec: index, visit)
             case .url:
@@ -79,53 +81,94 @@ package struct SourceDiscovery {
     }
 
     /// The source `entry` names, made as discovery makes it (a plan that reuses its last one's
-    /// sources rebuilds them here); nil when the line names nothing or the spec is of another kind.
-    package static func rediscover(_ entry: SourceEntry, in specs: [SourceSpec]) -> DiscoveredSource? {
+    /// sources rebuilds them here, through `Rediscovery`); nil when the line names nothing or the
+    /// spec is of another kind. `roots`: each glob's fixed part, when worked out already.
+    package static func rediscover(_ entry: SourceEntry, in specs: [SourceSpec], roots: [String?]? = nil) -> DiscoveredSource? {
         guard specs.indices.contains(entry.spec) else { return nil }
         var source: DiscoveredSource?
         switch (specs[entry.spec], entry.line) {
         case (.url(let url, let key, let headers), nil): source = .remote(url, key: key, headers: headers)
         case (.list(let listPath), let line?): source = listed(line, listFolder: Paths.directory(of: listPath))
+        case (.path(let root, _, _, _), let line): source = below(root, line)
+        case (.glob(let pattern), let line): source = below(roots?[entry.spec] ?? globRoot(pattern).root, line)
         default: source = nil
         }
         source?.entry = entry
         return source
     }
 
+    /// `rediscover` for many entries of one job: each glob's fixed part is worked out once, not
+    /// per source (a tenth of a reused 10M glob shard's plan otherwise).
+    package struct Rediscovery {
+        private let specs: [SourceSpec]
+        private let roots: [String?]
+
+        package init(_ specs: [SourceSpec]) {
+            self.specs = specs
+            roots = specs.map { if case .glob(let pattern) = $0 { globRoot(pattern).root } else { nil } }
+        }
+
+        package func source(_ entry: SourceEntry) -> DiscoveredSource? {
+            SourceDiscovery.rediscover(entry, in: specs, roots: roots)
+        }
+    }
+
     package typealias Visitor = (DiscoveredSource) throws -> Void
+    package typealias WalkObserver = (WalkedPath) throws -> Void
+
+    /// One `path` or `glob` spec being walked: where its errors point, and who hears what it reads.
+    struct Walk {
+        let spec: Int
+        let location: String
+        let observe: WalkObserver?
+    }
+
+    /// The file at `line` below `root` (the folder or the glob's fixed part), `root` itself for nil,
+    /// made as a walk makes it, its entry included.
+    private static func below(_ root: String, _ line: String?) -> DiscoveredSource {
+        guard let line else { return .file(root, relativeDirectory: "") }
+        let folder = line.utf8.lastIndex(of: UInt8(ascii: "/")).map { String(decoding: line.utf8[..<$0], as: UTF8.self) } ?? ""
+        return .file(root + "/" + line, relativeDirectory: folder)
+    }
+
+    /// `below(root, line)` with its entry: a walk's source as `rediscover` makes it again.
+    private static func walked(_ root: String, _ line: String?, _ walk: Walk) -> DiscoveredSource {
+        var source = below(root, line)
+        source.entry = SourceEntry(spec: walk.spec, line: line)
+        return source
+    }
 
     private static func expandPath(_ path: String, recursive: Bool, include: [String], exclude: [String],
-                                   location: String, _ visit: Visitor) throws {
+                                   _ walk: Walk, _ visit: Visitor) throws {
         var info = stat()
         guard stat(path, &info) == 0 else {
             // A path of megabytes is no path (File name too long): the error quotes its start.
-            throw JobFileError(location, "\(Quoted.text(path)): \(String(cString: strerror(errno)))")
+            throw JobFileError(walk.location, "\(Quoted.text(path)): \(String(cString: strerror(errno)))")
         }
         if (info.st_mode & S_IFMT) != S_IFDIR {
-            try visit(.file(path, relativeDirectory: ""))
+            try walk.observe?(WalkedPath(path, entryIsFolder: false))
+            try visit(walked(path, nil, walk))
             return
         }
-        try walk(path, relative: "", recursive: recursive, location: location, ancestors: []) { name, relative in
+        try walkFolder(path, relative: "", recursive: recursive, walk, ancestors: []) { name, relative in
+            let line = relative.isEmpty ? name : relative + "/" + name
             let wanted = include.contains { matches($0, name, caseInsensitive: true) }
-                && !exclude.contains { matches($0, name, caseInsensitive: true) || matches($0, relative.isEmpty ? name : relative + "/" + name, caseInsensitive: true) }
-            if wanted {
-                try visit(.file(path + "/" + (relative.isEmpty ? name : relative + "/" + name),
-                                   relativeDirectory: relative))
-            }
+                && !exclude.contains { matches($0, name, caseInsensitive: true) || matches($0, line, caseInsensitive: true) }
+            if wanted { try visit(walked(path, line, walk)) }
         }
     }
 
     /// Visits the regular files below `root` (hidden entries skipped), sorted by name. A folder
     /// already being walked further up (a symlink to itself or to a parent) is not walked again.
-    private static func walk(_ root: String, relative: String, recursive: Bool, location: String, ancestors: Set<FolderID>,
-                             _ visit: (_ name: String, _ relativeDirectory: String) throws -> Void) throws {
+    private static func walkFolder(_ root: String, relative: String, recursive: Bool, _ walk: Walk, ancestors: Set<FolderID>,
+                                   _ visit: (_ name: String, _ relativeDirectory: String) throws -> Void) throws {
         let folder = relative.isEmpty ? root : root + "/" + relative
-        guard let (entries, id) = try listSourceFolder(folder, location: location), !ancestors.contains(id) else { return }
+        guard let (entries, id) = try listSourceFolder(folder, walk), !ancestors.contains(id) else { return }
         for entry in entries where !entry.name.hasPrefix(".") {
             if entry.isDirectory {
                 if recursive {
-                    try walk(root, relative: relative.isEmpty ? entry.name : relative + "/" + entry.name,
-                             recursive: true, location: location, ancestors: ancestors.union([id]), visit)
+                    try walkFolder(root, relative: relative.isEmpty ? entry.name : relative + "/" + entry.name,
+                                   recursive: true, walk, ancestors: ancestors.union([id]), visit)
                 }
             } else {
                 try visit(entry.name, relative)
@@ -142,19 +185,33 @@ package struct SourceDiscovery {
     /// The entries of a folder a source walks into, and which folder it is; nil when it vanished
     /// since it was listed. A folder that cannot be listed (permission denied, a name that is not
     /// UTF-8) is a job-file error: its files must never be taken for gone, or a prune would delete
-    /// their outputs.
-    private static func listSourceFolder(_ path: String, location: String) throws -> ([DirectoryEntry], FolderID)? {
+    /// their outputs. The walk's observer hears of the folder (its identity taken before its names
+    /// are read, so a change while they are read shows later) and of each symlink in it.
+    private static func listSourceFolder(_ path: String, _ walk: Walk) throws -> ([DirectoryEntry], FolderID)? {
         var info = stat()
         guard stat(path, &info) == 0 else {
             let code = errno
             // Gone since its parent was listed (or never there, for a glob's fixed part): nothing to find.
-            if (code == ENOENT || code == ENOTDIR) && !Paths.hasUnnamableBytes(path) { return nil }
-            throw unlistable(path, location: location, errno: code)
+            if (code == ENOENT || code == ENOTDIR) && !Paths.hasUnnamableBytes(path) {
+                try walk.observe?(WalkedPath(missing: path))
+                return nil
+            }
+            throw unlistable(path, location: walk.location, errno: code)
         }
+        try walk.observe?(WalkedPath(path, folder: FileIdentity(info)))
         switch readDirectory(path) {
-        case .success(let entries): return (entries, FolderID(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)))
+        case .success(let entries):
+            // A symlink to a folder stays one only while its target does, which no folder read here
+            // tells (a recursive walk reads it through the link too). One to a file is not recorded:
+            // that would be a row per file in a tree of links (see README, "A shard reuses its last plan").
+            if let observe = walk.observe {
+                for entry in entries where entry.isSymlink && entry.isDirectory {
+                    try observe(WalkedPath(path + "/" + entry.name, entryIsFolder: true))
+                }
+            }
+            return (entries, FolderID(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)))
         case .failure(let error) where error.code == ENOENT: return nil
-        case .failure(let error): throw unlistable(path, location: location, errno: error.code)
+        case .failure(let error): throw unlistable(path, location: walk.location, errno: error.code)
         }
     }
 
@@ -167,7 +224,9 @@ package struct SourceDiscovery {
 
     package struct DirectoryEntry {
         package let name: String
+        /// Whether it is a folder, or a symlink to one.
         package let isDirectory: Bool
+        package var isSymlink = false
     }
 
     /// The hidden entries of a folder (stale temporaries are hidden), unsorted, and no name made
@@ -181,6 +240,9 @@ package struct SourceDiscovery {
         let code: Int32
     }
 
+    private static let nameOffset = MemoryLayout<dirent>.offset(of: \dirent.d_name)!
+    private static let typeOffset = MemoryLayout<dirent>.offset(of: \dirent.d_type)!
+
     /// readdir without a stat per entry where the file system reports the type; sorted by name
     /// unless `hiddenOnly`.
     static func readDirectory(_ path: String, hiddenOnly: Bool = false) -> Result<[DirectoryEntry], ReadError> {
@@ -188,18 +250,26 @@ package struct SourceDiscovery {
         defer { closedir(handle) }
         var entries: [DirectoryEntry] = []
         while let entry = readdir(handle) {
-            if hiddenOnly && entry.pointee.d_name.0 != 0x2E { continue }
+            // Through pointers only: a record is as long as its name, so copying the struct (or its
+            // 256-byte `d_name`) reads past it, off the end of readdir's buffer at worst (a segfault).
+            let record = UnsafeRawPointer(entry)
+            let nameStart = (record + nameOffset).assumingMemoryBound(to: CChar.self)
+            if hiddenOnly && nameStart.pointee != 0x2E { continue }
             // A name whose bytes are not UTF-8 comes out with U+FFFD in their place, and names nothing.
-            let name = withUnsafePointer(to: entry.pointee.d_name) {
-                $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
-            }
+            let name = String(cString: nameStart)
             if name == "." || name == ".." { continue }
-            var isDirectory = Int32(entry.pointee.d_type) == Int32(DT_DIR)
-            if Int32(entry.pointee.d_type) == Int32(DT_UNKNOWN) || Int32(entry.pointee.d_type) == Int32(DT_LNK) {
+            let type = Int32(record.load(fromByteOffset: typeOffset, as: UInt8.self))
+            var isDirectory = type == Int32(DT_DIR)
+            var isSymlink = type == Int32(DT_LNK)
+            if type == Int32(DT_UNKNOWN) || isSymlink {
                 var info = stat()
-                isDirectory = stat(path + "/" + name, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
+                if !isSymlink {
+                    isSymlink = lstat(path + "/" + name, &info) == 0 && (info.st_mode & S_IFMT) == S_IFLNK
+                    isDirectory = (info.st_mode & S_IFMT) == S_IFDIR
+                }
+                if isSymlink { isDirectory = stat(path + "/" + name, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR }
             }
-            entries.append(DirectoryEntry(name: name, isDirectory: isDirectory))
+            entries.append(DirectoryEntry(name: name, isDirectory: isDirectory, isSymlink: isSymlink))
         }
         return .success(hiddenOnly ? entries : entries.sorted { $0.name < $1.name })
     }
@@ -210,32 +280,38 @@ package struct SourceDiscovery {
 
     // MARK: Globs
 
-    private static func expandGlob(_ pattern: String, location: String, _ visit: Visitor) throws {
+    /// The folder a pattern's first wildcard segment is matched in (the whole pattern when it has
+    /// none), and the segments from that one on.
+    private static func globRoot(_ pattern: String) -> (root: String, wild: [String]) {
         let segments = pattern.split(separator: "/").map(String.init)
         let firstWild = segments.firstIndex { $0.contains { "*?[".contains($0) } } ?? segments.count
-        let root = "/" + segments[..<firstWild].joined(separator: "/")
-        if firstWild == segments.count {
-            if FileManager.default.fileExists(atPath: root) {
-                try visit(.file(root, relativeDirectory: ""))
-            }
-            return
-        }
-        try matchGlob(Array(segments[firstWild...]), root: root, relative: "", location: location, ancestors: [], visit)
+        return ("/" + segments[..<firstWild].joined(separator: "/"), Array(segments[firstWild...]))
     }
 
-    private static func matchGlob(_ segments: [String], root: String, relative: String, location: String,
+    private static func expandGlob(_ pattern: String, _ walk: Walk, _ visit: Visitor) throws {
+        let (root, wild) = globRoot(pattern)
+        if wild.isEmpty {
+            let seen = WalkedPath(kindAt: root)
+            try walk.observe?(seen)
+            if !seen.isMissing { try visit(walked(root, nil, walk)) }
+            return
+        }
+        try matchGlob(wild, root: root, relative: "", walk, ancestors: [], visit)
+    }
+
+    private static func matchGlob(_ segments: [String], root: String, relative: String, _ walk: Walk,
                                   ancestors: Set<FolderID>, _ visit: Visitor) throws {
         guard let segment = segments.first else { return }
         let rest = Array(segments.dropFirst())
         let folder = relative.isEmpty ? root : root + "/" + relative
         // `**` walks every folder below once, never round a symlink loop.
-        guard let (entries, id) = try listSourceFolder(folder, location: location), !ancestors.contains(id) else { return }
+        guard let (entries, id) = try listSourceFolder(folder, walk), !ancestors.contains(id) else { return }
         let inside = ancestors.union([id])
         func child(_ name: String) -> String { relative.isEmpty ? name : relative + "/" + name }
         if segment == "**" {
-            try matchGlob(rest, root: root, relative: relative, location: location, ancestors: ancestors, visit)
+            try matchGlob(rest, root: root, relative: relative, walk, ancestors: ancestors, visit)
             for entry in entries where entry.isDirectory && !entry.name.hasPrefix(".") {
-                try matchGlob(segments, root: root, relative: child(entry.name), location: location, ancestors: inside, visit)
+                try matchGlob(segments, root: root, relative: child(entry.name), walk, ancestors: inside, visit)
             }
             return
         }
@@ -243,11 +319,9 @@ package struct SourceDiscovery {
             if entry.name.hasPrefix(".") && !segment.hasPrefix(".") { continue }
             guard matches(segment, entry.name, caseInsensitive: false) else { continue }
             if rest.isEmpty {
-                if !entry.isDirectory {
-                    try visit(.file(folder + "/" + entry.name, relativeDirectory: relative))
-                }
+                if !entry.isDirectory { try visit(walked(root, child(entry.name), walk)) }
             } else if entry.isDirectory {
-                try matchGlob(rest, root: root, relative: child(entry.name), location: location, ancestors: inside, visit)
+                try matchGlob(rest, root: root, relative: child(entry.name), walk, ancestors: inside, visit)
             }
         }
     }

@@ -304,6 +304,17 @@ public final class StateStore: Sendable {
                 ) WITHOUT ROWID;
                 """)
         }
+        migrator.registerMigration("v13: shard plan walks") { db in
+            // What the last shard plan's folder and glob walks saw at each path they looked at
+            // (`WalkedPath`): the record stands only while every one is unchanged.
+            try db.execute(sql: """
+                CREATE TABLE shard_plan_walked (
+                    position INTEGER PRIMARY KEY,
+                    path TEXT NOT NULL,
+                    seen TEXT NOT NULL
+                );
+                """)
+        }
         return migrator
     }
 }

@@ -31,6 +31,11 @@ enum ShardPlanSourceTable {
     static let position = Column("position"), spec = Column("spec"), line = Column("line")
 }
 
+/// v13: shard plan walks (`WalkedPath`).
+enum ShardPlanWalkedTable {
+    static let path = Column("path"), seen = Column("seen")
+}
+
 /// v12: clean folders (`StateStore.cleanFolders`).
 enum CleanFolderTable {
     static let path = Column("path"), identity = Column("identity")

@@ -23,6 +23,11 @@ package struct FileIdentity: Equatable, Sendable, CustomStringConvertible {
     package init?(path: String) {
         var info = stat()
         guard stat(path, &info) == 0 else { return nil }
+        self.init(info)
+    }
+
+    /// The identity `stat` reported in `info`.
+    package init(_ info: stat) {
         device = UInt64(info.st_dev)
         inode = UInt64(info.st_ino)
         size = Int64(info.st_size)
@@ -35,7 +40,12 @@ package struct FileIdentity: Equatable, Sendable, CustomStringConvertible {
 
     /// Whether the file was last changed at least `racyWindow` before `time` (seconds).
     package func settled(before time: Double) -> Bool {
-        latestChange < Int64(time * 1e9) - Self.racyWindow
+        Self.settled(latestChange, before: time)
+    }
+
+    /// Whether a file last changed at `latestChange` (ns) was so at least `racyWindow` before `time` (seconds).
+    package static func settled(_ latestChange: Int64, before time: Double) -> Bool {
+        latestChange < Int64(time * 1e9) - racyWindow
     }
 
     /// `device:inode:size:modified:changed`, as fingerprints and the state database keep it.
