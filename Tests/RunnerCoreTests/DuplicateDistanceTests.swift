@@ -122,7 +122,7 @@ private struct Distances {
 @Suite("The default duplicate distance, from measured distances")
 struct DuplicateDistanceTests {
     /// Debian's wallpaper photos when installed (49 with the four packages `make bench` installs;
-    /// docs/ARCHITECTURE.md has their figures), else the fixture photos, some of which are crops
+    /// docs/DESIGN.md has their figures), else the fixture photos, some of which are crops
     /// of the same photos, so the two sets are never mixed. pHash's figures are printed beside
     /// dHash's for comparison.
     @Test("resized and recompressed copies are within the default dHash distance, 3% crops within 12 bits, different photos beyond the default")

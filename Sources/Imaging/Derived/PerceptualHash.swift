@@ -31,7 +31,7 @@ package struct DHash: PerceptualHash {
 
     /// Two sources whose dHashes differ in at most this many bits are near duplicates: above every
     /// resized or recompressed copy measured (at most 4 bits), below every pair of different photos
-    /// (at least 6), over Debian's 49 wallpaper photos (docs/ARCHITECTURE.md, Derived values).
+    /// (at least 6), over Debian's 49 wallpaper photos (docs/DESIGN.md, Derived values).
     package static let duplicateDistance = 5
 
     package init(reading settings: ObjectReader) throws {}
