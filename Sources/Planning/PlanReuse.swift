@@ -100,7 +100,8 @@ package struct RecordedPlanMismatch: Error, CustomStringConvertible {
 
 /// What a folder or glob walk saw at one path, as a shard's plan records it (`PlanMemory`): a
 /// folder it read, by its identity from before its names were read (any entry added, removed or
-/// renamed since changes it); nothing there; or only whether a path was a folder (a `path` naming
+/// renamed since changes it); nothing there (also behind a dangling symlink, which the walk takes
+/// for a file until a folder appears there); or only whether a path was a folder (a `path` naming
 /// a file, a glob naming one path, a symlink to a folder the walk did not enter). A walk that
 /// sees the same at every recorded path finds the same sources.
 package struct WalkedPath: Equatable, Sendable {
