@@ -193,7 +193,7 @@ package struct SourceDiscovery {
             let code = errno
             // Gone since its parent was listed (or never there, for a glob's fixed part): nothing to find.
             if (code == ENOENT || code == ENOTDIR) && !Paths.hasUnnamableBytes(path) {
-                try walk.observe?(WalkedPath(missing: path))
+                try walk.observe?(WalkedPath(absent: path))
                 return nil
             }
             throw unlistable(path, location: walk.location, errno: code)

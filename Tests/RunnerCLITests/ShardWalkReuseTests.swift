@@ -143,4 +143,19 @@ extension ShardPlanReuseTests {
         #expect(try runShards(workspace, job).done == 3, "the files behind the link are planned")
         #expect(FileManager.default.fileExists(atPath: workspace.path("out/archive/5.jpg")))
     }
+
+    @Test("a glob's folder that was not there and now cannot be listed is refused as a walk refuses it, not taken for still absent")
+    func absentThenUnlistable() throws {
+        let workspace = try Workspace()
+        let job = try walkJob(workspace, photos: ["lib/1.jpg", "lib/2.jpg"], sources: #"[{"glob": "gate/in/*.jpg"}, {"path": "lib"}]"#)
+        #expect(try runShards(workspace, job).done == 2)
+        #expect(try reused(workspace, job) == [true, true])
+        // `stat` of gate/in now fails, but not as "no such file" (as root, a symlink loop; as another
+        // user, a folder it may not enter): whatever is there may hold images.
+        #expect(symlink("gate", workspace.path("gate")) == 0)
+        for index in 0..<2 {
+            let result = try workspace.run([job, "--shard", "\(index)/2"])
+            #expect(result.status == 2 && result.stderr.contains("sources[0].glob"), "shard \(index)/2: \(result.stderr)")
+        }
+    }
 }
