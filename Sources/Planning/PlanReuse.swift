@@ -100,12 +100,13 @@ package struct RecordedPlanMismatch: Error, CustomStringConvertible {
 
 /// What a folder or glob walk saw at one path, as a shard's plan records it (`PlanMemory`): a
 /// folder it read, by its identity from before its names were read (any entry added, removed or
-/// renamed since changes it); nothing there; or only whether a path was a folder (a `path` naming
+/// renamed since changes it); nothing there (also behind a dangling symlink, which the walk takes
+/// for a file until a folder appears there); or only whether a path was a folder (a `path` naming
 /// a file, a glob naming one path, a symlink to a folder the walk did not enter). A walk that
 /// sees the same at every recorded path finds the same sources.
 package struct WalkedPath: Equatable, Sendable {
     package let path: String
-    /// `FileIdentity.description`, `missing`, `folder` or `other`, as the state database keeps it.
+    /// `FileIdentity.description`, `absent`, `missing`, `folder` or `other`, as the state database keeps it.
     package let seen: String
     /// A folder's latest modification or change time (ns), for the racy rule; nil for the others.
     package let latestChange: Int64?
@@ -126,6 +127,12 @@ package struct WalkedPath: Equatable, Sendable {
         self.init(path: path, seen: Self.missing)
     }
 
+    /// No folder to list at `path`: `stat` said no such file or not a folder. Any other failure
+    /// (permission denied, a symlink loop) is a walk's error, so it never reads as the same.
+    package init(absent path: String) {
+        self.init(path: path, seen: Self.absent)
+    }
+
     package init(_ path: String, entryIsFolder: Bool) {
         self.init(path: path, seen: entryIsFolder ? Self.folder : Self.other)
     }
@@ -142,8 +149,12 @@ package struct WalkedPath: Equatable, Sendable {
     /// Whether a walk would see the same at `path` now: one `stat`.
     package var isUnchanged: Bool {
         if seen == Self.folder || seen == Self.other { return WalkedPath(kindAt: path).seen == seen }
+        if seen == Self.absent {
+            var info = stat()
+            return stat(path, &info) != 0 && (errno == ENOENT || errno == ENOTDIR)
+        }
         return (FileIdentity(path: path)?.description ?? Self.missing) == seen
     }
 
-    private static let missing = "missing", folder = "folder", other = "other"
+    private static let missing = "missing", absent = "absent", folder = "folder", other = "other"
 }

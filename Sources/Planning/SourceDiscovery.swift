@@ -193,7 +193,7 @@ package struct SourceDiscovery {
             let code = errno
             // Gone since its parent was listed (or never there, for a glob's fixed part): nothing to find.
             if (code == ENOENT || code == ENOTDIR) && !Paths.hasUnnamableBytes(path) {
-                try walk.observe?(WalkedPath(missing: path))
+                try walk.observe?(WalkedPath(absent: path))
                 return nil
             }
             throw unlistable(path, location: walk.location, errno: code)
@@ -201,12 +201,15 @@ package struct SourceDiscovery {
         try walk.observe?(WalkedPath(path, folder: FileIdentity(info)))
         switch readDirectory(path) {
         case .success(let entries):
-            // A symlink to a folder stays one only while its target does, which no folder read here
-            // tells (a recursive walk reads it through the link too). One to a file is not recorded:
-            // that would be a row per file in a tree of links (see README, "A shard reuses its last plan").
+            // A symlink to a folder stays one only while its target does, and one with no target
+            // (dangling, a loop) is taken for a file only until a folder appears there: no folder
+            // read here tells either (a recursive walk reads a folder's link through it too). One to a
+            // file is not recorded: that would be a row per file in a tree of links (see README, "A
+            // shard reuses its last plan").
             if let observe = walk.observe {
-                for entry in entries where entry.isSymlink && entry.isDirectory {
-                    try observe(WalkedPath(path + "/" + entry.name, entryIsFolder: true))
+                for entry in entries where entry.isSymlink && (entry.isDirectory || !entry.resolves) {
+                    let link = path + "/" + entry.name
+                    try observe(entry.resolves ? WalkedPath(link, entryIsFolder: true) : WalkedPath(missing: link))
                 }
             }
             return (entries, FolderID(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)))
@@ -227,6 +230,8 @@ package struct SourceDiscovery {
         /// Whether it is a folder, or a symlink to one.
         package let isDirectory: Bool
         package var isSymlink = false
+        /// False for a symlink whose target cannot be `stat`ed (dangling, a loop).
+        package var resolves = true
     }
 
     /// The hidden entries of a folder (stale temporaries are hidden), unsorted, and no name made
@@ -261,15 +266,19 @@ package struct SourceDiscovery {
             let type = Int32(record.load(fromByteOffset: typeOffset, as: UInt8.self))
             var isDirectory = type == Int32(DT_DIR)
             var isSymlink = type == Int32(DT_LNK)
+            var resolves = true
             if type == Int32(DT_UNKNOWN) || isSymlink {
                 var info = stat()
                 if !isSymlink {
                     isSymlink = lstat(path + "/" + name, &info) == 0 && (info.st_mode & S_IFMT) == S_IFLNK
                     isDirectory = (info.st_mode & S_IFMT) == S_IFDIR
                 }
-                if isSymlink { isDirectory = stat(path + "/" + name, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR }
+                if isSymlink {
+                    resolves = stat(path + "/" + name, &info) == 0
+                    isDirectory = resolves && (info.st_mode & S_IFMT) == S_IFDIR
+                }
             }
-            entries.append(DirectoryEntry(name: name, isDirectory: isDirectory, isSymlink: isSymlink))
+            entries.append(DirectoryEntry(name: name, isDirectory: isDirectory, isSymlink: isSymlink, resolves: resolves))
         }
         return .success(hiddenOnly ? entries : entries.sorted { $0.name < $1.name })
     }

@@ -129,4 +129,33 @@ extension ShardPlanReuseTests {
         #expect(FileManager.default.fileExists(atPath: workspace.path("out/l2.jpg")))
         #expect(!(try listing(workspace, job).joined().joined().contains("l1.jpg")))
     }
+
+    @Test("a dangling symlink in a walked folder is recorded: once its target is a folder, its files are found")
+    func danglingSymlink() throws {
+        let workspace = try Workspace()
+        // A link to a disk not mounted yet: no target, so the walk takes it for a file (not an image).
+        let job = try walkJob(workspace, photos: ["in/1.jpg", "in/a/2.jpg"], sources: #"[{"path": "in", "recursive": true}]"#)
+        #expect(symlink(workspace.path("archive"), workspace.path("in/archive")) == 0)
+        Thread.sleep(forTimeInterval: 2.2)
+        #expect(try runShards(workspace, job).done == 2)
+        #expect(try reused(workspace, job) == [true, true])
+        try ["archive/3.jpg", "archive/4.jpg", "archive/5.jpg"].forEach { try copyPhoto(workspace, $0) }
+        #expect(try runShards(workspace, job).done == 3, "the files behind the link are planned")
+        #expect(FileManager.default.fileExists(atPath: workspace.path("out/archive/5.jpg")))
+    }
+
+    @Test("a glob's folder that was not there and now cannot be listed is refused as a walk refuses it, not taken for still absent")
+    func absentThenUnlistable() throws {
+        let workspace = try Workspace()
+        let job = try walkJob(workspace, photos: ["lib/1.jpg", "lib/2.jpg"], sources: #"[{"glob": "gate/in/*.jpg"}, {"path": "lib"}]"#)
+        #expect(try runShards(workspace, job).done == 2)
+        #expect(try reused(workspace, job) == [true, true])
+        // `stat` of gate/in now fails, but not as "no such file" (as root, a symlink loop; as another
+        // user, a folder it may not enter): whatever is there may hold images.
+        #expect(symlink("gate", workspace.path("gate")) == 0)
+        for index in 0..<2 {
+            let result = try workspace.run([job, "--shard", "\(index)/2"])
+            #expect(result.status == 2 && result.stderr.contains("sources[0].glob"), "shard \(index)/2: \(result.stderr)")
+        }
+    }
 }
