@@ -28,7 +28,7 @@ package protocol PlanMemory {
 
 /// What decides a shard's own sources and whether any two outputs of the job collide: runner's
 /// version, the shard, the job's sources (inline URLs, folders with their filters, and globs
-/// whole; each list by path and identity: device, inode, size, modification and change times in
+/// whole; each list by path and identity: inode, size, modification and change times in
 /// nanoseconds), and what names an output (each output's name, path template and format, the
 /// manifest's paths). What a folder or glob finds is not in it: the walked paths are recorded
 /// beside it (`WalkedPath`). Nil when a list cannot be `stat`ed.

@@ -3,12 +3,14 @@ import Foundation
 import Glibc
 #endif
 
-/// What changes whenever a file or folder does: device, inode, size, and modification and change
-/// times in nanoseconds. A folder's times change whenever an entry is added, removed or renamed in
-/// it, and nobody can set a change time back, so an unchanged identity means unchanged contents,
-/// for an identity read at least `racyWindow` after the last change (`settled`).
+/// What changes whenever a file or folder does: inode, size, and modification and change times in
+/// nanoseconds. A folder's times change whenever an entry is added, removed or renamed in it, and
+/// nobody can set a change time back, so an unchanged identity means unchanged contents, for an
+/// identity read at least `racyWindow` after the last change (`settled`). Not the device: each NFS
+/// client numbers a mount its own way, so a shard run on another node would never match (git leaves
+/// st_dev out of its index for the same reason); another file system at the path differs in inode
+/// and nanosecond times anyway.
 package struct FileIdentity: Equatable, Sendable, CustomStringConvertible {
-    package let device: UInt64
     package let inode: UInt64
     package let size: Int64
     package let modified: Int64
@@ -28,7 +30,6 @@ package struct FileIdentity: Equatable, Sendable, CustomStringConvertible {
 
     /// The identity `stat` reported in `info`.
     package init(_ info: stat) {
-        device = UInt64(info.st_dev)
         inode = UInt64(info.st_ino)
         size = Int64(info.st_size)
         modified = Self.nanoseconds(info.st_mtim)
@@ -48,8 +49,8 @@ package struct FileIdentity: Equatable, Sendable, CustomStringConvertible {
         latestChange < Int64(time * 1e9) - racyWindow
     }
 
-    /// `device:inode:size:modified:changed`, as fingerprints and the state database keep it.
-    package var description: String { "\(device):\(inode):\(size):\(modified):\(changed)" }
+    /// `inode:size:modified:changed`, as fingerprints and the state database keep it.
+    package var description: String { "\(inode):\(size):\(modified):\(changed)" }
 
     private static func nanoseconds(_ time: timespec) -> Int64 {
         Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec)

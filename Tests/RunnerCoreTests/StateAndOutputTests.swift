@@ -98,4 +98,19 @@ struct StateAndOutputTests {
         #expect(throws: ItemFailure.self) { try AtomicFile.stage(Data("x".utf8), for: workspace.path("blocker/file.bin"), owner: getpid()) }
         #expect(workspace.files(in: ".") == ["blocker"])
     }
+
+    @Test("a folder's identity is the same seen from another machine's NFS mount (its own device number), and changes with an entry added")
+    func identityWithoutDevice() throws {
+        let workspace = try Workspace()
+        try workspace.write("a", to: "folder/a.txt")
+        var info = stat()
+        #expect(stat(workspace.path("folder"), &info) == 0)
+        var elsewhere = info
+        elsewhere.st_dev &+= 1
+        #expect(FileIdentity(info) == FileIdentity(elsewhere), "a shard on another node reuses its plan")
+        #expect(FileIdentity(info).description == FileIdentity(elsewhere).description)
+        usleep(10_000)
+        try workspace.write("b", to: "folder/b.txt")
+        #expect(FileIdentity(path: workspace.path("folder")) != FileIdentity(info), "an added entry is seen")
+    }
 }
