@@ -17,7 +17,7 @@ package struct DiscoveredSource: Sendable, Codable {
     package let relativeDirectory: String
     /// Feeds `{stem}` and `{ext}`.
     package let fileName: String
-    /// What named it in the job, which alone makes it again (`SourceDiscovery.rediscover`).
+    /// What named it in the job, which alone makes it again (`SourceDiscovery.Rediscovery`).
     package var entry: SourceEntry? = nil
 
     package static func file(_ path: String, relativeDirectory: String) -> DiscoveredSource {
@@ -74,42 +74,39 @@ package struct SourceDiscovery {
                 try expandGlob(pattern, Walk(spec: index, location: "sources[\(index)].glob", observe: walked), visit)
             case .list(let listPath):
                 try expandList(listPath, spec: index, visit)
-            case .url:
-                if let source = rediscover(SourceEntry(spec: index, line: nil), in: specs) { try visit(source) }
+            case .url(let url, let key, let headers):
+                var source = DiscoveredSource.remote(url, key: key, headers: headers)
+                source.entry = SourceEntry(spec: index, line: nil)
+                try visit(source)
             }
         }
     }
 
-    /// The source `entry` names, made as discovery makes it (a plan that reuses its last one's
-    /// sources rebuilds them here, through `Rediscovery`); nil when the line names nothing or the
-    /// spec is of another kind. `roots`: each glob's fixed part, when worked out already.
-    package static func rediscover(_ entry: SourceEntry, in specs: [SourceSpec], roots: [String?]? = nil) -> DiscoveredSource? {
-        guard specs.indices.contains(entry.spec) else { return nil }
-        var source: DiscoveredSource?
-        switch (specs[entry.spec], entry.line) {
-        case (.url(let url, let key, let headers), nil): source = .remote(url, key: key, headers: headers)
-        case (.list(let listPath), let line?): source = listed(line, listFolder: Paths.directory(of: listPath))
-        case (.path(let root, _, _, _), let line): source = below(root, line)
-        case (.glob(let pattern), let line): source = below(roots?[entry.spec] ?? globRoot(pattern).root, line)
-        default: source = nil
-        }
-        source?.entry = entry
-        return source
-    }
-
-    /// `rediscover` for many entries of one job: each glob's fixed part is worked out once, not
-    /// per source (a tenth of a reused 10M glob shard's plan otherwise).
+    /// The sources a plan that reuses its last one's rebuilds from their entries, made as discovery
+    /// makes them. Each glob's fixed part is worked out once, not per source (a tenth of a reused
+    /// 10M glob shard's plan otherwise).
     package struct Rediscovery {
         private let specs: [SourceSpec]
-        private let roots: [String?]
+        private let globRoots: [String?]
 
         package init(_ specs: [SourceSpec]) {
             self.specs = specs
-            roots = specs.map { if case .glob(let pattern) = $0 { globRoot(pattern).root } else { nil } }
+            globRoots = specs.map { if case .glob(let pattern) = $0 { globRoot(pattern).root } else { nil } }
         }
 
+        /// The source `entry` names; nil when its line names nothing or its spec is of another kind.
         package func source(_ entry: SourceEntry) -> DiscoveredSource? {
-            SourceDiscovery.rediscover(entry, in: specs, roots: roots)
+            guard specs.indices.contains(entry.spec) else { return nil }
+            var source: DiscoveredSource?
+            switch (specs[entry.spec], entry.line) {
+            case (.url(let url, let key, let headers), nil): source = .remote(url, key: key, headers: headers)
+            case (.list(let listPath), let line?): source = listed(line, listFolder: Paths.directory(of: listPath))
+            case (.path(let root, _, _, _), let line): source = below(root, line)
+            case (.glob, let line): source = globRoots[entry.spec].map { below($0, line) }
+            default: source = nil
+            }
+            source?.entry = entry
+            return source
         }
     }
 
@@ -131,7 +128,7 @@ package struct SourceDiscovery {
         return .file(root + "/" + line, relativeDirectory: folder)
     }
 
-    /// `below(root, line)` with its entry: a walk's source as `rediscover` makes it again.
+    /// `below(root, line)` with its entry: a walk's source as `Rediscovery` makes it again.
     private static func walked(_ root: String, _ line: String?, _ walk: Walk) -> DiscoveredSource {
         var source = below(root, line)
         source.entry = SourceEntry(spec: walk.spec, line: line)
