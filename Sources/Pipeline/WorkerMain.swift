@@ -38,7 +38,7 @@ public enum WorkerMain {
         do {
             pipeline = try start(channel)
         } catch {
-            FileHandle.standardError.write(Data("runner worker: \(error)\n".utf8))
+            FileDescriptor.writeLog("runner worker: \(error)\n", to: STDERR_FILENO)
             return 1
         }
         return VipsRuntime.onLibvipsThread { serve(channel, pipeline) }
@@ -69,7 +69,7 @@ public enum WorkerMain {
             } catch .closed {
                 return 0
             } catch {
-                FileHandle.standardError.write(Data("runner worker: \(error)\n".utf8))
+                FileDescriptor.writeLog("runner worker: \(error)\n", to: STDERR_FILENO)
                 return 1
             }
             if let crashTrigger, task.source.contains(crashTrigger) {
