@@ -6,6 +6,10 @@ extern int syncfs(int fd);
 extern int mkostemp(char *template, int flags);
 extern int sync_file_range(int fd, long long offset, long long nbytes, unsigned int flags);
 
+/* Open a folder only to look names up in it (no read permission needed); also _GNU_SOURCE-only. */
+#include <fcntl.h>
+static const int csystem_o_path = __O_PATH;
+
 /* Start writeback of a file's dirty pages without waiting for it. */
 #define CSYSTEM_SYNC_FILE_RANGE_WRITE 2
 

@@ -247,9 +247,10 @@ package final class RemoteStage: @unchecked Sendable {
     private func dispatch(_ source: PlannedSource, identity: SourceIdentity, file: String, revalidated: Bool = true) {
         var work: [PlannedItem] = []
         var settled: [ItemEvent] = []
+        let outputStats = FolderStat(folders: source.items.count)
         for var item in source.items {
             item.fingerprint = planner.fingerprint(identity, output: item.outputIndex)
-            if item.isUpToDate {
+            if item.isUpToDate(statting: outputStats) {
                 settled.append(revalidated ? .unchanged(key: item.key, outputPath: item.outputPath, fingerprint: item.fingerprint)
                     : .notRevalidated(key: item.key, outputPath: item.outputPath, fingerprint: item.fingerprint))
             } else if item.isKnownFailure {

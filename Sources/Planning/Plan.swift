@@ -2,6 +2,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
+import Support
 import Model
 import Manifest
 
@@ -141,10 +142,10 @@ public struct PlannedItem: Sendable, Codable {
 
     /// Up to date: recorded done with this fingerprint, and the output is still there: a regular
     /// file with bytes (runner writes no empty output; a folder or an emptied file there is not it).
-    package var isUpToDate: Bool {
+    package func isUpToDate(statting stats: FolderStat) -> Bool {
         guard let recorded, recorded.failureKind == nil, recorded.fingerprint == fingerprint else { return false }
         var info = stat()
-        return stat(outputPath, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG && info.st_size > 0
+        return stats.stat(outputPath, &info) && (info.st_mode & S_IFMT) == S_IFREG && info.st_size > 0
     }
 
     /// Failed before on the same source content and recipe, for a reason the content decides.

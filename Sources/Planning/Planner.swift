@@ -95,7 +95,8 @@ package struct Planner {
         let started = Date().timeIntervalSince1970
         // Only a shard remembers: it is what reads the whole job for a part of it.
         let inputs = memory != nil && job.shard != nil ? PlanInputs(job) : nil
-        if let memory, let inputs, replay, try replayed(memory, inputs, visit) { return true }
+        let sourceStats = FolderStat()
+        if let memory, let inputs, replay, try replayed(memory, inputs, sourceStats, visit) { return true }
         try memory?.forgetSources()
         var outputs = OutputCollisions(spillingInto: spillFolder)
         var latestFolderChange = Int64.min
@@ -112,7 +113,7 @@ package struct Planner {
                 }
                 return
             }
-            let source = try planned(discovered)
+            let source = try planned(discovered, statting: sourceStats)
             for item in source.items { try outputs.add(path: item.outputPath, item: itemDigest(source.key, item.outputIndex)) }
             if inputs != nil, let memory, let entry = discovered.entry { try memory.recordSource(entry) }
             try visit(source)
@@ -127,11 +128,12 @@ package struct Planner {
     }
 
     /// Visits the sources `memory` recorded under `inputs`, made again as discovery makes them.
-    private func replayed(_ memory: any PlanMemory, _ inputs: PlanInputs, _ visit: (PlannedSource) throws -> Void) throws -> Bool {
+    private func replayed(_ memory: any PlanMemory, _ inputs: PlanInputs, _ sourceStats: FolderStat,
+                          _ visit: (PlannedSource) throws -> Void) throws -> Bool {
         let rediscovery = SourceDiscovery.Rediscovery(job.sources)
         return try memory.replaySources(madeUnder: inputs.fingerprint, ifEach: { $0.isUnchanged }) { entry in
             guard let discovered = rediscovery.source(entry) else { throw RecordedPlanMismatch(entry: entry) }
-            try visit(try planned(discovered))
+            try visit(try planned(discovered, statting: sourceStats))
         }
     }
 
@@ -168,11 +170,11 @@ package struct Planner {
     /// One source's items as a run would plan them, output paths and all, whether or not the job's
     /// sources find it, and without the state database (`runner preview`).
     package func items(of discovered: DiscoveredSource) throws -> [PlannedItem] {
-        try planned(discovered).items
+        try planned(discovered, statting: FolderStat()).items
     }
 
-    private func planned(_ discovered: DiscoveredSource) throws -> PlannedSource {
-        let identity = discovered.origin.loader.plannedIdentity()
+    private func planned(_ discovered: DiscoveredSource, statting stats: FolderStat) throws -> PlannedSource {
+        let identity = discovered.origin.loader.plannedIdentity(statting: stats)
         let items = try outputPaths(of: discovered).enumerated().map { index, outputPath in
             PlannedItem(key: ItemKey.of(source: discovered.key, output: job.outputs[index].name), outputName: job.outputs[index].name, outputIndex: index,
                         outputPath: outputPath, fingerprint: fingerprint(identity, output: index), status: .pending)
@@ -225,9 +227,10 @@ package struct Planner {
     package func classifyAll(state: some PlanningLookup, memory: (any PlanMemory)? = nil, retryFailed: Bool, force: Bool,
                              _ visit: (PlannedSource) throws -> Void) throws -> PlanCounts {
         var counts = PlanCounts()
+        let outputStats = FolderStat(folders: job.outputs.count)
         counts.reusedSources = try forEachSource(memory: memory, replay: !force) { found in
             var source = found
-            try classify(&source, state: state, retryFailed: retryFailed, force: force)
+            try classify(&source, state: state, retryFailed: retryFailed, force: force, statting: outputStats)
             counts.add(source)
             try visit(source)
         }
@@ -240,8 +243,10 @@ package struct Planner {
     /// A URL's items are decided here only when its cached original need not be revalidated;
     /// otherwise the download stage decides, from what this records on the items (items made
     /// from that original are marked `revalidate`).
+    /// `outputStats` reads the outputs' metadata (one held per classification pass, so that a
+    /// folder of outputs is walked once).
     package func classify(_ source: inout PlannedSource, state: some PlanningLookup, retryFailed: Bool, force: Bool = false,
-                  now: Double = Date().timeIntervalSince1970) throws {
+                  now: Double = Date().timeIntervalSince1970, statting outputStats: FolderStat = FolderStat()) throws {
         if let remote = source.origin.loader.fetch {
             if !retryFailed, let entry = try state.blacklistEntry(remote.url), !isExpired(entry, now: now) {
                 source.blockedReason = "blacklisted since \(ISO8601DateFormatter().string(from: entry.firstSeen)): \(entry.message)"
@@ -274,13 +279,13 @@ package struct Planner {
             for index in source.items.indices {
                 var fromCache = source.items[index]
                 fromCache.fingerprint = fingerprint(.content(original.contentHash), output: fromCache.outputIndex)
-                if fromCache.isUpToDate { source.items[index].status = .revalidate }
+                if fromCache.isUpToDate(statting: outputStats) { source.items[index].status = .revalidate }
             }
             return
         case .missing: return
         }
         for index in source.items.indices {
-            if source.items[index].isUpToDate {
+            if source.items[index].isUpToDate(statting: outputStats) {
                 source.items[index].status = .upToDate
             } else if source.items[index].isKnownFailure {
                 source.items[index].status = .knownFailure

@@ -13,8 +13,8 @@ package protocol SourceLoader: Sendable {
     var location: String { get }
     /// What planning knows of the content before any transfer: a file's size and modification
     /// time, or why it cannot be read; for a fetched source, nothing until its cached original or a
-    /// download says.
-    func plannedIdentity() -> SourceIdentity
+    /// download says. `stats` reads file metadata, folder by folder.
+    func plannedIdentity(statting stats: FolderStat) -> SourceIdentity
     /// Where the download stage fetches it from (the key of its blacklist entry and cached
     /// original); nil for a source a worker reads where it is, at `location`.
     var fetch: RemoteSource? { get }
@@ -36,9 +36,9 @@ package struct FileSource: SourceLoader {
     package var location: String { path }
     package var fetch: RemoteSource? { nil }
 
-    package func plannedIdentity() -> SourceIdentity {
+    package func plannedIdentity(statting stats: FolderStat) -> SourceIdentity {
         var info = stat()
-        guard stat(path, &info) == 0 else {
+        guard stats.stat(path, &info) else {
             let code = errno
             if code == ENOENT && Paths.hasUnnamableBytes(path) { return .missing("\(path): \(Paths.unnamable)") }
             return .missing("\(path): \(String(cString: strerror(code)))")
@@ -54,5 +54,5 @@ package struct FileSource: SourceLoader {
 extension RemoteSource: SourceLoader {
     package var location: String { url }
     package var fetch: RemoteSource? { self }
-    package func plannedIdentity() -> SourceIdentity { .unknown }
+    package func plannedIdentity(statting stats: FolderStat) -> SourceIdentity { .unknown }
 }

@@ -113,4 +113,40 @@ struct StateAndOutputTests {
         try workspace.write("b", to: "folder/b.txt")
         #expect(FileIdentity(path: workspace.path("folder")) != FileIdentity(info), "an added entry is seen")
     }
+
+    @Test("stat folder by folder answers what stat of the whole path does, errors included, and closes what it held")
+    func folderStatAnswersAsStat() throws {
+        let workspace = try Workspace()
+        for name in ["a/1.jpg", "a/2.jpg", "b/1.jpg", "b/2.jpg", "a/deep/3.jpg"] { try workspace.write(name, to: name) }
+        #expect(symlink(workspace.path("b"), workspace.path("linked")) == 0)
+        #expect(symlink(workspace.path("nowhere"), workspace.path("a/dangling.jpg")) == 0)
+        let paths = ["a/1.jpg", "a/2.jpg", "a/missing.jpg", "a/1.jpg/x", "a/deep/3.jpg", "b/1.jpg", "a/2.jpg", "b/2.jpg",
+                     "linked/1.jpg", "linked/2.jpg", "nowhere/1.jpg", "nowhere/2.jpg", "a/dangling.jpg", "a/", "a/deep/"]
+            .map(workspace.path) + ["/", "/etc/hostname", "Package.swift", "no-such-file"]
+        func answer(_ stat: (String, inout stat) -> Bool, _ path: String) -> String {
+            var info = Glibc.stat()
+            errno = 0
+            return stat(path, &info) ? "\(info.st_ino) \(info.st_size) \(info.st_mode)" : "errno \(errno)"
+        }
+        let before = try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count
+        do {
+            let stats = FolderStat(folders: 2)
+            for round in 1...3 {
+                for path in paths {
+                    let expected = answer({ stat($0, &$1) == 0 }, path)
+                    #expect(answer(stats.stat, path) == expected, "round \(round): \(path)")
+                }
+            }
+            _ = (answer(stats.stat, workspace.path("a/1.jpg")), answer(stats.stat, workspace.path("a/2.jpg")))
+            #expect(try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count > before, "a folder held open")
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count == before, "and closed with it")
+        // Files added and removed in a folder it holds are seen.
+        let stats = FolderStat()
+        #expect(answer(stats.stat, workspace.path("a/1.jpg")) == answer(stats.stat, workspace.path("a/1.jpg")))
+        try workspace.write("new", to: "a/new.jpg")
+        #expect(answer(stats.stat, workspace.path("a/new.jpg")).hasSuffix(" 3 \(S_IFREG | 0o644)"))
+        #expect(unlink(workspace.path("a/1.jpg")) == 0)
+        #expect(answer(stats.stat, workspace.path("a/1.jpg")) == "errno \(ENOENT)")
+    }
 }
