@@ -280,8 +280,17 @@ package struct SourceDiscovery {
         return .success(hiddenOnly ? entries : entries.sorted { $0.name < $1.name })
     }
 
+    /// Shell wildcards: `*` any run, `?` one character, `[…]` one of a set (`a-z` ranges, `!` or
+    /// `^` first to negate), `\` makes the next one literal; `caseInsensitive` folds case in
+    /// any script. Matched by character (glibc's fnmatch matches `?` and `[é]` against one byte
+    /// even in a UTF-8 locale), except by fnmatch when that cannot differ: an ASCII pattern
+    /// without `?`, `[` or `\`, whose `*`s and literals match the same bytes either way.
     package static func matches(_ pattern: String, _ name: String, caseInsensitive: Bool) -> Bool {
-        fnmatch(pattern, name, caseInsensitive ? (1 << 4) /* FNM_CASEFOLD */ : 0) == 0
+        guard pattern.utf8.contains(where: { $0 >= 0x80 || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "[") || $0 == UInt8(ascii: "\\") }) else {
+            return fnmatch(pattern, name, caseInsensitive ? (1 << 4) /* FNM_CASEFOLD */ : 0) == 0
+        }
+        let fold = { (text: String) in caseInsensitive ? Array(text.lowercased()) : Array(text) }
+        return Wildcard(fold(pattern)).matches(fold(name))
     }
 
     // MARK: Globs

@@ -43,6 +43,42 @@ struct PlanningTests {
         }
     }
 
+    @Test("a glob's ? and [..] match a character, not a byte of one, and a filter's case folds beyond ASCII")
+    func globCharacters() throws {
+        let workspace = try Workspace()
+        for file in ["in/é.jpg", "in/e.jpg", "in/ab.jpg", "in/Émile.jpg", "in/émile.jpg", "in/zoë.JPG"] { try workspace.write("x", to: file) }
+        func names(_ sources: String) -> [String] {
+            do { return try plan(sources, in: workspace).sources.map { Paths.lastComponent($0.location) } } catch { return ["\(error)"] }
+        }
+        #expect(names(#"[{"glob": "in/?.jpg"}]"#) == ["e.jpg", "é.jpg"])
+        #expect(names(#"[{"glob": "in/[éa]*.jpg"}]"#) == ["ab.jpg", "é.jpg", "émile.jpg"])
+        #expect(names(#"[{"glob": "in/zo?.JPG"}]"#) == ["zoë.JPG"])
+        #expect(names(#"[{"path": "in", "include": ["ÉMILE.*", "ZOË.jpg"]}]"#) == ["zoë.JPG", "Émile.jpg", "émile.jpg"])
+        #expect(names(#"[{"path": "in", "include": ["*.jpg"], "exclude": ["?mile.jpg", "??.jpg"]}]"#) == ["e.jpg", "zoë.JPG", "é.jpg"])
+        // The same name made of a letter and a combining accent (as macOS writes names) is the same character.
+        try workspace.write("x", to: "nfd/e\u{301}.jpg")
+        #expect(names(#"[{"glob": "nfd/[é].jpg"}]"#) == ["e\u{301}.jpg"])
+        #expect(names(#"[{"glob": "nfd/?.jpg"}]"#) == ["e\u{301}.jpg"])
+    }
+
+    @Test("on ASCII, wildcards match exactly what fnmatch does")
+    func wildcardsAsFnmatch() {
+        var generator = SystemRandomNumberGenerator()
+        let patternAlphabet = Array("ab*?[]!^-\\"), nameAlphabet = Array("ab]!^-\\[")
+        var (differences, compared) = ([String](), 0)
+        for _ in 0..<20_000 {
+            let pattern = String((0..<Int.random(in: 0...7, using: &generator)).map { _ in patternAlphabet.randomElement(using: &generator)! })
+            let name = String((0..<Int.random(in: 0...6, using: &generator)).map { _ in nameAlphabet.randomElement(using: &generator)! })
+            // An unclosed `[` is literal (POSIX); glibc differs when an escape follows it. Not compared.
+            if let open = pattern.lastIndex(of: "["), !pattern[open...].dropFirst(2).contains("]") { continue }
+            let expected = fnmatch(pattern, name, 0) == 0
+            if Wildcard(Array(pattern)).matches(Array(name)) != expected { differences.append("\(pattern) \(name) fnmatch \(expected)") }
+            compared += 1
+        }
+        #expect(differences.isEmpty, "\(differences.prefix(10))")
+        #expect(compared > 10_000)
+    }
+
     @Test("template tokens, and no name can escape the output folder")
     func templates() throws {
         let template = try PathTemplate("out/{name}/{dir}/{stem}-{key}.{ext}", baseDirectory: "/job", location: "x")
