@@ -257,8 +257,8 @@ package struct SourceDiscovery {
             let record = UnsafeRawPointer(entry)
             let nameStart = (record + nameOffset).assumingMemoryBound(to: CChar.self)
             if hiddenOnly && nameStart.pointee != 0x2E { continue }
-            // A name whose bytes are not UTF-8 comes out with U+FFFD in their place, and names nothing.
-            let name = String(cString: nameStart)
+            // A name whose bytes are not UTF-8 comes out with U+FFFD for them, and names nothing.
+            let name = Paths.name(cString: nameStart)
             if name == "." || name == ".." { continue }
             let type = Int32(record.load(fromByteOffset: typeOffset, as: UInt8.self))
             var isDirectory = type == Int32(DT_DIR)
@@ -356,7 +356,7 @@ package struct SourceDiscovery {
         while case var length = getline(&buffer, &capacity, file), length >= 0, let buffer {
             // The line break goes on bytes, so most lines need no trimming by Foundation.
             while length > 0 && (buffer[length - 1] == 0x0A || buffer[length - 1] == 0x0D) { length -= 1; buffer[length] = 0 }
-            let line = RemoteURL.trimmed(String(cString: buffer), .whitespacesAndNewlines)
+            let line = RemoteURL.trimmed(Paths.name(cString: buffer), .whitespacesAndNewlines)
             guard var source = listed(line, listFolder: listFolder) else { continue }
             source.entry = SourceEntry(spec: spec, line: line)
             try visit(source)

@@ -123,9 +123,30 @@ package enum Paths {
         return (String(decoding: bytes[..<dot], as: UTF8.self), String(decoding: bytes[bytes.index(after: dot)...], as: UTF8.self))
     }
 
-    /// A name read from the disk (a folder's entry, a list's line) whose bytes are not UTF-8 comes
-    /// out with U+FFFD in their place. Such a path names nothing when it is not found: runner
-    /// keeps paths as UTF-8 (in JSON, SQLite and templates), so it cannot name that file.
+    /// A name read from the disk (a folder's entry, a list's line): its bytes as UTF-8, where each
+    /// byte that is not comes out as U+FFFD and the byte in two hex digits (`caf\u{FFFD}E9.jpg`),
+    /// so names that differ only in such bytes stay apart (each its own source key and item).
+    package static func name(cString: UnsafePointer<CChar>) -> String {
+        if let valid = String(validatingCString: cString) { return valid }
+        let bytes = UnsafeBufferPointer(start: UnsafeRawPointer(cString).assumingMemoryBound(to: UInt8.self), count: strlen(cString))
+        var name = "", parser = Unicode.UTF8.ForwardParser(), remaining = bytes.makeIterator()
+        var offset = 0
+        while true {
+            switch parser.parseScalar(from: &remaining) {
+            case .valid(let encoded):
+                name.unicodeScalars.append(Unicode.UTF8.decode(encoded))
+                offset += encoded.count
+            case .error(let length):
+                for byte in bytes[offset..<offset + length] { name += "\u{FFFD}" + String(byte, radix: 16, uppercase: true) }
+                offset += length
+            case .emptyInput:
+                return name
+            }
+        }
+    }
+
+    /// Such a name names nothing when it is not found: runner keeps paths as UTF-8 (in JSON,
+    /// SQLite and templates), so it cannot name that file.
     package static func hasUnnamableBytes(_ path: String) -> Bool { path.unicodeScalars.contains("\u{FFFD}") }
 
     package static let unnamable = "its name is not valid UTF-8, so runner cannot name it (rename it)"

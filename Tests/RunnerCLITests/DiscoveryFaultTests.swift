@@ -108,9 +108,15 @@ struct DiscoveryFaultTests {
         let result = try workspace.run([job])
         #expect(result.status == 1, "\(result.stderr)")
         #expect(result.stdout.contains("1 done, 1 failed"), "\(result.stdout)")
-        let failed = try failures(workspace, job)
-        #expect(failed["caf\u{FFFD}.jpg@t"]?.kind == "unreadable", "\(failed)")
-        #expect(failed["caf\u{FFFD}.jpg@t"]?.message.contains("its name is not valid UTF-8") == true, "\(failed)")
+        var failed = try failures(workspace, job)
+        #expect(failed["caf\u{FFFD}E9.jpg@t"]?.kind == "unreadable", "\(failed)")
+        #expect(failed["caf\u{FFFD}E9.jpg@t"]?.message.contains("its name is not valid UTF-8") == true, "\(failed)")
+        // Two names that differ only in such bytes are two items, each failing on its own.
+        try writeFixture("photos/fig-bowl.jpg", toBytes: Array(workspace.path("in/caf").utf8) + [0xE8] + Array(".jpg".utf8))
+        let again = try workspace.run([job])
+        #expect(again.status == 1 && again.stdout.contains("0 done, 2 failed, 1 up to date"), "\(again.stdout)")
+        failed = try failures(workspace, job)
+        #expect(Set(failed.keys).isSuperset(of: ["caf\u{FFFD}E8.jpg@t", "caf\u{FFFD}E9.jpg@t"]), "\(failed)")
         #expect(workspace.files(in: "out") == ["friends.jpg"])
 
         // A folder so named cannot be listed by name: the job stops before any work, naming it.
@@ -121,7 +127,7 @@ struct DiscoveryFaultTests {
         let nested = try discoveryJob(workspace, source: #"{"path": "nested", "recursive": true}"#)
         let refused = try workspace.run([nested])
         #expect(refused.status == 2, "\(refused.stderr)")
-        #expect(refused.stderr.contains("sources[0].path: \(workspace.path("nested/d"))\u{FFFD}: its name is not valid UTF-8"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("sources[0].path: \(workspace.path("nested/d"))\u{FFFD}FF: its name is not valid UTF-8"), "\(refused.stderr)")
     }
 
     @Test("a 255-byte file name is processed (its temporary file's name is shortened); an output name over 255 bytes fails that item alone")
