@@ -147,10 +147,10 @@ package struct SourceDiscovery {
             try visit(walked(path, nil, walk))
             return
         }
+        let include = include.map { Wildcard($0, caseInsensitive: true) }, exclude = exclude.map { Wildcard($0, caseInsensitive: true) }
         try walkFolder(path, relative: "", recursive: recursive, walk, ancestors: []) { name, relative in
             let line = relative.isEmpty ? name : relative + "/" + name
-            let wanted = include.contains { matches($0, name, caseInsensitive: true) }
-                && !exclude.contains { matches($0, name, caseInsensitive: true) || matches($0, line, caseInsensitive: true) }
+            let wanted = include.contains { $0.matches(name) } && !exclude.contains { $0.matches(name) || $0.matches(line) }
             if wanted { try visit(walked(path, line, walk)) }
         }
     }
@@ -280,19 +280,6 @@ package struct SourceDiscovery {
         return .success(hiddenOnly ? entries : entries.sorted { $0.name < $1.name })
     }
 
-    /// Shell wildcards: `*` any run, `?` one character, `[…]` one of a set (`a-z` ranges, `!` or
-    /// `^` first to negate), `\` makes the next one literal; `caseInsensitive` folds case in
-    /// any script. Matched by character (glibc's fnmatch matches `?` and `[é]` against one byte
-    /// even in a UTF-8 locale), except by fnmatch when that cannot differ: an ASCII pattern
-    /// without `?`, `[` or `\`, whose `*`s and literals match the same bytes either way.
-    package static func matches(_ pattern: String, _ name: String, caseInsensitive: Bool) -> Bool {
-        guard pattern.utf8.contains(where: { $0 >= 0x80 || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "[") || $0 == UInt8(ascii: "\\") }) else {
-            return fnmatch(pattern, name, caseInsensitive ? (1 << 4) /* FNM_CASEFOLD */ : 0) == 0
-        }
-        let fold = { (text: String) in caseInsensitive ? Array(text.lowercased()) : Array(text) }
-        return Wildcard(fold(pattern)).matches(fold(name))
-    }
-
     // MARK: Globs
 
     /// The folder a pattern's first wildcard segment is matched in (the whole pattern when it has
@@ -330,9 +317,10 @@ package struct SourceDiscovery {
             }
             return
         }
+        let wildcard = Wildcard(segment, caseInsensitive: false)
         for entry in entries {
             if entry.name.hasPrefix(".") && !segment.hasPrefix(".") { continue }
-            guard matches(segment, entry.name, caseInsensitive: false) else { continue }
+            guard wildcard.matches(entry.name) else { continue }
             if rest.isEmpty {
                 if !entry.isDirectory { try visit(walked(root, child(entry.name), walk)) }
             } else if entry.isDirectory {

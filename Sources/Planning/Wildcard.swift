@@ -1,5 +1,14 @@
-/// A shell wildcard pattern over characters (`SourceDiscovery.matches`): `*` matches any run
-/// (`/` included, as fnmatch without flags), `?` one character, `[…]` one character of a set.
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A shell wildcard pattern, made once and matched against many names: `*` any run (`/`
+/// included, as fnmatch without flags), `?` one character, `[…]` one of a set (`a-z` ranges,
+/// `!` or `^` first to negate), `\` makes the next one literal; `caseInsensitive` folds case in
+/// any script. Matched by character (glibc's fnmatch matches `?` and `[é]` against one byte even
+/// in a UTF-8 locale), except by fnmatch when that cannot differ: an ASCII pattern without `?`,
+/// `[` or `\`, whose `*`s and literals match the same bytes either way (the default filters, and
+/// most globs, keep fnmatch's speed).
 package struct Wildcard {
     private enum Token: Equatable {
         case literal(Character)
@@ -8,10 +17,38 @@ package struct Wildcard {
         case set(negated: Bool, ranges: [ClosedRange<Character>])
     }
 
-    /// nil for a pattern that ends in a lone `\`, which matches nothing (as in fnmatch).
-    private let tokens: [Token]?
+    private enum Matcher {
+        case bytes(String, flags: Int32)
+        /// nil tokens: a pattern that ends in a lone `\`, which matches nothing (as in fnmatch).
+        case characters([Token]?, caseInsensitive: Bool)
+    }
 
-    package init(_ pattern: [Character]) {
+    private let matcher: Matcher
+
+    package init(_ pattern: String, caseInsensitive: Bool) {
+        let bytewise = !pattern.utf8.contains { $0 >= 0x80 || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "[") || $0 == UInt8(ascii: "\\") }
+        self.init(pattern, caseInsensitive: caseInsensitive, bytewise: bytewise)
+    }
+
+    /// Always by character: for comparing the two ways.
+    package init(matchingCharacters pattern: String) {
+        self.init(pattern, caseInsensitive: false, bytewise: false)
+    }
+
+    private init(_ pattern: String, caseInsensitive: Bool, bytewise: Bool) {
+        matcher = bytewise ? .bytes(pattern, flags: caseInsensitive ? (1 << 4) /* FNM_CASEFOLD */ : 0)
+            : .characters(Self.tokens(Array(caseInsensitive ? pattern.lowercased() : pattern)), caseInsensitive: caseInsensitive)
+    }
+
+    package func matches(_ name: String) -> Bool {
+        switch matcher {
+        case .bytes(let pattern, let flags): fnmatch(pattern, name, flags) == 0
+        case .characters(let tokens, let caseInsensitive):
+            tokens.map { Self.matches($0, Array(caseInsensitive ? name.lowercased() : name)) } ?? false
+        }
+    }
+
+    private static func tokens(_ pattern: [Character]) -> [Token]? {
         var tokens: [Token] = []
         var index = 0
         while index < pattern.count {
@@ -20,7 +57,7 @@ package struct Wildcard {
             case "?": tokens.append(.anyOne)
             case "\\":
                 index += 1
-                guard index < pattern.count else { self.tokens = nil; return }
+                guard index < pattern.count else { return nil }
                 tokens.append(.literal(pattern[index]))
             case "[":
                 guard let (set, end) = Self.set(in: pattern, at: index) else { tokens.append(.literal("[")); break }
@@ -30,7 +67,7 @@ package struct Wildcard {
             }
             index += 1
         }
-        self.tokens = tokens
+        return tokens
     }
 
     /// The set opened at `start`, and the index of its `]`; nil when it is never closed (then `[`
@@ -61,15 +98,14 @@ package struct Wildcard {
 
     /// Whether `name` matches: greedy, going back to the last `*` on a mismatch (linear in the
     /// name for each `*`, never exponential).
-    package func matches(_ name: [Character]) -> Bool {
-        guard let tokens else { return false }
+    private static func matches(_ tokens: [Token], _ name: [Character]) -> Bool {
         var (token, position) = (0, 0)
         var lastRun: (token: Int, position: Int)? = nil
         while position < name.count {
             if token < tokens.count, tokens[token] == .anyRun {
                 lastRun = (token, position)
                 token += 1
-            } else if token < tokens.count, Self.matches(tokens[token], name[position]) {
+            } else if token < tokens.count, matches(tokens[token], name[position]) {
                 token += 1
                 position += 1
             } else if let run = lastRun {
