@@ -8,15 +8,19 @@ package enum MetadataPolicy: Sendable, Hashable {
     package static let icc = MetadataPolicy.keep([.icc])
 
     /// Its canonical spelling in the recipe: the names in a fixed order, so listing them
-    /// differently changes nothing; `strip` and `icc` are what `keepIcc` has always written.
+    /// differently changes nothing; `strip` and `icc` are what `keepIcc` has always written. A
+    /// policy that writes EXIF, XMP or IPTC says it drops the source's embedded images: outputs
+    /// written before it did (which carried the source's EXIF thumbnail) are rendered again.
     package var identifier: String {
         switch self {
-        case .all: "all"
+        case .all: "all" + Self.withoutEmbeddedImages
         case .keep(let fields) where fields.isEmpty: "strip"
         case .keep(let fields) where fields == [.icc]: "icc"
-        case .keep(let fields): MetadataField.allCases.filter(fields.contains).map(\.rawValue).joined(separator: "+")
+        case .keep(let fields): MetadataField.allCases.filter(fields.contains).map(\.rawValue).joined(separator: "+") + Self.withoutEmbeddedImages
         }
     }
+
+    private static let withoutEmbeddedImages = "-embedded-images"
 }
 
 /// A piece of metadata an output may keep, by a name a photographer knows. Each stands for

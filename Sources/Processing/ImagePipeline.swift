@@ -398,8 +398,9 @@ package struct ImagePipeline {
             // A single image: a page height left from the loader would make savers split it into frames.
             _ = cvips_remove(image.pointer, "page-height")
         }
-        if case .keep(let fields) = metadata {
-            image.keepingOnly(fields, iptc: encoder.iptcContainer)
+        switch metadata {
+        case .keep(let fields): image.keepingOnly(fields, iptc: encoder.iptcContainer)
+        case .all: image.removingEmbeddedImages()
         }
         return image
     }

@@ -153,6 +153,80 @@ struct MetadataAllowlistTests {
         }
     }
 
+    /// Real photos from Debian's forensics-samples-files (installed by `make deps`): a Canon
+    /// camera's JPEG (maker notes, an EXIF thumbnail) and a phone's (GPS, an EXIF thumbnail,
+    /// "Rotate 180", so its thumbnail is upside down beside any output).
+    static let cameraPhoto = "/usr/share/forensics-samples/original-files/pic1/IMG_1054.JPG"
+    static let phonePhoto = "/usr/share/forensics-samples/original-files/pic2/IMG_20200124_231153.jpg"
+
+    /// exiftool groups and tag names that hold an image of the source, or describe one.
+    static func isEmbeddedImage(_ key: String) -> Bool {
+        let group = key.prefix { $0 != ":" }
+        let name = key.drop { $0 != ":" }.dropFirst()
+        return ["IFD1", "MakerNotes", "Canon", "Nikon", "Sony", "Apple", "Samsung", "MPF0", "MPImage1", "MPImage2"].contains(String(group))
+            || ["ThumbnailImage", "PreviewImage", "PhotoshopThumbnail", "ThumbnailTIFF", "MPImage2", "Thumbnails"].contains(String(name))
+            || name.hasPrefix("Thumbnail") && group.hasPrefix("XMP")
+    }
+
+    @Test("no output carries an image of the source: no EXIF thumbnail, maker notes, XMP or Photoshop thumbnail, with keep lists or keepMetadata, in any format")
+    func noEmbeddedImages() throws {
+        let workspace = try Workspace()
+        try FileManager.default.createDirectory(atPath: workspace.path("src"), withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: Self.phonePhoto, toPath: workspace.path("src/phone.jpg"))
+        // The camera photo, with a Photoshop and an XMP thumbnail planted beside its own EXIF one.
+        let camera = workspace.path("src/camera.jpg")
+        try FileManager.default.copyItem(atPath: Self.cameraPhoto, toPath: camera)
+        let planted = workspace.path("planted.jpg")
+        try FileManager.default.copyItem(atPath: Fixtures.path("photos/aitzgorri.jpg"), toPath: planted)
+        try ExifTool.write(["-all=", "-Artist=Jane Doe", "-Copyright=Jane Doe"], into: planted)
+        let small = workspace.path("small.jpg")
+        _ = try RunningCommand("/usr/bin/vipsthumbnail", arguments: [planted, "-s", "64", "-o", small], directory: workspace.root, environment: [:]).wait()
+        try ExifTool.write(["-PhotoshopThumbnail<=\(small)", "-XMP-xmp:ThumbnailImage<=\(small)", "-XMP-dc:Creator=Jane Doe"], into: camera)
+
+        let sources = ["phone": try ExifTool.tags(of: workspace.path("src/phone.jpg")), "camera": try ExifTool.tags(of: camera)]
+        // The sources really carry what must stay out.
+        #expect(sources["phone"]?["IFD1:ThumbnailImage"] != nil && sources["phone"]?["GPS:GPSLatitude"] != nil)
+        for key in ["IFD1:ThumbnailImage", "Photoshop:PhotoshopThumbnail", "XMP-xmp:Thumbnails", "Canon:CanonImageSize"] {
+            #expect(sources["camera"]?[key] != nil, "the camera photo lacks \(key)")
+        }
+        let thumbnails = try ["phone", "camera"].flatMap { name in
+            try ["ThumbnailImage", "PhotoshopThumbnail"].map { try ExifTool.binary($0, of: workspace.path("src/\(name).jpg")) }
+        }.filter { !$0.isEmpty } + [try Data(contentsOf: URL(fileURLWithPath: small))]
+        #expect(thumbnails.count == 4)
+
+        let keep = #"["artist", "copyright", "datetime", "camera", "lens", "exposure", "gps", "serial", "icc"]"#
+        let outputs = Self.outputs("keep", keep: keep) + Self.formats.sorted { $0.key < $1.key }.map { format, ext in
+            #"{"name": "all-\#(format)", "path": "out/all/{stem}.\#(ext)", "chain": [{"op": "resize", "width": 160}], "#
+                + #""format": {"type": "\#(format)"}, "keepMetadata": true}"#
+        }
+        let job = try workspace.writeJob(#"{"version": 1, "sources": [{"path": "src"}], "outputs": [\#(outputs.joined(separator: ", "))], "state": "state.sqlite"}"#)
+        let result = try workspace.run([job, "-j", "2"])
+        #expect(result.status == 0, "\(result.stderr)")
+        for (name, source) in sources {
+            for (format, ext) in Self.formats {
+                for set in ["keep", "all"] {
+                    let file = workspace.path("out/\(set)/\(name).\(ext)")
+                    let tags = try ExifTool.tags(of: file)
+                    // A TIFF's JPEG-compressed strip is the output itself (exiftool calls it IFD0's PreviewImage).
+                    for key in tags.keys where Self.isEmbeddedImage(key) && !(format == "tiff" && key.hasPrefix("IFD0:PreviewImage")) {
+                        Issue.record("\(set)/\(name).\(ext) carries \(key) (\(tags[key] ?? ""))")
+                    }
+                    let bytes = try Data(contentsOf: URL(fileURLWithPath: file))
+                    for thumbnail in thumbnails where bytes.range(of: thumbnail) != nil {
+                        Issue.record("\(set)/\(name).\(ext) holds a thumbnail of a source byte for byte")
+                    }
+                    // The fields asked for are there, with the source's values.
+                    if Self.carriesEXIF(format) {
+                        let expected = name == "phone" ? ["GPS:GPSLatitude", "IFD0:Make", "ExifIFD:DateTimeOriginal"] : ["IFD0:Model", "ExifIFD:FNumber"]
+                        for key in expected {
+                            #expect(tags[key] != nil && tags[key] == source[key], "\(set)/\(name).\(ext): \(key) is \(tags[key] ?? "missing"), the source's \(source[key] ?? "none")")
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     @Test("the allowlist is part of the recipe: changing it re-renders only the outputs it changes; order and the keepIcc spelling do not count")
     func allowlistInRecipe() throws {
         let workspace = try Workspace()

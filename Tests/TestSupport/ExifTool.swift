@@ -28,6 +28,20 @@ public enum ExifTool {
         }
     }
 
+    /// The bytes of binary tag `tag` (`ThumbnailImage`, `PhotoshopThumbnail`, ...) of `file`; empty when it has none.
+    public static func binary(_ tag: String, of file: String) throws -> Data {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = ["-b", "-" + tag, file]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return data
+    }
+
     private static func run(_ arguments: [String]) throws -> CommandResult {
         guard FileManager.default.isExecutableFile(atPath: path) else {
             throw Failed(description: "exiftool is not installed (apt-get install libimage-exiftool-perl, or make deps)")

@@ -40,6 +40,21 @@ package enum IPTCRecords {
         }
     }
 
+    /// A Photoshop block without its thumbnail resources (1033, 1036: a JPEG of the source as it
+    /// was), every other resource as it is (up to the first that does not parse); bare records unchanged.
+    package static func removingThumbnails(of data: Data) -> Data {
+        let bytes = [UInt8](data)
+        guard bytes.starts(with: photoshopHeader) else { return data }
+        var kept = photoshopHeader
+        var removed = false
+        forEachResource(in: bytes[photoshopHeader.count...]) { id, whole, _ in
+            if thumbnailResources.contains(id) { removed = true } else { kept += whole }
+        }
+        return removed ? Data(kept) : data
+    }
+
+    private static let thumbnailResources: Set<UInt16> = [0x0409, 0x040C]
+
     struct Record {
         let number: UInt8
         let dataset: UInt8
@@ -70,18 +85,31 @@ package enum IPTCRecords {
 
     /// Resource `id`'s data in a run of Photoshop image resources.
     private static func resource(_ id: UInt16, in bytes: ArraySlice<UInt8>) -> ArraySlice<UInt8>? {
+        var found: ArraySlice<UInt8>?
+        _ = forEachResource(in: bytes) { resource, _, data in
+            if resource == id && found == nil { found = data }
+        }
+        return found
+    }
+
+    /// Calls `body` with each resource's id, its whole bytes (padding included) and its data, in
+    /// order; false when the run ends in something that is not a whole resource.
+    @discardableResult
+    private static func forEachResource(in bytes: ArraySlice<UInt8>,
+                                        _ body: (UInt16, ArraySlice<UInt8>, ArraySlice<UInt8>) -> Void) -> Bool {
         var offset = bytes.startIndex
         while offset + 8 <= bytes.endIndex, bytes[offset..<offset + 4].elementsEqual(resourceSignature) {
-            let found = UInt16(bytes[offset + 4]) << 8 | UInt16(bytes[offset + 5])
+            let id = UInt16(bytes[offset + 4]) << 8 | UInt16(bytes[offset + 5])
             let nameLength = Int(bytes[offset + 6])
             let sizeAt = offset + 6 + (nameLength + 2) & ~1  // a Pascal string padded to an even length
-            guard sizeAt + 4 <= bytes.endIndex else { return nil }
+            guard sizeAt + 4 <= bytes.endIndex else { return false }
             let size = bytes[sizeAt..<sizeAt + 4].reduce(0) { $0 << 8 | Int($1) }
             let start = sizeAt + 4
-            guard start + size <= bytes.endIndex else { return nil }
-            if found == id { return bytes[start..<start + size] }
-            offset = start + size + size % 2
+            guard start + size <= bytes.endIndex else { return false }
+            let end = min(start + size + size % 2, bytes.endIndex)
+            body(id, bytes[offset..<end], bytes[start..<start + size])
+            offset = end
         }
-        return nil
+        return offset == bytes.endIndex
     }
 }

@@ -75,7 +75,7 @@ extension MetadataPolicy {
 extension VipsImageHandle {
     /// Leaves on this image (a copy of its own: the fields are edited in place) only the metadata
     /// `fields` name, so any libvips writes exactly those: the chosen EXIF tags, from which the
-    /// saver builds a fresh EXIF block (the source's block, thumbnail and maker notes dropped), an
+    /// saver builds a fresh EXIF block (the source's block, its thumbnail and maker notes dropped), an
     /// XMP packet and IPTC records made of the chosen properties alone, and the profile if `icc`.
     package func keepingOnly(_ fields: Set<MetadataField>, iptc container: IPTCContainer?) {
         let maps = fields.map(MetadataFieldMap.of)
@@ -96,10 +96,29 @@ extension VipsImageHandle {
         replaceBlob("iptc-data") { data in container.flatMap { IPTCRecords.keeping(Set(maps.flatMap(\.iptc)), of: data, as: $0) } }
     }
 
+    /// Takes out of this image (a copy of its own) every image of the source its metadata holds,
+    /// leaving the rest: the EXIF thumbnail and the IFD that describes it, maker notes (serials,
+    /// sometimes places, and preview images), XMP thumbnails, Photoshop thumbnail resources. They
+    /// show the source as it was (unrotated, before an edit, uncropped), never the output, so no
+    /// policy keeps them; libvips then drops them from the EXIF block it rewrites.
+    package func removingEmbeddedImages() {
+        for name in fieldNames where Self.isEmbeddedImage(name) {
+            _ = cvips_remove(pointer, name)
+        }
+        replaceBlob("xmp-data") { XMPPacket.removingImages(of: $0) }
+        replaceBlob("iptc-data") { IPTCRecords.removingThumbnails(of: $0) }
+    }
+
+    /// libvips loads the EXIF thumbnail as `jpeg-thumbnail-data` and writes it back into any EXIF
+    /// block it saves, whatever the tags around it.
+    private static func isEmbeddedImage(_ name: String) -> Bool {
+        name == "jpeg-thumbnail-data" || name.hasPrefix("exif-ifd1-") || name.hasPrefix("exif-") && name.hasSuffix("-MakerNote")
+    }
+
     /// Metadata libvips loads and savers write: EXIF (blob, tags, thumbnail), XMP, IPTC, Photoshop,
     /// the ICC profile, PNG comments and ImageMagick profiles.
-    package static let metadataPrefixes = ["exif-", "xmp-data", "iptc-data", "photoshop-data", "icc-profile-data",
-                                           "png-comment-", "magickprofile-"]
+    package static let metadataPrefixes = ["exif-", "jpeg-thumbnail-data", "xmp-data", "iptc-data", "photoshop-data",
+                                           "icc-profile-data", "png-comment-", "magickprofile-"]
 
     package func blob(_ name: String) -> Data? {
         var data: UnsafeRawPointer?

@@ -27,18 +27,35 @@ package enum XMPPacket {
     /// The packet with only the properties `names` lists (`prefix:Name`, or `prefix:Stem*`); nil
     /// when none is left or the packet does not parse.
     package static func keeping(_ names: [String], of data: Data) -> Data? {
-        guard !names.isEmpty, let root = XMLTree.parse(data.prefix { $0 != 0 }) else { return nil }
+        guard !names.isEmpty else { return nil }
         let prefixes = Dictionary(uniqueKeysWithValues: namespaces.map { ($0.value, $0.key) })
-        let matches = { (node: XMLTree.Node) -> Bool in
+        return filtered(data) { node in
             guard let prefix = prefixes[node.namespace] else { return false }
             let name = "\(prefix):\(node.name)"
             return names.contains { $0.hasSuffix("*") ? name.hasPrefix($0.dropLast()) : name == $0 }
         }
+    }
+
+    /// The packet without the images it holds of the source (`xmp:Thumbnails`, and any property
+    /// with an `xmpGImg` image in it); the bytes as they are when it holds none. nil when nothing
+    /// is left, or when it names an image but does not parse.
+    package static func removingImages(of data: Data) -> Data? {
+        guard data.range(of: Data(imageNamespace.utf8)) != nil else { return data }
+        return filtered(data) { node in
+            !(node.namespace == namespaces["xmp"] && node.name == "Thumbnails") && !node.contains(where: { $0.namespace == imageNamespace })
+        }
+    }
+
+    private static let imageNamespace = "http://ns.adobe.com/xap/1.0/g/img/"
+
+    /// A packet of the properties of every `rdf:Description` that `keep` accepts.
+    private static func filtered(_ data: Data, keep: (XMLTree.Node) -> Bool) -> Data? {
+        guard let root = XMLTree.parse(data.prefix { $0 != 0 }) else { return nil }
         let kept = root.descendants { $0.namespace == rdf && $0.name == "Description" }.flatMap { description in
             description.attributes.filter { $0.namespace != rdf && !$0.namespace.isEmpty }
                 .map { XMLTree.Node(namespace: $0.namespace, name: $0.name, text: $0.value) }
                 + description.children
-        }.filter(matches)
+        }.filter(keep)
         guard !kept.isEmpty else { return nil }
         return Data(packet(kept).utf8)
     }
@@ -73,6 +90,11 @@ enum XMLTree {
 
         init(namespace: String, name: String, attributes: [Attribute] = [], text: String = "") {
             (self.namespace, self.name, self.attributes, self.text) = (namespace, name, attributes, text)
+        }
+
+        /// Whether this node or one below it passes `test`.
+        func contains(where test: (Node) -> Bool) -> Bool {
+            test(self) || children.contains { $0.contains(where: test) }
         }
 
         func descendants(where test: (Node) -> Bool) -> [Node] {
