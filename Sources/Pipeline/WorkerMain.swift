@@ -84,6 +84,7 @@ public enum WorkerMain {
                 _ = channel.send(["not": "a reply"])
                 continue
             }
+            TestPause.at(TestPause.workerTask, subject: task.source)
             VipsWarnings.startSource()
             let (outcomes, facts, derivation) = pipeline.render(sourcePath: task.source, requests: task.requests, derive: task.derive,
                                                                 hashContent: task.hashContent)

@@ -135,6 +135,7 @@ package struct ImagePipeline {
             throw ItemFailure(.encode, error.message)
         }
         let staged = try AtomicFile.stage(data, for: request.path, owner: stagingOwner)
+        TestPause.at(TestPause.workerStaged, subject: request.path)
         var rendered = RenderedOutput(width: pixels.width, height: pixels.height, bytes: data.count,
                                       temporary: staged.temporary, warning: source.header.warning)
         (rendered.sourceWidth, rendered.sourceHeight) = (source.header.width, source.header.height)

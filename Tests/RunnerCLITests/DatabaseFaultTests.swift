@@ -115,8 +115,9 @@ struct DatabaseFaultTests {
         let workspace = try Workspace()
         let state = try mountTmpfs(workspace, "state", size: "4m")
         defer { state.unmount() }
-        let (job, run) = try startSlowRun(workspace)
+        let (job, run, pauses) = try startSlowRun(workspace)
         state.fill()
+        pauses.releaseAll()
         let full = run.wait(timeout: 120)
         #expect(full.status == 74, "\(full.stdout.suffix(300)) \(full.stderr)")
         #expect(full.stderr.contains("runner: cannot write the state database \(workspace.path("state/slow.sqlite")) (SQLite: database or disk is full)"),
@@ -134,8 +135,9 @@ struct DatabaseFaultTests {
     @Test("the state database deleted while a run holds the job: the run stops with a clear error (exit 74), and the next run starts a new one and finishes")
     func databaseDeletedMidRun() throws {
         let workspace = try Workspace()
-        let (job, run) = try startSlowRun(workspace)
+        let (job, run, pauses) = try startSlowRun(workspace)
         try FileManager.default.removeItem(atPath: workspace.path("state/slow.sqlite"))
+        pauses.releaseAll()
         let stopped = run.wait(timeout: 120)
         #expect(stopped.status == 74, "\(stopped.stdout.suffix(300)) \(stopped.stderr)")
         #expect(stopped.stderr.contains("runner: the state database \(workspace.path("state/slow.sqlite")) was deleted or replaced while this run held it; stopped"),

@@ -63,12 +63,14 @@ func checkRecordsAgainstDisk(_ workspace: Workspace, state: String) throws -> [S
     return counts
 }
 
-/// A `slowJob` of 30 sources run with JSON events, once it has reported its first 4 items.
-func startSlowRun(_ workspace: Workspace) throws -> (job: String, run: RunningCommand) {
+/// A `slowJob` of 30 sources run with JSON events, once both its workers are paused holding a
+/// source of p010-p019 (p000-p009 done); `pauses.releaseAll()` lets it go on.
+func startSlowRun(_ workspace: Workspace) throws -> (job: String, run: RunningCommand, pauses: Pauses) {
     let job = try slowJob(workspace, count: 30)
-    let run = try workspace.start([job, "--log-format", "json"])
-    #expect(run.waitUntil { itemEvents(run) >= 4 })
-    return (job, run)
+    let pauses = try Pauses("worker.task@in/p01", in: workspace)
+    let run = try workspace.start([job, "--log-format", "json"], environment: pauses.environment)
+    #expect(pauses.wait(for: "worker.task", count: 2, of: run).count == 2)
+    return (job, run, pauses)
 }
 
 /// After whatever stopped it, the next run of a `slowJob` of 30 sources exits 0 with every item
@@ -148,22 +150,23 @@ struct FaultTests {
     func outputFolderDeletedMidRun() throws {
         let workspace = try Workspace()
         let job = try slowJob(workspace, count: 30)
-        let run = try workspace.start([job, "--log-format", "json", "-j", "2"])
+        // Each soft output, once staged in its folder, waits while the test deletes the folder.
+        let pauses = try Pauses("worker.staged@out/soft/", in: workspace)
+        let run = try workspace.start([job, "--log-format", "json", "-j", "1"], environment: pauses.environment)
         var deletions = 0
-        // Delete the soft outputs' folder whenever it reappears, until the run ends.
-        while run.process.isRunning {
-            if FileManager.default.fileExists(atPath: workspace.path("out/soft")), itemEvents(run) >= 2 {
-                try? FileManager.default.removeItem(atPath: workspace.path("out/soft"))
-                deletions += 1
-            }
-            usleep(20_000)
+        while let paused = pauses.wait(for: "worker.staged", of: run).first {
+            try FileManager.default.removeItem(atPath: workspace.path("out/soft"))
+            deletions += 1
+            pauses.release(paused)
         }
         let result = run.wait()
-        #expect(result.status == 0 || result.status == 1, "\(result.stderr)")
-        #expect(deletions >= 3, "the folder was deleted \(deletions) times")
-        // Items whose rename met a missing folder failed as write; none left a temporary file.
-        for (item, failure) in try failures(workspace, job) {
-            #expect(failure.kind == "write", "\(item): \(failure)")
+        #expect(result.status == 1, "\(result.stderr)")
+        #expect(deletions == 30, "the folder was deleted \(deletions) times")
+        // Each soft item's rename met a missing folder and failed as write; none left a temporary file.
+        let failed = try failures(workspace, job)
+        #expect(failed.count == 30, "\(failed)")
+        for (item, failure) in failed {
+            #expect(item.hasSuffix("@soft") && failure.kind == "write", "\(item): \(failure)")
         }
         #expect(temporaryFiles(workspace).isEmpty, "left behind: \(temporaryFiles(workspace))")
 
@@ -195,17 +198,11 @@ struct FaultTests {
         for name in swapped {
             try FileManager.default.copyItem(atPath: Fixtures.path("photos/aitzgorri.jpg"), toPath: workspace.path("in/" + name))
         }
-        // One worker and a slow chain: the z- sources are planned as photographs, and reached seconds later.
-        // The runner and its worker are stopped while the files change: on libvips 8.16 under a loaded
-        // machine's test run, the reader of its log lagged until every source was done.
-        let job = try oneOutputJob(workspace, chain: #"[{"op": "resize", "width": 3000, "enlarge": true}, {"op": "blur", "sigma": 10}]"#,
-                                   format: #"{"type": "jpeg"}"#, ext: "jpg")
-        let started = Date()
-        let run = try workspace.start([job, "--log-format", "json", "-j", "1"])
-        #expect(run.waitUntil { itemEvents(run) >= 1 })
-        let stopped = [run.pid] + childProcesses(of: run.pid)
-        for pid in stopped { kill(pid, SIGSTOP) }
-        defer { for pid in stopped { kill(pid, SIGCONT) } }
+        // The z- sources are planned as photographs; the one worker pauses on the first source while they change.
+        let job = try oneOutputJob(workspace, format: #"{"type": "jpeg"}"#, ext: "jpg")
+        let pauses = try Pauses("worker.task@in/p00.jpg", in: workspace)
+        let run = try workspace.start([job, "--log-format", "json", "-j", "1"], environment: pauses.environment)
+        let paused = try #require(pauses.wait(for: "worker.task", of: run).first, "\(run.stdoutSoFar) \(run.stderrSoFar)")
         let folder = workspace.path("in/")
         for name in swapped.dropLast() { unlink(folder + name) }
         #expect(mkfifo(folder + "z-fifo.jpg", 0o644) == 0)
@@ -213,12 +210,10 @@ struct FaultTests {
         #expect(try RunningCommand("/usr/bin/mknod", arguments: [folder + "z-device.jpg", "c", "1", "5"], directory: "/", environment: [:])
             .wait(timeout: 30).status == 0, "mknod of /dev/zero's numbers")
         #expect(truncate(folder + "z-truncated.jpg", 20_000) == 0)
-        usleep(200_000)  // what the runner wrote before it stopped reaches the test
-        let finishedAtSwap = itemEvents(run)
-        for pid in stopped { kill(pid, SIGCONT) }
-        let result = run.wait(timeout: 120)
-        #expect(Date().timeIntervalSince(started) < 60, "the run took \(Date().timeIntervalSince(started)) s")
-        #expect(finishedAtSwap < 10, "the swap came before the worker reached the z- sources (\(finishedAtSwap) items had finished)")
+        #expect(itemEvents(run) == 0, "the swap came before the worker reached any source")
+        pauses.release(paused)
+        // A source that blocked its reader would hold the run until this bound kills it (status 137).
+        let result = run.wait(timeout: 300)
         #expect(result.status == 1, "\(result.stderr)")
         #expect(summaryEvent(result.stdout)?["done"] as? Int == 16, "\(result.stdout.suffix(400))")
 

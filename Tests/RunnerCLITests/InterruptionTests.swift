@@ -2,9 +2,9 @@ import Foundation
 import Testing
 import TestSupport
 
-/// A job with `count` distinct sources (hard links of one photo) and two outputs, one of them
-/// slow enough (a large blur) that a run lasts long enough to be interrupted. At sigma 6, 40 sources
-/// took 0.8 s on a quiet 2-core host, inside the 1 s time budget a test gives it; sigma 20 takes ~3.6 s.
+/// A job with `count` distinct sources (hard links of one photo, `in/p000.jpg`, ...) and two
+/// outputs, on two workers. Tests that stop it mid-run hold its workers at a pause point
+/// (`Pauses`), never on its speed.
 func slowJob(_ workspace: Workspace, count: Int) throws -> String {
     try FileManager.default.createDirectory(atPath: workspace.path("in"), withIntermediateDirectories: true)
     for index in 0..<count {
@@ -18,7 +18,7 @@ func slowJob(_ workspace: Workspace, count: Int) throws -> String {
        {"name": "small", "path": "out/small/{stem}.png",
         "chain": [{"op": "thumbnail", "width": 96, "height": 96, "fit": "cover"}], "format": {"type": "png"}},
        {"name": "soft", "path": "out/soft/{stem}.jpg",
-        "chain": [{"op": "blur", "sigma": 20}], "format": {"type": "jpeg", "quality": 90}}],
+        "chain": [{"op": "blur", "sigma": 2}], "format": {"type": "jpeg", "quality": 90}}],
      "concurrency": {"process": 2},
      "state": "state/slow.sqlite"}
     """)
@@ -58,15 +58,19 @@ struct InterruptionTests {
     func interruptAndResume() throws {
         let workspace = try Workspace()
         let job = try slowJob(workspace, count: 60)
-        let run = try workspace.start([job, "--log-format", "json"])
-        #expect(run.waitUntil { itemEvents(run) >= 6 })
+        // Both workers hold a source of p010-p019 when the signal comes; they go on once it is handled.
+        let pauses = try Pauses("worker.task@in/p01", in: workspace)
+        let run = try workspace.start([job, "--log-format", "json"], environment: pauses.environment)
+        #expect(pauses.wait(for: "worker.task", count: 2, of: run).count == 2)
         run.signal(SIGINT)
+        #expect(run.waitUntil { run.stdoutSoFar.contains("finishing items in flight") })
+        pauses.releaseAll()
         let result = run.wait()
         #expect(result.status == 130, "\(result.stderr)")
         let summary = try #require(summaryEvent(result.stdout))
         #expect(summary["event"] as? String == "summary")
         let done = try #require(summary["done"] as? Int)
-        #expect(done >= 6 && done < 120)
+        #expect(done >= 20 && done < 120)
         #expect((summary["notStarted"] as? Int ?? 0) > 0)
 
         let state = try StateDatabase(path: workspace.path("state/slow.sqlite"))
@@ -92,10 +96,11 @@ struct InterruptionTests {
         } else {
             #expect(run.waitUntil { itemEvents(run) >= afterItems })
         }
+        let workers = run.children
         run.signal(SIGKILL)
         _ = run.wait()
-        // Workers die with their supervisor (PR_SET_PDEATHSIG); give the kernel a moment to reap them.
-        usleep(300_000)
+        // Workers die with their supervisor (PR_SET_PDEATHSIG), and with them their hold on the job.
+        #expect(eventually { !workers.contains(where: processAlive) })
         if afterItems > 0 {
             // Nobody holds the job now: status shows the killed run interrupted and nothing running, before any run closes it.
             let status = try #require(try JSONSerialization.jsonObject(with: Data(try workspace.run(["status", job, "--json"]).stdout.utf8)) as? [String: Any])
@@ -119,8 +124,11 @@ struct InterruptionTests {
     func doubleTerminate() throws {
         let workspace = try Workspace()
         let job = try slowJob(workspace, count: 30)
-        let run = try workspace.start([job, "--log-format", "json"])
-        #expect(run.waitUntil { itemEvents(run) >= 2 })
+        // A worker holds p010 (paused, never let go) when the signals come.
+        let pauses = try Pauses("worker.task@in/p010", in: workspace)
+        let run = try workspace.start([job, "--log-format", "json"], environment: pauses.environment)
+        #expect(pauses.wait(for: "worker.task", of: run).count == 1)
+        let workers = run.children
         run.signal(SIGTERM)
         // Two signals delivered before the first is handled merge into one: wait for its notice.
         #expect(run.waitUntil { run.stdoutSoFar.contains("finishing items in flight") })
@@ -133,7 +141,7 @@ struct InterruptionTests {
         #expect((status["items"] as? [String: Int])?["running"] == nil, "\(status)")
         #expect(((status["runs"] as? [[String: Any]])?.first?["outcome"] as? String) == "interrupted", "\(status)")
         #expect(((status["runs"] as? [[String: Any]])?.first?["exitCode"] as? Int) == 143, "\(status)")
-        usleep(300_000)
+        #expect(eventually { !workers.contains(where: processAlive) })
         let resumed = try workspace.run([job])
         #expect(resumed.status == 0, "\(resumed.stderr)")
         try verifyOutputs(workspace, expected: 30)

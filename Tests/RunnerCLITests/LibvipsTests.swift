@@ -100,21 +100,18 @@ struct LibvipsTests {
         let workspace = try Workspace()
         try FileManager.default.createDirectory(atPath: workspace.path("src"), withIntermediateDirectories: true)
         try FileManager.default.copyItem(atPath: Fixtures.path("formats/photo.heic"), toPath: workspace.path("src/a.heic"))
-        // One worker; the HEIC first (name order), then enough blurs to look at the worker (8.16's are fast).
-        for index in 0..<60 {
-            try FileManager.default.linkItem(atPath: Fixtures.path("photos/aitzgorri.jpg"), toPath: workspace.path(String(format: "src/b%02d.jpg", index)))
-        }
-        let job = try workspace.writeJob(#"{"version": 1, "sources": [{"path": "src"}], "outputs": [{"name": "o", "path": "out/{stem}.jpg", "chain": [{"op": "blur", "sigma": 40}], "format": {"type": "jpeg"}}], "state": "state.sqlite"}"#)
-        let run = try workspace.start([job, "-j", "1", "--log-format", "json"])
+        // One worker; the HEIC first (name order), then a JPEG it pauses on while the test looks at it.
+        try FileManager.default.copyItem(atPath: Fixtures.path("photos/aitzgorri.jpg"), toPath: workspace.path("src/b.jpg"))
+        let job = try workspace.writeJob(#"{"version": 1, "sources": [{"path": "src"}], "outputs": [{"name": "o", "path": "out/{stem}.jpg", "chain": [{"op": "thumbnail", "width": 64, "fit": "inside"}], "format": {"type": "jpeg"}}], "state": "state.sqlite"}"#)
+        let pauses = try Pauses("worker.task@src/b.jpg", in: workspace)
+        let run = try workspace.start([job, "-j", "1", "--log-format", "json"], environment: pauses.environment)
         // A worker maps libvips and GLib when it starts, and the modules once libvips has started.
-        var (worker, libvips, glib, modules): (Int32?, [String], [String], [String]) = (nil, [], [], [])
-        #expect(run.waitUntil {
-            worker = run.children.first
-            libvips = worker.map { LoadedLibraries.paths(named: "libvips.so", pid: $0) } ?? []
-            glib = worker.map { LoadedLibraries.paths(named: "libglib-2.0.so", pid: $0) } ?? []
-            modules = worker.map { LoadedLibraries.paths(named: "vips-", pid: $0) } ?? []
-            return itemEvents(run) >= 1 && modules.contains { $0.hasSuffix("/vips-heif.so") }
-        }, "worker \(String(describing: worker)): \(modules)")
+        let paused = try #require(pauses.wait(for: "worker.task", of: run).first, "\(run.stdoutSoFar) \(run.stderrSoFar)")
+        let worker = paused.pid
+        let libvips = LoadedLibraries.paths(named: "libvips.so", pid: worker)
+        let glib = LoadedLibraries.paths(named: "libglib-2.0.so", pid: worker)
+        let modules = LoadedLibraries.paths(named: "vips-", pid: worker)
+        pauses.releaseAll()
         let result = run.wait()
         #expect(result.status == 0, "\(result.stderr)")
         #expect(libvips.count == 1 && libvips == LoadedLibraries.paths(named: "libvips.so"), "worker \(String(describing: worker)) maps \(libvips)")

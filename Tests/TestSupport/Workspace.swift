@@ -100,6 +100,18 @@ public final class Workspace: @unchecked Sendable {
     }
 }
 
+/// Polls until `condition` holds or `timeout` passes; true if it held. The bound is there so a
+/// broken build fails instead of hanging, never to time what a test checks.
+@discardableResult
+public func eventually(timeout: Double = 300, _ condition: () -> Bool) -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+        if condition() { return true }
+        usleep(5_000)
+    }
+    return condition()
+}
+
 /// A `runner` process (or another program) started by a test, with its output captured in files.
 public final class RunningCommand: @unchecked Sendable {
     public let process = Process()
@@ -146,16 +158,16 @@ public final class RunningCommand: @unchecked Sendable {
 
     public func signal(_ number: Int32) { kill(process.processIdentifier, number) }
 
-    /// Polls until `condition` holds or `timeout` passes; true if it held.
+    /// Polls until `condition` holds, the process ends, or `timeout` passes; true if it held.
     @discardableResult
     public func waitUntil(timeout: Double = 60, _ condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
+        var ended = false
+        let held = eventually(timeout: timeout) {
             if condition() { return true }
-            if !process.isRunning { return condition() }
-            usleep(5_000)
+            ended = !process.isRunning
+            return ended
         }
-        return false
+        return held && (!ended || condition())
     }
 
     public func wait(timeout: Double = 300) -> CommandResult {

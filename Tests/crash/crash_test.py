@@ -460,6 +460,18 @@ def read_state(workspace):
     if not os.path.exists(path):
         return "ok", {}, {}, set()
     connection = sqlite3.connect("file:%s?mode=ro" % urllib.parse.quote(path), uri=True, timeout=30)
+    copy = None
+    try:
+        connection.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+    except sqlite3.OperationalError:
+        # A killed writer's WAL needs recovery, which a read-only connection cannot do ("attempt to
+        # write a readonly database"): read a copy, so the next run finds the state as the kill left it.
+        connection.close()
+        copy = tempfile.mkdtemp(prefix="crash-state-")
+        for suffix in ("", "-wal"):
+            if os.path.exists(path + suffix):
+                shutil.copyfile(path + suffix, os.path.join(copy, "state.sqlite" + suffix))
+        connection = sqlite3.connect(os.path.join(copy, "state.sqlite"), timeout=30)
     try:
         tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if not {"run", "item", "blacklist"} <= tables:
@@ -476,6 +488,8 @@ def read_state(workspace):
         blacklist = {row[0] for row in connection.execute("SELECT url FROM blacklist")}
     finally:
         connection.close()
+        if copy:
+            shutil.rmtree(copy, ignore_errors=True)
     return integrity, runs, items, blacklist
 
 
