@@ -590,7 +590,7 @@ def make_responsive_peers(args, setup, specs):
     runner_ok = runner_check(runner)
 
     def runner_outputs(outdir, chosen, effort=None):
-        """`effort`: the WebP effort of every WebP output narrower than the widest (the README's
+        """`effort`: the WebP effort of every WebP output narrower than the widest (docs/JOB-FILE.md's
         tuning table), else libvips' default (4) everywhere."""
         return [{
             "name": f"w{spec[0]}-{spec[1]}",
@@ -622,7 +622,7 @@ def make_responsive_peers(args, setup, specs):
         Peer("runner-widest", f"runner, {workers} worker processes, {spec_label(largest)} only{lv}", quick=True,
              suffixes=[spec_suffix(largest)], check=runner_ok,
              command=lambda o, l, w: write_runner_job(runner, w, l, runner_outputs(o, [largest]), workers)),
-        # What a lower WebP effort on the narrower outputs buys (README, "Tuning"): only when named.
+        # What a lower WebP effort on the narrower outputs buys (docs/JOB-FILE.md, "Tuning"): only when named.
         *[Peer(f"runner-e{effort}", f"runner, {workers} worker processes, the narrower WebPs at effort {effort}{lv}",
                suffixes=suffixes, check=runner_ok, default=False,
                command=lambda o, l, w, effort=effort: write_runner_job(runner, w, l, runner_outputs(o, specs, effort),
