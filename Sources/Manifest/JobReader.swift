@@ -222,7 +222,7 @@ extension Job {
     package enum MetadataKeys {
         package static let keep = Key<[MetadataField]>.choices("keep", noun: "field", .required,
             "Fields to keep: " + MetadataField.allCases.map(\.rawValue).joined(separator: ", ")
-                + " (README, Metadata, maps each to its EXIF, XMP and IPTC fields); everything else is dropped.")
+                + " (docs/JOB-FILE.md, Metadata, maps each to its EXIF, XMP and IPTC fields); everything else is dropped.")
     }
 
     /// An output's metadata policy: `metadata.keep`, or the older flags (which it replaces, so not both).

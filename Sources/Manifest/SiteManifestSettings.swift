@@ -7,7 +7,7 @@ package enum SiteManifestFormat: String, CaseIterable, Sendable {
     case json, jsonl
 }
 
-/// The job's `manifest` key: where every run writes the manifest of the job's outputs (README,
+/// The job's `manifest` key: where every run writes the manifest of the job's outputs (docs/JOB-FILE.md,
 /// Site manifest). Not the job file, which the `Manifest` stage reads.
 package struct SiteManifestSettings: Sendable, Equatable {
     /// Absolute and normal; inside the job file's folder or an output's folder.

@@ -201,7 +201,7 @@ package struct SourceDiscovery {
             // A symlink to a folder stays one only while its target does, and one with no target
             // (dangling, a loop) is taken for a file only until a folder appears there: no folder
             // read here tells either (a recursive walk reads a folder's link through it too). One to a
-            // file is not recorded: that would be a row per file in a tree of links (see README, "A
+            // file is not recorded: that would be a row per file in a tree of links (see docs/SCALE.md, "A
             // shard reuses its last plan").
             if let observe = walk.observe {
                 for entry in entries where entry.isSymlink && (entry.isDirectory || !entry.resolves) {

@@ -5,7 +5,7 @@ import Manifest
 import State
 import Output
 
-/// The site manifest (README, Site manifest): every source of the job with its outputs, for a
+/// The site manifest (docs/JOB-FILE.md, Site manifest): every source of the job with its outputs, for a
 /// site build's `srcset` and `<picture>`; read from state databases alone, in a stable order
 /// (source key, then output name, byte for byte) with sorted keys, so the same state gives the
 /// same bytes. A sharded job's databases are merged a page at a time, so memory stays flat.

@@ -201,7 +201,7 @@ struct LockTests {
     }
 }
 
-/// Which failures stand until something changes and which run again every night (the README's table).
+/// Which failures stand until something changes and which run again every night (docs/OPERATIONS.md, Failures).
 @Suite("Failure kinds: final until the source or the job changes, or retried")
 struct FailureKindTests {
     struct Row: CustomStringConvertible, Sendable {

@@ -33,11 +33,11 @@ private func schemaVerdicts(_ workspace: Workspace, _ files: [String]) throws ->
     return verdicts
 }
 
-/// The README's ```json blocks, in order.
+/// The job-file reference's (docs/JOB-FILE.md) ```json blocks, in order.
 private func readmeExamples() throws -> [String] {
     var blocks: [String] = []
     var block: [Substring]?
-    for line in try String(contentsOfFile: repository + "/README.md", encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false) {
+    for line in try String(contentsOfFile: repository + "/docs/JOB-FILE.md", encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false) {
         if block == nil, line == "```json" {
             block = []
         } else if let lines = block, line == "```" {
@@ -64,14 +64,14 @@ private func job(version: String = "1", sources: String = #"{"path": "PHOTOS"}"#
 
 @Suite("runner schema: a JSON Schema editors and validators agree with runner on")
 struct SchemaTests {
-    @Test("every job file in the repository and every JSON example in the README is valid against the schema and runner")
+    @Test("every job file in the repository and every JSON example in the job-file reference is valid against the schema and runner")
     func repositoryJobFiles() throws {
         let workspace = try Workspace()
         let jobs = try FileManager.default.contentsOfDirectory(atPath: repository + "/jobs")
             .filter { $0.hasSuffix(".json") && $0 != "runner.schema.json" }.sorted().map { repository + "/jobs/" + $0 }
         let fixtureJobs = (FileManager.default.enumerator(atPath: Fixtures.root)?.allObjects as? [String] ?? [])
             .filter { $0.hasSuffix(".json") }.sorted().map(Fixtures.path)
-        // The examples sit where the README's paths expect them: in a jobs folder beside fixtures.
+        // The examples sit where the reference's paths expect them: in a jobs folder beside fixtures.
         try FileManager.default.createSymbolicLink(atPath: workspace.path("fixtures"), withDestinationPath: Fixtures.root)
         let examples = try readmeExamples()
         #expect(examples.count >= 2, "the job file example and the editor example")

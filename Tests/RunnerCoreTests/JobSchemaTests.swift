@@ -42,7 +42,7 @@ private let output = schema.properties["outputs"]?["items"] ?? .null
 private let ops = (output.properties["chain"]?["items"] ?? .null).variants(tag: "op")
 private let formats = (output.properties["format"] ?? .null).variants(tag: "type")
 
-private let readme = (try? String(contentsOfFile: (Fixtures.root as NSString).deletingLastPathComponent + "/README.md",
+private let readme = (try? String(contentsOfFile: (Fixtures.root as NSString).deletingLastPathComponent + "/docs/JOB-FILE.md",
                                   encoding: .utf8)) ?? ""
 
 /// The rows of the README table under `heading`, as trimmed cells (`\|` inside a cell is text).

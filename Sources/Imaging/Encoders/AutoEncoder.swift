@@ -7,7 +7,7 @@ import Keys
 /// under its name (`{"type": "auto", "jpeg": {"quality": 90}}`); the rest take their defaults.
 package struct AutoEncoder: OutputEncoder {
     package static let type = "auto"
-    /// Any: it writes whatever the source is (see README).
+    /// Any: it writes whatever the source is (see docs/JOB-FILE.md, Formats).
     package static let extensions: [String] = []
     package static let summary = "The source's own format when it is jpeg, png, webp, avif, tiff or gif (a HEIF file counts as avif when AV1-coded), else jpeg, or png when the finished image has alpha. Each format's options may be given under its name."
     package static let keys: [any KeyDeclaration] = [JPEGEncoder.self, PNGEncoder.self, WebPEncoder.self, AVIFEncoder.self,

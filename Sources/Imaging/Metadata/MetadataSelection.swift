@@ -5,7 +5,7 @@ import Model
 /// Where each `MetadataField` lives in a file: its EXIF tags (as libvips names them on a loaded
 /// image, `ifd0-Artist`; a name ending in `-` takes every tag of that IFD), its XMP properties
 /// (`prefix:Name` with the prefixes of `XMPPacket.namespaces`; a trailing `*` takes every property
-/// so beginning) and its IPTC datasets (record 2). The README's field table says the same.
+/// so beginning) and its IPTC datasets (record 2). docs/JOB-FILE.md's field table says the same.
 package struct MetadataFieldMap: Sendable {
     package let exif: [String]
     package let xmp: [String]
