@@ -225,13 +225,15 @@ public enum JobRunner {
                             _ visit: (PlannedSource) throws -> Void = { _ in }) throws -> (counts: PlanCounts, orphaned: Int) {
         let planner = Planner(job: job, vipsVersion: VipsRuntime.version)
         let others = otherStateDatabases(of: job)
-        guard let store = try StateStore.existing(at: job.statePath, readingAlso: others) else {
+        guard let store = try StateStore.reading(at: job.statePath, readingAlso: others) else {
             // Never run under this layout: what other shard counts recorded is what the first run will find.
-            if let first = others.first, let earlier = try StateStore.existing(at: first, readingAlso: Array(others.dropFirst())) {
+            if let first = others.first, let earlier = try StateStore.reading(at: first, readingAlso: Array(others.dropFirst())) {
+                defer { earlier.close() }
                 return (try earlier.plan { try planner.classifyAll(state: $0, retryFailed: retryFailed, force: force, visit) }, 0)
             }
             return (try planner.classifyAll(state: PlanningState(), retryFailed: retryFailed, force: force, visit), 0)
         }
+        defer { store.close() }
         var current = CurrentItems()
         let counts = try store.plan { pass in
             try planner.classifyAll(state: pass, memory: pass, retryFailed: retryFailed, force: force) { source in

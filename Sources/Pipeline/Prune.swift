@@ -26,13 +26,16 @@ extension JobRunner {
     public static func prune(_ job: Job, delete: Bool, _ visit: (Orphan) throws -> Void,
                              visitSource: (String) throws -> Void = { _ in }) throws -> PruneCounts? {
         // The databases that answer for the job now, as status reads them (each shard's of the layout that ran last).
-        let databases = try JobDatabases(job: job).parts
+        let found = try JobDatabases(job: job)
+        let databases = found.parts
         guard !databases.isEmpty else { return nil }
-        let stores = databases.map(\.store)
-        defer { stores.forEach { $0.close() } }
-        // No run may record an item while pruning judges its row; every database is locked before any is touched.
+        // No run may record an item while pruning judges its row; every database is locked before any is touched,
+        // and opened to write only then.
         let locks = delete ? try databases.map { try RunLock(statePath: $0.path) } : []
         defer { withExtendedLifetime(locks) {} }
+        if delete { found.close() }
+        let stores = delete ? try databases.map { try StateStore(path: $0.path) } : databases.map(\.store)
+        defer { stores.forEach { $0.close() } }
         if delete { try stores.forEach { try $0.checkIntact() } }
         // The whole job is planned before anything is touched, so a job-file error changes nothing.
         var current = CurrentItems()

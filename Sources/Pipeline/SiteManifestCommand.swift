@@ -22,7 +22,7 @@ extension JobRunner {
     public static func manifest(_ job: Job, out: String?, jsonl: Bool) throws -> ManifestOutcome {
         let databases = try JobDatabases(job: job)
         guard !databases.parts.isEmpty else { return .neverRun }
-        defer { for part in databases.parts { part.store.close() } }
+        defer { databases.close() }
         let current = FileManager.default.currentDirectoryPath
         let path = out == "-" ? nil : out.map { Paths.resolve($0, against: current) } ?? job.manifest?.path
         // The job's format goes with the job's file; any other file is JSON unless asked.

@@ -48,7 +48,9 @@ public struct DuplicatesReport: Codable, Sendable {
 
     package init(job: Job, distance: Int = DHash.duplicateDistance) throws {
         guard let dhash = job.derive.values.first(where: { $0 is DHash }) else { throw Self.noDHash() }
-        let stores = try JobDatabases(job: job).parts.map(\.store)
+        let databases = try JobDatabases(job: job)
+        defer { databases.close() }
+        let stores = databases.parts.map(\.store)
         var members: [Member] = []
         var hashes: [UInt64] = []
         for store in stores {

@@ -62,11 +62,13 @@ public struct HTMLReport {
 
     private func write(previews maker: @escaping SheetPreviews.Maker) throws -> Outcome {
         // The runs, each with its shard, and the shards: as `runner status` tells them.
-        let status = try StatusReport(job: job, runs: options.runs)
+        let databases = try JobDatabases(job: job, runs: options.runs)
+        defer { databases.close() }
+        let status = try StatusReport(databases, job: job, runs: options.runs)
         guard status.hasRun, !status.runs.isEmpty else { return .neverRun }
-        let databases = try JobDatabases(job: job)
         // A sharded job reads as one: its shards' databases merged in memory.
         let store = databases.isSharded ? try StateStore.merged(databases.parts.map(\.path)) : databases.parts[0].store
+        defer { if databases.isSharded { store.close() } }
 
         let first = Paths.resolve(options.out ?? Self.defaultPath(for: job), against: FileManager.default.currentDirectoryPath)
         let folder = Paths.directory(of: first)

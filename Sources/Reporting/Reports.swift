@@ -24,7 +24,7 @@ package struct JobDatabases {
     package init(job: Job, runs: Int = 1) throws {
         var opened: [String: Part] = [:]
         let (current, earlier) = try job.stateLayout.current { database in
-            guard let store = try StateStore.existing(at: database.path) else { return nil }
+            guard let store = try StateStore.reading(at: database.path) else { return nil }
             let part = Part(shard: database.shard?.description, path: database.path, store: store,
                             runs: try store.recentRuns(limit: max(runs, 1)))
             opened[database.path] = part
@@ -35,6 +35,11 @@ package struct JobDatabases {
     }
 
     package var isSharded: Bool { parts.contains { $0.shard != nil } }
+
+    /// Closes every database now (a command's work with them is over).
+    package func close() {
+        for part in parts { part.store.close() }
+    }
 }
 
 /// `runner status`: item counts by state and the most recent runs; for a sharded job, totals over
@@ -69,6 +74,12 @@ public struct StatusReport: Codable, Sendable {
 
     public init(job: Job, runs: Int) throws {
         let databases = try JobDatabases(job: job, runs: runs)
+        defer { databases.close() }
+        try self.init(databases, job: job, runs: runs)
+    }
+
+    /// From databases a caller opened (with at least `runs` recent runs each) and closes.
+    package init(_ databases: JobDatabases, job: Job, runs: Int) throws {
         self.job = job.name
         state = job.jobStatePath
         hasRun = !databases.parts.isEmpty
@@ -150,7 +161,9 @@ public struct FailedReport: Codable, Sendable {
         self.job = job.name
         state = job.jobStatePath
         // Every shard's database, for a sharded job: one list for the whole job.
-        let stores = try JobDatabases(job: job).parts.map(\.store)
+        let databases = try JobDatabases(job: job)
+        defer { databases.close() }
+        let stores = databases.parts.map(\.store)
         hasRun = !stores.isEmpty
         failed = try stores.flatMap { try $0.failedItems() }.sorted { ($0.source, $0.output) < ($1.source, $1.output) }
         warnings = try stores.flatMap { try $0.warnedItems() }

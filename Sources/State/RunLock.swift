@@ -50,8 +50,31 @@ public final class RunLock {
         _ = pid.withCString { pwrite(descriptor, $0, strlen($0), 0) }
     }
 
-    /// Whether a live run holds the lock of the database at `statePath` (without taking it).
+    /// Whether a live run holds the lock of the database at `statePath`, read from the kernel's
+    /// table of locks (/proc/locks) without taking it: a reader that took it even for an instant
+    /// would make a run starting at that instant find the job held (exit 75).
     public static func isHeld(statePath: String) -> Bool {
+        var info = stat()
+        guard stat(statePath + ".lock", &info) == 0 else { return false }
+        guard let table = try? String(contentsOfFile: "/proc/locks", encoding: .utf8) else { return probe(statePath) }
+        // glibc's encoding of st_dev; /proc/locks prints major:minor in hex, then the inode.
+        let device = UInt64(info.st_dev)
+        let major = (device >> 8) & 0xFFF | (device >> 32) & ~0xFFF
+        let minor = device & 0xFF | (device >> 12) & ~0xFF
+        let file = (major, minor, UInt64(info.st_ino))
+        // `1: FLOCK  ADVISORY  WRITE 4242 08:01:1234 0 EOF`; a waiter's line has `->` and holds nothing.
+        return table.split(separator: "\n").contains { line in
+            let fields = line.split(separator: " ")
+            guard fields.count >= 6, fields[1] == "FLOCK" else { return false }
+            let parts = fields[5].split(separator: ":")
+            guard parts.count == 3, let lineMajor = UInt64(parts[0], radix: 16), let lineMinor = UInt64(parts[1], radix: 16),
+                  let inode = UInt64(parts[2]) else { return false }
+            return (lineMajor, lineMinor, inode) == file
+        }
+    }
+
+    /// Without /proc: tries a shared lock and gives it back at once.
+    private static func probe(_ statePath: String) -> Bool {
         let descriptor = open(statePath + ".lock", O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { return false }
         defer { close(descriptor) }

@@ -13,6 +13,11 @@ public struct StateDatabaseError: ExitCoded, CustomStringConvertible {
         case unwritable
         /// Deleted or replaced while this run held it: the run stopped (exit 74).
         case moved
+        /// Written by a newer runner (`reason`: a migration this runner does not know): left as it is (exit 65).
+        case newerRunner
+        /// Written by an older runner (`reason`: the first migration it lacks); a command that only
+        /// reads does not upgrade it (exit 65): a run or `runner migrate` does.
+        case olderRunner
     }
 
     public let path: String
@@ -26,6 +31,8 @@ public struct StateDatabaseError: ExitCoded, CustomStringConvertible {
         case .damaged: "state database \(path) is damaged or is not a runner state database (SQLite: \(reason))"
         case .unwritable: "cannot write the state database \(path) (SQLite: \(reason))"
         case .moved: "the state database \(path) was deleted or replaced while this run held it"
+        case .newerRunner: "state database \(path) was written by a newer runner (its migration \"\(reason)\" is unknown to runner \(RunnerVersion.string))"
+        case .olderRunner: "state database \(path) was written by an older runner (it lacks migration \"\(reason)\")"
         }
     }
 
@@ -39,11 +46,21 @@ public struct StateDatabaseError: ExitCoded, CustomStringConvertible {
         case .moved:
             summary + "; stopped: what this run recorded went with it, so the next run starts a new database and redoes "
                 + "those items (their outputs on disk are complete)"
+        case .newerRunner:
+            summary + "; runner leaves it as it is: use that runner or a newer one"
+        case .olderRunner:
+            summary + "; this command only reads: `runner migrate JOB` upgrades it (so does the next run of the job)"
         }
     }
 
     /// The exit code runner documents for it.
-    public var exitCode: Int32 { kind == .damaged ? ExitStatus.jobFile : ExitStatus.stateUnavailable }
+    public var exitCode: Int32 {
+        switch kind {
+        case .damaged: ExitStatus.jobFile
+        case .unwritable, .moved: ExitStatus.stateUnavailable
+        case .newerRunner, .olderRunner: ExitStatus.stateVersion
+        }
+    }
 
     /// `error` told about the database at `path`, if it is SQLite's; anything else stays as it is.
     package static func naming(_ path: String, _ error: any Error) -> any Error {

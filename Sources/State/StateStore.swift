@@ -19,9 +19,10 @@ public final class StateStore: Sendable {
     /// The job's other state databases (`JobStateLayout.otherLayouts`), opened read-only for planning.
     let others: [DatabaseQueue]
 
-    /// Opens (creating and migrating) the database at `path`; `readingAlso` names other state
-    /// databases of the same job whose records planning falls back on.
-    public init(path: String, readingAlso otherPaths: [String] = []) throws {
+    /// Opens (creating and migrating) the database at `path` to write it, for a caller that holds
+    /// its `RunLock`; `readingAlso` names other state databases of the same job whose records
+    /// planning falls back on. A database a newer runner wrote is refused, never migrated.
+    public convenience init(path: String, readingAlso otherPaths: [String] = []) throws {
         try FileManager.default.createDirectory(atPath: Paths.directory(of: path), withIntermediateDirectories: true)
         var configuration = Configuration()
         configuration.busyMode = .timeout(5)
@@ -30,25 +31,78 @@ public final class StateStore: Sendable {
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
         }
         // A file that is not a database, or a damaged one, is an error naming it: never replaced.
-        database = try StateDatabaseError.naming(path) {
+        let database = try StateDatabaseError.naming(path) {
             let database = try DatabaseQueue(path: path, configuration: configuration)
             try database.writeWithoutTransaction { db in
                 _ = try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL")
+                _ = try Self.schema(of: db, at: path, reading: false)
             }
             try Self.migrator.migrate(database)
             return database
         }
+        try self.init(database, path: path, readingAlso: otherPaths)
+    }
+
+    /// Opens the database at `path` to read it as it is, for the commands that only read (`status`,
+    /// `failed`, `report`, `duplicates`, `manifest`, `plan`): read-only, no migration, no lock.
+    /// Nil when there is none, or when the run that made it was killed before it recorded anything.
+    /// One another runner's migrations describe is refused (`StateDatabaseError.Kind.olderRunner`,
+    /// `.newerRunner`): reading it as this runner's could only show wrong figures.
+    public static func reading(at path: String, readingAlso otherPaths: [String] = []) throws -> StateStore? {
+        guard FileManager.default.fileExists(atPath: path) else { return nil }
+        let database = try StateDatabaseError.naming(path) { try openForReading(path) }
+        guard try StateDatabaseError.naming(path, { try database.read { try schema(of: $0, at: path, reading: true) } }) != .empty else {
+            try? database.close()
+            return nil
+        }
+        return try StateStore(database, path: path, readingAlso: otherPaths)
+    }
+
+    private init(_ database: DatabaseQueue, path: String, readingAlso otherPaths: [String]) throws {
+        self.database = database
         var info = stat()
         fileID = stat(path, &info) == 0 ? FileID(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)) : nil
         self.path = path
         ownerless = !RunLock.isHeld(statePath: path)
-        var readOnly = Configuration()
-        readOnly.readonly = true
-        readOnly.busyMode = .timeout(5)
         // A database another process is creating right now has no tables yet: nothing to find there.
-        others = try otherPaths.map { try DatabaseQueue(path: $0, configuration: readOnly) }.filter { other in
+        others = try otherPaths.map { try Self.openForReading($0) }.filter { other in
             try other.read { try $0.tableExists("item") && $0.columns(in: "run").contains { $0.name == "limits" } }
         }
+    }
+
+    /// A read-only connection; SQLite rebuilds a killed run's WAL index through it, in the `-shm`
+    /// file, never writing the database. A database in a folder nobody may write (a read-only
+    /// mount) whose last writer closed it cleanly has no WAL and no index, and SQLite may not
+    /// create the index there: all its commits are in the file and no one can change it, so it is
+    /// read as immutable.
+    private static func openForReading(_ path: String) throws -> DatabaseQueue {
+        var configuration = Configuration()
+        configuration.readonly = true
+        configuration.busyMode = .timeout(5)
+        do {
+            return try DatabaseQueue(path: path, configuration: configuration)
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_CANTOPEN
+                    && access(Paths.directory(of: path), W_OK) != 0 && access(path + "-wal", F_OK) != 0 {
+            let uri = "file:" + (path.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(["?", "#", "%"])) ?? path)
+            return try DatabaseQueue(path: uri + "?immutable=1", configuration: configuration)
+        }
+    }
+
+    enum Schema { case empty, current }
+
+    /// Whether the migrations applied to `db` are this runner's: `empty` before any was committed;
+    /// one this runner does not know is a newer runner's (refused); one not yet applied, an older
+    /// runner's database (refused by readers: a run, or `runner migrate`, upgrades it).
+    private static func schema(of db: Database, at path: String, reading: Bool) throws -> Schema {
+        let applied = try migrator.appliedIdentifiers(db)
+        if let unknown = applied.filter({ !migrator.migrations.contains($0) }).sorted().last {
+            throw StateDatabaseError(path: path, kind: .newerRunner, reason: unknown)
+        }
+        guard !applied.isEmpty else { return .empty }
+        if reading, let missing = migrator.migrations.first(where: { !applied.contains($0) }) {
+            throw StateDatabaseError(path: path, kind: .olderRunner, reason: missing)
+        }
+        return .current
     }
 
     /// An empty in-memory store (`merged`).
@@ -107,9 +161,9 @@ public final class StateStore: Sendable {
         }
     }
 
-    /// The job's database if a run has created it; nil otherwise, and nothing is created.
-    public static func existing(at path: String, readingAlso otherPaths: [String] = []) throws -> StateStore? {
-        FileManager.default.fileExists(atPath: path) ? try StateStore(path: path, readingAlso: otherPaths) : nil
+    /// The job's database, to write, if a run has created it; nil otherwise, and nothing is created.
+    public static func existing(at path: String) throws -> StateStore? {
+        FileManager.default.fileExists(atPath: path) ? try StateStore(path: path) : nil
     }
 
     private static var migrator: DatabaseMigrator {

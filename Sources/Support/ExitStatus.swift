@@ -9,6 +9,9 @@ public enum ExitStatus {
     /// EX_IOERR: the state database's lock cannot be created or opened (folder, permissions, disk), a
     /// write to the database failed (disk full), or it was deleted while the run held it.
     public static let stateUnavailable: Int32 = 74
+    /// EX_DATAERR: the state database was written by another runner version: a newer one (left as
+    /// it is), or an older one that a command which only reads does not upgrade.
+    public static let stateVersion: Int32 = 65
     /// EX_TEMPFAIL: another run holds the job's state database.
     public static let locked: Int32 = 75
     /// EX_SOFTWARE: the run stopped on a failure of its own (a damaged plan spool, a worker that

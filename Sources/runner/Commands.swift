@@ -436,6 +436,21 @@ struct Unblock: ParsableCommand {
     }
 }
 
+struct Migrate: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Upgrade the job's state databases to this runner's schema, as its next run would, and run nothing.")
+
+    @OptionGroup var job: JobArgument
+
+    func run() throws {
+        do {
+            for path in try JobRunner.migrate(try job.load()) { print("\(path): up to date with runner \(RunnerVersion.string)") }
+        } catch {
+            Runner.exit(for: error)
+        }
+    }
+}
+
 struct Prune: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "List (and with --delete remove) outputs whose source is gone, whose path changed, or whose output left the job.")
