@@ -25,6 +25,29 @@ static inline int cvips_operation_untrusted(const char *nickname) {
     return untrusted;
 }
 
+// A source loader, trusted or untrusted as asked, blocked or not, whose sniffer claims `source`'s
+// first bytes: after a failed load, whether a loader runner lets run claims the file (then the
+// failure is the decoder's) or only an untrusted one does (which, say). vips_foreign_map and
+// vips_foreign_find_load_source skip blocked loaders, so this walks every class, rewinding the
+// source before each sniff as libvips does.
+typedef struct { VipsSource *source; int untrusted; } CVipsClaim;
+static void *cvips_claim(VipsObjectClass *object_class, void *a) {
+    CVipsClaim *claim = (CVipsClaim *) a;
+    size_t length = strlen(object_class->nickname);
+    if (G_TYPE_IS_ABSTRACT(G_TYPE_FROM_CLASS(object_class))) return NULL;
+    if (length < 7 || strcmp(object_class->nickname + length - 7, "_source") != 0) return NULL;
+    if (((VIPS_OPERATION_CLASS(object_class)->flags & VIPS_OPERATION_UNTRUSTED) != 0) != claim->untrusted) return NULL;
+    VipsForeignLoadClass *load_class = VIPS_FOREIGN_LOAD_CLASS(object_class);
+    if (!load_class->is_a_source || vips_source_rewind(claim->source)) return NULL;
+    return load_class->is_a_source(claim->source) ? (void *) object_class->nickname : NULL;
+}
+static inline const char *cvips_claiming_loader(VipsSource *source, int untrusted) {
+    CVipsClaim claim = { source, untrusted };
+    const char *nickname = (const char *) vips_class_map_all(g_type_from_name("VipsForeignLoad"), cvips_claim, &claim);
+    vips_source_rewind(source);
+    return nickname;
+}
+
 // Whether a 16x16 image saved by heifsave with `compression` reads back: libvips has heifload and
 // heifsave whichever codecs libheif was built with (HEIC needs libde265 and x265, AVIF aom or dav1d).
 static inline int cvips_heif_round_trips(VipsForeignHeifCompression compression) {

@@ -10,6 +10,9 @@ public struct ItemFailure: Error, Sendable, Codable, Equatable, CustomStringConv
         case decode
         /// Larger than `limits.maxPixels` (checked from the header, before decoding).
         case tooLarge = "too-large"
+        /// A format only a loader libvips marks untrusted reads, and `limits.blockUntrusted` blocks
+        /// it: an image all the same, so a URL serving it is not blacklisted.
+        case untrustedFormat = "untrusted-format"
         /// A chain step failed.
         case process
         /// The encoder failed.
@@ -46,7 +49,7 @@ public struct ItemFailure: Error, Sendable, Codable, Equatable, CustomStringConv
 }
 
 extension ItemFailure.Kind {
-    public var isDecidedByContent: Bool { [.decode, .tooLarge, .process, .encode].contains(self) }
+    public var isDecidedByContent: Bool { [.decode, .tooLarge, .untrustedFormat, .process, .encode].contains(self) }
 }
 
 /// What the recorder writes to the state database.

@@ -1,5 +1,7 @@
 import Foundation
+import Support
 import Imaging
+import Model
 import Manifest
 import Planning
 import State
@@ -59,6 +61,15 @@ extension JobRunner {
                 counts.sources += 1
                 try visitSource(key)
                 return delete
+            }
+        }
+        // What the manifest lists changed: each database's manifest (a shard's part) is written
+        // again, as a run would (left alone when its bytes stay the same).
+        if delete, counts.orphans + counts.sources > 0, let settings = job.manifest {
+            for (part, store) in zip(databases, stores) {
+                let path = settings.path(for: part.database.shard)
+                try SiteManifestWriter(jobName: job.name, stores: [store], base: Paths.directory(of: path), format: settings.format,
+                                       shard: part.database.shard).write(to: path)
             }
         }
         return counts

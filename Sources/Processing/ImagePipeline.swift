@@ -324,22 +324,31 @@ package struct ImagePipeline {
             : cvips_open(source.pointer, access, limits.failOn.vipsValue)
         guard let pointer else {
             let message = VipsError.capture("load").message
-            // Asked only after a failure: whether any loader claims the first bytes at all.
-            let recognised = vips_foreign_find_load_source(source.pointer) != nil
+            // Asked only after a failure: whether a trusted loader claims the first bytes (the
+            // decoder's message stands), else which untrusted one would.
+            let trusted = cvips_claiming_loader(source.pointer, 0) != nil
+            let untrusted = trusted ? nil : cvips_claiming_loader(source.pointer, 1).map { String(cString: $0) }
             VipsError.clearMessages()
-            throw ItemFailure(.decode, Self.loadFailure(message, recognised: recognised))
+            throw Self.loadFailure(message, trusted: trusted, untrusted: untrusted)
         }
         return VipsImageHandle(taking: pointer, retaining: nil)
     }
 
     /// A file no loader claims says so (opened by descriptor, libvips has no name to put in its own
-    /// "is not a known file format"). ImageMagick claims any file it half recognises (a TIFF cut off
-    /// before its directory, a BMP); kept blocked as untrusted, its bare refusal would read as if
-    /// unblocking it were the fix.
-    private static func loadFailure(_ message: String, recognised: Bool) -> String {
-        guard recognised else { return "is not a known file format: no loader recognises its first bytes" }
-        guard message.contains("magickload: operation is blocked") else { return message }
-        return "no loader runner trusts can read it: a damaged file, or a format runner does not read (libvips: \(message))"
+    /// "is not a known file format"). One only an untrusted loader reads names it and the setting
+    /// that blocks it, except ImageMagick: it claims files it half recognises too (a TIFF cut off
+    /// before its directory), so its claim may be a damaged file, not a reason to unblock it.
+    private static func loadFailure(_ message: String, trusted: Bool, untrusted: String?) -> ItemFailure {
+        if trusted { return ItemFailure(.decode, message) }
+        guard let loader = untrusted?.replacingOccurrences(of: "_source", with: "") else {
+            return ItemFailure(.decode, "is not a known file format: no loader recognises its first bytes")
+        }
+        let blocked = "libvips marks it untrusted and limits.blockUntrusted (true by default) blocks it"
+        guard loader != "magickload" else {
+            return ItemFailure(.decode, "no loader runner trusts reads it: a damaged file, or a format only ImageMagick reads "
+                + "(libvips' magickload: \(blocked))")
+        }
+        return ItemFailure(.untrustedFormat, "only libvips' \(loader) reads this file; \(blocked): set it to false to read such files")
     }
 
     /// A profile libvips cannot use counts as absent (the header's warning says so): without it no

@@ -15,6 +15,8 @@ package struct JobDatabases {
         package let path: String
         package let store: StateStore
         package let runs: [RunRecord]
+        /// Which database of the job's layout it is (its shard, if any).
+        package let database: JobStateLayout.Database
     }
 
     package let parts: [Part]
@@ -26,11 +28,12 @@ package struct JobDatabases {
         let (current, earlier) = try job.stateLayout.current { database in
             guard let store = try StateStore.reading(at: database.path) else { return nil }
             let part = Part(shard: database.shard?.description, path: database.path, store: store,
-                            runs: try store.recentRuns(limit: max(runs, 1)))
+                            runs: try store.recentRuns(limit: max(runs, 1)), database: database)
             opened[database.path] = part
             return part.runs.first?.startedAt
         }
         parts = current.compactMap { opened[$0.path] }
+        for database in earlier { opened[database.path]?.store.close() }
         self.earlier = earlier.map(\.path).sorted()
     }
 

@@ -70,22 +70,27 @@ public final class StateStore: Sendable {
         }
     }
 
-    /// A read-only connection; SQLite rebuilds a killed run's WAL index through it, in the `-shm`
-    /// file, never writing the database. A database in a folder nobody may write (a read-only
-    /// mount) whose last writer closed it cleanly has no WAL and no index, and SQLite may not
-    /// create the index there: all its commits are in the file and no one can change it, so it is
-    /// read as immutable.
+    /// A connection that only reads. While a run is writing (or a killed one left its WAL), the
+    /// `-wal` and its index exist: a read-only connection reads them, and SQLite rebuilds a killed
+    /// run's index in the `-shm`, never writing the database. Without a WAL, a read-only connection
+    /// would leave an empty `-wal` and `-shm` behind; a connection that may write, but is told to
+    /// run queries only, lets SQLite remove them as it closes, as the last connection always does.
+    /// In a folder nobody may write (a read-only mount) neither can be made: all the commits are
+    /// in the file then and no one can change it, so it is read as immutable.
     private static func openForReading(_ path: String) throws -> DatabaseQueue {
         var configuration = Configuration()
-        configuration.readonly = true
         configuration.busyMode = .timeout(5)
-        do {
+        if access(path + "-wal", F_OK) == 0 {
+            configuration.readonly = true
             return try DatabaseQueue(path: path, configuration: configuration)
-        } catch let error as DatabaseError where error.resultCode == .SQLITE_CANTOPEN
-                    && access(Paths.directory(of: path), W_OK) != 0 && access(path + "-wal", F_OK) != 0 {
+        }
+        guard access(Paths.directory(of: path), W_OK) == 0 else {
+            configuration.readonly = true
             let uri = "file:" + (path.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(["?", "#", "%"])) ?? path)
             return try DatabaseQueue(path: uri + "?immutable=1", configuration: configuration)
         }
+        configuration.prepareDatabase { try $0.execute(sql: "PRAGMA query_only = ON") }
+        return try DatabaseQueue(path: path, configuration: configuration)
     }
 
     enum Schema { case empty, current }

@@ -7,12 +7,15 @@ package enum ImageSignature {
 
     package enum Format {
         case jpeg, png, gif, webp, tiff, avif, heif, jpegXL
+        /// Read only by loaders libvips marks untrusted (or by ImageMagick): a body of one is an
+        /// image, so it reaches a worker, which reads it or says that `limits.blockUntrusted` blocks it.
+        case netpbm, bmp, pdf, xcf, psd, jpeg2000, openEXR, radiance, fits
 
         /// Formats every current browser shows in an `<img>` (a report shows these sources as they are).
         package var displaysInBrowsers: Bool {
             switch self {
-            case .jpeg, .png, .gif, .webp, .avif: true
-            case .tiff, .heif, .jpegXL: false
+            case .jpeg, .png, .gif, .webp, .avif, .bmp: true
+            case .tiff, .heif, .jpegXL, .netpbm, .pdf, .xcf, .psd, .jpeg2000, .openEXR, .radiance, .fits: false
             }
         }
 
@@ -27,6 +30,15 @@ package enum ImageSignature {
             case .avif: "image/avif"
             case .heif: "image/heif"
             case .jpegXL: "image/jxl"
+            case .netpbm: "image/x-portable-anymap"
+            case .bmp: "image/bmp"
+            case .pdf: "application/pdf"
+            case .xcf: "image/x-xcf"
+            case .psd: "image/vnd.adobe.photoshop"
+            case .jpeg2000: "image/jp2"
+            case .openEXR: "image/x-exr"
+            case .radiance: "image/vnd.radiance"
+            case .fits: "image/fits"
             }
         }
     }
@@ -45,6 +57,17 @@ package enum ImageSignature {
         // ISO BMFF: the major brand says AV1 (AVIF) or another HEIF coding (HEIC, which browsers lack).
         if starts(Array("ftyp".utf8), at: 4) { return starts(Array("avif".utf8), at: 8) || starts(Array("avis".utf8), at: 8) ? .avif : .heif }
         if starts([0xFF, 0x0A]) || starts([0x00, 0x00, 0x00, 0x0C, 0x4A, 0x58, 0x4C, 0x20]) { return .jpegXL }
+        // Netpbm: P1-P7, PF, Pf, then whitespace. SVG is left out: its text opening is an XML error page's too.
+        if head.count >= 3, head[0] == UInt8(ascii: "P"), Array("1234567Ff".utf8).contains(head[1]),
+           [0x20, 0x09, 0x0A, 0x0D].contains(head[2]) { return .netpbm }
+        if starts(Array("BM".utf8)) && head.count >= 14 && head[6...9].allSatisfy({ $0 == 0 }) { return .bmp }
+        if starts(Array("%PDF-".utf8)) { return .pdf }
+        if starts(Array("gimp xcf".utf8)) { return .xcf }
+        if starts(Array("8BPS".utf8)) { return .psd }
+        if starts([0x00, 0x00, 0x00, 0x0C, 0x6A, 0x50, 0x20, 0x20]) || starts([0xFF, 0x4F, 0xFF, 0x51]) { return .jpeg2000 }
+        if starts([0x76, 0x2F, 0x31, 0x01]) { return .openEXR }
+        if starts(Array("#?RADIANCE".utf8)) || starts(Array("#?RGBE".utf8)) { return .radiance }
+        if starts(Array("SIMPLE  =".utf8)) { return .fits }
         return nil
     }
 

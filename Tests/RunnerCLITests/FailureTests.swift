@@ -46,6 +46,39 @@ struct CorruptInputTests {
         #expect(result.stderr.contains("failed:"))
     }
 
+    @Test("a PPM, read only by an untrusted loader, names ppmload and limits.blockUntrusted, from a file and by URL; with it false both render")
+    func untrustedLoaderNamed() throws {
+        let workspace = try Workspace()
+        try FileManager.default.createDirectory(atPath: workspace.path("in"), withIntermediateDirectories: true)
+        let ppm = workspace.path("in/scan.ppm")
+        let made = try RunningCommand("/usr/bin/vips", arguments: ["copy", Fixtures.path("photos/friends.jpg"), ppm],
+                                      directory: workspace.root, environment: [:]).wait()
+        try #require(made.status == 0, "\(made.stderr)")
+        let server = try HTTPTestServer(image: ppm)
+        try workspace.write(server.url("/img/scan.ppm") + "\n", to: "urls.txt")
+        let text = { (block: Bool) in
+            #"{"version": 1, "sources": [{"path": "in", "include": ["*.ppm"]}, {"list": "urls.txt"}], "outputs": [{"name": "t", "path": "out/{dir}/{stem}.jpg", "#
+                + #""chain": [{"op": "thumbnail", "width": 64, "fit": "inside"}], "format": {"type": "jpeg"}}], "#
+                + #""limits": {"blockUntrusted": \#(block)}, "state": "state.sqlite"}"#
+        }
+        let path = try workspace.writeJob(text(true))
+        let blocked = try workspace.run([path])
+        #expect(blocked.status == 1, "\(blocked.stderr)")
+        let messages = try StateDatabase(path: workspace.path("state.sqlite")).rows("SELECT key, error_kind, error_message FROM item")
+        #expect(messages.count == 2, "\(messages)")
+        for row in messages {
+            #expect(row[1] == "untrusted-format" && row[2].contains("only libvips' ppmload reads this file")
+                    && row[2].contains("limits.blockUntrusted (true by default) blocks it: set it to false"), "\(row)")
+        }
+        try workspace.writeJob(text(false))
+        let allowed = try workspace.run([path])
+        #expect(allowed.status == 0, "\(allowed.stdout) \(allowed.stderr)")
+        #expect(workspace.files(in: "out").count == 2, "\(workspace.files(in: "out"))")
+        for file in workspace.files(in: "out") {
+            #expect(ImageProbe.open(workspace.path("out/" + file))?.width == 64, "\(file)")
+        }
+    }
+
     @Test("a worker that crashes fails only the item it held, after one retry")
     func workerCrashIsolated() throws {
         let workspace = try Workspace()

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TestSupport
+import Imaging
 
 /// Checks manifests against `runner schema --manifest` with Debian's python3-jsonschema (installed
 /// by `make deps`), and their facts against the files themselves: each done output's file exists at
@@ -125,6 +126,37 @@ struct SiteManifestTests {
         #expect(listed.first { ($0["key"] as? String)?.hasSuffix("truncated.jpg") == true }?["derived"] == nil)
     }
 
+    @Test("placeholder: a PNG data URL under 1.5 kB, at most 16 px, the source's own ThumbHash decoded")
+    func placeholderDataURL() throws {
+        let workspace = try Workspace()
+        try workspace.copyFixtures(["photos/friends.jpg", "formats/alpha.png", "photos/aitzgorri.jpg"], to: "in")
+        let job = try workspace.writeJob("""
+            {"version": 1, "sources": [{"path": "in"}], "derive": ["thumbhash", "placeholder"],
+             "outputs": [{"name": "small", "path": "site/img/{stem}.webp",
+                          "chain": [{"op": "thumbnail", "width": 160, "fit": "inside"}], "format": {"type": "webp"}}],
+             "manifest": {"path": "site/images.json"}, "state": "state/job.sqlite"}
+            """)
+        let result = try workspace.run([job])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(try check(workspace, ["site/images.json"]) == "ok")
+        let listed = sources(try document(workspace, "site/images.json"))
+        #expect(listed.count == 3)
+        for source in listed {
+            let derived = try #require(source["derived"] as? [String: Any], "\(source)")
+            let url = try #require(derived["placeholder"] as? String)
+            let prefix = "data:image/png;base64,"
+            #expect(url.hasPrefix(prefix) && url.utf8.count < 1536, "\(url.prefix(80))… \(url.utf8.count) bytes")
+            let png = try #require(Data(base64Encoded: String(url.dropFirst(prefix.count))))
+            let file = workspace.path("placeholder.png")
+            try png.write(to: URL(fileURLWithPath: file))
+            let probe = try #require(ImageProbe.open(file))
+            #expect(max(probe.width, probe.height) == 16 && min(probe.width, probe.height) >= 1, "\(probe.width)x\(probe.height)")
+            // The same picture as the ThumbHash beside it, decoded.
+            let hash = try #require((derived["thumbhash"] as? String).flatMap { Data(base64Encoded: $0) })
+            #expect(try ThumbHash.placeholderPNG([UInt8](hash), side: 16) == png)
+        }
+    }
+
     @Test("an unchanged rerun leaves the manifest alone (same bytes, inode and mtime); a changed source updates it")
     func incremental() throws {
         let workspace = try Workspace()
@@ -151,7 +183,24 @@ struct SiteManifestTests {
         #expect(friends["width"] as? Int == 1024 && friends["height"] as? Int == 768)
     }
 
-    @Test("a state from before v10 (source facts on each done item, no source row) migrates to the same manifest, bytes and all; a rerun leaves it alone")
+    @Test("prune --delete rewrites the manifest: a source removed from the job leaves it with its files; a plain prune changes nothing")
+    func pruneRewritesManifest() throws {
+        let workspace = try Workspace()
+        let path = try job(workspace)
+        #expect(try workspace.run([path]).status == 1)
+        #expect(sources(try document(workspace, "site/images.json")).count == 4)
+        try FileManager.default.removeItem(atPath: workspace.path("in/fig-bowl.jpg"))
+        let listed = try workspace.run(["prune", path])
+        #expect(listed.status == 0 && listed.stdout.contains("fig-bowl"), "\(listed.stdout) \(listed.stderr)")
+        #expect(sources(try document(workspace, "site/images.json")).count == 4, "listing alone changes nothing")
+        let pruned = try workspace.run(["prune", path, "--delete"])
+        #expect(pruned.status == 0, "\(pruned.stdout) \(pruned.stderr)")
+        let left = sources(try document(workspace, "site/images.json"))
+        #expect(left.count == 3 && !left.contains { ($0["key"] as? String ?? "").contains("fig-bowl") }, "\(left)")
+        #expect(try check(workspace, ["site/images.json"]) == "ok")
+    }
+
+    @Test("a state from before v10 (source facts on each done item, no source row) migrates (runner migrate) to the same manifest, bytes and all; a rerun leaves it alone")
     func migratedFromV9() throws {
         let workspace = try Workspace()
         let job = try job(workspace)
@@ -174,6 +223,10 @@ struct SiteManifestTests {
             """, [workspace.path("state/job.sqlite")])
         #expect(downgrade.status == 0 && downgrade.stdout == "6\n", "\(downgrade.stdout)\(downgrade.stderr)")
         try FileManager.default.removeItem(atPath: path)
+        // `manifest` only reads: it names the command that upgrades the state, which then migrates it.
+        let refused = try workspace.run(["manifest", job])
+        #expect(refused.status == 65 && refused.stderr.contains("runner migrate JOB"), "\(refused.stderr)")
+        #expect(try workspace.run(["migrate", job]).status == 0)
         let manifest = try workspace.run(["manifest", job])
         #expect(manifest.status == 0, "\(manifest.stderr)")
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == written, "the same bytes from the migrated state")

@@ -29,6 +29,7 @@ extension DerivedValue {
 /// Every value `derive` may list, by name.
 package let derivedValueCatalogue: [any DerivedValue.Type] = [
     ThumbHash.self,
+    PlaceholderDataURL.self,
     BlurHash.self,
     DHash.self,
     PHash.self,

@@ -38,8 +38,9 @@ extension ThumbHash {
         }
     }
 
-    /// Decodes `hash`; nil when it is too short for what its header announces.
-    package static func decode(_ hash: [UInt8]) -> Picture? {
+    /// Decodes `hash` to at most `side` pixels on the longer side (the reference's 32 by default);
+    /// nil when it is too short for what its header announces.
+    package static func decode(_ hash: [UInt8], side: Int = 32) -> Picture? {
         guard let header = Header(hash) else { return nil }
         // The varying terms, 4 bits each; chroma is boosted 1.25x against quantisation, as the reference does.
         var index = 0, truncated = false
@@ -61,12 +62,12 @@ extension ThumbHash {
         let p = terms(3, 3, header.pScale * 1.25), q = terms(3, 3, header.qScale * 1.25)
         let a = header.hasAlpha ? terms(5, 5, header.aScale) : []
         guard !truncated else { return nil }
-        return render(header, l: l, p: p, q: q, a: a)
+        return render(header, side: Double(side), l: l, p: p, q: q, a: a)
     }
 
     /// The inverse DCT at every pixel, then from luminance and chroma back to RGB.
-    private static func render(_ header: Header, l lAC: [Double], p pAC: [Double], q qAC: [Double], a aAC: [Double]) -> Picture {
-        let w = jsRound(header.ratio > 1 ? 32 : 32 * header.ratio), h = jsRound(header.ratio > 1 ? 32 / header.ratio : 32)
+    private static func render(_ header: Header, side: Double, l lAC: [Double], p pAC: [Double], q qAC: [Double], a aAC: [Double]) -> Picture {
+        let w = jsRound(header.ratio > 1 ? side : side * header.ratio), h = jsRound(header.ratio > 1 ? side / header.ratio : side)
         var rgba = [UInt8](repeating: 0, count: w * h * 4)
         // The cosines of each column and row, computed once (the reference recomputes them per pixel).
         let (nx, ny) = (max(header.lx, header.hasAlpha ? 5 : 3), max(header.ly, header.hasAlpha ? 5 : 3))
@@ -101,9 +102,10 @@ extension ThumbHash {
         return Picture(width: w, height: h, rgba: rgba)
     }
 
-    /// `hash` decoded and written as a PNG (no metadata): the placeholder a page shows while the image loads.
-    package static func placeholderPNG(_ hash: [UInt8]) throws(VipsError) -> Data? {
-        guard let picture = decode(hash) else { return nil }
+    /// `hash` decoded to at most `side` pixels and written as a PNG (no metadata): the placeholder a
+    /// page shows while the image loads.
+    package static func placeholderPNG(_ hash: [UInt8], side: Int = 32) throws(VipsError) -> Data? {
+        guard let picture = decode(hash, side: side) else { return nil }
         // An opaque picture goes without its alpha band: a smaller file for every tile of a page.
         let opaque = stride(from: 3, to: picture.rgba.count, by: 4).allSatisfy { picture.rgba[$0] == 255 }
         let pixels = opaque ? picture.rgba.enumerated().filter { $0.offset % 4 != 3 }.map(\.element) : picture.rgba
