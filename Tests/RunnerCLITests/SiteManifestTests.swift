@@ -125,6 +125,12 @@ struct SiteManifestTests {
         #expect(listed.first { ($0["key"] as? String)?.hasSuffix("truncated.jpg") == true }?["derived"] == nil)
     }
 
+    /// The inode and modification time of a file or folder: what a site watcher sees change.
+    func stamp(_ workspace: Workspace, _ relative: String) throws -> [String] {
+        let attributes = try FileManager.default.attributesOfItem(atPath: workspace.path(relative))
+        return ["\(attributes[.systemFileNumber] ?? "")", "\((attributes[.modificationDate] as? Date)?.timeIntervalSince1970 ?? 0)"]
+    }
+
     @Test("an unchanged rerun leaves the manifest alone (same bytes, inode and mtime); a changed source updates it")
     func incremental() throws {
         let workspace = try Workspace()
@@ -149,6 +155,38 @@ struct SiteManifestTests {
         #expect(try check(workspace, ["site/images.json"]) == "ok", "the new files' sizes and hashes")
         let friends = sources(try document(workspace, "site/images.json"))[2]
         #expect(friends["width"] as? Int == 1024 && friends["height"] as? Int == 768)
+    }
+
+    @Test("a manifest anywhere the job names it (the README's ../site/data/images.json): written there, its folder made; a collision there is still refused")
+    func pathOutsideTheJobsFolders() throws {
+        let workspace = try Workspace()
+        try workspace.copyFixtures(["photos/friends.jpg", "photos/fig-bowl.jpg"], to: "in")
+        func job(_ manifest: String) throws -> String {
+            try workspace.write("""
+                {"version": 1, "sources": [{"path": "../in"}],
+                 "outputs": [{"name": "small", "path": "../public/img/{stem}.webp",
+                              "chain": [{"op": "thumbnail", "width": 64, "fit": "inside"}], "format": {"type": "webp"}}],
+                 "manifest": {"path": "\(manifest)"}, "state": "state/job.sqlite"}
+                """, to: "jobs/job.json")
+            return workspace.path("jobs/job.json")
+        }
+        let run = try workspace.run([try job("../site/data/images.json")])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(try check(workspace, ["site/data/images.json"]) == "ok")
+        let outputs = sources(try document(workspace, "site/data/images.json")).compactMap { $0["outputs"] as? [[String: Any]] }
+        #expect(outputs.map { $0.first?["path"] as? String } == ["../../public/img/fig-bowl.webp", "../../public/img/friends.webp"])
+
+        let written = try stamp(workspace, "public/img/friends.webp")
+        for (manifest, message) in [("../public/img/friends.webp", "would be written at the manifest's path"),
+                                    ("../public", "is a folder outputs[0] writes into"),
+                                    ("state/job.sqlite", "is the state database's path")] {
+            let path = try job(manifest)
+            for command in [[path], ["validate", path]] {
+                let refused = try workspace.run(command)
+                #expect(refused.status == 2 && refused.stderr.contains("manifest.path") && refused.stderr.contains(message), "\(manifest): \(refused.stderr)")
+            }
+        }
+        #expect(try stamp(workspace, "public/img/friends.webp") == written, "nothing was run")
     }
 
     @Test("a state from before v10 (source facts on each done item, no source row) migrates to the same manifest, bytes and all; a rerun leaves it alone")
@@ -241,11 +279,13 @@ struct SiteManifestTests {
         #expect(whole.allSatisfy { ($0["outputs"] as? [Any])?.count == 2 })
     }
 
-    @Test("a manifest path outside the job, at an output's path, or a bad format is a job-file error naming the key; nothing is written")
+    @Test("a manifest path at an output's path or folder, the state database or the job file, or a bad format is a job-file error naming the key; nothing is written")
     func badKeys() throws {
         let cases: [(manifest: String, location: String, message: String)] = [
-            (#"{"path": "../../images.json"}"#, "manifest.path", "is outside the job"),
             (#"{"path": "site/img/friends.jpg"}"#, "manifest.path", "would be written at the manifest's path"),
+            (#"{"path": "site/img"}"#, "manifest.path", "is a folder outputs[0] writes into"),
+            (#"{"path": "site"}"#, "manifest.path", "is a folder outputs[0] writes into"),
+            (#"{"path": "job.json"}"#, "manifest.path", "is the job file"),
             (#"{"path": "state/job.sqlite"}"#, "manifest.path", "is the state database's path"),
             (#"{"path": "site/images.json", "format": "yaml"}"#, "manifest.format", "must be one of json, jsonl"),
             (#"{"paht": "site/images.json"}"#, "manifest", "unknown key \"paht\" (did you mean \"path\"?)"),
