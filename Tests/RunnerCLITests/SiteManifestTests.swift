@@ -131,30 +131,54 @@ struct SiteManifestTests {
         return ["\(attributes[.systemFileNumber] ?? "")", "\((attributes[.modificationDate] as? Date)?.timeIntervalSince1970 ?? 0)"]
     }
 
-    @Test("an unchanged rerun leaves the manifest alone (same bytes, inode and mtime); a changed source updates it")
+    /// Sets modification times far back, so that a rewrite, or a temporary made and removed in a
+    /// folder, shows at once whatever the clock's granularity.
+    func backdate(_ workspace: Workspace, _ paths: [String]) throws {
+        for path in paths {
+            try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSince1970: 1_000_000_000)], ofItemAtPath: workspace.path(path))
+        }
+    }
+
+    @Test("an unchanged rerun touches nothing (the manifest's bytes, inode and mtime, its folder's mtime: no temporary made); a changed source rewrites it by rename")
     func incremental() throws {
         let workspace = try Workspace()
         let job = try job(workspace)
         _ = try workspace.run([job])
         let path = workspace.path("site/images.json")
-        let before = try FileManager.default.attributesOfItem(atPath: path)
         let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
-        Thread.sleep(forTimeInterval: 1.1)
+        try backdate(workspace, ["site/images.json", "site"])
+        let before = try ["site/images.json", "site"].map { try stamp(workspace, $0) }
         let rerun = try workspace.run([job])
         #expect(rerun.status == 0, "the known failure is carried over: \(rerun.stderr)")
-        let after = try FileManager.default.attributesOfItem(atPath: path)
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == bytes)
-        #expect(after[.systemFileNumber] as? Int == before[.systemFileNumber] as? Int, "not rewritten")
-        #expect(after[.modificationDate] as? Date == before[.modificationDate] as? Date, "not rewritten")
+        #expect(try ["site/images.json", "site"].map { try stamp(workspace, $0) } == before, "not rewritten, nothing staged beside it")
 
-        // Another picture under the same name: its outputs are made again, and the manifest says so.
+        // Another picture under the same name: its outputs are made again, and the manifest says so,
+        // renamed into place (a new inode) with nothing left beside it.
         try FileManager.default.removeItem(atPath: workspace.path("in/friends.jpg"))
         try FileManager.default.copyItem(atPath: Fixtures.path("photos/picos-de-europa.jpg"), toPath: workspace.path("in/friends.jpg"))
         #expect(try workspace.run([job]).status == 0)
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)) != bytes)
+        #expect(try stamp(workspace, "site/images.json")[0] != before[0][0], "a new file renamed over the old one")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: workspace.path("site")).sorted() == ["images.json", "img"])
         #expect(try check(workspace, ["site/images.json"]) == "ok", "the new files' sizes and hashes")
         let friends = sources(try document(workspace, "site/images.json"))[2]
         #expect(friends["width"] as? Int == 1024 && friends["height"] as? Int == 768)
+    }
+
+    @Test("runner manifest --out and a shard's part, unchanged, touch nothing either: the file and its folder keep their stamps")
+    func unchangedCommandAndShard() throws {
+        let workspace = try Workspace()
+        let job = try job(workspace)
+        _ = try workspace.run([job, "--shard", "0/2"])
+        #expect(try workspace.run(["manifest", job, "--out", "elsewhere/all.json"]).status == 0)
+        let files = ["site/images.shard-0-of-2.json", "site", "elsewhere/all.json", "elsewhere"]
+        try backdate(workspace, files)
+        let before = try files.map { try stamp(workspace, $0) }
+        #expect(try workspace.run([job, "--shard", "0/2"]).status == 0)
+        let again = try workspace.run(["manifest", job, "--out", "elsewhere/all.json"])
+        #expect(again.status == 0 && again.stdout.hasSuffix("(unchanged)\n"), "\(again.stdout)\(again.stderr)")
+        #expect(try files.map { try stamp(workspace, $0) } == before)
     }
 
     @Test("a manifest anywhere the job names it (the README's ../site/data/images.json): written there, its folder made; a collision there is still refused")
