@@ -191,7 +191,15 @@ extension Key {
                    written: { .array($0.map { .string($0.rawValue) }) }) { value, location in
             guard case .array(let elements) = value else { throw JobFileError(location, "must be an array, not \(value.kindName)") }
             guard !elements.isEmpty else { throw JobFileError(location, "must name at least one \(noun)") }
-            return try elements.enumerated().map { try decodeChoice($0.element, "\(location)[\($0.offset)]") }
+            return try elements.enumerated().map { offset, element in
+                let place = "\(location)[\(offset)]"
+                let text = try decodeString(element, place)
+                // A list names things (fields, corners), as `derive` names values: a typo gets the nearest name.
+                guard let picked = Element(rawValue: text) else {
+                    throw JobFileError(place, Suggestion.unknown(noun, text, known: Element.allCases.map(\.rawValue)))
+                }
+                return picked
+            }
         }
     }
 }

@@ -52,7 +52,7 @@ extension Job {
         let concurrency = try readConcurrency(concurrencySection)
         let limits = try readLimits(limitsSection)
         let remote = try readRemote(root, statePath: statePath, concurrency: concurrencySection, limits: limitsSection)
-        let manifest = try SiteManifestSettings.read(root, baseDirectory: baseDirectory, roots: outputs.map(\.template.root),
+        let manifest = try SiteManifestSettings.read(root, jobFile: filePath, baseDirectory: baseDirectory, roots: outputs.map(\.template.root),
                                                      statePath: statePath)
         // The kernel stops a path at a NUL: the database and the cache would land beside the named place.
         for (key, path) in [(Keys.state, statePath), (RemoteSettings.Keys.cache, remote.cacheDirectory)] where path.utf8.contains(0) {

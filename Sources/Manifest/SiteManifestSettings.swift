@@ -10,7 +10,7 @@ package enum SiteManifestFormat: String, CaseIterable, Sendable {
 /// The job's `manifest` key: where every run writes the manifest of the job's outputs (docs/JOB-FILE.md,
 /// Site manifest). Not the job file, which the `Manifest` stage reads.
 package struct SiteManifestSettings: Sendable, Equatable {
-    /// Absolute and normal; inside the job file's folder or an output's folder.
+    /// Absolute and normal; anywhere but the job file, the state database, an output's path or folder.
     package let path: String
     package let format: SiteManifestFormat
 
@@ -23,7 +23,7 @@ package struct SiteManifestSettings: Sendable, Equatable {
 
     package enum Keys {
         package static let path = Key.text("path", .required,
-            "The manifest file, relative to the job file; inside the job file's folder or an output's folder, and no output's path. "
+            "The manifest file, relative to the job file (its folder is made if missing); not the job file, the state database, an output's path or a folder outputs are written into. "
                 + "A shard writes its part beside it (images.shard-3-of-16.json).")
         package static let format = Key.choice("format", .defaults(SiteManifestFormat.json),
             "json: one document; jsonl: JSON Lines, one source object a line (streams at any size).")
@@ -32,21 +32,27 @@ package struct SiteManifestSettings: Sendable, Equatable {
     package static let key = ObjectKey("manifest", .fixed(ObjectShape([Keys.path, Keys.format])),
         "Write a manifest of every source and output (sizes, types, content hashes, failures) at the end of every run, for a site build.")
 
-    /// Reads `manifest` when the job has it. The path must stay inside the job file's folder or
-    /// one of the outputs' folders (`roots`) and must not be the state database.
-    static func read(_ root: ObjectReader, baseDirectory: String, roots: [String], statePath: String) throws -> SiteManifestSettings? {
+    /// Reads `manifest` when the job has it. Its path is fixed in the job, not made from source
+    /// names, so it may be anywhere (a site's data folder beside the job's); it must only not take
+    /// the place of the job file, the state database or a folder an output writes into (`roots`,
+    /// in the job's order of outputs). An output's own path is checked as the job is planned.
+    static func read(_ root: ObjectReader, jobFile: String, baseDirectory: String, roots: [String], statePath: String) throws -> SiteManifestSettings? {
         guard root.has(key) else { return nil }
         let section = try root.object(key)
         let written = try section.read(Keys.path)
         guard !written.utf8.contains(0) else { throw section.error(Keys.path, "must not contain a NUL character") }
-        guard !written.hasSuffix("/") else { throw section.error(Keys.path, "must name a file, not a folder") }
-        let path = Paths.resolve(written, against: baseDirectory)
-        let allowed = [baseDirectory] + roots
-        guard allowed.contains(where: { Paths.relative(path, to: $0).map { !$0.isEmpty } ?? false }) else {
-            let folders = Array(Set(allowed)).sorted().joined(separator: ", ")
-            throw section.error(Keys.path, "\(path) is outside the job: it must be inside the job file's folder or an output's folder (\(folders))")
+        guard !written.hasSuffix("/"), !["", ".", ".."].contains(Paths.lastComponent(written)) else {
+            throw section.error(Keys.path, "must name a file, not a folder")
         }
-        guard path != statePath else { throw section.error(Keys.path, "is the state database's path") }
+        let path = Paths.resolve(written, against: baseDirectory)
+        // A folder above the job file or the state database could not be replaced by a file either.
+        for (taken, message) in [(Paths.normalize(jobFile), "is the job file"), (statePath, "is the state database's path")] {
+            guard let below = Paths.relative(taken, to: path) else { continue }
+            throw section.error(Keys.path, below.isEmpty ? message : "\(path) is a folder that holds \(taken)")
+        }
+        if let index = roots.firstIndex(where: { Paths.relative($0, to: path) != nil }) {
+            throw section.error(Keys.path, "\(path) is a folder outputs[\(index)] writes into (\(roots[index]))")
+        }
         let settings = SiteManifestSettings(path: path, format: try section.read(Keys.format))
         try section.finish()
         return settings

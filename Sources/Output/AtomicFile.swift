@@ -207,22 +207,31 @@ package enum AtomicFile {
         return Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9
     }
 
-    /// A whole file written piece by piece (a manifest of a million items) under a temporary name
-    /// beside `path`, then published like `write`'s, or dropped when it holds the very bytes the
-    /// file has now: an unchanged file keeps its inode and modification time.
+    /// A whole file written piece by piece (a manifest of a million items), published like
+    /// `write`'s only if its bytes differ from the file at `path`. They are compared as they come,
+    /// against the file held open, and nothing is staged while they match: an unchanged file keeps
+    /// its inode and modification time, and its folder too (a site watcher sees nothing). At the
+    /// first difference the matched part is copied from the old file into a temporary beside it,
+    /// so memory stays at one buffer whatever the size.
     package final class Streamed {
         package let path: String
-        private let temporary: String
-        private var descriptor: Int32
+        /// The file at `path` when writing began, while it still matches; runner replaces files by
+        /// rename, never in place, so this descriptor keeps the bytes it was compared with.
+        private var existing: Int32 = -1
+        /// How many of its bytes the text written so far matched.
+        private var matched: Int64 = 0
+        private var temporary: String?
+        private var descriptor: Int32 = -1
         private var buffer: [UInt8] = []
+        private var scratch = [UInt8](repeating: 0, count: 1 << 16)
 
-        package init(path: String) throws(ItemFailure) {
+        package init(path: String) {
             self.path = path
-            let staged = try AtomicFile.stage(Data(), for: path, owner: getpid())
-            temporary = staged.temporary
-            descriptor = open(temporary, O_WRONLY | O_APPEND | O_CLOEXEC)
-            guard descriptor >= 0 else { throw systemFailure("cannot open \(temporary)") }
             buffer.reserveCapacity(1 << 16)
+            // Non-blocking: a FIFO put at the path must not hang the run; only a regular file is compared.
+            let file = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+            var info = stat()
+            if file >= 0, fstat(file, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG { existing = file } else if file >= 0 { close(file) }
         }
 
         deinit { discard() }
@@ -233,48 +242,87 @@ package enum AtomicFile {
         }
 
         private func flush() throws(ItemFailure) {
+            defer { buffer.removeAll(keepingCapacity: true) }
+            if descriptor < 0 {
+                if existing >= 0, continuesExisting() {
+                    matched += Int64(buffer.count)
+                    return
+                }
+                try stage()
+            }
             if let failure = buffer.withUnsafeBytes({ FileDescriptor.writeAll(descriptor, $0) }) {
                 discard()
                 throw ItemFailure(.write, "\(path): \(String(cString: strerror(failure)))")
             }
-            buffer.removeAll(keepingCapacity: true)
+        }
+
+        /// Whether the existing file holds `buffer` at `matched`, a scratch buffer at a time.
+        private func continuesExisting() -> Bool {
+            var offset = 0
+            while offset < buffer.count {
+                let count = min(scratch.count, buffer.count - offset)
+                guard read(count, at: matched + Int64(offset)) == count,
+                      scratch.withUnsafeBytes({ old in buffer.withUnsafeBytes { memcmp(old.baseAddress!, $0.baseAddress! + offset, count) } }) == 0
+                else { return false }
+                offset += count
+            }
+            return true
+        }
+
+        /// Reads up to `count` bytes of the existing file at `offset` into `scratch`; how many, nil on an error.
+        private func read(_ count: Int, at offset: Int64) -> Int? {
+            scratch.withUnsafeMutableBytes { FileDescriptor.readAll(existing, UnsafeMutableRawBufferPointer(rebasing: $0[..<count]), at: offset) }
+        }
+
+        /// Starts the temporary file with the part of the existing file that matched.
+        private func stage() throws(ItemFailure) {
+            let staged = try AtomicFile.stage(Data(), for: path, owner: getpid())
+            temporary = staged.temporary
+            descriptor = open(staged.temporary, O_WRONLY | O_APPEND | O_CLOEXEC)
+            guard descriptor >= 0 else {
+                let failure = systemFailure("cannot open \(staged.temporary)")
+                discard()
+                throw failure
+            }
+            var copied: Int64 = 0
+            while copied < matched {
+                let count = Int(min(Int64(scratch.count), matched - copied))
+                // The old file is held open and never written in place: a short read is an I/O error.
+                let failure: Int32? = read(count, at: copied) != count ? EIO
+                    : scratch.withUnsafeBytes { FileDescriptor.writeAll(descriptor, UnsafeRawBufferPointer(rebasing: $0[..<count])) }
+                if let failure {
+                    discard()
+                    throw ItemFailure(.write, "\(path): \(String(cString: strerror(failure)))")
+                }
+                copied += Int64(count)
+            }
+            if existing >= 0 { close(existing) }
+            existing = -1
         }
 
         /// Publishes the file unless `path` already holds the same bytes; whether it was written.
         package func commit() throws(ItemFailure) -> Bool {
             try flush()
-            close(descriptor)
-            descriptor = -1
-            if AtomicFile.sameBytes(temporary, path) {
-                unlink(temporary)
+            // Every byte matched and the old file ends there: the same file, left alone.
+            if descriptor < 0, existing >= 0, read(1, at: matched) == 0 {
+                discard()
                 return false
             }
-            if let failure = publish([Staged(temporary: temporary, path: path)])[0] { throw failure }
+            if descriptor < 0 { try stage() }
+            close(descriptor)
+            descriptor = -1
+            guard let staged = temporary.map({ Staged(temporary: $0, path: path) }) else { return false }
+            temporary = nil
+            if let failure = publish([staged])[0] { throw failure }
             return true
         }
 
-        /// Removes the temporary file (a failure part way).
+        /// Removes the temporary file, if any (a failure part way).
         package func discard() {
-            guard descriptor >= 0 else { return }
-            close(descriptor)
-            descriptor = -1
-            unlink(temporary)
-        }
-    }
-
-    /// Whether the files at `a` and `b` both exist with the same bytes, read 1 MiB at a time.
-    private static func sameBytes(_ a: String, _ b: String) -> Bool {
-        guard let first = FileHandle(forReadingAtPath: a), let second = FileHandle(forReadingAtPath: b) else { return false }
-        defer { try? first.close(); try? second.close() }
-        guard (try? first.seekToEnd()) == (try? second.seekToEnd()) else { return false }
-        try? first.seek(toOffset: 0)
-        try? second.seek(toOffset: 0)
-        while true {
-            // Foundation gives nil or empty data at the end; the sizes are equal, so both end together.
-            let left = (try? first.read(upToCount: 1 << 20)).flatMap { $0 } ?? Data()
-            let right = (try? second.read(upToCount: 1 << 20)).flatMap { $0 } ?? Data()
-            guard left == right else { return false }
-            if left.isEmpty { return true }
+            if existing >= 0 { close(existing) }
+            if descriptor >= 0 { close(descriptor) }
+            if let temporary { unlink(temporary) }
+            (existing, descriptor, temporary) = (-1, -1, nil)
         }
     }
 }

@@ -158,9 +158,14 @@ public enum JobRunner {
             while !downloadOnly, let source = try sources.next() {
                 let loader = source.origin.loader
                 guard loader.fetch == nil else { continue }
-                if case .missing(let message) = source.identity {
-                    recorder.record(source.finished(.failed(ItemFailure(.unreadable, message), seconds: 0)))
+                switch source.identity {
+                case .missing(let message), .notRegular(_, let message):
+                    // Recorded under the fingerprint it failed with, as a worker's start records it:
+                    // a path's type decides its failure until the type changes.
+                    let started = source.items.map { ItemEvent.started(key: $0.key, fingerprint: $0.fingerprint) }
+                    recorder.record(started + source.finished(.failed(ItemFailure(.unreadable, message), seconds: 0)))
                     continue
+                case .file, .content, .unknown: break
                 }
                 return ScheduledTask(file: loader.location, items: source.items, of: source,
                                      fingerprint: planner.derivationFingerprint(source.identity), derivation: source.derivation)

@@ -111,6 +111,16 @@ package enum SourceIdentity: Sendable, Equatable, Codable {
     case unknown
     /// A local file that cannot be read, and why.
     case missing(String)
+    /// A local path that names no regular file (a FIFO, a device, a socket, or a link to one), by
+    /// its type, and why it is not read: what the source is, as a file's content is.
+    case notRegular(type: String, message: String)
+
+    /// Whether a failure of `kind` is the source's own, so it stands until this identity changes:
+    /// one its content decided, or, for a path that names no regular file, that it cannot be read.
+    package func decides(_ kind: ItemFailure.Kind) -> Bool {
+        if case .notRegular = self, kind == .unreadable { return true }
+        return kind.isDecidedByContent
+    }
 }
 
 /// (source, output): the unit of progress.
@@ -122,7 +132,7 @@ public struct PlannedItem: Sendable, Codable {
         case upToDate = "up-to-date"
         /// Will not run: its URL is blacklisted.
         case blocked
-        /// Will not run: it failed on this same content and recipe before (see `ItemFailure.isDecidedByContent`).
+        /// Will not run: it failed on this same content and recipe before, for a reason the source decides (see `SourceIdentity.decides`).
         case knownFailure = "known-failure"
         /// A URL item done from its cached original and still on disk, whose original a run
         /// revalidates first (`http.revalidate`): it runs only if the URL's content changed.

@@ -265,14 +265,17 @@ package struct Planner {
         for index in source.items.indices where !force {
             guard let entry = try state.recorded(source.items[index].key) else { continue }
             // A failure does not depend on where the output goes, but on the limits; a done item's output does.
-            let stands = entry.failureKind != nil ? !retryFailed && entry.failedUnder == limitsDigest
-                : entry.outputPath == source.items[index].outputPath
+            let stands = if let kind = entry.failureKind {
+                source.identity.decides(kind) && !retryFailed && entry.failedUnder == limitsDigest
+            } else {
+                entry.outputPath == source.items[index].outputPath
+            }
             if stands {
                 source.items[index].recorded = entry
             }
         }
         switch source.identity {
-        case .file, .content: break
+        case .file, .content, .notRegular: break
         case .unknown:
             // A stale cached original: the items made from it stand if the server finds it unchanged.
             guard let original = source.cachedOriginal else { return }
@@ -308,7 +311,10 @@ package struct Planner {
     /// The derived values `source` needs once its content is `identity`, or nil when none.
     package func derivation(of source: PlannedSource, identity: SourceIdentity) -> PlannedDerivation? {
         guard !job.derive.values.isEmpty else { return nil }
-        if case .missing = identity { return nil }
+        switch identity {
+        case .missing, .notRegular: return nil
+        case .file, .content, .unknown: break
+        }
         let fingerprint = derivationFingerprint(identity)
         let ledger = source.derivedLedger
         let values = job.derive.values.indices.filter { ledger.values[job.derive.values[$0].identifier] != fingerprint }
@@ -352,6 +358,7 @@ package struct Planner {
         case .content(let digest): "content:\(digest)"
         case .unknown: "unknown"
         case .missing: "missing"
+        case .notRegular(let type, _): "not-regular:\(type)"
         }
     }
 }

@@ -43,7 +43,11 @@ package struct FileSource: SourceLoader {
             if code == ENOENT && Paths.hasUnnamableBytes(path) { return .missing("\(path): \(Paths.unnamable)") }
             return .missing("\(path): \(String(cString: strerror(code)))")
         }
-        guard (info.st_mode & S_IFMT) == S_IFREG else { return .missing("\(path): not a regular file") }
+        let type = info.st_mode & S_IFMT
+        guard type == S_IFREG else {
+            let name = [S_IFIFO: "fifo", S_IFCHR: "character device", S_IFBLK: "block device", S_IFSOCK: "socket", S_IFDIR: "folder"][type] ?? "other"
+            return .notRegular(type: name, message: "\(path): not a regular file")
+        }
         let nanoseconds = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
         return .file(size: Int64(info.st_size), modifiedNanoseconds: nanoseconds)
     }

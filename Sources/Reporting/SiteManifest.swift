@@ -40,7 +40,7 @@ package struct SiteManifestWriter {
     @discardableResult
     package func write(to path: String) throws -> Bool {
         do {
-            let file = try AtomicFile.Streamed(path: path)
+            let file = AtomicFile.Streamed(path: path)
             do { try write { try file.write($0) } } catch {
                 file.discard()
                 throw error

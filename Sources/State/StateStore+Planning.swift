@@ -87,7 +87,7 @@ extension StateStore {
                 if String(sqliteStatement: raw, index: 2) == ItemState.done.rawValue {
                     return LedgerEntry(fingerprint: fingerprint, outputPath: outputPath)
                 }
-                guard let kind = Self.nullableText(raw, 3).flatMap(ItemFailure.Kind.init(rawValue:)), kind.isDecidedByContent else { return nil }
+                guard let kind = Self.nullableText(raw, 3).flatMap(ItemFailure.Kind.init(rawValue:)), kind.canBeFinal else { return nil }
                 return LedgerEntry(fingerprint: fingerprint, outputPath: outputPath, failureKind: kind, failedUnder: Self.nullableText(raw, 4))
             }
         }

@@ -283,4 +283,18 @@ struct MetadataAllowlistTests {
 
         #expect(workspace.modificationDate("out/photo.jpg") == before)
     }
+
+    @Test("a typo in metadata.keep names the key and the nearest field, as one in derive does; exit 2 before any work")
+    func typoGetsSuggestion() throws {
+        let workspace = try Workspace()
+        _ = try Self.privateSource(in: workspace)
+        let path = try workspace.writeJob(#"{"version": 1, "sources": [{"path": "src"}], "state": "state.sqlite", "outputs": ["#
+            + #"{"name": "a", "path": "out/{stem}.jpg", "chain": [], "format": {"type": "jpeg"}, "metadata": {"keep": ["artist", "copyrigth"]}}]}"#)
+        for command in [[path], ["validate", path]] {
+            let result = try workspace.run(command)
+            #expect(result.status == 2, "\(command): \(result.stderr)")
+            #expect(result.stderr.contains(#"outputs[0].metadata.keep[1]: unknown field "copyrigth" (did you mean "copyright"?)"#), "\(result.stderr)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: workspace.path("state.sqlite")) && workspace.files(in: "out").isEmpty, "nothing was run")
+    }
 }

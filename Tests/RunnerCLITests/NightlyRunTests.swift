@@ -92,6 +92,31 @@ struct NightlyRunTests {
         #expect(raised.stdout.contains("1 done, 0 failed"), "\(raised.stdout)")
     }
 
+    @Test("a FIFO among the sources fails once, like a corrupt file: its type is what it is; a real image in its place renders")
+    func notARegularFileIsFinal() throws {
+        let workspace = try Workspace()
+        try workspace.copyFixtures(["photos/friends.jpg"], to: "in")
+        #expect(mkfifo(workspace.path("in/pipe.jpg"), 0o644) == 0)
+        let job = try simpleJob(workspace)
+
+        let first = try workspace.run([job])
+        #expect(first.status == 1, "a new failure: \(first.stdout)\(first.stderr)")
+        #expect(first.stderr.contains("pipe.jpg: not a regular file"), "\(first.stderr)")
+        let nights = try (0..<2).map { _ in try workspace.run([job]) }
+        #expect(nights.map(\.status) == [0, 0], "carried over: \(nights.map(\.stdout))")
+        #expect(nights.allSatisfy { $0.stdout.contains("1 known failure: runner failed \(job)") }, "\(nights.map(\.stdout))")
+        #expect(try attempts(workspace, source: "pipe.jpg") == 1, "not tried again")
+        #expect(try workspace.run(["failed", job]).stdout.contains("pipe.jpg -> t: unreadable: "))
+
+        // The path's type changed: a photograph now, rendered.
+        try FileManager.default.removeItem(atPath: workspace.path("in/pipe.jpg"))
+        try FileManager.default.copyItem(atPath: Fixtures.path("photos/fig-bowl.jpg"), toPath: workspace.path("in/pipe.jpg"))
+        let replaced = try workspace.run([job])
+        #expect(replaced.status == 0, "\(replaced.stdout)\(replaced.stderr)")
+        #expect(replaced.stdout.contains("1 done, 0 failed, 1 up to date"), "\(replaced.stdout)")
+        #expect(FileManager.default.fileExists(atPath: workspace.path("out/pipe.jpg")))
+    }
+
     @Test("a downloaded body that does not decode is blacklisted: the next run sends no request; --quiet prints nothing but the summary")
     func badImageDataBlacklisted() throws {
         let server = try HTTPTestServer()

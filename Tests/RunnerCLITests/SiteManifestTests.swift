@@ -157,27 +157,42 @@ struct SiteManifestTests {
         }
     }
 
-    @Test("an unchanged rerun leaves the manifest alone (same bytes, inode and mtime); a changed source updates it")
+    /// The inode and modification time of a file or folder: what a site watcher sees change.
+    func stamp(_ workspace: Workspace, _ relative: String) throws -> [String] {
+        let attributes = try FileManager.default.attributesOfItem(atPath: workspace.path(relative))
+        return ["\(attributes[.systemFileNumber] ?? "")", "\((attributes[.modificationDate] as? Date)?.timeIntervalSince1970 ?? 0)"]
+    }
+
+    /// Sets modification times far back, so that a rewrite, or a temporary made and removed in a
+    /// folder, shows at once whatever the clock's granularity.
+    func backdate(_ workspace: Workspace, _ paths: [String]) throws {
+        for path in paths {
+            try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSince1970: 1_000_000_000)], ofItemAtPath: workspace.path(path))
+        }
+    }
+
+    @Test("an unchanged rerun touches nothing (the manifest's bytes, inode and mtime, its folder's mtime: no temporary made); a changed source rewrites it by rename")
     func incremental() throws {
         let workspace = try Workspace()
         let job = try job(workspace)
         _ = try workspace.run([job])
         let path = workspace.path("site/images.json")
-        let before = try FileManager.default.attributesOfItem(atPath: path)
         let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
-        Thread.sleep(forTimeInterval: 1.1)
+        try backdate(workspace, ["site/images.json", "site"])
+        let before = try ["site/images.json", "site"].map { try stamp(workspace, $0) }
         let rerun = try workspace.run([job])
         #expect(rerun.status == 0, "the known failure is carried over: \(rerun.stderr)")
-        let after = try FileManager.default.attributesOfItem(atPath: path)
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == bytes)
-        #expect(after[.systemFileNumber] as? Int == before[.systemFileNumber] as? Int, "not rewritten")
-        #expect(after[.modificationDate] as? Date == before[.modificationDate] as? Date, "not rewritten")
+        #expect(try ["site/images.json", "site"].map { try stamp(workspace, $0) } == before, "not rewritten, nothing staged beside it")
 
-        // Another picture under the same name: its outputs are made again, and the manifest says so.
+        // Another picture under the same name: its outputs are made again, and the manifest says so,
+        // renamed into place (a new inode) with nothing left beside it.
         try FileManager.default.removeItem(atPath: workspace.path("in/friends.jpg"))
         try FileManager.default.copyItem(atPath: Fixtures.path("photos/picos-de-europa.jpg"), toPath: workspace.path("in/friends.jpg"))
         #expect(try workspace.run([job]).status == 0)
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)) != bytes)
+        #expect(try stamp(workspace, "site/images.json")[0] != before[0][0], "a new file renamed over the old one")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: workspace.path("site")).sorted() == ["images.json", "img"])
         #expect(try check(workspace, ["site/images.json"]) == "ok", "the new files' sizes and hashes")
         let friends = sources(try document(workspace, "site/images.json"))[2]
         #expect(friends["width"] as? Int == 1024 && friends["height"] as? Int == 768)
@@ -198,6 +213,53 @@ struct SiteManifestTests {
         let left = sources(try document(workspace, "site/images.json"))
         #expect(left.count == 3 && !left.contains { ($0["key"] as? String ?? "").contains("fig-bowl") }, "\(left)")
         #expect(try check(workspace, ["site/images.json"]) == "ok")
+    }
+
+    @Test("runner manifest --out and a shard's part, unchanged, touch nothing either: the file and its folder keep their stamps")
+    func unchangedCommandAndShard() throws {
+        let workspace = try Workspace()
+        let job = try job(workspace)
+        _ = try workspace.run([job, "--shard", "0/2"])
+        #expect(try workspace.run(["manifest", job, "--out", "elsewhere/all.json"]).status == 0)
+        let files = ["site/images.shard-0-of-2.json", "site", "elsewhere/all.json", "elsewhere"]
+        try backdate(workspace, files)
+        let before = try files.map { try stamp(workspace, $0) }
+        #expect(try workspace.run([job, "--shard", "0/2"]).status == 0)
+        let again = try workspace.run(["manifest", job, "--out", "elsewhere/all.json"])
+        #expect(again.status == 0 && again.stdout.hasSuffix("(unchanged)\n"), "\(again.stdout)\(again.stderr)")
+        #expect(try files.map { try stamp(workspace, $0) } == before)
+    }
+
+    @Test("a manifest anywhere the job names it (the README's ../site/data/images.json): written there, its folder made; a collision there is still refused")
+    func pathOutsideTheJobsFolders() throws {
+        let workspace = try Workspace()
+        try workspace.copyFixtures(["photos/friends.jpg", "photos/fig-bowl.jpg"], to: "in")
+        func job(_ manifest: String) throws -> String {
+            try workspace.write("""
+                {"version": 1, "sources": [{"path": "../in"}],
+                 "outputs": [{"name": "small", "path": "../public/img/{stem}.webp",
+                              "chain": [{"op": "thumbnail", "width": 64, "fit": "inside"}], "format": {"type": "webp"}}],
+                 "manifest": {"path": "\(manifest)"}, "state": "state/job.sqlite"}
+                """, to: "jobs/job.json")
+            return workspace.path("jobs/job.json")
+        }
+        let run = try workspace.run([try job("../site/data/images.json")])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(try check(workspace, ["site/data/images.json"]) == "ok")
+        let outputs = sources(try document(workspace, "site/data/images.json")).compactMap { $0["outputs"] as? [[String: Any]] }
+        #expect(outputs.map { $0.first?["path"] as? String } == ["../../public/img/fig-bowl.webp", "../../public/img/friends.webp"])
+
+        let written = try stamp(workspace, "public/img/friends.webp")
+        for (manifest, message) in [("../public/img/friends.webp", "would be written at the manifest's path"),
+                                    ("../public", "is a folder outputs[0] writes into"),
+                                    ("state/job.sqlite", "is the state database's path")] {
+            let path = try job(manifest)
+            for command in [[path], ["validate", path]] {
+                let refused = try workspace.run(command)
+                #expect(refused.status == 2 && refused.stderr.contains("manifest.path") && refused.stderr.contains(message), "\(manifest): \(refused.stderr)")
+            }
+        }
+        #expect(try stamp(workspace, "public/img/friends.webp") == written, "nothing was run")
     }
 
     @Test("a state from before v10 (source facts on each done item, no source row) migrates (runner migrate) to the same manifest, bytes and all; a rerun leaves it alone")
@@ -294,11 +356,13 @@ struct SiteManifestTests {
         #expect(whole.allSatisfy { ($0["outputs"] as? [Any])?.count == 2 })
     }
 
-    @Test("a manifest path outside the job, at an output's path, or a bad format is a job-file error naming the key; nothing is written")
+    @Test("a manifest path at an output's path or folder, the state database or the job file, or a bad format is a job-file error naming the key; nothing is written")
     func badKeys() throws {
         let cases: [(manifest: String, location: String, message: String)] = [
-            (#"{"path": "../../images.json"}"#, "manifest.path", "is outside the job"),
             (#"{"path": "site/img/friends.jpg"}"#, "manifest.path", "would be written at the manifest's path"),
+            (#"{"path": "site/img"}"#, "manifest.path", "is a folder outputs[0] writes into"),
+            (#"{"path": "site"}"#, "manifest.path", "is a folder outputs[0] writes into"),
+            (#"{"path": "job.json"}"#, "manifest.path", "is the job file"),
             (#"{"path": "state/job.sqlite"}"#, "manifest.path", "is the state database's path"),
             (#"{"path": "site/images.json", "format": "yaml"}"#, "manifest.format", "must be one of json, jsonl"),
             (#"{"paht": "site/images.json"}"#, "manifest", "unknown key \"paht\" (did you mean \"path\"?)"),

@@ -403,7 +403,7 @@ struct CatalogueTests {
         (#"{"op": "colorControls", "contrast": -1}"#, "outputs[0].chain[0].contrast: must be >= 0"),
         (##"{"op": "overlay", "colour": "#fff", "opacity": 1.5}"##, "outputs[0].chain[0].opacity: must be between 0 and 1"),
         (#"{"op": "roundCorners", "radius": 2.5}"#, "outputs[0].chain[0].radius: must be a positive integer"),
-        (#"{"op": "roundCorners", "radius": 5, "corners": ["topLeft", "middle"]}"#, "outputs[0].chain[0].corners[1]: must be one of topLeft, topRight, bottomLeft, bottomRight, not \"middle\""),
+        (#"{"op": "roundCorners", "radius": 5, "corners": ["topLeft", "middle"]}"#, "outputs[0].chain[0].corners[1]: unknown corner \"middle\" (known: bottomLeft, bottomRight, topLeft, topRight)"),
         (#"{"op": "roundCorners", "radius": 5, "corners": []}"#, "outputs[0].chain[0].corners: must name at least one corner"),
         (#"{"op": "border", "width": 0}"#, "outputs[0].chain[0].width: must be a positive integer"),
         (#"{"op": "pad", "width": 10, "top": 5}"#, "outputs[0].chain[0].top: give either width/height or margins, not both"),

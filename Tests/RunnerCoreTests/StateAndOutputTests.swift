@@ -91,6 +91,47 @@ struct StateAndOutputTests {
         #expect(workspace.files(in: "out") == ["deep/.c.bin\(suffix)", "deep/.d.bin.runner-tmp-999999999-0a1b2c3d", "deep/file.bin"])
     }
 
+    @Test("a streamed file is compared with the file there as it is written: the same bytes stage nothing; any other text (a change past the first buffers, shorter, longer) replaces it whole, by rename")
+    func streamedComparison() throws {
+        let workspace = try Workspace()
+        let path = workspace.path("site/data.json")
+        /// Writes `text` in pieces across the 64 KiB buffer (one larger than it); whether the file was replaced.
+        func stream(_ text: String) throws -> Bool {
+            let bytes = Array(text.utf8), file = AtomicFile.Streamed(path: path)
+            var start = 0
+            for size in [1, 1_000, 70_000, 150_000, Int.max] where start < bytes.count {
+                let end = min(bytes.count, start + min(size, bytes.count))
+                try file.write(String(decoding: bytes[start..<end], as: UTF8.self))
+                start = end
+            }
+            return try file.commit()
+        }
+        func stamp(_ relative: String) throws -> [String] {
+            let attributes = try FileManager.default.attributesOfItem(atPath: workspace.path(relative))
+            return ["\(attributes[.systemFileNumber] ?? "")", "\((attributes[.modificationDate] as? Date)?.timeIntervalSince1970 ?? 0)"]
+        }
+        let text = (0..<30_000).map { "line \($0)\n" }.joined()  // 300 KB
+        var written = text
+        #expect(try stream(text), "no file there yet: written, its folder made")
+        for next in [text, text.replacingOccurrences(of: "line 29999", with: "LINE 29999"), String(text.prefix(100_000)), text + "more\n", text] {
+            // Far back, so that a rewrite or a temporary made and removed in the folder shows at once.
+            for relative in ["site/data.json", "site"] {
+                try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSince1970: 1_000_000_000)], ofItemAtPath: workspace.path(relative))
+            }
+            let before = try ["site/data.json", "site"].map(stamp)
+            #expect(try stream(next) == (next != written))
+            let after = try ["site/data.json", "site"].map(stamp)
+            if next == written {
+                #expect(after == before, "the same bytes: file and folder untouched")
+            } else {
+                #expect(after[0][0] != before[0][0] && after[1] != before[1], "a new file renamed into place")
+            }
+            #expect(try String(contentsOfFile: path, encoding: .utf8) == next)
+            #expect(workspace.files(in: "site") == ["data.json"], "no temporary left")
+            written = next
+        }
+    }
+
     @Test("a failed write names the path and leaves nothing behind")
     func failedWrite() throws {
         let workspace = try Workspace()
