@@ -99,12 +99,13 @@ public final class StateStore: Sendable {
     /// one this runner does not know is a newer runner's (refused); one not yet applied, an older
     /// runner's database (refused by readers: a run, or `runner migrate`, upgrades it).
     private static func schema(of db: Database, at path: String, reading: Bool) throws -> Schema {
+        let known = migrator.migrations
         let applied = try migrator.appliedIdentifiers(db)
-        if let unknown = applied.filter({ !migrator.migrations.contains($0) }).sorted().last {
+        if let unknown = applied.filter({ !known.contains($0) }).sorted().last {
             throw StateDatabaseError(path: path, kind: .newerRunner, reason: unknown)
         }
         guard !applied.isEmpty else { return .empty }
-        if reading, let missing = migrator.migrations.first(where: { !applied.contains($0) }) {
+        if reading, let missing = known.first(where: { !applied.contains($0) }) {
             throw StateDatabaseError(path: path, kind: .olderRunner, reason: missing)
         }
         return .current
