@@ -18,19 +18,24 @@ let libvipsPrefix: String? = {
 /// includes) and the linker (libvips and the GLib libraries runner calls). Read here rather than with
 /// `.systemLibrary(pkgConfig:)`: SwiftPM reads .pc files itself, and the -pthread in the Cflags of
 /// libvips' private dependencies (OpenEXR, HarfBuzz, orc, ...) is a flag it does not forward, so
-/// every build printed "warning: prohibited flag(s): -pthread". Empty when pkg-config or libvips-dev
-/// is missing (`make deps` installs both); the build then stops at <glib.h>.
+/// every build printed "warning: prohibited flag(s): -pthread". Without pkg-config or libvips-dev
+/// the manifest stops with a message: SwiftPM caches what a manifest evaluates to (until it or the
+/// environment changes), so flags left empty would still be empty after `make deps` installed them.
 func vipsFlags(_ options: String...) -> [String] {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
     process.arguments = ["pkg-config"] + options + ["vips"]
     let output = Pipe()
     process.standardOutput = output
-    guard (try? process.run()) != nil else { return [] }
-    let flags = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    guard process.terminationStatus == 0 else { return [] }
-    return String(decoding: flags, as: UTF8.self).split(whereSeparator: \.isWhitespace).map(String.init)
+    if (try? process.run()) != nil {
+        let flags = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        if process.terminationStatus == 0 {
+            return String(decoding: flags, as: UTF8.self).split(whereSeparator: \.isWhitespace).map(String.init)
+        }
+    }
+    FileHandle.standardError.write(Data("runner builds with pkg-config's vips: install pkg-config and libvips-dev (make deps)\n".utf8))
+    exit(1)
 }
 let vipsIncludes = vipsFlags("--cflags-only-I")
 let vipsLibraries = vipsFlags("--libs-only-L", "--libs-only-l")
