@@ -14,6 +14,32 @@ let libvipsPrefix: String? = {
     return prefix
 }()
 
+/// What pkg-config's `vips` gives a compiler (the include paths alone: GLib's, which <vips/vips.h>
+/// includes) and the linker (libvips and the GLib libraries runner calls). Read here rather than with
+/// `.systemLibrary(pkgConfig:)`: SwiftPM reads .pc files itself, and the -pthread in the Cflags of
+/// libvips' private dependencies (OpenEXR, HarfBuzz, orc, ...) is a flag it does not forward, so
+/// every build printed "warning: prohibited flag(s): -pthread". Without pkg-config or libvips-dev
+/// the manifest stops with a message: SwiftPM caches what a manifest evaluates to (until it or the
+/// environment changes), so flags left empty would still be empty after `make deps` installed them.
+func vipsFlags(_ options: String...) -> [String] {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = ["pkg-config"] + options + ["vips"]
+    let output = Pipe()
+    process.standardOutput = output
+    if (try? process.run()) != nil {
+        let flags = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        if process.terminationStatus == 0 {
+            return String(decoding: flags, as: UTF8.self).split(whereSeparator: \.isWhitespace).map(String.init)
+        }
+    }
+    FileHandle.standardError.write(Data("runner builds with pkg-config's vips: install pkg-config and libvips-dev (make deps)\n".utf8))
+    exit(1)
+}
+let vipsIncludes = vipsFlags("--cflags-only-I")
+let vipsLibraries = vipsFlags("--libs-only-L", "--libs-only-l")
+
 let package = Package(
     name: "runner",
     platforms: [.macOS(.v15)],
@@ -25,9 +51,9 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
-        // Non-variadic wrappers around libvips (Swift cannot call C varargs).
-        .systemLibrary(name: "CVips", path: "Sources/CVips", pkgConfig: "vips",
-                       providers: [.apt(["libvips-dev"])]),
+        // Non-variadic wrappers around libvips (Swift cannot call C varargs); its flags are
+        // `vipsIncludes` and `vipsLibraries`, below.
+        .systemLibrary(name: "CVips", path: "Sources/CVips"),
         // Typed wrappers for libcurl's variadic setopt/getinfo calls.
         .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
                        providers: [.apt(["libcurl4-openssl-dev"])]),
@@ -59,7 +85,7 @@ let package = Package(
             path: "Sources/runner"
         ),
         // libvips calls only the tests make (opening and comparing outputs).
-        .systemLibrary(name: "CVipsProbe", path: "Tests/CVipsProbe", pkgConfig: "vips"),
+        .systemLibrary(name: "CVipsProbe", path: "Tests/CVipsProbe"),
         // Shared by the test targets: fixtures, temporary workspaces, running the built binary,
         // and opening outputs with libvips directly.
         .target(
@@ -88,4 +114,12 @@ if let libvipsPrefix {
             .unsafeFlags(["-L\(libvipsPrefix)/lib", "-Xlinker", "-rpath", "-Xlinker", "\(libvipsPrefix)/lib"]),
         ]
     }
+}
+
+// Every target that imports CVips or CVipsProbe, or a module that does, reads their headers, and
+// what links them links libvips (as `pkgConfig:` gave a system library's dependents); after the
+// prefix's paths, which come first.
+for target in package.targets where target.type != .system {
+    target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(vipsIncludes.flatMap { ["-Xcc", $0] })]
+    target.linkerSettings = (target.linkerSettings ?? []) + [.unsafeFlags(vipsLibraries)]
 }

@@ -1,4 +1,4 @@
-package import CVips
+internal import CVips
 import Support
 import Model
 import Keys

@@ -206,11 +206,15 @@ extension Key {
 
 /// A declared key that runner refuses, with the reason; declared so it is not taken for a typo
 /// and so editors show the reason.
-public enum Unsupported: Sendable {}
+public enum Unsupported: Sendable {
+    /// What a key's `written` gives for a value of it: none exists, and a closure taking one is
+    /// code the compiler reports as never executed.
+    var json: JSONValue { switch self {} }
+}
 
 extension Key where Value == Unsupported {
     package static func unsupported(_ name: String, because reason: String) -> Key {
-        Key(name, .optional(), "Not supported: \(reason).", schema: ["not": [:]], written: { _ in .null }) { _, location in
+        Key(name, .optional(), "Not supported: \(reason).", schema: ["not": [:]], written: \.json) { _, location in
             throw JobFileError(location, "is not supported: \(reason)")
         }
     }

@@ -23,7 +23,8 @@ package enum AtomicFile {
     package static let hostTag: String = {
         var name = [CChar](repeating: 0, count: 256)
         gethostname(&name, name.count - 1)
-        return String(StableHash.hex(String(cString: name)).prefix(8))
+        let host = String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return String(StableHash.hex(host).prefix(8))
     }()
     /// How old another machine's temporary must be before a sweep here removes it: its owner
     /// cannot be asked whether it lives, and no output stays staged for a day.

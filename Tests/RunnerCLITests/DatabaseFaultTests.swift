@@ -117,7 +117,7 @@ struct DatabaseFaultTests {
         defer { state.unmount() }
         let (job, run, pauses) = try startSlowRun(workspace)
         state.fill()
-        pauses.releaseAll()
+        try pauses.releaseAll()
         let full = run.wait(timeout: 120)
         #expect(full.status == 74, "\(full.stdout.suffix(300)) \(full.stderr)")
         #expect(full.stderr.contains("runner: cannot write the state database \(workspace.path("state/slow.sqlite")) (SQLite: database or disk is full)"),
@@ -137,7 +137,7 @@ struct DatabaseFaultTests {
         let workspace = try Workspace()
         let (job, run, pauses) = try startSlowRun(workspace)
         try FileManager.default.removeItem(atPath: workspace.path("state/slow.sqlite"))
-        pauses.releaseAll()
+        try pauses.releaseAll()
         let stopped = run.wait(timeout: 120)
         #expect(stopped.status == 74, "\(stopped.stdout.suffix(300)) \(stopped.stderr)")
         #expect(stopped.stderr.contains("runner: the state database \(workspace.path("state/slow.sqlite")) was deleted or replaced while this run held it; stopped"),

@@ -142,8 +142,8 @@ struct DerivedValuesRunTests {
         #expect(try stored(workspace) == values)
 
         // A new derive entry, the origin unchanged (304): the cached original gives that value alone, and nothing renders.
-        try remoteJob(workspace, urls: [server.url("/img/a.jpg"), server.url("/status/404/b.jpg")],
-                      extra: #", "derive": ["dhash", "thumbhash", "dominant"]"#)
+        #expect(try remoteJob(workspace, urls: [server.url("/img/a.jpg"), server.url("/status/404/b.jpg")],
+                              extra: #", "derive": ["dhash", "thumbhash", "dominant"]"#) == job)
         try server.reset()
         let added = try runJob()
         #expect(added.summary["derived"] as? Int == 1 && added.summary["done"] as? Int == 0, "\(added.summary)")

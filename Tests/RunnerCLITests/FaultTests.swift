@@ -64,7 +64,7 @@ func checkRecordsAgainstDisk(_ workspace: Workspace, state: String) throws -> [S
 }
 
 /// A `slowJob` of 30 sources run with JSON events, once both its workers are paused holding a
-/// source of p010-p019 (p000-p009 done); `pauses.releaseAll()` lets it go on.
+/// source of p010-p019 (p000-p009 done); `try pauses.releaseAll()` lets it go on.
 func startSlowRun(_ workspace: Workspace) throws -> (job: String, run: RunningCommand, pauses: Pauses) {
     let job = try slowJob(workspace, count: 30)
     let pauses = try Pauses("worker.task@in/p01", in: workspace)

@@ -64,7 +64,7 @@ struct InterruptionTests {
         #expect(pauses.wait(for: "worker.task", count: 2, of: run).count == 2)
         run.signal(SIGINT)
         #expect(run.waitUntil { run.stdoutSoFar.contains("finishing items in flight") })
-        pauses.releaseAll()
+        try pauses.releaseAll()
         let result = run.wait()
         #expect(result.status == 130, "\(result.stderr)")
         let summary = try #require(summaryEvent(result.stdout))

@@ -111,7 +111,7 @@ struct LibvipsTests {
         let libvips = LoadedLibraries.paths(named: "libvips.so", pid: worker)
         let glib = LoadedLibraries.paths(named: "libglib-2.0.so", pid: worker)
         let modules = LoadedLibraries.paths(named: "vips-", pid: worker)
-        pauses.releaseAll()
+        try pauses.releaseAll()
         let result = run.wait()
         #expect(result.status == 0, "\(result.stderr)")
         #expect(libvips.count == 1 && libvips == LoadedLibraries.paths(named: "libvips.so"), "worker \(String(describing: worker)) maps \(libvips)")

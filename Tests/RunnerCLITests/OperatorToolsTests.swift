@@ -24,7 +24,7 @@ struct OperatorToolsTests {
         let run = try workspace.start([job, "--max-duration", "5s", "--log-format", "json"], environment: pauses.environment)
         #expect(pauses.wait(for: "worker.task", count: 2, of: run).count == 2)
         #expect(run.waitUntil { run.stdoutSoFar.contains("time budget reached") })
-        pauses.releaseAll()
+        try pauses.releaseAll()
         let stopped = run.wait()
         #expect(stopped.status == 124, "\(stopped.stderr)")
         let summary = try #require(summaryEvent(stopped.stdout))

@@ -51,7 +51,7 @@ struct SupervisorDeathTests {
         // Orphaned, a worker would go on (it is let go below), render what it holds and stage it
         // after the next run had already removed a dead run's temporary files.
         #expect(eventually { !workers.contains(where: processAlive) }, "workers \(workers.filter(processAlive)) outlived their supervisor")
-        pauses.releaseAll()
+        try pauses.releaseAll()
         for pid in workers where processAlive(pid) {
             // Only a failed expectation gets here: let it show what a survivor writes, then end it.
             usleep(500_000)

@@ -55,7 +55,7 @@ struct ShardTests {
         defer { try? FileManager.default.removeItem(atPath: folder) }
         for name in ["thumbs.sqlite", "thumbs.shard-10-of-16.sqlite", "thumbs.shard-2-of-16.sqlite", "thumbs.shard-0-of-2.sqlite",
                      "thumbs.shard-1-of-2.sqlite-wal", "other.shard-0-of-2.sqlite", "thumbs.shard-x-of-2.sqlite"] {
-            FileManager.default.createFile(atPath: folder + "/" + name, contents: Data())
+            try Data().write(to: URL(fileURLWithPath: folder + "/" + name))
         }
         #expect(JobStateLayout(jobStatePath: folder + "/thumbs.sqlite").databases.map { ($0.path as NSString).lastPathComponent }
             == ["thumbs.sqlite", "thumbs.shard-0-of-2.sqlite", "thumbs.shard-2-of-16.sqlite", "thumbs.shard-10-of-16.sqlite"])

@@ -49,8 +49,8 @@ public final class Pauses: @unchecked Sendable {
     }
 
     /// Lets every paused process go on, and no point pause again.
-    public func releaseAll() {
-        FileManager.default.createFile(atPath: folder + "/released", contents: nil)
+    public func releaseAll() throws {
+        try Data().write(to: URL(fileURLWithPath: folder + "/released"))
     }
 
     private func fresh(_ point: String) -> [Paused] {

@@ -1,4 +1,4 @@
-package import CVips
+internal import CVips
 import Foundation
 
 /// The small picture every derived value is computed from: an image already decoded (the largest

@@ -1,4 +1,4 @@
-package import CVips
+internal import CVips
 import Foundation
 
 /// The picture a ThumbHash stands for: the reference `thumbHashToRGBA`, operation for operation

@@ -1,4 +1,4 @@
-package import CVips
+internal import CVips
 import Foundation
 import Model
 import Keys

@@ -1,4 +1,4 @@
-package import CVips
+internal import CVips
 import Keys
 
 /// Apply the EXIF orientation here. Loading already does this unless the output sets

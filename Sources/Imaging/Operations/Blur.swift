@@ -1,4 +1,4 @@
-package import CVips
+internal import CVips
 import Keys
 
 /// Gaussian blur with standard deviation `sigma` (pixels).

@@ -1,4 +1,4 @@
-package import CVips
+internal import CVips
 import Keys
 
 /// Paint a frame `width` pixels wide in `colour` over the image's edges, keeping its size

@@ -1,4 +1,4 @@
-package import CVips
+internal import CVips
 import Keys
 
 /// Core Image's CIColorControls as Kingfisher's ColorControlsProcessor uses it, on values in 0...1:

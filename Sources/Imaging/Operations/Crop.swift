@@ -1,4 +1,4 @@
-package import CVips
+internal import CVips
 import Model
 import Keys
 

@@ -1,4 +1,4 @@
-package import CVips
+internal import CVips
 import Keys
 
 /// Mirror the image: `horizontal` swaps left and right, `vertical` swaps top and bottom.

@@ -1,4 +1,4 @@
-package import CVips
+internal import CVips
 import Keys
 
 /// Gamma curve on the colour bands (libvips `gamma`): each value v in 0...1 becomes

@@ -1,4 +1,4 @@
-package import CVips
+internal import CVips
 import Keys
 
 /// Convert to one band of lightness (alpha, if any, is kept).

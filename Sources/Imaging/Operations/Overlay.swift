@@ -1,4 +1,4 @@
-package import CVips
+internal import CVips
 import Keys
 
 /// Cover the image with `colour` at `opacity` (Kingfisher's OverlayImageProcessor, whose

@@ -1,4 +1,4 @@
-package import CVips
+internal import CVips
 import Keys
 
 /// Make the chosen `corners` transparent outside a quarter circle of `radius` pixels

@@ -1,4 +1,4 @@
-package import CVips
+internal import CVips
 import Keys
 
 /// Unsharp mask on lightness (libvips `sharpen`): `sigma` of the blur, `m1` flat-area and `m2`

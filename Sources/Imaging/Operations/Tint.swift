@@ -1,4 +1,4 @@
-package import CVips
+internal import CVips
 import Keys
 
 /// Lay `colour` over the image by the colour's own alpha (Kingfisher's TintImageProcessor:

@@ -1,4 +1,4 @@
-package import CVips
+internal import CVips
 
 /// Whether this libvips reads and writes a format a user may ask about (`runner formats`): which
 /// loaders and savers a libvips has depends on how it was built, and for HEIC and AVIF on which
