@@ -210,11 +210,12 @@ struct ProcessingTests {
         #expect(!FileManager.default.fileExists(atPath: render.outputPath))
     }
 
-    @Test("loaders libvips marks untrusted stay blocked")
+    @Test("loaders libvips marks untrusted stay blocked, and the failure names the loader and the setting")
     func untrustedLoader() throws {
         let render = try Render("formats/untrusted.ppm", chain: "")
         guard case .failure(let failure) = render.result else { Issue.record("ppm loaded: \(render.result)"); return }
-        #expect(failure.kind == .decode)
+        #expect(failure.kind == .untrustedFormat)
+        #expect(failure.message.contains("ppmload") && failure.message.contains("limits.blockUntrusted"), "\(failure.message)")
         #expect(render.probe == nil)
     }
 
