@@ -37,12 +37,6 @@ public struct PlanCounts: Sendable {
         return line
     }
 
-    /// The counts by name, as `runner plan --json` writes them.
-    public var fields: KeyValuePairs<String, Int> {
-        ["toRun": toRun, "revalidate": revalidate, "upToDate": upToDate, "blocked": blocked, "knownFailures": knownFailures,
-         "toDerive": toDerive]
-    }
-
     public subscript(status: PlannedItem.Status) -> Int {
         switch status {
         case .pending: toRun
