@@ -129,8 +129,15 @@ struct Schema: ParsableCommand {
     @Flag(help: "Print the JSON Schema of the site manifest (the job's manifest key, runner manifest) instead.")
     var manifest = false
 
+    @Flag(help: "Print the JSON Schema of a --log-format json line instead.")
+    var events = false
+
+    func validate() throws {
+        if manifest && events { throw ValidationError("--manifest and --events name two schemas: give one") }
+    }
+
     func run() throws {
-        print(manifest ? SiteManifestSchema.text : JobSchema.text)
+        print(manifest ? SiteManifestSchema.text : events ? RunEventSchema.text : JobSchema.text)
     }
 }
 
