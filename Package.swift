@@ -71,7 +71,9 @@ let package = Package(
         .target(name: "State", dependencies: ["Planning", .product(name: "GRDB", package: "GRDB.swift"),
                                               .product(name: "GRDBSQLite", package: "GRDB.swift")]),
         .target(name: "Output", dependencies: ["State"]),
-        .target(name: "Reporting", dependencies: ["Output"]),
+        // The HTML report's style and script, compiled into the binary (it stays one file).
+        .target(name: "Reporting", dependencies: ["Output"],
+                resources: [.embedInCode("Resources/report.css"), .embedInCode("Resources/report.js")]),
         .target(name: "Loading", dependencies: ["Reporting", "CCurl"]),
         .target(name: "Processing", dependencies: ["Output", "CVips"]),
         .target(name: "Scheduling", dependencies: ["Loading", "Processing"]),

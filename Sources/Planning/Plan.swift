@@ -37,13 +37,6 @@ public struct PlanCounts: Sendable {
         return line
     }
 
-    /// The counts by name, as `runner plan --json` and a run's `plan` event both write them: one
-    /// spelling, so a count means the same in both (`pending`, a run's work, is `toRun` + `revalidate`).
-    public var fields: KeyValuePairs<String, Int> {
-        ["toRun": toRun, "revalidate": revalidate, "upToDate": upToDate, "blocked": blocked, "knownFailures": knownFailures,
-         "toDerive": toDerive]
-    }
-
     public subscript(status: PlannedItem.Status) -> Int {
         switch status {
         case .pending: toRun
@@ -65,6 +58,34 @@ public struct PlanCounts: Sendable {
             case .knownFailure: knownFailures += 1
             }
         }
+    }
+}
+
+/// The counts by name, as `runner plan --json` and a run's `plan` event both write them: one
+/// spelling, so a count means the same in both (`pending`, a run's work, is `toRun` + `revalidate`).
+extension PlanCounts: Codable {
+    private enum CodingKeys: CodingKey { case toRun, revalidate, upToDate, blocked, knownFailures, toDerive, reusedSources }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        revalidate = try container.decode(Int.self, forKey: .revalidate)
+        pending = try container.decode(Int.self, forKey: .toRun) + revalidate
+        upToDate = try container.decode(Int.self, forKey: .upToDate)
+        blocked = try container.decode(Int.self, forKey: .blocked)
+        knownFailures = try container.decode(Int.self, forKey: .knownFailures)
+        toDerive = try container.decode(Int.self, forKey: .toDerive)
+        reusedSources = try container.decode(Bool.self, forKey: .reusedSources)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(toRun, forKey: .toRun)
+        try container.encode(revalidate, forKey: .revalidate)
+        try container.encode(upToDate, forKey: .upToDate)
+        try container.encode(blocked, forKey: .blocked)
+        try container.encode(knownFailures, forKey: .knownFailures)
+        try container.encode(toDerive, forKey: .toDerive)
+        try container.encode(reusedSources, forKey: .reusedSources)
     }
 }
 

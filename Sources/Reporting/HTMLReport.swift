@@ -406,93 +406,14 @@ public struct HTMLReport {
 
     /// Reports on `<body>` how many outputs the browser has shown (`data-images-loaded="N/M"`) and
     /// adds the pixel size of each output shown whole; a source the browser cannot decode says so instead of a broken icon.
-    package static let script = """
-        (function () {
-          var outputs = document.querySelectorAll('img.output');
-          function count() {
-            var loaded = 0;
-            outputs.forEach(function (img) { if (img.complete && img.naturalWidth > 0) loaded++; });
-            document.body.setAttribute('data-images-loaded', loaded + '/' + outputs.length);
-          }
-          function watch(img, shown, broken) {
-            if (img.complete) { if (img.naturalWidth > 0) shown(); else broken(); }
-            else { img.addEventListener('load', shown); img.addEventListener('error', broken); }
-          }
-          outputs.forEach(function (img) {
-            watch(img, function () {
-              // A preview's tile already names the output's own size.
-              if (!img.classList.contains('preview')) {
-                img.closest('figure').querySelector('.dims').textContent = img.naturalWidth + '×' + img.naturalHeight + ' · ';
-              }
-              count();
-            }, count);
-          });
-          document.querySelectorAll('img.source').forEach(function (img) {
-            var figure = img.closest('figure'), caption = figure.querySelector('figcaption');
-            watch(img, function () { caption.textContent += ' · ' + img.naturalWidth + '×' + img.naturalHeight; },
-                  function () { figure.classList.add('unviewable'); caption.textContent = 'the browser cannot show it either'; });
-          });
-          count();
-        })();
-        """
+    private static let script = resource(PackageResources.report_js)
 
-    package static let style = """
-        :root{--fg:#1c2330;--muted:#667085;--line:#e4e7ec;--bg:#f6f7f9;--accent:#3559c7;--bad:#b42318;--bad-bg:#fdeceb;\
-        --ok:#1f7a4a;--ok-bg:#e6f4ec;--warn:#9a5a00;--warn-bg:#fff3dc}
-        *{box-sizing:border-box}
-        body{margin:0;background:var(--bg);color:var(--fg);font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,"Noto Sans","DejaVu Sans",sans-serif}
-        .wrap{max-width:1180px;margin:0 auto;padding:0 32px}
-        header{background:#fff;border-bottom:1px solid var(--line);padding:22px 0 16px}
-        h1{margin:0;font-size:26px;font-weight:700;letter-spacing:-.015em}
-        h2{font-size:18px;margin:34px 0 12px;letter-spacing:-.01em}
-        h3{font-size:15px;margin:18px 0 10px;font-weight:600}
-        a{color:var(--accent)}
-        code{font:13px ui-monospace,"DejaVu Sans Mono",monospace;background:#eef0f4;padding:1px 5px;border-radius:4px}
-        header code{background:none;padding:0}
-        .muted{color:var(--muted)} .small{font-size:12.5px} p.muted{margin:4px 0 12px}
-        .cards{display:flex;flex-wrap:wrap;gap:12px;margin-top:24px}
-        .card{background:#fff;border:1px solid var(--line);border-radius:10px;padding:10px 18px 12px;min-width:128px;color:var(--muted)}
-        .card .n{display:block;font-size:28px;font-weight:700;color:var(--fg);font-variant-numeric:tabular-nums}
-        .card.failed .n{color:var(--bad)} .card.done .n{color:var(--ok)} .card.warnings .n,.card.blocked .n{color:var(--warn)}
-        table{width:100%;border-collapse:separate;border-spacing:0;background:#fff;border:1px solid var(--line);border-radius:10px;font-size:14px}
-        th,td{padding:8px 12px;text-align:left;border-bottom:1px solid var(--line);vertical-align:top}
-        tr:last-child td{border-bottom:0}
-        th{font-size:12px;font-weight:600;color:var(--muted);text-transform:uppercase;letter-spacing:.04em}
-        .num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap} td.bad{color:var(--bad);font-weight:600}
-        td.url{word-break:break-all}
-        .pill{display:inline-block;padding:1px 9px;border-radius:999px;font-size:12px;font-weight:600;white-space:nowrap}
-        .pill.ok{background:var(--ok-bg);color:var(--ok)} .pill.bad{background:var(--bad-bg);color:var(--bad)} .pill.warn{background:var(--warn-bg);color:var(--warn)}
-        .chart{display:block;background:#fff;border:1px solid var(--line);border-radius:10px;margin-bottom:14px;width:100%;height:auto}
-        .chart text{font:11px system-ui,"DejaVu Sans",sans-serif;fill:var(--muted)} .chart .value{fill:var(--fg);font-weight:600}
-        .chart .title{font-size:13px;font-weight:600;fill:var(--fg)}
-        ul.failures{list-style:none;margin:0;padding:0}
-        li.failure{display:grid;grid-template-columns:200px 1fr;gap:18px;background:#fff;border:1px solid var(--line);border-radius:10px;padding:12px;margin-bottom:10px}
-        li.failure.no-source{grid-template-columns:1fr}
-        figure.source{margin:0;text-align:center;font-size:12px;color:var(--muted)}
-        figure.source img{display:block;max-width:200px;max-height:160px;margin:0 auto 4px;border-radius:6px;background:#e9ebf0}
-        figure.unviewable img{display:none}
-        figure.unviewable figcaption{border:1px dashed var(--line);border-radius:6px;padding:22px 10px}
-        .name{font-weight:600;overflow-wrap:anywhere} .path{font-size:12.5px;overflow-wrap:anywhere}
-        pre.message{margin:8px 0 6px;padding:8px 10px;white-space:pre-wrap;overflow-wrap:anywhere;background:var(--bad-bg);border-left:3px solid var(--bad);\
-        border-radius:4px;font:12.5px/1.45 ui-monospace,"DejaVu Sans Mono",monospace}
-        p.more{color:var(--muted);font-size:13px}
-        .dupes .row{display:flex;gap:12px;overflow-x:auto} .dupes .tile{width:200px;flex-shrink:0} .swatch{display:inline-block;width:.9em;height:.9em;border-radius:3px;vertical-align:-1px;border:1px solid var(--line)}
-        .sheet{display:grid;grid-template-columns:repeat(auto-fill,minmax(200px,1fr));gap:12px}
-        .tile{margin:0;background:#fff;border:1px solid var(--line);border-radius:10px;overflow:hidden}
-        .tile .frame{height:170px;display:flex;align-items:center;justify-content:center;flex-direction:column;gap:6px;
-        background:repeating-conic-gradient(#f0f1f4 0 25%,#fff 0 50%) 0 0/16px 16px}
-        .tile img{display:block;max-width:100%;max-height:170px} .tile a.frame{text-decoration:none}
-        .tile.failed .frame{background:var(--bad-bg);padding:10px;text-align:center}
-        .tile.missing .frame{background:#f0f1f4;color:var(--muted);font-size:13px}
-        .excerpt{font:11px/1.35 ui-monospace,"DejaVu Sans Mono",monospace;color:var(--bad);overflow:hidden;max-height:90px;overflow-wrap:anywhere}
-        .tile figcaption{padding:6px 10px 8px;font-size:12.5px} .tile .name{white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
-        .tile .size{color:var(--muted);font-variant-numeric:tabular-nums;display:flex;justify-content:space-between;gap:6px;white-space:nowrap}
-        .tile .size>span:first-child{overflow:hidden;text-overflow:ellipsis} .tile .size>span:last-child{flex-shrink:0}
-        nav.pages{display:flex;flex-wrap:wrap;gap:6px;margin:12px 0;font-size:14px}
-        nav.pages a,nav.pages span{padding:3px 10px;border-radius:6px;border:1px solid var(--line);background:#fff;text-decoration:none}
-        nav.pages .current{background:var(--accent);border-color:var(--accent);color:#fff} nav.pages .off{color:#c0c4cc}
-        main{padding-bottom:48px}
-        """
+    private static let style = resource(PackageResources.report_css)
+
+    /// A file of Resources/, embedded in the binary, without its final newline.
+    private static func resource(_ bytes: [UInt8]) -> String {
+        String(decoding: bytes.last == UInt8(ascii: "\n") ? bytes.dropLast() : bytes[...], as: UTF8.self)
+    }
 
     // MARK: Helpers
 

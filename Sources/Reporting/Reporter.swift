@@ -60,13 +60,7 @@ package final class Reporter: Sendable {
         counts.withLock { $0.total = planned.pending }
         switch style {
         case .json:
-            var event: [String: Any] = ["event": "plan", "job": jobName]
-            for (name, count) in planned.fields { event[name] = count }
-            event["reusedSources"] = planned.reusedSources
-            event["foldersSwept"] = sweep.read
-            event["foldersKnownClean"] = sweep.skipped
-            event["temporariesRemoved"] = sweep.removed
-            emit(event)
+            emit(.plan(.init(job: jobName, counts: planned, sweep: sweep)))
         case .text:
             writeLine("\(jobName): \(planned.described)")
         case .quiet:
@@ -96,14 +90,7 @@ package final class Reporter: Sendable {
         }
         switch style {
         case .json:
-            var event: [String: Any] = ["event": "item", "key": key, "output": outputPath, "state": outcome.state.rawValue]
-            if case .blocked(let reason) = outcome { event["message"] = reason } else { event["seconds"] = outcome.seconds }
-            if let failure = outcome.failure {
-                event["kind"] = failure.kind.rawValue
-                event["message"] = failure.message
-            }
-            if let warning = outcome.warning { event["warning"] = warning }
-            emit(event)
+            emit(.item(.init(key: key, output: outputPath, outcome: outcome)))
         case .text, .quiet:
             // Failures are said per source (`sourceFailed`), not once for each of its outputs. Blocked
             // is old news, said when the URL was blacklisted: the summary counts it, `runner failed` lists it.
@@ -124,12 +111,12 @@ package final class Reporter: Sendable {
 
     /// A URL source revalidated unchanged: its item is up to date without any work.
     package func itemUnchanged(key: String, outputPath: String, revalidated: Bool = true) {
-        if style == .json { emit(["event": "item", "key": key, "output": outputPath, "state": revalidated ? "up-to-date" : "not-revalidated"]) }
+        if style == .json { emit(.item(.init(key: key, output: outputPath, state: revalidated ? .upToDate : .notRevalidated))) }
     }
 
     /// A URL source revalidated unchanged whose item failed on this content before: not retried.
     package func itemStillFailed(key: String, outputPath: String) {
-        if style == .json { emit(["event": "item", "key": key, "output": outputPath, "state": "known-failure"]) }
+        if style == .json { emit(.item(.init(key: key, output: outputPath, state: .knownFailure))) }
     }
 
     /// With `-v`: what libvips warned about while rendering `source`, each distinct warning once.
@@ -137,7 +124,7 @@ package final class Reporter: Sendable {
         guard verbose else { return }
         for warning in warnings {
             switch style {
-            case .json: emit(["event": "libvips-warning", "source": source, "message": warning])
+            case .json: emit(.libvipsWarning(.init(source: source, message: warning)))
             case .text, .quiet: writeLine("libvips: \(source): \(warning)")
             }
         }
@@ -145,7 +132,7 @@ package final class Reporter: Sendable {
 
     package func notice(_ message: String) {
         switch style {
-        case .json: emit(["event": "notice", "message": message])
+        case .json: emit(.notice(.init(message: message)))
         case .text, .quiet: writeLine(message)
         }
     }
@@ -155,15 +142,7 @@ package final class Reporter: Sendable {
         clearLiveLine()
         switch style {
         case .json:
-            emit(["event": "summary", "job": jobName, "done": summary.done, "failed": summary.failed,
-                  "upToDate": summary.upToDate, "blocked": summary.blocked, "knownFailures": summary.knownFailures,
-                  "notRevalidated": summary.notRevalidated, "derived": summary.derived,
-                  "notStarted": summary.notStarted,
-                  "seconds": summary.elapsedSeconds, "exitCode": Int(summary.exitCode),
-                  "workersStarted": summary.workersStarted,
-                  "interrupted": summary.interrupted.map { Int($0) as Any } ?? NSNull(),
-                  "stoppedByBudget": summary.stoppedByBudget, "outcome": summary.outcome.rawValue,
-                  "failure": summary.failure.map { $0.message as Any } ?? NSNull()])
+            emit(.summary(.init(job: jobName, summary)))
         case .text, .quiet:
             var line = "\(jobName): \(summary.done) done, \(summary.failed) failed, \(summary.upToDate) up to date"
             if summary.notRevalidated > 0 { line += ", \(summary.notRevalidated) not revalidated (origin failing)" }
@@ -205,8 +184,7 @@ package final class Reporter: Sendable {
         stopped.withLock { stopped in
             guard !stopped else { return }
             if style == .json {
-                emit(["event": "progress", "job": jobName, "finished": snapshot.finished, "total": snapshot.total,
-                      "failed": snapshot.failed, "seconds": now])
+                emit(.progress(.init(job: jobName, finished: snapshot.finished, total: snapshot.total, failed: snapshot.failed, seconds: now)))
                 return
             }
             let line = Self.progressLine(job: jobName, finished: snapshot.finished, total: snapshot.total,
@@ -251,12 +229,9 @@ package final class Reporter: Sendable {
     }
 
     /// One JSON object per line on stdout, each with the time it was written.
-    private func emit(_ event: [String: Any]) {
-        var event = event
-        event["time"] = Self.timestamp()
-        // Paths and URLs as written: `/` needs no escape in JSON.
-        guard let data = try? JSONSerialization.data(withJSONObject: event, options: [.sortedKeys, .withoutEscapingSlashes]) else { return }
-        FileDescriptor.writeLog(String(decoding: data, as: UTF8.self) + "\n", to: STDOUT_FILENO)
+    private func emit(_ body: RunEvent.Body) {
+        guard let line = try? RunEvent(time: Self.timestamp(), body: body).line() else { return }
+        FileDescriptor.writeLog(line + "\n", to: STDOUT_FILENO)
     }
 
     /// ISO 8601 in UTC with milliseconds, e.g. `2026-11-23T02:30:05.123Z`.

@@ -129,8 +129,15 @@ struct Schema: ParsableCommand {
     @Flag(help: "Print the JSON Schema of the site manifest (the job's manifest key, runner manifest) instead.")
     var manifest = false
 
+    @Flag(help: "Print the JSON Schema of a --log-format json line instead.")
+    var events = false
+
+    func validate() throws {
+        if manifest && events { throw ValidationError("--manifest and --events name two schemas: give one") }
+    }
+
     func run() throws {
-        print(manifest ? SiteManifestSchema.text : JobSchema.text)
+        print(manifest ? SiteManifestSchema.text : events ? RunEventSchema.text : JobSchema.text)
     }
 }
 
@@ -210,14 +217,15 @@ struct PlanCommand: ParsableCommand {
                     return
                 }
                 var itemsPrinted = 0
+                let line = JSONEncoder()
+                line.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
                 if json && list { print("{\n  \"items\" : [", terminator: "") }
                 let (counts, orphaned) = try JobRunner.plan(try sharding.apply(to: loaded), force: force, retryFailed: retryFailed) { source in
                     guard list else { return }
                     for item in source.items {
                         if json {
-                            let object = ["key": item.key, "output": item.outputPath, "status": item.status.rawValue]
-                            let line = String(decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]), as: UTF8.self)
-                            print((itemsPrinted == 0 ? "\n    " : ",\n    ") + line, terminator: "")
+                            let listed = try line.encode(PlanJSON.Item(key: item.key, output: item.outputPath, status: item.status))
+                            print((itemsPrinted == 0 ? "\n    " : ",\n    ") + String(decoding: listed, as: UTF8.self), terminator: "")
                         } else {
                             print("\(item.status.rawValue)\t\(item.key)\t\(item.outputPath)")
                         }
@@ -225,9 +233,9 @@ struct PlanCommand: ParsableCommand {
                     }
                 }
                 if json {
-                    let countLines = counts.fields.map { "  \"\($0.key)\" : \($0.value)" }
-                    print(list ? (itemsPrinted == 0 ? "]," : "\n  ],") : "{")
-                    print((countLines + ["  \"orphaned\" : \(orphaned)", "  \"reusedSources\" : \(counts.reusedSources)"]).joined(separator: ",\n") + "\n}")
+                    let totals = try PlanJSON(counts: counts, orphaned: orphaned).text
+                    // Listed, the counts continue the object the items opened.
+                    print(list ? (itemsPrinted == 0 ? "]," : "\n  ],") + totals.dropFirst() : totals)
                     return
                 }
                 print(counts.described + ", \(orphaned) orphaned" + (orphaned > 0 ? " (runner prune \(job.job) lists them)" : ""))
@@ -244,13 +252,49 @@ struct PlanCommand: ParsableCommand {
         let largest = sources.max() ?? 0
         let excess = mean > 0 ? (Double(largest) / mean - 1) * 100 : 0
         if json {
-            let object: [String: Any] = ["sources": total, "shards": sources, "largestOverMeanPercent": excess]
-            print(String(decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .prettyPrinted]), as: UTF8.self))
+            print(try PlanJSON.pretty(Spread(sources: total, shards: sources, largestOverMeanPercent: excess)))
             return
         }
         print("\(total) sources over \(sources.count) shards: " + String(format: "mean %.1f, largest %d (%.1f%% over the mean)", mean, largest, excess))
         for (index, count) in sources.enumerated() { print("shard \(index)/\(sources.count)\t\(count)") }
     }
+}
+
+/// `runner plan --json`: the counts and the orphaned items, after the items as they are planned
+/// with `--list`.
+private struct PlanJSON: Encodable {
+    struct Item: Encodable {
+        let key: String
+        let output: String
+        let status: PlannedItem.Status
+    }
+
+    let counts: PlanCounts
+    let orphaned: Int
+
+    private enum CodingKeys: CodingKey { case orphaned }
+
+    func encode(to encoder: any Encoder) throws {
+        try counts.encode(to: encoder)
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(orphaned, forKey: .orphaned)
+    }
+
+    /// Indented, keys sorted.
+    var text: String { get throws { try Self.pretty(self) } }
+
+    static func pretty(_ value: some Encodable) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        return String(decoding: try encoder.encode(value), as: UTF8.self)
+    }
+}
+
+/// `runner plan --shards N --json`: how the sources spread over N shards.
+private struct Spread: Encodable {
+    let sources: Int
+    let shards: [Int]
+    let largestOverMeanPercent: Double
 }
 
 struct Status: ParsableCommand {

@@ -3,7 +3,8 @@ import Testing
 import TestSupport
 
 /// Debian's python3-jsonschema (installed by `make deps`): checks the schema itself against draft
-/// 2020-12, then prints one verdict line per job file, `ok` or `invalid: MESSAGE at /PATH`.
+/// 2020-12, then prints one verdict line per document, `ok` or `invalid: MESSAGE at /PATH`: a file
+/// is one document, a `.jsonl` file one a line.
 private let validator = """
     import json, sys
     from jsonschema import Draft202012Validator
@@ -14,22 +15,25 @@ private let validator = """
     validator = Draft202012Validator(schema)
     for path in sys.argv[2:]:
         with open(path) as f:
-            error = best_match(validator.iter_errors(json.load(f)))
-        print("ok" if error is None else "invalid: %s at /%s" % (error.message, "/".join(map(str, error.absolute_path))))
+            documents = [json.loads(line) for line in f] if path.endswith(".jsonl") else [json.load(f)]
+        for document in documents:
+            error = best_match(validator.iter_errors(document))
+            print("ok" if error is None else "invalid: %s at /%s" % (error.message, "/".join(map(str, error.absolute_path))))
     """
 
 private let repository = (Fixtures.root as NSString).deletingLastPathComponent
 
-/// Writes `runner schema`'s output to `runner.schema.json` in `workspace` and returns the
-/// validator's verdict on each of `files`, in order.
-private func schemaVerdicts(_ workspace: Workspace, _ files: [String]) throws -> [String] {
-    let printed = try workspace.run(["schema"])
+/// Writes `runner schema ARGUMENTS`'s output to `runner.schema.json` in `workspace` and returns
+/// the validator's verdict on each document of `files`, in order.
+func schemaVerdicts(_ workspace: Workspace, _ files: [String], schema arguments: [String] = []) throws -> [String] {
+    let printed = try workspace.run(["schema"] + arguments)
     #expect(printed.status == 0, "\(printed.stderr)")
     try workspace.write(printed.stdout, to: "runner.schema.json")
     let result = try python(validator, [workspace.path("runner.schema.json")] + files)
     #expect(result.status == 0, "\(result.stderr)")
     let verdicts = result.stdout.split(separator: "\n").map(String.init)
-    #expect(verdicts.count == files.count, "\(result.stdout)")
+    let documents = try files.map { $0.hasSuffix(".jsonl") ? try String(contentsOfFile: $0, encoding: .utf8).split(separator: "\n").count : 1 }
+    #expect(verdicts.count == documents.reduce(0, +), "\(result.stdout)")
     return verdicts
 }
 
