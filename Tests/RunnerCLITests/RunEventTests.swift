@@ -39,7 +39,7 @@ struct RunEventTests {
         #expect(pauses.wait(for: "worker.task", of: forced).count == 1)
         forced.signal(SIGINT)
         #expect(forced.waitUntil { forced.stdoutSoFar.contains("finishing items in flight") })
-        pauses.releaseAll()
+        try pauses.releaseAll()
         let third = forced.wait()
         #expect(third.status == 130, "\(third.stderr)")
 
