@@ -92,6 +92,9 @@ package struct PathTemplate: Sendable {
         package let name: String
         package let key: String
 
+        /// The `{key}` token's value for a source key: 12 hex digits of its stable hash.
+        package static func key(of sourceKey: String) -> String { String(StableHash.hex(sourceKey).prefix(12)) }
+
         package init(stem: String, ext: String, dir: String, name: String, key: String) {
             self.stem = stem
             self.ext = ext

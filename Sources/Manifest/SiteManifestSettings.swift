@@ -7,15 +7,22 @@ package enum SiteManifestFormat: String, CaseIterable, Sendable {
     case json, jsonl
 }
 
+/// How the manifest names each source: by its key and its path or URL (for the site's own build),
+/// or by an opaque id alone (for a manifest published with the site: no server layout in it).
+package enum SourceNaming: String, CaseIterable, Sendable {
+    case path, id
+}
+
 /// The job's `manifest` key: where every run writes the manifest of the job's outputs (docs/JOB-FILE.md,
 /// Site manifest). Not the job file, which the `Manifest` stage reads.
 package struct SiteManifestSettings: Sendable, Equatable {
     /// Absolute and normal; anywhere but the job file, the state database, an output's path or folder.
     package let path: String
     package let format: SiteManifestFormat
+    package let naming: SourceNaming
 
-    package init(path: String, format: SiteManifestFormat) {
-        (self.path, self.format) = (path, format)
+    package init(path: String, format: SiteManifestFormat, naming: SourceNaming = .path) {
+        (self.path, self.format, self.naming) = (path, format, naming)
     }
 
     /// Where a run of `shard` writes its part (`images.shard-3-of-16.json`); the job's path without one.
@@ -27,9 +34,12 @@ package struct SiteManifestSettings: Sendable, Equatable {
                 + "A shard writes its part beside it (images.shard-3-of-16.json).")
         package static let format = Key.choice("format", .defaults(SiteManifestFormat.json),
             "json: one document; jsonl: JSON Lines, one source object a line (streams at any size).")
+        package static let sources = Key.choice("sources", .defaults(SourceNaming.path),
+            "path: each source by its key and its path or URL; id: by an opaque id alone (the {key} token's value), "
+                + "with no path or URL in failure reasons either: for a manifest published with the site.")
     }
 
-    package static let key = ObjectKey("manifest", .fixed(ObjectShape([Keys.path, Keys.format])),
+    package static let key = ObjectKey("manifest", .fixed(ObjectShape([Keys.path, Keys.format, Keys.sources])),
         "Write a manifest of every source and output (sizes, types, content hashes, failures) at the end of every run, for a site build.")
 
     /// Reads `manifest` when the job has it. Its path is fixed in the job, not made from source
@@ -53,7 +63,7 @@ package struct SiteManifestSettings: Sendable, Equatable {
         if let index = roots.firstIndex(where: { Paths.relative($0, to: path) != nil }) {
             throw section.error(Keys.path, "\(path) is a folder outputs[\(index)] writes into (\(roots[index]))")
         }
-        let settings = SiteManifestSettings(path: path, format: try section.read(Keys.format))
+        let settings = SiteManifestSettings(path: path, format: try section.read(Keys.format), naming: try section.read(Keys.sources))
         try section.finish()
         return settings
     }

@@ -186,10 +186,9 @@ package struct Planner {
     /// template's root is a `JobFileError`.
     private func outputPaths(of discovered: DiscoveredSource) throws -> [String] {
         let (stem, ext) = Paths.splitExtension(discovered.fileName)
-        let sourceHash = StableHash.hex(discovered.key)
+        let key = PathTemplate.Values.key(of: discovered.key)
         return try job.outputs.enumerated().map { index, output in
-            let values = PathTemplate.Values(stem: stem, ext: ext, dir: discovered.relativeDirectory,
-                                             name: output.name, key: String(sourceHash.prefix(12)))
+            let values = PathTemplate.Values(stem: stem, ext: ext, dir: discovered.relativeDirectory, name: output.name, key: key)
             guard let outputPath = output.template.expand(values) else {
                 throw JobFileError("outputs[\(index)].path", "\(discovered.key) would be written outside \(output.template.root)")
             }

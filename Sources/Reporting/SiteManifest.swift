@@ -22,9 +22,11 @@ package struct SiteManifestWriter {
     package let format: SiteManifestFormat
     /// The part a shard's run writes; nil for the whole job.
     package let shard: Shard?
+    package let naming: SourceNaming
 
-    package init(jobName: String, stores: [StateStore], base: String, format: SiteManifestFormat, shard: Shard? = nil) {
-        (self.jobName, self.stores, self.base, self.format, self.shard) = (jobName, stores, base, format, shard)
+    package init(jobName: String, stores: [StateStore], base: String, format: SiteManifestFormat, shard: Shard? = nil,
+                 naming: SourceNaming = .path) {
+        (self.jobName, self.stores, self.base, self.format, self.shard, self.naming) = (jobName, stores, base, format, shard, naming)
     }
 
     /// The manifest could not be written: a run's work stands, its exit code says so (73).
@@ -62,7 +64,7 @@ package struct SiteManifestWriter {
         }
         var count = 0
         try forEachSource { items, records in
-            let line = Self.source(items, records, base: base).compact
+            let line = Self.source(items, records, base: base, naming: naming).compact
             switch format {
             case .json: try emit((count == 0 ? "\n    " : ",\n    ") + line)
             case .jsonl: try emit(line + "\n")
@@ -98,13 +100,18 @@ package struct SiteManifestWriter {
 
     /// A source's object: key, path or URL, the original's facts (its `source` row, once an output
     /// of it is done), outputs, derived values (each name from the first store that has it).
-    static func source(_ items: [SiteManifestItem], _ records: [DerivedSourceRecord], base: String) -> JSONValue {
+    /// Named by `id`, a source has no key, path or URL, and its outputs no reason or warning.
+    static func source(_ items: [SiteManifestItem], _ records: [DerivedSourceRecord], base: String, naming: SourceNaming) -> JSONValue {
         let key = items[0].sourceKey
-        var object: [String: JSONValue] = ["key": .string(key), "outputs": .array(items.map { output($0, base: base) })]
-        if key.utf8.first == UInt8(ascii: "/") {
+        var object: [String: JSONValue] = ["outputs": .array(items.map { output($0, base: base, quoting: naming == .path) })]
+        if naming == .id {
+            object["id"] = .string(PathTemplate.Values.key(of: key))
+        } else if key.utf8.first == UInt8(ascii: "/") {
+            object["key"] = .string(key)
             object["path"] = .string(key)
-        } else if let url = items.lazy.compactMap(\.url).first ?? (key.contains("://") ? key : nil) {
-            object["url"] = .string(url)
+        } else {
+            object["key"] = .string(key)
+            if let url = items.lazy.compactMap(\.url).first ?? (key.contains("://") ? key : nil) { object["url"] = .string(url) }
         }
         if let facts = records.first?.source, items.contains(where: { $0.state == .done }) {
             object["width"] = .number(Double(facts.width))
@@ -120,8 +127,9 @@ package struct SiteManifestWriter {
         return .object(object)
     }
 
-    /// An output's object: name, state, path; a done one's facts, a failed or blocked one's reason.
-    static func output(_ item: SiteManifestItem, base: String) -> JSONValue {
+    /// An output's object: name, state, path; a done one's facts, a failed or blocked one's reason
+    /// (with `quoting`: the messages may name the source's path or URL).
+    static func output(_ item: SiteManifestItem, base: String, quoting: Bool) -> JSONValue {
         var object: [String: JSONValue] = ["name": .string(item.outputName), "state": .string(item.state.rawValue),
                                            "path": .string(Paths.relative(item.outputPath, from: base))]
         switch item.state {
@@ -131,12 +139,12 @@ package struct SiteManifestWriter {
             object["bytes"] = item.bytes.map { .number(Double($0)) }
             object["type"] = item.mediaType.map(JSONValue.string)
             object["hash"] = item.contentHash.map { .string(String($0.prefix(shortHashDigits))) }
-            object["warning"] = item.warning.map(JSONValue.string)
+            object["warning"] = quoting ? item.warning.map(JSONValue.string) : nil
         case .failed:
             object["kind"] = item.errorKind.map(JSONValue.string)
-            object["reason"] = .string(item.errorMessage ?? "")
+            object["reason"] = quoting ? .string(item.errorMessage ?? "") : nil
         case .blocked:
-            object["reason"] = .string(item.errorMessage ?? "")
+            object["reason"] = quoting ? .string(item.errorMessage ?? "") : nil
         case .pending, .running:
             break
         }

@@ -1,4 +1,5 @@
 import Support
+import Model
 
 /// The JSON Schema (draft 2020-12) of the site manifest `SiteManifestWriter` writes:
 /// `runner schema --manifest`. A JSON Lines manifest's every line is a `$defs/source`.
@@ -23,9 +24,10 @@ package enum SiteManifestSchema {
             "hash": ["type": "string", "pattern": "^[0-9a-f]{8}$",
                      "description": "The first 8 hex digits of FNV-1a 64 of the file's bytes: changes when the file does (cache busting)."],
             "warning": ["type": "string", "description": "What the item said though it rendered (an ignored ICC profile)."],
-            "kind": ["enum": ["unreadable", "download", "decode", "too-large", "process", "encode", "write", "crashed"],
+            "kind": ["enum": .array(ItemFailure.Kind.allCases.map { .string($0.rawValue) }),
                      "description": "A failed item's failure kind."],
-            "reason": ["type": "string", "description": "Why a failed item failed (the decoder's or system's message), or why a blocked one was not tried."],
+            "reason": ["type": "string", "description": .string("Why a failed item failed (the decoder's or system's message), or why a blocked one "
+                + "was not tried. Left out, as warning is, when sources are named by id (they may quote paths).")],
         ],
     ]
 
@@ -33,10 +35,13 @@ package enum SiteManifestSchema {
         "type": "object",
         "description": .string("One source with its outputs. width, height, format and contentHash come from a rendered output, so a "
             + "source none of whose outputs is done has none."),
-        "required": ["key", "outputs"],
+        "required": ["outputs"],
+        "oneOf": [["required": ["key"]], ["required": ["id"]]],
         "additionalProperties": false,
         "properties": [
             "key": ["type": "string", "description": "The source key: a file's absolute path, a URL's normalized form or its explicit key."],
+            "id": ["type": "string", "pattern": "^[0-9a-f]{12}$",
+                   "description": "With manifest.sources id, instead of key, path and url: 12 hex digits of a hash of the key (the {key} token's value)."],
             "path": ["type": "string", "description": "A local source's absolute path."],
             "url": ["type": "string", "description": "A URL source's URL."],
             "width": count, "height": count,

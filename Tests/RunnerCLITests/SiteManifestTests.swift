@@ -32,14 +32,15 @@ private let checker = """
         for document in documents:
             problems += ['%s: %s at /%s' % (path, e.message, '/'.join(map(str, e.absolute_path))) for e in validator.iter_errors(document)]
         for source in sources:
-            if 'contentHash' in source and source['contentHash'] != fnv(source['path']):
-                problems.append('%s: contentHash of %s' % (path, source['key']))
+            name = source.get('key', source.get('id'))
+            if 'contentHash' in source and 'path' in source and source['contentHash'] != fnv(source['path']):
+                problems.append('%s: contentHash of %s' % (path, name))
             for output in source['outputs']:
                 if output['state'] != 'done':
                     continue
                 file = os.path.join(base, output['path'])
                 if not os.path.isfile(file) or os.path.getsize(file) != output['bytes'] or not fnv(file).startswith(output['hash']):
-                    problems.append('%s: %s of %s does not match its file' % (path, output['name'], source['key']))
+                    problems.append('%s: %s of %s does not match its file' % (path, output['name'], name))
     print('\\n'.join(problems) or 'ok')
     """
 
@@ -196,6 +197,38 @@ struct SiteManifestTests {
         #expect(try check(workspace, ["site/images.json"]) == "ok", "the new files' sizes and hashes")
         let friends = sources(try document(workspace, "site/images.json"))[2]
         #expect(friends["width"] as? Int == 1024 && friends["height"] as? Int == 768)
+    }
+
+    @Test("manifest.sources id: a manifest for a public folder names each source by an opaque, stable id; no path, URL or message quoting one")
+    func publicManifest() throws {
+        let workspace = try Workspace()
+        let server = try HTTPTestServer()
+        try workspace.copyFixtures(["photos/friends.jpg", "broken/truncated.jpg"], to: "in")
+        try workspace.write(server.url("/img/remote.jpg") + "\n", to: "urls.txt")
+        let job = try workspace.writeJob("""
+            {"version": 1, "sources": [{"path": "in"}, {"list": "urls.txt"}],
+             "outputs": [{"name": "small", "path": "site/img/{key}.webp",
+                          "chain": [{"op": "thumbnail", "width": 64, "fit": "inside"}], "format": {"type": "webp"}}],
+             "manifest": {"path": "site/images.json", "sources": "id"}, "state": "state/job.sqlite"}
+            """)
+        #expect(try workspace.run([job]).status == 1, "the truncated JPEG fails")
+        #expect(try check(workspace, ["site/images.json"]) == "ok")
+        let text = try String(contentsOfFile: workspace.path("site/images.json"), encoding: .utf8)
+        #expect(!text.contains(workspace.root) && !text.contains("127.0.0.1") && !text.contains("truncated"), "\(text)")
+        let listed = sources(try document(workspace, "site/images.json"))
+        #expect(listed.count == 3)
+        for source in listed {
+            #expect(source["key"] == nil && source["path"] == nil && source["url"] == nil, "\(source)")
+            let id = try #require(source["id"] as? String)
+            let output = try #require((source["outputs"] as? [[String: Any]])?.first)
+            // The id is the {key} token's value: the output's file name here.
+            #expect(output["path"] as? String == "img/\(id).webp", "\(source)")
+            #expect(output["reason"] == nil && output["warning"] == nil, "\(output)")
+        }
+        #expect(listed.contains { ($0["outputs"] as? [[String: Any]])?.first?["kind"] as? String == "decode" })
+        // The same ids from state alone.
+        #expect(try workspace.run(["manifest", job, "--out", "again.json"]).status == 0)
+        #expect(sources(try document(workspace, "again.json")).map { $0["id"] as? String } == listed.map { $0["id"] as? String })
     }
 
     @Test("prune --delete rewrites the manifest: a source removed from the job leaves it with its files; a plain prune changes nothing")
