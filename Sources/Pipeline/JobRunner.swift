@@ -115,7 +115,7 @@ public enum JobRunner {
         if let settings = job.manifest, let path = job.manifestPath {
             files.append {
                 try SiteManifestWriter(jobName: job.name, stores: [store], base: Paths.directory(of: path), format: settings.format,
-                                       shard: job.shard).write(to: path)
+                                       shard: job.shard, sets: SiteManifestSets(job.outputs)).write(to: path)
             }
         }
         for write in files {

@@ -28,7 +28,8 @@ extension JobRunner {
         // The job's format goes with the job's file; any other file is JSON unless asked.
         let format: SiteManifestFormat = jsonl ? .jsonl : path != nil && path == job.manifest?.path ? job.manifest!.format : .json
         let writer = SiteManifestWriter(jobName: job.name, stores: databases.parts.map(\.store),
-                                        base: path.map(Paths.directory(of:)) ?? Paths.normalize(current), format: format)
+                                        base: path.map(Paths.directory(of:)) ?? Paths.normalize(current), format: format,
+                                        sets: SiteManifestSets(job.outputs))
         guard let path else {
             let output = FileHandle.standardOutput
             try writer.write { try output.write(contentsOf: Data($0.utf8)) }

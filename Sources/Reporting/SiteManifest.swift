@@ -22,9 +22,12 @@ package struct SiteManifestWriter {
     package let format: SiteManifestFormat
     /// The part a shard's run writes; nil for the whole job.
     package let shard: Shard?
+    /// The job's blocks of widths and formats, which each source's `sets` groups.
+    package let sets: SiteManifestSets
 
-    package init(jobName: String, stores: [StateStore], base: String, format: SiteManifestFormat, shard: Shard? = nil) {
-        (self.jobName, self.stores, self.base, self.format, self.shard) = (jobName, stores, base, format, shard)
+    package init(jobName: String, stores: [StateStore], base: String, format: SiteManifestFormat, shard: Shard? = nil,
+                 sets: SiteManifestSets = .none) {
+        (self.jobName, self.stores, self.base, self.format, self.shard, self.sets) = (jobName, stores, base, format, shard, sets)
     }
 
     /// The manifest could not be written: a run's work stands, its exit code says so (73).
@@ -62,7 +65,7 @@ package struct SiteManifestWriter {
         }
         var count = 0
         try forEachSource { items, records in
-            let line = Self.source(items, records, base: base).compact
+            let line = Self.source(items, records, base: base, sets: sets).compact
             switch format {
             case .json: try emit((count == 0 ? "\n    " : ",\n    ") + line)
             case .jsonl: try emit(line + "\n")
@@ -97,10 +100,11 @@ package struct SiteManifestWriter {
     }
 
     /// A source's object: key, path or URL, the original's facts (its `source` row, once an output
-    /// of it is done), outputs, derived values (each name from the first store that has it).
-    static func source(_ items: [SiteManifestItem], _ records: [DerivedSourceRecord], base: String) -> JSONValue {
+    /// of it is done), outputs, their `sets`, derived values (each name from the first store that has it).
+    static func source(_ items: [SiteManifestItem], _ records: [DerivedSourceRecord], base: String, sets: SiteManifestSets = .none) -> JSONValue {
         let key = items[0].sourceKey
         var object: [String: JSONValue] = ["key": .string(key), "outputs": .array(items.map { output($0, base: base) })]
+        object["sets"] = sets.sets(of: items, base: base)
         if key.utf8.first == UInt8(ascii: "/") {
             object["path"] = .string(key)
         } else if let url = items.lazy.compactMap(\.url).first ?? (key.contains("://") ? key : nil) {

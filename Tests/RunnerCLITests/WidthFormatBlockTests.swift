@@ -123,4 +123,104 @@ struct WidthFormatBlockTests {
         let valid = try workspace.run(["validate", named])
         #expect(valid.status == 0 && valid.stdout.contains("2 outputs: hero-400, hero-800;"), "\(valid.stdout)\(valid.stderr)")
     }
+
+    @Test("a page built from the manifest's sets (a <picture> loop) in headless Chromium: every srcset file loads at its width, the first type is picked")
+    func pageFromSets() throws {
+        if let reason = Chromium.unavailable { try Test.cancel("skipped: \(reason)") }
+        let workspace = try Workspace()
+        let job = try blockJob(workspace)
+        #expect(try workspace.run([job]).status == 0)
+        let data = try Data(contentsOf: URL(fileURLWithPath: workspace.path("site/images.json")))
+        let manifest = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        let sources = try #require(manifest["sources"] as? [[String: Any]])
+        // What a site's build writes: one <picture> per source and block, a <source> per format, a srcset candidate per image.
+        var pictures = ""
+        var candidates = 0
+        for source in sources {
+            for (_, formats) in try #require(source["sets"] as? [String: [[String: Any]]]) {
+                pictures += "<picture>"
+                for format in formats {
+                    let images = try #require(format["images"] as? [[String: Any]])
+                    candidates += images.count
+                    let srcset = images.map { "\($0["path"] as? String ?? "") \($0["width"] as? Int ?? 0)w" }.joined(separator: ", ")
+                    pictures += "<source type=\"\(format["type"] as? String ?? "")\" srcset=\"\(srcset)\" sizes=\"300px\">"
+                }
+                let fallback = try #require((formats.last?["images"] as? [[String: Any]])?.last?["path"] as? String)
+                pictures += "<img src=\"\(fallback)\" alt=\"\"></picture>\n"
+            }
+        }
+        #expect(candidates == 12)
+        // Each candidate loaded on its own (a <picture> shows one): its natural width must be the one its srcset says.
+        let page = """
+            <!doctype html><html><body data-loaded="0/0" data-bad="">
+            \(pictures)
+            <script>
+            const wanted = [];
+            document.querySelectorAll('source').forEach(s => s.srcset.split(', ').forEach(c => {
+              const [url, w] = c.split(' '); wanted.push([url, parseInt(w)]); }));
+            let loaded = 0, bad = [];
+            const report = () => { document.body.dataset.loaded = loaded + '/' + wanted.length; document.body.dataset.bad = bad.join(' ');
+              document.body.dataset.picked = [...document.querySelectorAll('picture img')]
+                .map(i => i.complete && i.naturalWidth > 0 ? i.currentSrc.split('.').pop() : 'broken').join(' '); };
+            wanted.forEach(([url, w]) => { const i = new Image();
+              i.onload = () => { if (i.naturalWidth === w) loaded++; else bad.push(url + ':' + i.naturalWidth); report(); };
+              i.onerror = () => { bad.push(url); report(); }; i.src = url; });
+            window.addEventListener('load', report);
+            </script></body></html>
+            """
+        try workspace.write(page, to: "site/index.html")
+        let dom = try Chromium.dom(of: workspace.path("site/index.html"), budget: 5000)
+        #expect(dom.contains("data-loaded=\"12/12\""), "\(dom.prefix(600))")
+        #expect(dom.contains("data-bad=\"\""), "\(dom.prefix(600))")
+        // AVIF is listed first, and Chromium shows AVIF: each <source type> is right.
+        #expect(dom.contains("data-picked=\"avif avif\""), "\(dom.prefix(600))")
+    }
+}
+
+extension SiteManifestTests {
+    @Test("sets: a block's done outputs per source, by block name, its formats in the job's order with media types, images by width; valid against the schema")
+    func setsOfABlock() throws {
+        let workspace = try Workspace()
+        let job = try blockJob(workspace, broken: true)
+        #expect(try workspace.run([job]).status == 1, "the truncated JPEG fails")
+        #expect(try check(workspace, ["site/images.json"]) == "ok")
+        let listed = sources(try document(workspace, "site/images.json"))
+        #expect(listed.count == 3)
+        for source in listed where (source["key"] as? String)?.hasSuffix("truncated.jpg") == false {
+            let outputs = try #require(source["outputs"] as? [[String: Any]])
+            #expect(outputs.count == 6, "every output is still listed in outputs")
+            let sets = try #require(source["sets"] as? [String: [[String: Any]]])
+            #expect(Array(sets.keys) == ["hero"])
+            let formats = try #require(sets["hero"])
+            #expect(formats.map { $0["format"] as? String } == ["avif", "webp"], "the block's order")
+            #expect(formats.map { $0["type"] as? String } == ["image/avif", "image/webp"])
+            for format in formats {
+                let images = try #require(format["images"] as? [[String: Any]])
+                #expect(images.map { $0["width"] as? Int } == [120, 240, 480], "by width")
+                for image in images {
+                    // The same file and facts as its entry in outputs.
+                    let output = try #require(outputs.first { $0["path"] as? String == image["path"] as? String })
+                    #expect(output["name"] as? String == "hero-\(image["width"] as? Int ?? 0)-\(format["format"] as? String ?? "")")
+                    for key in ["width", "height", "bytes", "hash"] { #expect(output[key] as? NSObject == image[key] as? NSObject, "\(key)") }
+                }
+            }
+        }
+        #expect(listed.first { ($0["key"] as? String)?.hasSuffix("truncated.jpg") == true }?["sets"] == nil, "nothing done, no sets")
+
+        // A width taken out of the block leaves sets at once; its files stay in outputs until pruned.
+        _ = try blockJob(workspace, widths: [120, 480], broken: true, copy: false)
+        #expect(try workspace.run(["manifest", job]).status == 0)
+        #expect(try check(workspace, ["site/images.json"]) == "ok")
+        let after = sources(try document(workspace, "site/images.json")).filter { $0["sets"] != nil }
+        #expect(after.count == 2)
+        for source in after {
+            #expect((source["outputs"] as? [[String: Any]])?.count == 6)
+            let formats = (source["sets"] as? [String: [[String: Any]]])?["hero"] ?? []
+            #expect(formats.map { ($0["images"] as? [[String: Any]])?.map { $0["width"] as? Int } } == [[120, 480], [120, 480]])
+        }
+        // JSON Lines: every line a $defs/source with its sets.
+        let jsonl = try workspace.run(["manifest", job, "--jsonl", "--out", "site/images.jsonl"])
+        #expect(jsonl.status == 0, "\(jsonl.stderr)")
+        #expect(try check(workspace, ["site/images.jsonl"]) == "ok")
+    }
 }
