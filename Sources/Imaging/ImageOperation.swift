@@ -100,6 +100,10 @@ package let operationShape = TaggedShape(tag: "op", noun: "op", summary: "The op
 package struct OperationChain: Sendable {
     package let steps: [any ImageOperation]
 
+    package init(steps: [any ImageOperation]) {
+        self.steps = steps
+    }
+
     /// Kingfisher's `|>` join; empty for a chain that only re-encodes.
     package var identifier: String { steps.map(\.identifier).joined(separator: "|>") }
 

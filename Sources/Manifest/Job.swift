@@ -62,6 +62,10 @@ package enum SourceSpec: Sendable, Equatable {
 
 package struct OutputSpec: Sendable {
     package let name: String
+    /// Where the job file declares it (`outputs[2]`): a block's outputs share their block's.
+    package let location: String
+    /// The block of widths and formats it is one pair of (`widths`, `formats`); nil for an output of its own.
+    package let set: OutputSetMember?
     package let template: PathTemplate
     package let chain: OperationChain
     package let encoder: any OutputEncoder
@@ -78,6 +82,18 @@ package struct OutputSpec: Sendable {
     }
 }
 
+/// One output of a block of `widths` × `formats` (docs/JOB-FILE.md, Width and format blocks): which
+/// block, which width and which format, for the site manifest's `sets`.
+package struct OutputSetMember: Sendable, Equatable {
+    /// The block's name, the `sets` key in the manifest.
+    package let block: String
+    /// The width its `thumbnail` fits inside; nil when the block gives no `widths`.
+    package let width: Int?
+    /// The format's `type` (`avif`, `webp`, ...), as `{format}` and the output's name spell it.
+    package let format: String
+    /// The format's place in the block's `formats` (0 with `format`): the `<source>` order.
+    package let formatIndex: Int
+}
 
 public struct ConcurrencySettings: Sendable {
     /// Image worker processes.

@@ -52,7 +52,8 @@ extension Job {
         let concurrency = try readConcurrency(concurrencySection)
         let limits = try readLimits(limitsSection)
         let remote = try readRemote(root, statePath: statePath, concurrency: concurrencySection, limits: limitsSection)
-        let manifest = try SiteManifestSettings.read(root, jobFile: filePath, baseDirectory: baseDirectory, roots: outputs.map(\.template.root),
+        let manifest = try SiteManifestSettings.read(root, jobFile: filePath, baseDirectory: baseDirectory,
+                                                     roots: outputs.map { ($0.location, $0.template.root) },
                                                      statePath: statePath)
         // The kernel stops a path at a NUL: the database and the cache would land beside the named place.
         for (key, path) in [(Keys.state, statePath), (RemoteSettings.Keys.cache, remote.cacheDirectory)] where path.utf8.contains(0) {
@@ -199,12 +200,56 @@ extension Job {
     }
 
     package enum Output {
-        package static let name = Key.text("name", .required, "The output's name: letters, digits, -, _ and .; unique in the job.")
+        package static let name = Key.text("name", .required,
+            "The output's name: letters, digits, -, _ and .; unique in the job. A block of widths and formats names its outputs NAME-WIDTH-TYPE "
+                + "(a part for each of widths and formats it gives).")
         package static let path = Key.text("path", .required,
-            "Output path template, relative to the job file: {stem}, {ext}, {dir}, {name}, {key}; must stay inside the folder its literal prefix names, "
+            "Output path template, relative to the job file: {stem}, {ext}, {dir}, {name}, {key}, {width} (a block's width), {format} "
+                + "(the format's usual extension: jpg, png, webp, avif, tif, gif); must stay inside the folder its literal prefix names, "
                 + "and its extension must not name another format than format.type (.webp with jpeg; auto is not checked).")
         package static let chain = ListKey("chain", of: .tagged(operationShape), "Processing steps, in order ([] only re-encodes).")
-        package static let format = ObjectKey("format", required: true, .tagged(encoderShape), "The encoding.")
+        package static let format = ObjectKey("format", .tagged(encoderShape), "The encoding; give format or formats.")
+        package static let widths = Key<[Int]>("widths", .optional(),
+            "Make this output once per width (distinct positive integers): each is a thumbnail fitting inside that width, never enlarging, "
+                + "before the chain; the path needs {width} (or {name}) with more than one.",
+            schema: ["type": "array", "minItems": 1, "uniqueItems": true, "items": .object(Bound.pixels(.side).schema(integer: true))],
+            written: { .array($0.map { .number(Double($0)) }) }) { value, location in
+            guard case .array(let elements) = value else { throw JobFileError(location, "must be an array of widths, not \(value.kindName)") }
+            guard !elements.isEmpty else { throw JobFileError(location, "must list at least one width") }
+            let side = Key.integer("width", .pixels(.side), .required, "")
+            var widths: [Int] = []
+            for (offset, element) in elements.enumerated() {
+                let width = try side.decode(element, "\(location)[\(offset)]")
+                if let earlier = widths.firstIndex(of: width) {
+                    throw JobFileError("\(location)[\(offset)]", "\(width) is given twice (also widths[\(earlier)]): each width once")
+                }
+                widths.append(width)
+            }
+            return widths
+        }
+        package static let formats = Key<[any OutputEncoder]>("formats", .optional(),
+            "Make this output once per format, instead of format: each element is a format object as format takes, or a type "
+                + "(\"avif\") meaning that type with its defaults; each type once, in the order a <picture>'s sources should have. "
+                + "The path needs {format} (or {name}) with more than one.",
+            schema: ["type": "array", "minItems": 1, "items": [
+                "anyOf": [["type": "string", "enum": .array(encoderCatalogue.map { .string($0.type) }), "description": "A type with its defaults."],
+                          encoderShape.schema(description: "A format, as format takes.")],
+            ]],
+            written: { .array($0.map { .string(type(of: $0).type) }) }) { value, location in
+            guard case .array(let elements) = value else { throw JobFileError(location, "must be an array of formats, not \(value.kindName)") }
+            guard !elements.isEmpty else { throw JobFileError(location, "must list at least one format") }
+            var encoders: [any OutputEncoder] = []
+            for (offset, element) in elements.enumerated() {
+                let place = "\(location)[\(offset)]"
+                let encoder = try readFormat(element, place)
+                let kind = type(of: encoder).type
+                if let earlier = encoders.firstIndex(where: { type(of: $0).type == kind }) {
+                    throw JobFileError(place, "type \"\(kind)\" is given twice (also formats[\(earlier)]): each type once, as it names the outputs")
+                }
+                encoders.append(encoder)
+            }
+            return encoders
+        }
         package static let autorotate = Key.flag("autorotate", default: true, "Apply the EXIF orientation while decoding.")
         package static let keepMetadata = Key.flag("keepMetadata", default: false,
                                            "Keep all of the source's EXIF, XMP, IPTC and ICC profile (the orientation tag is reset once applied).")
@@ -216,7 +261,23 @@ extension Job {
             "srgb converts to sRGB; keep leaves RGB and grey pixels in the source's colour space (use with keepIcc). CMYK is converted either way.")
         package static let frames = Key.integer("frames", .positive, .optional("limits.frames"), "This output's frame limit for animations.")
 
-        package static let shape = ObjectShape([name, path, chain, format, autorotate, keepMetadata, keepIcc, metadata, colorspace, frames])
+        package static let shape = ObjectShape([name, path, chain, format, formats, widths, autorotate, keepMetadata, keepIcc, metadata, colorspace, frames],
+                                               rules: [.exactlyOne(format, formats)])
+
+        /// One element of `formats`: a format object, or a type string for that type with its defaults.
+        private static func readFormat(_ element: JSONValue, _ place: String) throws -> any OutputEncoder {
+            switch element {
+            case .string(let written):
+                guard encoderCatalogue.contains(where: { $0.type == written }) else {
+                    throw JobFileError(place, Suggestion.unknown("format", written, known: encoderCatalogue.map { $0.type }))
+                }
+                return try readEncoder(try ObjectReader(JSONValue.object(["type": JSONValue.string(written)]), path: place))
+            case .object:
+                return try readEncoder(try ObjectReader(element, path: place))
+            default:
+                throw JobFileError(place, "must be a format object or a type, not \(element.kindName)")
+            }
+        }
     }
 
     package enum MetadataKeys {
@@ -242,7 +303,7 @@ extension Job {
     private static func readOutputs(_ root: ObjectReader, baseDirectory: String) throws -> [OutputSpec] {
         var seen: Set<String> = []
         let context = OperationContext(baseDirectory: baseDirectory)
-        return try root.array(Keys.outputs).map { element in
+        return try root.array(Keys.outputs).flatMap { element in
             let output = try ObjectReader(element.value, path: element.path, shape: Output.shape)
             let name = try output.read(Output.name)
             guard name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" || $0 == "." }) else {
@@ -250,20 +311,72 @@ extension Job {
             }
             guard seen.insert(name).inserted else { throw output.error(Output.name, "\(Quoted.value(name)) is used by another output") }
             let written = try output.read(Output.path)
-            let template = try PathTemplate(written, baseDirectory: baseDirectory, location: output.location(Output.path))
+            let block = try OutputBlock(output, name: name, written: written, baseDirectory: baseDirectory)
             let chain = try OperationChain.read(try output.array(Output.chain), context: context)
-            let encoder = try readEncoder(try output.object(Output.format))
-            // A name that ends in a token is checked for each item by the planner.
-            if !template.extensionVaries, let mismatch = extensionMismatch(Paths.lastComponent(written), for: encoder) {
-                throw output.error(Output.path, mismatch)
-            }
             let autorotate = try output.read(Output.autorotate)
             let metadata = try readMetadata(output)
             let colourSpace = try output.read(Output.colorspace)
             let frames = try output.optional(Output.frames)
             try output.finish()
-            return OutputSpec(name: name, template: template, chain: chain, encoder: encoder, autorotate: autorotate,
-                              metadata: metadata, colourSpace: colourSpace, frames: frames)
+            return try block.members.map { member in
+                // The block's outputs are named after it; a name taken elsewhere is the block's error.
+                guard member.set == nil || seen.insert(member.name).inserted else {
+                    throw output.error(Output.name, "\(Quoted.value(member.name)), which this block makes, is used by another output")
+                }
+                let steps: [any ImageOperation] = member.set?.width.map { [Thumbnail(insideWidth: $0)] } ?? []
+                return OutputSpec(name: member.name, location: element.path, set: member.set, template: member.template,
+                                  chain: OperationChain(steps: steps + chain.steps), encoder: member.encoder, autorotate: autorotate,
+                                  metadata: metadata, colourSpace: colourSpace, frames: frames)
+            }
+        }
+    }
+
+    /// An output as written, with its `widths` and `format` or `formats`: one member for a plain output,
+    /// one per width and format for a block (docs/JOB-FILE.md, Width and format blocks), each with its
+    /// name and path template, `{width}` and `{format}` written out.
+    private struct OutputBlock {
+        struct Member {
+            let name: String
+            let set: OutputSetMember?
+            let template: PathTemplate
+            let encoder: any OutputEncoder
+        }
+
+        let members: [Member]
+
+        init(_ output: ObjectReader, name: String, written: String, baseDirectory: String) throws {
+            let widths = try output.optional(Output.widths)
+            let formats = try output.optional(Output.formats)
+            let encoders = try formats ?? [readEncoder(try output.object(Output.format))]
+            let isBlock = widths != nil || formats != nil
+            if written.contains("{width}") && widths == nil {
+                throw output.error(Output.path, "{width} is the width of a block: give widths, or leave {width} out")
+            }
+            if written.contains("{format}"), let auto = encoders.first(where: { type(of: $0).extensions.isEmpty }) {
+                throw output.error(Output.path, "{format} is a format's usual extension, which \(type(of: auto).type) has none of: use {ext}")
+            }
+            // Each output of a block must have a path of its own: its width and format in it, or its name.
+            for (count, token, noun) in [(widths?.count ?? 1, "{width}", "widths"), (encoders.count, "{format}", "formats")]
+            where count > 1 && !written.contains(token) && !written.contains("{name}") {
+                throw output.error(Output.path, "must contain \(token): the block makes \(count) \(noun) (or {name}, which names each output)")
+            }
+            var members: [Member] = []
+            for width in widths.map({ $0.map(Optional.some) }) ?? [nil] {
+                for (index, encoder) in encoders.enumerated() {
+                    let type = type(of: encoder)
+                    let memberName = name + (width.map { "-\($0)" } ?? "") + (formats == nil ? "" : "-\(type.type)")
+                    var path = written.replacingOccurrences(of: "{width}", with: width.map(String.init) ?? "")
+                    path = path.replacingOccurrences(of: "{format}", with: type.extensions.first ?? "")
+                    let template = try PathTemplate(path, baseDirectory: baseDirectory, location: output.location(Output.path))
+                    // A name that ends in a token is checked for each item by the planner.
+                    if !template.extensionVaries, let mismatch = extensionMismatch(Paths.lastComponent(path), for: encoder) {
+                        throw output.error(Output.path, (formats == nil ? "" : "with formats[\(index)]: ") + mismatch)
+                    }
+                    let set = isBlock ? OutputSetMember(block: name, width: width, format: type.type, formatIndex: index) : nil
+                    members.append(Member(name: isBlock ? memberName : name, set: set, template: template, encoder: encoder))
+                }
+            }
+            self.members = members
         }
     }
 

@@ -77,7 +77,7 @@ package struct PathTemplate: Sendable {
             case "name": pieces.append(.name)
             case "key": pieces.append(.key)
             case let token:
-                throw JobFileError(location, "unknown token {\(Quoted.text(String(token), limit: 60))} (known: {dir}, {ext}, {key}, {name}, {stem})")
+                throw JobFileError(location, "unknown token {\(Quoted.text(String(token), limit: 60))} (known: {dir}, {ext}, {format}, {key}, {name}, {stem}, {width})")
             }
             scan = scan[scan.index(after: close)...]
         }

@@ -45,8 +45,8 @@ package struct SiteManifestSettings: Sendable, Equatable {
     /// Reads `manifest` when the job has it. Its path is fixed in the job, not made from source
     /// names, so it may be anywhere (a site's data folder beside the job's); it must only not take
     /// the place of the job file, the state database or a folder an output writes into (`roots`,
-    /// in the job's order of outputs). An output's own path is checked as the job is planned.
-    static func read(_ root: ObjectReader, jobFile: String, baseDirectory: String, roots: [String], statePath: String) throws -> SiteManifestSettings? {
+    /// in the job's order of outputs, each with where the job file declares it). An output's own path is checked as the job is planned.
+    static func read(_ root: ObjectReader, jobFile: String, baseDirectory: String, roots: [(location: String, root: String)], statePath: String) throws -> SiteManifestSettings? {
         guard root.has(key) else { return nil }
         let section = try root.object(key)
         let written = try section.read(Keys.path)
@@ -60,8 +60,8 @@ package struct SiteManifestSettings: Sendable, Equatable {
             guard let below = Paths.relative(taken, to: path) else { continue }
             throw section.error(Keys.path, below.isEmpty ? message : "\(path) is a folder that holds \(taken)")
         }
-        if let index = roots.firstIndex(where: { Paths.relative($0, to: path) != nil }) {
-            throw section.error(Keys.path, "\(path) is a folder outputs[\(index)] writes into (\(roots[index]))")
+        if let taken = roots.first(where: { Paths.relative($0.root, to: path) != nil }) {
+            throw section.error(Keys.path, "\(path) is a folder \(taken.location) writes into (\(taken.root))")
         }
         let settings = SiteManifestSettings(path: path, format: try section.read(Keys.format), naming: try section.read(Keys.sources))
         try section.finish()

@@ -115,7 +115,8 @@ public enum JobRunner {
         if let settings = job.manifest, let path = job.manifestPath {
             files.append {
                 try SiteManifestWriter(jobName: job.name, stores: [store], base: Paths.directory(of: path), format: settings.format,
-                                       shard: job.shard, naming: settings.naming).write(to: path)
+                                       shard: job.shard, naming: settings.naming,
+                                       sets: SiteManifestSets(job.outputs)).write(to: path)
             }
         }
         for write in files {

@@ -69,7 +69,8 @@ extension JobRunner {
             for (part, store) in zip(databases, stores) {
                 let path = settings.path(for: part.database.shard)
                 try SiteManifestWriter(jobName: job.name, stores: [store], base: Paths.directory(of: path), format: settings.format,
-                                       shard: part.database.shard, naming: settings.naming).write(to: path)
+                                       shard: part.database.shard, naming: settings.naming,
+                                       sets: SiteManifestSets(job.outputs)).write(to: path)
             }
         }
         return counts

@@ -30,7 +30,7 @@ extension JobRunner {
         // Sources are named as the job's manifest names them, wherever this one goes.
         let writer = SiteManifestWriter(jobName: job.name, stores: databases.parts.map(\.store),
                                         base: path.map(Paths.directory(of:)) ?? Paths.normalize(current), format: format,
-                                        naming: job.manifest?.naming ?? .path)
+                                        naming: job.manifest?.naming ?? .path, sets: SiteManifestSets(job.outputs))
         guard let path else {
             let output = FileHandle.standardOutput
             try writer.write { try output.write(contentsOf: Data($0.utf8)) }

@@ -190,13 +190,13 @@ package struct Planner {
         return try job.outputs.enumerated().map { index, output in
             let values = PathTemplate.Values(stem: stem, ext: ext, dir: discovered.relativeDirectory, name: output.name, key: key)
             guard let outputPath = output.template.expand(values) else {
-                throw JobFileError("outputs[\(index)].path", "\(discovered.key) would be written outside \(output.template.root)")
+                throw JobFileError("\(output.location).path", "\(discovered.key) would be written outside \(output.template.root)")
             }
             if let manifest = job.manifest, outputPath == manifest.path || outputPath == job.manifestPath {
                 throw JobFileError("manifest.path", "\(discovered.key)'s output \(output.name) would be written at the manifest's path \(outputPath)")
             }
             if output.template.extensionVaries, let mismatch = extensionMismatch(Paths.lastComponent(outputPath), for: output.encoder) {
-                throw JobFileError("outputs[\(index)].path", "\(discovered.key) would be written as \(outputPath): \(mismatch)")
+                throw JobFileError("\(output.location).path", "\(discovered.key) would be written as \(outputPath): \(mismatch)")
             }
             return outputPath
         }
@@ -212,7 +212,7 @@ package struct Planner {
                 let key = ItemKey.of(source: discovered.key, output: job.outputs[index].name)
                 guard let other = firstWriters[path] else { firstWriters[path] = key; continue }
                 if other != key {
-                    throw JobFileError("outputs[\(index)].path",
+                    throw JobFileError("\(job.outputs[index].location).path",
                                        "two items would write \(path): \(other) and \(key); add {dir} or {key} to the template")
                 }
             }

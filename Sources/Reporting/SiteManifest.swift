@@ -23,10 +23,13 @@ package struct SiteManifestWriter {
     /// The part a shard's run writes; nil for the whole job.
     package let shard: Shard?
     package let naming: SourceNaming
+    /// The job's blocks of widths and formats, which each source's `sets` groups.
+    package let sets: SiteManifestSets
 
     package init(jobName: String, stores: [StateStore], base: String, format: SiteManifestFormat, shard: Shard? = nil,
-                 naming: SourceNaming = .path) {
-        (self.jobName, self.stores, self.base, self.format, self.shard, self.naming) = (jobName, stores, base, format, shard, naming)
+                 naming: SourceNaming = .path, sets: SiteManifestSets = .none) {
+        (self.jobName, self.stores, self.base, self.format, self.shard) = (jobName, stores, base, format, shard)
+        (self.naming, self.sets) = (naming, sets)
     }
 
     /// The manifest could not be written: a run's work stands, its exit code says so (73).
@@ -64,7 +67,7 @@ package struct SiteManifestWriter {
         }
         var count = 0
         try forEachSource { items, records in
-            let line = Self.source(items, records, base: base, naming: naming).compact
+            let line = Self.source(items, records, base: base, naming: naming, sets: sets).compact
             switch format {
             case .json: try emit((count == 0 ? "\n    " : ",\n    ") + line)
             case .jsonl: try emit(line + "\n")
@@ -99,11 +102,13 @@ package struct SiteManifestWriter {
     }
 
     /// A source's object: key, path or URL, the original's facts (its `source` row, once an output
-    /// of it is done), outputs, derived values (each name from the first store that has it).
+    /// of it is done), outputs, their `sets`, derived values (each name from the first store that has it).
     /// Named by `id`, a source has no key, path or URL, and its outputs no reason or warning.
-    static func source(_ items: [SiteManifestItem], _ records: [DerivedSourceRecord], base: String, naming: SourceNaming) -> JSONValue {
+    static func source(_ items: [SiteManifestItem], _ records: [DerivedSourceRecord], base: String, naming: SourceNaming = .path,
+                       sets: SiteManifestSets = .none) -> JSONValue {
         let key = items[0].sourceKey
         var object: [String: JSONValue] = ["outputs": .array(items.map { output($0, base: base, quoting: naming == .path) })]
+        object["sets"] = sets.sets(of: items, base: base)
         if naming == .id {
             object["id"] = .string(PathTemplate.Values.key(of: key))
         } else if key.utf8.first == UInt8(ascii: "/") {

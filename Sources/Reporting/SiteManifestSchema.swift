@@ -48,12 +48,42 @@ package enum SiteManifestSchema {
             "format": ["type": "string", "description": "The format libvips read it as (jpeg, png, webp, gif, tiff, avif, heif, svg, jxl, ...)."],
             "contentHash": ["type": "string", "pattern": "^[0-9a-f]{16}$", "description": "FNV-1a 64 of the source file's bytes, 16 hex digits."],
             "outputs": ["type": "array", "items": ["$ref": "#/$defs/output"], "description": "By output name."],
+            "sets": ["type": "object", "additionalProperties": ["type": "array", "minItems": 1, "items": ["$ref": "#/$defs/setFormat"]],
+                     "description": .string("The done outputs of each block of widths and formats, by the block's name: one entry per format "
+                        + "in the block's order (a <picture>'s <source> order), each with its images by width (a srcset). "
+                        + "Absent when no output of a block is done.")],
             "derived": ["type": "object", "description": "Values computed from the pixels (`derive`), by name.",
                         "properties": [
                             "thumbhash": string, "blurhash": string, "dhash": string, "phash": string, "dominant": string,
                             "focal": ["type": "object", "required": ["x", "y"],
                                       "properties": ["x": ["type": "number"], "y": ["type": "number"]]],
                         ]],
+        ],
+    ]
+
+    private static let setFormat: JSONValue = [
+        "type": "object",
+        "description": "One format of a block: a <source type> and its srcset.",
+        "required": ["format", "images"],
+        "additionalProperties": false,
+        "properties": [
+            "format": ["type": "string", "description": "The format's type in the job file (avif, webp, jpeg, png, tiff, gif, auto)."],
+            "type": ["type": "string", "pattern": "^[a-z]+/[a-z0-9.+-]+$", "description": "The images' media type, as their bytes say (image/avif)."],
+            "images": ["type": "array", "minItems": 1, "items": ["$ref": "#/$defs/setImage"],
+                       "description": "The done outputs of this format, by width (then height and path): one srcset candidate each."],
+        ],
+    ]
+
+    private static let setImage: JSONValue = [
+        "type": "object",
+        "description": "One output of a block: the same file, width, height, bytes and hash as its entry in outputs.",
+        "required": ["path", "width", "height", "bytes"],
+        "additionalProperties": false,
+        "properties": [
+            "path": ["type": "string", "description": "The output file, relative to the manifest's folder (`/` separated)."],
+            "width": count, "height": count,
+            "bytes": ["type": "integer", "minimum": 0, "description": "The file's size."],
+            "hash": ["type": "string", "pattern": "^[0-9a-f]{8}$", "description": "As the output's hash: changes when the file does."],
         ],
     ]
 
@@ -72,7 +102,7 @@ package enum SiteManifestSchema {
                 "shard": ["type": "string", "pattern": "^[0-9]+/[0-9]+$", "description": "The shard whose part this is (K/N)."],
                 "sources": ["type": "array", "items": ["$ref": "#/$defs/source"]],
             ],
-            "$defs": ["source": source, "output": output],
+            "$defs": ["source": source, "output": output, "setFormat": setFormat, "setImage": setImage],
         ]
     }
 

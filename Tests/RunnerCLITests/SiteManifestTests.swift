@@ -6,7 +6,7 @@ import Imaging
 /// Checks manifests against `runner schema --manifest` with Debian's python3-jsonschema (installed
 /// by `make deps`), and their facts against the files themselves: each done output's file exists at
 /// its path relative to the manifest, with that many bytes and FNV-1a 64 (computed here, in Python)
-/// starting with its hash; each source's contentHash is its file's FNV-1a 64. A `.jsonl` file's every
+/// starting with its hash, and so is each image of its `sets`; each source's contentHash is its file's FNV-1a 64. A `.jsonl` file's every
 /// line is checked as a source. Prints `ok` or one problem a line.
 private let checker = """
     import json, os, sys
@@ -41,6 +41,12 @@ private let checker = """
                 file = os.path.join(base, output['path'])
                 if not os.path.isfile(file) or os.path.getsize(file) != output['bytes'] or not fnv(file).startswith(output['hash']):
                     problems.append('%s: %s of %s does not match its file' % (path, output['name'], name))
+            for block, formats in source.get('sets', {}).items():
+                for entry in formats:
+                    for image in entry['images']:
+                        file = os.path.join(base, image['path'])
+                        if not os.path.isfile(file) or os.path.getsize(file) != image['bytes'] or not fnv(file).startswith(image['hash']):
+                            problems.append('%s: sets.%s %s of %s does not match its file' % (path, block, image['path'], name))
     print('\\n'.join(problems) or 'ok')
     """
 

@@ -48,6 +48,12 @@ package struct Thumbnail: LoadingOperation {
         (self.width, self.height, fit, position, enlarge, background) = (width, height, .inside, .centre, false, .black)
     }
 
+    /// Fits inside `width`, any height, without enlarging: a width of a block of `widths`, whose
+    /// identifier is that of `{"op": "thumbnail", "width": width, "fit": "inside"}`.
+    package init(insideWidth width: Int) {
+        (self.width, self.height, fit, position, enlarge, background) = (width, nil, .inside, .centre, false, .black)
+    }
+
     package var identifier: String {
         var parameters = [("width", width.map(String.init) ?? "auto"), ("height", height.map(String.init) ?? "auto"),
                           ("fit", fit.rawValue)]
