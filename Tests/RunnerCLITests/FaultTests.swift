@@ -64,12 +64,14 @@ func checkRecordsAgainstDisk(_ workspace: Workspace, state: String) throws -> [S
 }
 
 /// A `slowJob` of 30 sources run with JSON events, once both its workers are paused holding a
-/// source of p010-p019 (p000-p009 done); `try pauses.releaseAll()` lets it go on.
+/// source of p010-p019 and the 20 items of p000-p009 are committed (reported: the recorder
+/// commits in batches); `try pauses.releaseAll()` lets it go on.
 func startSlowRun(_ workspace: Workspace) throws -> (job: String, run: RunningCommand, pauses: Pauses) {
     let job = try slowJob(workspace, count: 30)
     let pauses = try Pauses("worker.task@in/p01", in: workspace)
     let run = try workspace.start([job, "--log-format", "json"], environment: pauses.environment)
     #expect(pauses.wait(for: "worker.task", count: 2, of: run).count == 2)
+    #expect(run.waitUntil(timeout: 300) { itemEvents(run) >= 20 }, "\(run.stdoutSoFar.suffix(600))")
     return (job, run, pauses)
 }
 

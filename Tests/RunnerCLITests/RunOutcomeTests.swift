@@ -15,23 +15,30 @@ struct RunOutcomeTests {
     func internalFailureIsNoSignal() throws {
         let workspace = try Workspace()
         let server = try HTTPTestServer()
-        // 60 URLs the server answers after 0.3 s each: downloads are still going when the database is locked.
         let sources = (0..<60).map { "{\"url\": \"\(server.url("/busy/\($0).jpg"))\"}" }.joined(separator: ", ")
         let job = try workspace.writeJob("""
         {"version": 1, "name": "remote", "sources": [\(sources)],
          "outputs": [{"name": "t", "path": "out/{stem}.jpg", "chain": [{"op": "thumbnail", "width": 32, "fit": "inside"}], "format": {"type": "jpeg"}}],
          "state": "state/remote.sqlite"}
         """)
-        let run = try workspace.start([job, "--log-format", "json"])
-        #expect(run.waitUntil { itemEvents(run) >= 2 })
-        // Another process holds the write lock for 7 s, past runner's 5 s busy timeout.
+        // Workers hold their first sources while another process takes the write lock and keeps it
+        // past runner's 5 s busy timeout; then their results must be recorded.
+        let pauses = try Pauses("worker.task", in: workspace)
+        let run = try workspace.start([job, "--log-format", "json"], environment: pauses.environment)
+        #expect(pauses.wait(for: "worker.task", of: run).count == 1)
         let holder = try RunningCommand(systemPython, arguments: ["-c", """
             import sqlite3, sys, time
             db = sqlite3.connect(sys.argv[1], isolation_level=None)
-            db.execute("BEGIN EXCLUSIVE"); time.sleep(7); db.execute("COMMIT")
+            db.execute("BEGIN EXCLUSIVE"); print("locked", flush=True); time.sleep(300)
             """, workspace.path("state/remote.sqlite")], directory: workspace.root, environment: [:])
-        let result = run.wait(timeout: 120)
+        #expect(holder.waitUntil { holder.stdoutSoFar.contains("locked") }, "\(holder.stderrSoFar)")
+        try pauses.releaseAll()
+        // Once the run says it is stopping, the lock is given back: the run records its own end
+        // (it waits up to the busy timeout for it), as it would once another writer is done.
+        #expect(run.waitUntil(timeout: 120) { run.stdoutSoFar.contains("stopping, finishing items in flight") }, "\(run.stdoutSoFar.suffix(400))")
+        holder.signal(SIGKILL)
         _ = holder.wait()
+        let result = run.wait(timeout: 120)
         #expect(result.status == 74, "\(result.stdout.suffix(400)) \(result.stderr)")
         #expect(result.stderr.contains("cannot write the state database"), "\(result.stderr)")
         let summary = try #require(summaryEvent(result.stdout), "\(result.stdout.suffix(400))")
