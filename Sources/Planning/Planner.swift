@@ -206,17 +206,26 @@ package struct Planner {
     /// among the paths whose digests `suspects` names. Discovers again and keeps the names of
     /// those paths only, so it is only for the rare digest match (almost always a real collision).
     private func confirmCollision(among suspects: Set<UInt64>) throws {
-        var firstWriters: [String: String] = [:]
+        var firstWriters: [String: (item: String, source: String)] = [:]
         try forEachUniqueSource { discovered, _ in
             for (index, path) in try outputPaths(of: discovered).enumerated() where suspects.contains(StableHash.value(path)) {
                 let key = ItemKey.of(source: discovered.key, output: job.outputs[index].name)
-                guard let other = firstWriters[path] else { firstWriters[path] = key; continue }
-                if other != key {
-                    throw JobFileError("\(job.outputs[index].location).path",
-                                       "two items would write \(path): \(other) and \(key); add {dir} or {key} to the template")
+                guard let other = firstWriters[path] else { firstWriters[path] = (key, discovered.key); continue }
+                if other.item != key {
+                    throw JobFileError("\(job.outputs[index].location).path", "two items would write \(path): \(other.item) and \(key); "
+                                       + "add \(Self.tokenTellingApart(other.source, discovered.key)) to the template")
                 }
             }
         }
+    }
+
+    /// The path token that tells two sources apart: `{ext}` for one name in two formats
+    /// (photo.jpg, photo.heic), `{dir}` for one name in two folders, else `{key}`.
+    private static func tokenTellingApart(_ one: String, _ other: String) -> String {
+        let (first, second) = (Paths.splitExtension(one), Paths.splitExtension(other))
+        if first.stem == second.stem && first.ext != second.ext { return "{ext} (or {key})" }
+        if Paths.lastComponent(one) == Paths.lastComponent(other) { return "{dir} (or {key})" }
+        return "{dir} or {key}"
     }
 
     /// Plans every source and classifies its items against `state`, passing each on as it is

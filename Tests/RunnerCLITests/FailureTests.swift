@@ -200,6 +200,10 @@ struct ValidationTests {
             .stderr.contains("http.headersFromEnv.Authorization: environment variable RUNNER_TEST_UNSET_VARIABLE is not set"))
         #expect(try rejection(job(output: #"{"name": "a", "path": "o/x.jpg", "chain": [], "format": {"type": "jpeg"}}"#))
             .stderr.contains("outputs[0].path: two items would write"))
+        // One name in two formats (photo.avif, photo.gif): the token that tells them apart is {ext}.
+        let formats = #"{"version": 1, "sources": [{"path": "\#(Fixtures.path("formats"))"}], "state": "state.sqlite", "outputs": [\#(output)]}"#
+            .replacingOccurrences(of: "o/{stem}.jpg", with: "o/{stem}-small.jpg")
+        #expect(try rejection(formats).stderr.contains("; add {ext} (or {key}) to the template"))
         #expect(try rejection("{not json").stderr.contains("job.json:1:2: expected a key in double quotes or '}'"))
         #expect(try rejection("{\"version\": 1,\n  \"sources\": []\n  \"outputs\": []}").stderr
             .contains("job.json:3:3: expected ',' or '}'\n"))
