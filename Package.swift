@@ -74,10 +74,10 @@ let package = Package(
         // The HTML report's style and script, compiled into the binary (it stays one file).
         .target(name: "Reporting", dependencies: ["Output"],
                 resources: [.embedInCode("Resources/report.css"), .embedInCode("Resources/report.js")]),
-        .target(name: "Loading", dependencies: ["Reporting", "CCurl"]),
+        .target(name: "Loading", dependencies: ["Output", "CCurl"]),
         .target(name: "Processing", dependencies: ["Output", "CVips"]),
-        .target(name: "Scheduling", dependencies: ["Loading", "Processing"]),
-        .target(name: "Pipeline", dependencies: ["Scheduling"]),
+        .target(name: "Scheduling", dependencies: ["Reporting", "Loading"]),
+        .target(name: "Pipeline", dependencies: ["Scheduling", "Processing"]),
         .executableTarget(
             name: "runner",
             dependencies: [
@@ -97,12 +97,12 @@ let package = Package(
         ),
         .testTarget(
             name: "RunnerCoreTests",
-            dependencies: ["Pipeline", "CVips", "TestSupport"],
+            dependencies: ["CVips", "TestSupport"],
             path: "Tests/RunnerCoreTests"
         ),
         .testTarget(
             name: "RunnerCLITests",
-            dependencies: ["Pipeline", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["TestSupport", .product(name: "GRDB", package: "GRDB.swift")],
             path: "Tests/RunnerCLITests"
         ),
     ],

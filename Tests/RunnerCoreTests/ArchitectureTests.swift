@@ -37,6 +37,36 @@ struct ArchitectureTests {
         #expect(checked > 60, "found only \(checked) files under \(Self.sources)")
     }
 
+    @Test("every dependency a target declares in Package.swift is imported by one of its files")
+    func declaredDependenciesAreUsed() throws {
+        let package = (Self.sources as NSString).deletingLastPathComponent
+        // A scratch folder of its own: `swift test` holds the package's, and SwiftPM would wait for it.
+        let scratch = NSTemporaryDirectory() + "runner-dump-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let dump = try RunningCommand("/usr/bin/env", arguments: ["swift", "package", "--scratch-path", scratch, "dump-package"],
+                                      directory: package, environment: [:]).wait(timeout: 120)
+        try #require(dump.status == 0, "\(dump.stderr)")
+        let manifest = try #require(try JSONSerialization.jsonObject(with: Data(dump.stdout.utf8)) as? [String: Any])
+        var checked = 0
+        for target in manifest["targets"] as? [[String: Any]] ?? [] where target["type"] as? String != "system" {
+            let name = target["name"] as? String ?? ""
+            let folder = target["path"] as? String ?? ((target["type"] as? String == "test" ? "Tests/" : "Sources/") + name)
+            let files = (FileManager.default.enumerator(atPath: package + "/" + folder)?.compactMap { $0 as? String } ?? [])
+                .filter { $0.hasSuffix(".swift") }
+            let imported = Set(try files.flatMap { file in
+                try String(contentsOfFile: package + "/" + folder + "/" + file, encoding: .utf8).split(separator: "\n")
+                    .filter { $0.hasPrefix("import ") || $0.contains(" import ") }.compactMap { $0.split(separator: " ").last.map(String.init) }
+            })
+            for dependency in target["dependencies"] as? [[String: Any]] ?? [] {
+                guard let used = (dependency["byName"] ?? dependency["product"] ?? dependency["target"]) as? [Any],
+                      let module = used.first as? String else { continue }
+                #expect(imported.contains(module), "\(name) declares \(module) in Package.swift and imports it nowhere")
+                checked += 1
+            }
+        }
+        #expect(checked > 20, "checked only \(checked) dependencies")
+    }
+
     @Test("no function, initializer or closure body in Sources is over 60 lines")
     func functionsAreShort() throws {
         var long: [String] = []
