@@ -75,7 +75,7 @@ let package = Package(
         .target(name: "Reporting", dependencies: ["Output"],
                 resources: [.embedInCode("Resources/report.css"), .embedInCode("Resources/report.js")]),
         .target(name: "Loading", dependencies: ["Output", "CCurl"]),
-        .target(name: "Processing", dependencies: ["Output", "CVips"]),
+        .target(name: "Processing", dependencies: ["Manifest", "CVips"]),
         .target(name: "Scheduling", dependencies: ["Reporting", "Loading"]),
         .target(name: "Pipeline", dependencies: ["Scheduling", "Processing"]),
         .executableTarget(

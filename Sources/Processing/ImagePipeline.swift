@@ -7,7 +7,6 @@ import Support
 import Model
 import Imaging
 import Manifest
-import Output
 
 /// Renders one source into every output that needs it, inside a worker process.
 ///
