@@ -59,15 +59,18 @@ let package = Package(
                        providers: [.apt(["libcurl4-openssl-dev"])]),
         // Linux calls the Glibc module leaves out (it is built without _GNU_SOURCE).
         .systemLibrary(name: "CSystem", path: "Sources/CSystem"),
-        // The library, one target per stage of the flow
-        // (manifest -> plan -> state -> write -> report -> load -> process -> schedule -> run):
-        // each depends only on targets before it, so an arrow against the flow does not compile.
+        // The library, one target per stage of the flow (docs/ARCHITECTURE.md):
+        // job file -> plan -> schedule -> load -> process -> write -> record.
+        // Each depends only on the stages it uses: JobFile reads the job; Planning plans it against
+        // State (the ledger planning reads and recording writes); Output publishes and records;
+        // Loading fetches; Processing is the worker's image code; Scheduling runs both; Pipeline
+        // wires a run. An import against the flow does not compile.
         .target(name: "Support", dependencies: ["CSystem"]),
         .target(name: "Model", dependencies: ["Support"]),
         .target(name: "Keys", dependencies: ["Support"]),
         .target(name: "Imaging", dependencies: ["Keys", "Model", "CVips"]),
-        .target(name: "Manifest", dependencies: ["Imaging"]),
-        .target(name: "Planning", dependencies: ["Manifest"]),
+        .target(name: "JobFile", dependencies: ["Imaging"]),
+        .target(name: "Planning", dependencies: ["JobFile"]),
         .target(name: "State", dependencies: ["Planning", .product(name: "GRDB", package: "GRDB.swift"),
                                               .product(name: "GRDBSQLite", package: "GRDB.swift")]),
         .target(name: "Output", dependencies: ["State"]),
@@ -75,7 +78,7 @@ let package = Package(
         .target(name: "Reporting", dependencies: ["Output"],
                 resources: [.embedInCode("Resources/report.css"), .embedInCode("Resources/report.js")]),
         .target(name: "Loading", dependencies: ["Output", "CCurl"]),
-        .target(name: "Processing", dependencies: ["Manifest", "CVips"]),
+        .target(name: "Processing", dependencies: ["JobFile", "CVips"]),
         .target(name: "Scheduling", dependencies: ["Reporting", "Loading"]),
         .target(name: "Pipeline", dependencies: ["Scheduling", "Processing"]),
         .executableTarget(

@@ -1,5 +1,5 @@
 internal import CCurl
-import Manifest
+import JobFile
 import Model
 
 /// Why a download failed, classified once so the blacklist never matches strings.

@@ -8,7 +8,7 @@ import Support
 import Model
 import Keys
 import Imaging
-import Manifest
+import JobFile
 import Output
 
 /// One URL to fetch into the originals cache.

@@ -6,7 +6,7 @@ import Glibc
 import Support
 import Model
 import Keys
-import Manifest
+import JobFile
 import Planning
 import State
 import Output

@@ -1,6 +1,6 @@
 import Foundation
 import Model
-import Manifest
+import JobFile
 import Planning
 
 /// A source ready for an image worker, with the bookkeeping the supervisor keeps for it.

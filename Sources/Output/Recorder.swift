@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 import Model
 import Keys
-import Manifest
+import JobFile
 import State
 
 /// Collects item events from the worker slots and writes them to the state database in batched

@@ -5,7 +5,7 @@ import Glibc
 import Support
 import Model
 import Imaging
-import Manifest
+import JobFile
 import Planning
 import Output
 import Loading

@@ -2,7 +2,7 @@ import Foundation
 import Support
 import Imaging
 import Model
-import Manifest
+import JobFile
 import Planning
 import State
 import Reporting

@@ -3,7 +3,7 @@ import Foundation
 import Glibc
 #endif
 import Model
-import Manifest
+import JobFile
 import Output
 import Imaging
 import Reporting

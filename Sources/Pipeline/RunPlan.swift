@@ -4,7 +4,7 @@ import Glibc
 #endif
 import Support
 import Model
-import Manifest
+import JobFile
 import Planning
 import State
 import Output

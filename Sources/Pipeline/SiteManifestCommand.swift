@@ -1,7 +1,7 @@
 import Foundation
 import Support
 import Model
-import Manifest
+import JobFile
 import State
 import Reporting
 

@@ -1,6 +1,6 @@
 import Foundation
 import Model
-import Manifest
+import JobFile
 import State
 
 extension JobRunner {

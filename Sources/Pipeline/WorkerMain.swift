@@ -5,7 +5,7 @@ import Glibc
 #endif
 import Support
 import Imaging
-import Manifest
+import JobFile
 import Processing
 import Scheduling
 

@@ -4,7 +4,7 @@ import Glibc
 #endif
 import Support
 import Model
-import Manifest
+import JobFile
 
 /// How many items a plan has in each status.
 public struct PlanCounts: Sendable {
@@ -19,7 +19,7 @@ public struct PlanCounts: Sendable {
     /// all up to date is decoded for them alone.
     public var toDerive = 0
     /// The sources are those the shard's last plan found, its lists and walked folders unchanged
-    /// (`PlanMemory`): nothing was read but the state database (and a `stat` of each folder).
+    /// (`SourceMemory`): nothing was read but the state database (and a `stat` of each folder).
     public var reusedSources = false
 
     public init() {}

@@ -6,7 +6,7 @@ import Support
 import Model
 import Keys
 import Imaging
-import Manifest
+import JobFile
 
 /// What the state database says about an item finished earlier: done, or failed for a reason
 /// its content decides (`failureKind`) under the limits `failedUnder` (`Planner.limitsDigest`).
@@ -85,16 +85,16 @@ package struct Planner {
     /// shard's sources' outputs (no `stat`, fingerprint or lookup) and checks collisions at the end
     /// of the pass, in `OutputCollisions`' bounded memory.
     ///
-    /// With `memory`, a shard whose `PlanInputs` are those its last complete plan was recorded
+    /// With `memory`, a shard whose `SourceInputs` are those its last complete plan was recorded
     /// under, every path its walks saw unchanged, visits that plan's own sources instead (unless
     /// `replay` is false) and returns true; otherwise it records the sources it visits and what
     /// its walks saw, sealed only once the job passed the collision check and no list or walked
     /// folder changed while it was read or just before.
     @discardableResult
-    package func forEachSource(memory: (any PlanMemory)? = nil, replay: Bool = true, _ visit: (PlannedSource) throws -> Void) throws -> Bool {
+    package func forEachSource(memory: (any SourceMemory)? = nil, replay: Bool = true, _ visit: (PlannedSource) throws -> Void) throws -> Bool {
         let started = Date().timeIntervalSince1970
         // Only a shard remembers: it is what reads the whole job for a part of it.
-        let inputs = memory != nil && job.shard != nil ? PlanInputs(job) : nil
+        let inputs = memory != nil && job.shard != nil ? SourceInputs(job) : nil
         let sourceStats = FolderStat()
         if let memory, let inputs, replay, try replayed(memory, inputs, sourceStats, visit) { return true }
         try memory?.forgetSources()
@@ -121,18 +121,18 @@ package struct Planner {
         let suspects = try outputs.suspects()
         if !suspects.isEmpty { try confirmCollision(among: suspects) }
         if let memory, let inputs, inputs.settled(before: started), FileIdentity.settled(latestFolderChange, before: started),
-           PlanInputs(job) == inputs {
+           SourceInputs(job) == inputs {
             try memory.sealSources(madeUnder: inputs.fingerprint)
         }
         return false
     }
 
     /// Visits the sources `memory` recorded under `inputs`, made again as discovery makes them.
-    private func replayed(_ memory: any PlanMemory, _ inputs: PlanInputs, _ sourceStats: FolderStat,
+    private func replayed(_ memory: any SourceMemory, _ inputs: SourceInputs, _ sourceStats: FolderStat,
                           _ visit: (PlannedSource) throws -> Void) throws -> Bool {
         let rediscovery = SourceDiscovery.Rediscovery(job.sources)
         return try memory.replaySources(madeUnder: inputs.fingerprint, ifEach: { $0.isUnchanged }) { entry in
-            guard let discovered = rediscovery.source(entry) else { throw RecordedPlanMismatch(entry: entry) }
+            guard let discovered = rediscovery.source(entry) else { throw RememberedSourceMismatch(entry: entry) }
             try visit(try planned(discovered, statting: sourceStats))
         }
     }
@@ -232,7 +232,7 @@ package struct Planner {
     /// classified; returns the counts. Runs and `runner plan` both plan through here.
     /// A shard reuses and records its own sources through `memory` (`forEachSource`); `force`
     /// finds them again.
-    package func classifyAll(state: some PlanningLookup, memory: (any PlanMemory)? = nil, retryFailed: Bool, force: Bool,
+    package func classifyAll(state: some PlanningLookup, memory: (any SourceMemory)? = nil, retryFailed: Bool, force: Bool,
                              _ visit: (PlannedSource) throws -> Void) throws -> PlanCounts {
         var counts = PlanCounts()
         let outputStats = FolderStat(folders: job.outputs.count)

@@ -6,7 +6,7 @@ import Support
 import Model
 import Keys
 import Imaging
-import Manifest
+import JobFile
 
 /// A source found by expanding the job's `sources`: a local file or a remote address.
 package struct DiscoveredSource: Sendable, Codable {

@@ -6,7 +6,7 @@ import Glibc
 import Support
 import Model
 import Imaging
-import Manifest
+import JobFile
 
 /// Renders one source into every output that needs it, inside a worker process.
 ///
@@ -22,12 +22,12 @@ package struct ImagePipeline {
     package let stagingOwner: pid_t
 
     /// What one output needs from the source, decided from the header before any pixel is read.
-    private struct Plan {
+    private struct OutputRoute {
         let output: OutputSpec
         /// The concrete encoder (`auto` resolved against the source's format).
         let encoder: any OutputEncoder
         /// Where its pixels come from: the first step decodes itself (thumbnail's shrink-on-load),
-        /// or a full decode, possibly shared with other outputs (`DecodePlan` decides).
+        /// or a full decode, possibly shared with other outputs (`DecodeSharing` decides).
         let need: Sources.Need
         let animated: Bool
 
@@ -48,7 +48,7 @@ package struct ImagePipeline {
         }
     }
 
-    typealias Sources = DecodePlan<any LoadingOperation>
+    typealias Sources = DecodeSharing<any LoadingOperation>
 
     /// Read each source file again to hash it (`SourceFacts.contentHash`): about 1.8 ms of CPU per
     /// MB, up to a sixth of a plain thumbnail's, so only for a job that writes a site manifest.
@@ -75,7 +75,7 @@ package struct ImagePipeline {
         var own = [UInt64](repeating: 0, count: requests.count)
         do {
             let source = try open(sourcePath)
-            let plans = requests.map { Plan(outputs[$0.outputIndex], header: source.header, failOn: limits.failOn) }
+            let plans = requests.map { OutputRoute(outputs[$0.outputIndex], header: source.header, failOn: limits.failOn) }
             // The derivation reads a whole frame an output kept, so frames it can use are kept for it too.
             let header = source.header
             let steps = Sources(plans.map(\.need), keepingFrames: derive.isEmpty ? nil : { Self.derivationCanUse($0, header: header) }).steps
@@ -110,7 +110,7 @@ package struct ImagePipeline {
     }
 
     /// One output: its pixels (decoded or loaded), its chain, the last conversions, encoded and staged.
-    private func render(_ request: OutputRequest, _ plan: Plan, _ pixels: Sources.Pixels, at step: Int,
+    private func render(_ request: OutputRequest, _ plan: OutputRoute, _ pixels: Sources.Pixels, at step: Int,
                         from source: OpenedSource) throws(ItemFailure) -> RenderedOutput {
         VipsError.clearMessages()  // nor is it this output's
         let output = plan.output
@@ -150,7 +150,7 @@ package struct ImagePipeline {
     /// The frames an output's chain starts from, and the steps still to run on them: a loader step
     /// (thumbnail's shrink-on-load) makes the first image itself; otherwise a full decode, shared
     /// with the source's other outputs that need the same one, cut into frames and autorotated.
-    private func startingFrames(_ plan: Plan, _ pixels: Sources.Pixels, at step: Int,
+    private func startingFrames(_ plan: OutputRoute, _ pixels: Sources.Pixels, at step: Int,
                                 _ source: OpenedSource) throws(ItemFailure) -> ([VipsImageHandle], ArraySlice<any ImageOperation>) {
         let output = plan.output
         let steps = output.chain.steps[...]

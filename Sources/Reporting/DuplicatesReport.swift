@@ -3,7 +3,7 @@ import Support
 import Model
 import Keys
 import Imaging
-import Manifest
+import JobFile
 import State
 
 /// `runner duplicates`: sources whose dHashes differ in at most `distance` bits (near duplicates:

@@ -3,7 +3,7 @@ import Support
 import Model
 import Keys
 import Imaging
-import Manifest
+import JobFile
 import State
 import Output
 

@@ -2,7 +2,7 @@ import Foundation
 import Support
 import Model
 import Imaging
-import Manifest
+import JobFile
 import State
 
 /// The state databases that hold a job's answer: the job's own, or with shards, each shard's of

@@ -1,6 +1,6 @@
 import Support
 import Model
-import Manifest
+import JobFile
 import State
 
 /// The site manifest's `sets` (docs/JOB-FILE.md, Width and format blocks): a source's done outputs

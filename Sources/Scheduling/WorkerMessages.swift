@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
 import Model
-import Manifest
+import JobFile
 
 /// The supervisor's first message to a new worker.
 package struct WorkerHello: Codable, Sendable {

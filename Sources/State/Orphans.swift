@@ -4,7 +4,7 @@ import Glibc
 #endif
 import Support
 import Keys
-import Manifest
+import JobFile
 import Planning
 
 /// A recorded item the job no longer plans at its recorded path: its source is gone, its output

@@ -7,7 +7,7 @@ import Glibc
 import Support
 import Model
 import Imaging
-import Manifest
+import JobFile
 import Planning
 
 extension StateStore {

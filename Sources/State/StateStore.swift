@@ -7,7 +7,7 @@ import Glibc
 import Support
 import Model
 import Imaging
-import Manifest
+import JobFile
 import Planning
 
 /// The job's state database: runs, items and (later) the failed-URL blacklist.
@@ -340,7 +340,7 @@ public final class StateStore: Sendable {
                 """)
         }
         migrator.registerMigration("v11: shard plan") { db in
-            // A shard's last complete plan (`PlanMemory`): the fingerprint of what decided its sources
+            // A shard's last complete plan (`SourceMemory`): the fingerprint of what decided its sources
             // (one row, written last) and its own sources in the order it visited them.
             try db.execute(sql: """
                 CREATE TABLE shard_plan (

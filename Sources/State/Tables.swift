@@ -22,7 +22,7 @@ enum ItemTable {
     static let contentHash = Column("content_hash")
 }
 
-/// v11: shard plan (`PlanMemory`).
+/// v11: shard plan (`SourceMemory`).
 enum ShardPlanTable {
     static let inputs = Column("inputs")
 }

@@ -4,7 +4,7 @@ import Support
 import Model
 import Keys
 import Imaging
-import Manifest
+import JobFile
 import Planning
 import State
 import Reporting

@@ -4,7 +4,7 @@
 @_exported import Model
 @_exported import Keys
 @_exported import Imaging
-@_exported import Manifest
+@_exported import JobFile
 @_exported import Planning
 @_exported import State
 @_exported import Output

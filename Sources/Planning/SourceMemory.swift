@@ -4,14 +4,14 @@ import Glibc
 #endif
 import Support
 import Imaging
-import Manifest
+import JobFile
 
 /// A shard's last complete plan, kept by its state database (`StateStore.PlanningPass`): the own
 /// sources that plan visited, in order, under the fingerprint of everything that decided them
-/// (`PlanInputs`) and what its folder and glob walks saw (`WalkedPath`). A plan made under the
+/// (`SourceInputs`) and what its folder and glob walks saw (`WalkedPath`). A plan made under the
 /// same fingerprint, every walked path unchanged, visits those sources again instead of reading
 /// the whole job's lists and folders and naming every other shard's outputs for the collision check.
-package protocol PlanMemory {
+package protocol SourceMemory {
     /// Visits the recorded sources and returns true when the record was made under `inputs` and
     /// `unchanged` holds for each recorded `WalkedPath` (streamed, stopping at the first that does
     /// not); returns false, having visited none, otherwise.
@@ -32,7 +32,7 @@ package protocol PlanMemory {
 /// nanoseconds), and what names an output (each output's name, path template and format, the
 /// manifest's paths). What a folder or glob finds is not in it: the walked paths are recorded
 /// beside it (`WalkedPath`). Nil when a list cannot be `stat`ed.
-package struct PlanInputs: Equatable {
+package struct SourceInputs: Equatable {
     package let fingerprint: String
     /// The latest modification or change time of any list, in nanoseconds.
     private let latestChange: Int64
@@ -90,7 +90,7 @@ package struct PlanInputs: Equatable {
 
 /// The state database's record of a plan names a source the job does not: it was changed by
 /// something other than runner. `--force` finds the sources again and records them afresh.
-package struct RecordedPlanMismatch: Error, CustomStringConvertible {
+package struct RememberedSourceMismatch: Error, CustomStringConvertible {
     package let entry: SourceEntry
 
     package var description: String {
@@ -98,7 +98,7 @@ package struct RecordedPlanMismatch: Error, CustomStringConvertible {
     }
 }
 
-/// What a folder or glob walk saw at one path, as a shard's plan records it (`PlanMemory`): a
+/// What a folder or glob walk saw at one path, as a shard's plan records it (`SourceMemory`): a
 /// folder it read, by its identity from before its names were read (any entry added, removed or
 /// renamed since changes it); nothing there (also behind a dangling symlink, which the walk takes
 /// for a file until a folder appears there); or only whether a path was a folder (a `path` naming

@@ -3,9 +3,9 @@ import TestSupport
 
 /// The per-source decode plan, computed before any pixel is read: the order outputs render in,
 /// which keep a frame, which scale from one, which share a decode and which takes the header's decoder.
-@Suite("DecodePlan: how one source's outputs get their pixels")
-struct DecodePlanTests {
-    typealias Plan = DecodePlan<String>
+@Suite("DecodeSharing: how one source's outputs get their pixels")
+struct DecodeSharingTests {
+    typealias Plan = DecodeSharing<String>
     let srgb = DecodeSettings(failOn: .none, autorotate: true, colourSpace: .srgb)
     let keep = DecodeSettings(failOn: .none, autorotate: true, colourSpace: .keep)
     let full = Plan.Decode(colourSpace: .srgb, animated: false)

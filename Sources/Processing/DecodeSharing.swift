@@ -5,7 +5,7 @@ import Model
 /// which keep their frame for later ones, which scale from a kept frame, which read one shared
 /// decode, and which takes the streaming decoder the header was read with. `Loader` is the loader
 /// step an output starts with (thumbnail's shrink-on-load); the plan only carries it.
-package struct DecodePlan<Loader> {
+package struct DecodeSharing<Loader> {
     /// What one output needs, as its first step and the header say.
     package enum Need {
         /// Its loader step makes a frame of `area` pixels with `settings`; `wholeFrame`: the whole
@@ -89,6 +89,6 @@ package struct DecodePlan<Loader> {
     }
 }
 
-extension DecodePlan.Pixels: Equatable where Loader: Equatable {}
-extension DecodePlan.Step: Equatable where Loader: Equatable {}
-extension DecodePlan: Equatable where Loader: Equatable {}
+extension DecodeSharing.Pixels: Equatable where Loader: Equatable {}
+extension DecodeSharing.Step: Equatable where Loader: Equatable {}
+extension DecodeSharing: Equatable where Loader: Equatable {}
