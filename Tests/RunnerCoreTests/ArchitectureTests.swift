@@ -8,7 +8,7 @@ import TestSupport
 @Suite("Architecture")
 struct ArchitectureTests {
     /// The stage targets in flow order (Package.swift declares the same dependencies).
-    static let flow = ["Support", "Model", "Keys", "Imaging", "JobFile", "Planning", "State", "Output",
+    static let flow = ["Support", "ObjectStore", "Model", "Keys", "Imaging", "JobFile", "Planning", "State", "Output",
                        "Reporting", "Loading", "Processing", "Scheduling", "Pipeline"]
 
     static let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
