@@ -14,8 +14,11 @@ struct CredentialsTests {
     func environment() throws {
         let workspace = try Workspace()
         try workspace.write("[default]\naws_access_key_id = AKIAFILE\naws_secret_access_key = fromfile\n", to: ".aws/credentials")
+        // Before web identity too: no STS is asked (its endpoint is a closed port).
         let found = try AWSCredentials.resolve(environment: ["HOME": workspace.root, "AWS_ACCESS_KEY_ID": "AKIAENV",
-                                                            "AWS_SECRET_ACCESS_KEY": Self.secret, "AWS_SESSION_TOKEN": Self.token])
+                                                            "AWS_SECRET_ACCESS_KEY": Self.secret, "AWS_SESSION_TOKEN": Self.token,
+                                                            "AWS_ROLE_ARN": "arn:aws:iam::1:role/r", "AWS_WEB_IDENTITY_TOKEN_FILE": "/dev/null",
+                                                            "AWS_ENDPOINT_URL_STS": "http://127.0.0.1:\(ObjectStoreServer.freePorts(1)[0])"])
         #expect(found.source == .environment && found.accessKeyID == "AKIAENV")
         #expect(found.secretAccessKey.revealed == Self.secret && found.sessionToken?.revealed == Self.token)
         #expect(found.source.description == "environment")

@@ -89,6 +89,8 @@ struct ObjectStoreServerTests {
         let server = try ObjectStoreServer.moto()
         let workspace = try Workspace()
         try "eyJhbGciOiJSUzI1NiJ9.a-projected.service-account-token\n".write(toFile: workspace.path("token"), atomically: true, encoding: .utf8)
+        // Web identity comes before the shared credentials file, as in the SDKs.
+        try workspace.write("[default]\naws_access_key_id = AKIAFILE\naws_secret_access_key = fromfile\n", to: ".aws/credentials")
         // Set up unsigned: a role that may do anything, and its bucket.
         let setup = try server.python("""
             import json
