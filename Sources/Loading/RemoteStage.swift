@@ -18,7 +18,7 @@ import Output
 /// workers without a request.
 package final class RemoteStage: @unchecked Sendable {
     private let job: Job
-    private let planner: Planner
+    private let classifier: Classifier
     private let sources: PlannedSources
     /// URLs that more than one source names: their results are kept for sources that come later.
     private let repeatedURLs: DigestSet
@@ -36,12 +36,12 @@ package final class RemoteStage: @unchecked Sendable {
     /// What stopped the stage early: a state write that failed, a damaged plan file.
     private let failure = Mutex<(any Error)?>(nil)
 
-    package init(job: Job, planner: Planner, sources: PlannedSources, repeatedURLs: DigestSet, store: StateStore,
+    package init(job: Job, classifier: Classifier, sources: PlannedSources, repeatedURLs: DigestSet, store: StateStore,
          recorder: Recorder, handoff: TaskQueue, control: RunControl, retryFailed: Bool, downloadOnly: Bool,
          notice: @escaping @Sendable (String) -> Void) {
         self.notice = notice
         self.job = job
-        self.planner = planner
+        self.classifier = classifier
         self.sources = sources
         self.repeatedURLs = repeatedURLs
         self.store = store
@@ -249,7 +249,7 @@ package final class RemoteStage: @unchecked Sendable {
         var settled: [ItemEvent] = []
         let outputStats = FolderStat(folders: source.items.count)
         for var item in source.items {
-            item.fingerprint = planner.fingerprint(identity, output: item.outputIndex)
+            item.fingerprint = classifier.fingerprint(identity, output: item.outputIndex)
             if item.isUpToDate(statting: outputStats) {
                 settled.append(revalidated ? .unchanged(key: item.key, outputPath: item.outputPath, fingerprint: item.fingerprint)
                     : .notRevalidated(key: item.key, outputPath: item.outputPath, fingerprint: item.fingerprint))
@@ -261,10 +261,10 @@ package final class RemoteStage: @unchecked Sendable {
         }
         recorder.record(settled)
         // Derived values are decided again now that the content is known.
-        let derivation = planner.derivation(of: source, identity: identity)
+        let derivation = classifier.derivation(of: source, identity: identity)
         if !work.isEmpty || derivation != nil, !downloadOnly, let remote = source.origin.loader.fetch {
             handoff.push(ScheduledTask(file: file, url: remote.url, items: work, of: source,
-                                       fingerprint: planner.derivationFingerprint(identity), derivation: derivation))
+                                       fingerprint: classifier.derivationFingerprint(identity), derivation: derivation))
         }
     }
 }

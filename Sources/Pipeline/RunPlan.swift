@@ -34,7 +34,7 @@ struct RunPlan {
         var seenURLs = DigestSet()
         var repeatedURLs = DigestSet()
         var sourcesToDo = 0
-        (runID, counts) = try store.beginRun(vipsVersion: planner.vipsVersion, limitsDigest: planner.limitsDigest) { pass in
+        (runID, counts) = try store.beginRun(vipsVersion: planner.classifier.vipsVersion, limitsDigest: planner.classifier.limitsDigest) { pass in
             try planner.classifyAll(state: pass, memory: pass, retryFailed: options.retryFailed, force: options.force) { found in
                 var source = found
                 // Every output folder, up to date or not: a killed run may have staged a file beside
