@@ -63,7 +63,7 @@ final class DownloadSession {
             }
             guard waiting.count < settings.downloads, !exhausted else { break }
             guard let request = next() else { exhausted = true; break }
-            let host = Downloader.host(of: request.url)
+            let host = Downloader.host(of: request.source.url)
             if perHost[host, default: 0] >= settings.perHost {
                 waiting.append(Waiting(request: request, host: host, attempt: 1, due: now))
             } else {

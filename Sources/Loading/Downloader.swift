@@ -5,12 +5,12 @@ import Glibc
 #endif
 import Support
 import JobFile
+import Planning
 
-/// One URL to fetch into the originals cache.
+/// One source to fetch into the originals cache.
 package struct DownloadRequest: Sendable {
-    package let url: String
-    /// `http.headers` plus the source's own; never logged or stored.
-    package let headers: [String: String]
+    /// What to fetch: its kind says what to send and what a failed response means.
+    package let source: any FetchedSource
     /// Validators of the cached original, for a conditional request.
     package let etag: String?
     package let lastModified: String?

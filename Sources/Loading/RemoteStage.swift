@@ -95,7 +95,7 @@ package final class RemoteStage: @unchecked Sendable {
         Downloader(settings: job.remote).run(
             next: { [self] in
                 while let source = nextSource() {
-                    guard let remote = source.origin.loader.fetch else { continue }
+                    guard let fetched = source.kind.fetched else { continue }
                     if let reason = source.blockedReason {
                         recorder.record(source.finished(.blocked(reason: reason)))
                     } else if case .content = source.identity, let original = source.cachedOriginal, access(original.file, R_OK) == 0 {
@@ -103,13 +103,13 @@ package final class RemoteStage: @unchecked Sendable {
                         freshOriginals.append(source.key)
                         if freshOriginals.count >= 1_000 { touch(&freshOriginals) }
                         dispatch(source, identity: source.identity, file: original.file)
-                    } else if fetching[remote.url] != nil {
-                        fetching[remote.url]!.followers.append(source)
-                    } else if let earlier = settled[remote.url] {
-                        resolve(remote.url, primary: earlier.primary, sources: [source], earlier.result, firstTime: false)
+                    } else if fetching[fetched.location] != nil {
+                        fetching[fetched.location]!.followers.append(source)
+                    } else if let earlier = settled[fetched.location] {
+                        resolve(fetched.location, primary: earlier.primary, sources: [source], earlier.result, firstTime: false)
                     } else {
-                        fetching[remote.url] = Fetch(primary: source)
-                        return request(for: source, url: remote.url)
+                        fetching[fetched.location] = Fetch(primary: source)
+                        return request(for: source, fetched)
                     }
                 }
                 return nil
@@ -117,9 +117,10 @@ package final class RemoteStage: @unchecked Sendable {
             canStart: { [self] in handoff.count < capacity },
             shouldStop: { control.phase != .running },
             deliver: { [self] request, result in
-                guard let fetch = fetching.removeValue(forKey: request.url) else { return }
-                if repeatedURLs.contains(request.url) { settled[request.url] = (fetch.primary, result) }
-                resolve(request.url, primary: fetch.primary, sources: [fetch.primary] + fetch.followers, result, firstTime: true)
+                let address = request.source.location
+                guard let fetch = fetching.removeValue(forKey: address) else { return }
+                if repeatedURLs.contains(address) { settled[address] = (fetch.primary, result) }
+                resolve(address, primary: fetch.primary, sources: [fetch.primary] + fetch.followers, result, firstTime: true)
             })
     }
 
@@ -134,13 +135,10 @@ package final class RemoteStage: @unchecked Sendable {
         keys.removeAll()
     }
 
-    private func request(for source: PlannedSource, url: String) -> DownloadRequest {
+    private func request(for source: PlannedSource, _ fetched: any FetchedSource) -> DownloadRequest {
         let destination = cacheFile(for: source.key)
         let cached = source.cachedOriginal.flatMap { FileManager.default.fileExists(atPath: destination) ? $0 : nil }
-        var headers = job.remote.headers
-        if let remote = source.origin.loader.fetch { headers.merge(remote.headers) { $1 } }
-        return DownloadRequest(url: url, headers: headers, etag: cached?.etag, lastModified: cached?.lastModified,
-                               destination: destination)
+        return DownloadRequest(source: fetched, etag: cached?.etag, lastModified: cached?.lastModified, destination: destination)
     }
 
     /// Settles `sources` of one URL with the result of the download `primary` asked for.
@@ -262,8 +260,8 @@ package final class RemoteStage: @unchecked Sendable {
         recorder.record(settled)
         // Derived values are decided again now that the content is known.
         let derivation = classifier.derivation(of: source, identity: identity)
-        if !work.isEmpty || derivation != nil, !downloadOnly, let remote = source.origin.loader.fetch {
-            handoff.push(ScheduledTask(file: file, url: remote.url, items: work, of: source,
+        if !work.isEmpty || derivation != nil, !downloadOnly {
+            handoff.push(ScheduledTask(file: file, url: source.location, items: work, of: source,
                                        fingerprint: classifier.derivationFingerprint(identity), derivation: derivation))
         }
     }

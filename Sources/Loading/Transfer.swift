@@ -6,7 +6,7 @@ import Glibc
 import Support
 import Model
 import JobFile
-
+import Planning
 
 /// One transfer in flight: owns its curl easy handle, header list, error buffer, and the body
 /// received so far (in memory, or spilled to the temporary file).
@@ -52,13 +52,13 @@ final class Transfer {
         // Named after this process: while it lives, no other run removes the file.
         temporary = AtomicFile.temporaryPath(for: request.destination, owner: getpid())
 
-        var lines = request.headers.map { "\($0.key): \($0.value)" }
+        var lines = request.source.headers(settings).map { "\($0.key): \($0.value)" }
         if let etag = request.etag { lines.append("If-None-Match: \(etag)") }
         if let lastModified = request.lastModified { lines.append("If-Modified-Since: \(lastModified)") }
         for line in lines { headerList = curl_slist_append(headerList, line) }
 
         let context = Unmanaged.passUnretained(self).toOpaque()
-        _ = ccurl_set_string(easy, CURLOPT_URL, request.url)
+        _ = ccurl_set_string(easy, CURLOPT_URL, request.source.url)
         _ = ccurl_set_pointer(easy, CURLOPT_PRIVATE, context)
         _ = ccurl_set_callback(easy, CURLOPT_WRITEFUNCTION, { data, size, count, context in
             Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue().receive(data!, size * count)
@@ -166,7 +166,7 @@ final class Transfer {
         }
         if status == 304 && (request.etag != nil || request.lastModified != nil) { return .ended(.notModified) }
         guard (200..<300).contains(status) else {
-            var failure = DownloadFailure(reason: .httpStatus(status), detail: "")
+            var failure = DownloadFailure(reason: .httpStatus(status, request.source.meaning(ofStatus: status)), detail: "")
             failure.retryAfter = headers["retry-after"].flatMap { retryAfter($0, httpDate: httpDate) }
             return .ended(.failed(failure, attempts: attempt))
         }

@@ -157,8 +157,6 @@ public enum JobRunner {
                                    downloadOnly: Bool) -> Scheduler.LocalSource {
         return {
             while !downloadOnly, let source = try sources.next() {
-                let loader = source.origin.loader
-                guard loader.fetch == nil else { continue }
                 switch source.identity {
                 case .missing(let message), .notRegular(_, let message):
                     // Recorded under the fingerprint it failed with, as a worker's start records it:
@@ -168,7 +166,7 @@ public enum JobRunner {
                     continue
                 case .file, .content, .unknown: break
                 }
-                return ScheduledTask(file: loader.location, items: source.items, of: source,
+                return ScheduledTask(file: source.location, items: source.items, of: source,
                                      fingerprint: classifier.derivationFingerprint(source.identity), derivation: source.derivation)
             }
             return nil

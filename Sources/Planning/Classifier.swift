@@ -77,16 +77,16 @@ package struct Classifier: Sendable {
 
     /// Marks items up to date whose recorded fingerprint and output path match and whose output
     /// file still exists, items that failed before on the same content known failures (unless
-    /// `retryFailed`), and items of blacklisted URLs blocked. Nothing is decoded or downloaded.
-    /// A URL's items are decided here only when its cached original need not be revalidated;
+    /// `retryFailed`), and items of blacklisted sources blocked. Nothing is decoded or downloaded.
+    /// A fetched source's items are decided here only when its cached original need not be revalidated;
     /// otherwise the download stage decides, from what this records on the items (items made
     /// from that original are marked `revalidate`).
     /// `outputStats` reads the outputs' metadata (one held per classification pass, so that a
     /// folder of outputs is walked once).
     package func classify(_ source: inout PlannedSource, state: some PlanningLookup, retryFailed: Bool, force: Bool = false,
                   now: Double = Date().timeIntervalSince1970, statting outputStats: FolderStat = FolderStat()) throws {
-        if let remote = source.origin.loader.fetch {
-            if !retryFailed, let entry = try state.blacklistEntry(remote.url), !isExpired(entry, now: now) {
+        if let fetched = source.kind.fetched {
+            if !retryFailed, let entry = try state.blacklistEntry(fetched.location), !isExpired(entry, now: now) {
                 source.blockedReason = "blacklisted since \(ISO8601DateFormatter().string(from: entry.firstSeen)): \(entry.message)"
                 for index in source.items.indices { source.items[index].status = .blocked }
                 return

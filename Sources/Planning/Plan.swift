@@ -106,8 +106,9 @@ public struct PlannedSource: Sendable, Codable {
     package var derivation: PlannedDerivation?
     public var items: [PlannedItem]
 
+    package var kind: any SourceKind { origin.kind }
     /// The file path or URL, for people.
-    public var location: String { origin.loader.location }
+    public var location: String { origin.kind.location }
 }
 
 /// A source's derived values as the state database holds them: each value's identifier and the

@@ -120,7 +120,7 @@ package struct Planner {
     }
 
     private func planned(_ discovered: DiscoveredSource, statting stats: FolderStat) throws -> PlannedSource {
-        let identity = discovered.origin.loader.plannedIdentity(statting: stats)
+        let identity = discovered.origin.kind.plannedIdentity(statting: stats)
         let items = try outputPaths(of: discovered).enumerated().map { index, outputPath in
             PlannedItem(key: ItemKey.of(source: discovered.key, output: job.outputs[index].name), outputName: job.outputs[index].name, outputIndex: index,
                         outputPath: outputPath, fingerprint: classifier.fingerprint(identity, output: index), status: .pending)

@@ -19,20 +19,6 @@ package struct DiscoveredSource: Sendable, Codable {
     package let fileName: String
     /// What named it in the job, which alone makes it again (`SourceDiscovery.Rediscovery`).
     package var entry: SourceEntry? = nil
-
-    package static func file(_ path: String, relativeDirectory: String) -> DiscoveredSource {
-        DiscoveredSource(key: path, origin: .file(path), relativeDirectory: relativeDirectory,
-                         fileName: Paths.lastComponent(path))
-    }
-
-    package static func remote(_ text: String, key: String?, headers: [String: String]) -> DiscoveredSource {
-        // An address curl will reject (malformed, other scheme) still becomes an item, so it fails
-        // as such and is blacklisted instead of stopping a list of thousands.
-        let parsed = RemoteURL(text)
-        return DiscoveredSource(key: key ?? parsed?.normalized ?? text,
-                                origin: .remote(RemoteSource(url: parsed?.normalized ?? text, headers: headers)),
-                                relativeDirectory: parsed?.folder ?? "", fileName: parsed?.fileName ?? "index")
-    }
 }
 
 /// A source as the job names it: the index of its spec in `sources`, and `line`: for a list the
@@ -46,17 +32,6 @@ package struct SourceEntry: Sendable, Equatable, Codable {
         self.spec = spec
         self.line = line
     }
-}
-
-package enum SourceOrigin: Sendable, Equatable, Codable {
-    case file(String)
-    case remote(RemoteSource)
-}
-
-package struct RemoteSource: Sendable, Equatable, Codable {
-    package let url: String
-    /// The source's own headers, on top of `http.headers`.
-    package let headers: [String: String]
 }
 
 /// Expands `path`, `glob` and `list` sources into files, in a stable order.
