@@ -98,15 +98,16 @@ package final class RemoteStage: @unchecked Sendable {
                     guard let fetched = source.kind.fetched else { continue }
                     if let reason = source.blockedReason {
                         recorder.record(source.finished(.blocked(reason: reason)))
-                    } else if case .content = source.identity, let original = source.cachedOriginal, access(original.file, R_OK) == 0 {
-                        // Planning found the cached original fresh (within `revalidate`): no request.
+                    } else if let original = source.cachedOriginal, source.identity == fetched.identity(of: original),
+                              access(original.file, R_OK) == 0 {
+                        // Planning found the cached original current (for a URL: fresh within `revalidate`): no request.
                         freshOriginals.append(source.key)
                         if freshOriginals.count >= 1_000 { touch(&freshOriginals) }
                         dispatch(source, identity: source.identity, file: original.file)
                     } else if fetching[fetched.location] != nil {
                         fetching[fetched.location]!.followers.append(source)
                     } else if let earlier = settled[fetched.location] {
-                        resolve(fetched.location, primary: earlier.primary, sources: [source], earlier.result, firstTime: false)
+                        resolve(fetched, primary: earlier.primary, sources: [source], earlier.result, firstTime: false)
                     } else {
                         fetching[fetched.location] = Fetch(primary: source)
                         return request(for: source, fetched)
@@ -120,7 +121,7 @@ package final class RemoteStage: @unchecked Sendable {
                 let address = request.source.location
                 guard let fetch = fetching.removeValue(forKey: address) else { return }
                 if repeatedURLs.contains(address) { settled[address] = (fetch.primary, result) }
-                resolve(address, primary: fetch.primary, sources: [fetch.primary] + fetch.followers, result, firstTime: true)
+                resolve(request.source, primary: fetch.primary, sources: [fetch.primary] + fetch.followers, result, firstTime: true)
             })
     }
 
@@ -142,15 +143,16 @@ package final class RemoteStage: @unchecked Sendable {
     }
 
     /// Settles `sources` of one URL with the result of the download `primary` asked for.
-    private func resolve(_ url: String, primary: PlannedSource, sources: [PlannedSource], _ result: DownloadResult,
+    private func resolve(_ fetched: any FetchedSource, primary: PlannedSource, sources: [PlannedSource], _ result: DownloadResult,
                          firstTime: Bool) {
+        let url = fetched.location
         let now = Date().timeIntervalSince1970
         let primaryFile = cacheFile(for: primary.key)
         let content: CachedOriginal
         switch result {
         case .failed(let failure, let attempts):
             let (stale, failing) = staleIfError(failure, sources: sources, now: now)
-            if !stale.isEmpty { serveStale(url, stale, failure) }
+            if !stale.isEmpty { serveStale(fetched, stale, failure) }
             guard !failing.isEmpty else { return }
             var message = failure.description
             var events: [ItemEvent] = []
@@ -195,7 +197,7 @@ package final class RemoteStage: @unchecked Sendable {
                 fail(error)
                 return
             }
-            dispatch(source, identity: .content(content.contentHash), file: file)
+            dispatch(source, identity: fetched.identity(of: content), file: file)
         }
     }
 
@@ -218,8 +220,8 @@ package final class RemoteStage: @unchecked Sendable {
 
     /// Keeps stale sources' up-to-date outputs up to date, counted not revalidated; renders their
     /// other outputs from the cached original. Said once per origin.
-    private func serveStale(_ url: String, _ sources: [(PlannedSource, CachedOriginal)], _ failure: DownloadFailure) {
-        let origin = URLComponents(string: url).map { ($0.host ?? "") + ($0.port.map { ":\($0)" } ?? "") } ?? url
+    private func serveStale(_ fetched: any FetchedSource, _ sources: [(PlannedSource, CachedOriginal)], _ failure: DownloadFailure) {
+        let origin = URLComponents(string: fetched.url).map { ($0.host ?? "") + ($0.port.map { ":\($0)" } ?? "") } ?? fetched.url
         if staleOrigins.insert(origin).inserted {
             notice("\(origin): \(failure); its cached originals serve unrevalidated (http.staleIfError "
                 + "\(Durations.describe(job.remote.staleIfError)) after their last revalidation); runner status shows since when")
@@ -229,7 +231,7 @@ package final class RemoteStage: @unchecked Sendable {
             return
         }
         for (source, original) in sources {
-            dispatch(source, identity: .content(original.contentHash), file: original.file, revalidated: false)
+            dispatch(source, identity: fetched.identity(of: original), file: original.file, revalidated: false)
         }
     }
 

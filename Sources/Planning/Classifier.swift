@@ -92,8 +92,9 @@ package struct Classifier: Sendable {
                 return
             }
             source.cachedOriginal = try state.original(source.key)
-            if let original = source.cachedOriginal, !needsRevalidation(original, now: now) {
-                source.identity = .content(original.contentHash)
+            // Where planning knows nothing of the content (a URL's), a fresh cached original says.
+            if source.identity == .unknown, let original = source.cachedOriginal, !needsRevalidation(original, now: now) {
+                source.identity = fetched.identity(of: original)
                 for index in source.items.indices {
                     source.items[index].fingerprint = fingerprint(source.identity, output: source.items[index].outputIndex)
                 }
@@ -116,10 +117,10 @@ package struct Classifier: Sendable {
         case .file, .content, .notRegular: break
         case .unknown:
             // A stale cached original: the items made from it stand if the server finds it unchanged.
-            guard let original = source.cachedOriginal else { return }
+            guard let cached = source.cachedIdentity else { return }
             for index in source.items.indices {
                 var fromCache = source.items[index]
-                fromCache.fingerprint = fingerprint(.content(original.contentHash), output: fromCache.outputIndex)
+                fromCache.fingerprint = fingerprint(cached, output: fromCache.outputIndex)
                 if fromCache.isUpToDate(statting: outputStats) { source.items[index].status = .revalidate }
             }
             return
@@ -142,7 +143,7 @@ package struct Classifier: Sendable {
     private func planDerivation(_ source: inout PlannedSource, state: some PlanningLookup, force: Bool) throws {
         guard !job.derive.values.isEmpty else { return }
         source.derivedLedger = force ? DerivedLedger() : try state.derivedLedger(source.key)
-        let identity = source.identity == .unknown ? source.cachedOriginal.map { .content($0.contentHash) } ?? .unknown : source.identity
+        let identity = source.identity == .unknown ? source.cachedIdentity ?? .unknown : source.identity
         source.derivation = derivation(of: source, identity: identity)
     }
 

@@ -21,6 +21,36 @@ package struct HTTPSource: FetchedSource, Equatable, Codable {
     package func meaning(ofStatus status: Int) -> ResponseMeaning {
         status == 408 || status == 429 || status >= 500 ? .transient : .permanent
     }
+
+    package func identity(of original: CachedOriginal) -> SourceIdentity { .content(original.contentHash) }
+}
+
+extension HTTPSource {
+    /// A `url` spec: one URL, with a key and headers of its own.
+    struct Named: SourceListing {
+        let url: String
+        let key: String?
+        let headers: [String: String]
+
+        func discover(spec: Int, walked: SourceDiscovery.WalkObserver?, _ visit: SourceDiscovery.Visitor) throws {
+            var source = DiscoveredSource.remote(url, key: key, headers: headers)
+            source.entry = SourceEntry(spec: spec, line: nil)
+            try visit(source)
+        }
+
+        func source(at line: String?) -> DiscoveredSource? {
+            line == nil ? .remote(url, key: key, headers: headers) : nil
+        }
+
+        func addInputs(to hash: inout StableHash, latestChange: inout Int64) -> Bool {
+            hash.combine("url")
+            hash.combine(url)
+            hash.combine(key.map { "key:" + $0 } ?? "-")
+            hash.combine(String(headers.count))
+            for (name, value) in headers.sorted(by: { $0.key < $1.key }) { hash.combine(name); hash.combine(value) }
+            return true
+        }
+    }
 }
 
 extension DiscoveredSource {

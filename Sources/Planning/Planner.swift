@@ -103,7 +103,7 @@ package struct Planner {
     /// and only those of their own shard: a source's repeats all fall in one shard.
     private func forEachUniqueSource(walked: SourceDiscovery.WalkObserver? = nil,
                                      _ visit: (DiscoveredSource, _ own: Bool) throws -> Void) throws {
-        let canRepeat = job.sources.count > 1 || job.sources.contains { if case .list = $0 { true } else { false } }
+        let canRepeat = job.sources.count > 1 || job.sources.contains { $0.listing.canNameTwice }
         var unique = UniqueSources(spillingInto: spillFolder, exactLimit: uniqueKeysInMemory)
         try SourceDiscovery.discover(job.sources, walked: walked) { discovered in
             let own = job.shard?.contains(discovered.key) ?? true

@@ -1,4 +1,5 @@
 import Support
+import Model
 import JobFile
 
 /// One kind of source (a local file, an HTTP(S) URL; the object stores that come next): everything
@@ -31,6 +32,9 @@ package protocol FetchedSource: SourceKind {
     func headers(_ settings: RemoteSettings) -> [String: String]
     /// What a response other than success (or not-modified, to a conditional request) means.
     func meaning(ofStatus status: Int) -> ResponseMeaning
+    /// The content of a fetched original, as items made from it are fingerprinted: what the next
+    /// plan will know of it (a URL's: its bytes' hash, taken from the cached original).
+    func identity(of original: CachedOriginal) -> SourceIdentity
 }
 
 /// What a failed response means for the source, as its kind reads it.
@@ -40,6 +44,38 @@ package enum ResponseMeaning: Sendable, Equatable {
     case transient
     /// The source fails for good (gone, refused): blacklisted.
     case permanent
+}
+
+/// How one spec of the job's `sources` names sources: its kind's listing (a folder walk, a glob, a
+/// list file, one URL; a bucket's pages next). `SourceSpec.listing` is the one place that matches
+/// on a spec's kind.
+package protocol SourceListing {
+    /// Visits the sources it names, in a stable order, each with its entry (`spec`: its index in
+    /// `sources`); `walked` hears what a folder walk reads.
+    func discover(spec: Int, walked: SourceDiscovery.WalkObserver?, _ visit: SourceDiscovery.Visitor) throws
+    /// The source its entry's `line` names, made as `discover` makes it; nil when it names none.
+    func source(at line: String?) -> DiscoveredSource?
+    /// Adds what decides the sources it names to a shard plan's `SourceInputs`, `latestChange`
+    /// raised to a file it reads; false when only listing again tells (nothing is then remembered).
+    func addInputs(to hash: inout StableHash, latestChange: inout Int64) -> Bool
+    /// Whether it can name one source twice (a list's lines can; a walk cannot).
+    var canNameTwice: Bool { get }
+}
+
+extension SourceListing {
+    package var canNameTwice: Bool { false }
+}
+
+extension SourceSpec {
+    package var listing: any SourceListing {
+        switch self {
+        case .path(let root, let recursive, let include, let exclude):
+            SourceDiscovery.Folder(root: root, recursive: recursive, include: include, exclude: exclude)
+        case .glob(let pattern): SourceDiscovery.Glob(pattern)
+        case .list(let path): SourceDiscovery.ListFile(path: path)
+        case .url(let url, let key, let headers): HTTPSource.Named(url: url, key: key, headers: headers)
+        }
+    }
 }
 
 /// Which kind a source is: one case per kind.
