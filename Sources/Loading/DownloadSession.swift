@@ -112,10 +112,8 @@ final class DownloadSession {
             active[ObjectIdentifier(transfer)] = transfer
             perHost[host, default: 0] += 1
             curl_multi_add_handle(downloader.multi, transfer.easy)
-        } catch let failure as DownloadFailure {
-            deliver(request, .failed(failure, attempts: attempt))
         } catch {
-            deliver(request, .failed(DownloadFailure(reason: .local, detail: "\(error)"), attempts: attempt))
+            deliver(request, .failed(error, attempts: attempt))
         }
     }
 

@@ -110,7 +110,9 @@ package final class RemoteStage: @unchecked Sendable {
                         resolve(fetched, primary: earlier.primary, sources: [source], earlier.result, firstTime: false)
                     } else {
                         fetching[fetched.location] = Fetch(primary: source)
-                        return request(for: source, fetched)
+                        let destination = cacheFile(for: source.key)
+                        let cached = source.cachedOriginal.flatMap { FileManager.default.fileExists(atPath: destination) ? $0 : nil }
+                        return DownloadRequest(source: fetched, etag: cached?.etag, lastModified: cached?.lastModified, destination: destination)
                     }
                 }
                 return nil
@@ -134,12 +136,6 @@ package final class RemoteStage: @unchecked Sendable {
         guard !keys.isEmpty else { return }
         do { try store.touchOriginals(keys) } catch { fail(error) }
         keys.removeAll()
-    }
-
-    private func request(for source: PlannedSource, _ fetched: any FetchedSource) -> DownloadRequest {
-        let destination = cacheFile(for: source.key)
-        let cached = source.cachedOriginal.flatMap { FileManager.default.fileExists(atPath: destination) ? $0 : nil }
-        return DownloadRequest(source: fetched, etag: cached?.etag, lastModified: cached?.lastModified, destination: destination)
     }
 
     /// Settles `sources` of one URL with the result of the download `primary` asked for.

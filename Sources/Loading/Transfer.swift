@@ -39,7 +39,7 @@ final class Transfer {
     private var headers: [String: String] = [:]
 
     init(request: DownloadRequest, host: String, attempt: Int, settings: RemoteSettings, userAgent: String,
-         buffer: [UInt8]) throws {
+         buffer: [UInt8]) throws(DownloadFailure) {
         self.request = request
         memory = buffer
         self.attempt = attempt

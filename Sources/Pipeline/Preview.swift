@@ -107,8 +107,7 @@ public enum Preview {
             return (.file(path, relativeDirectory: ""), path)
         }
         guard let url = RemoteURL(source)?.normalized else { throw Failure.badURL(source) }
-        let rediscovery = SourceDiscovery.Rediscovery(job.sources)
-        let discovered = job.sources.indices.lazy.compactMap { rediscovery.source(SourceEntry(spec: $0, line: nil)) }
+        let discovered = job.sources.lazy.compactMap { $0.listing.source(at: nil) }
             .first { $0.origin.kind.fetched?.location == url } ?? .remote(url, key: nil, headers: [:])
         guard let fetched = discovered.origin.kind.fetched else { throw Failure.badURL(source) }
         let file = downloadFolder + "/original"

@@ -17,7 +17,7 @@ package struct DiscoveredSource: Sendable, Codable {
     package let relativeDirectory: String
     /// Feeds `{stem}` and `{ext}`.
     package let fileName: String
-    /// What named it in the job, which alone makes it again (`SourceDiscovery.Rediscovery`).
+    /// What named it in the job, which alone makes it again (`SourceListing.source(at:)`).
     package var entry: SourceEntry? = nil
 }
 
@@ -43,24 +43,6 @@ package struct SourceDiscovery {
     /// every path a folder or glob walk looked at, as it looks (`WalkedPath`).
     package static func discover(_ specs: [SourceSpec], walked: WalkObserver? = nil, _ visit: Visitor) throws {
         for (index, spec) in specs.enumerated() { try spec.listing.discover(spec: index, walked: walked, visit) }
-    }
-
-    /// The sources a plan that reuses its last one's rebuilds from their entries, made as discovery
-    /// makes them, through listings made once (a glob's works out its fixed part once, not per
-    /// source: a tenth of a reused 10M glob shard's plan otherwise).
-    package struct Rediscovery {
-        private let listings: [any SourceListing]
-
-        package init(_ specs: [SourceSpec]) {
-            listings = specs.map(\.listing)
-        }
-
-        /// The source `entry` names; nil when its line names nothing or its spec is of another kind.
-        package func source(_ entry: SourceEntry) -> DiscoveredSource? {
-            guard listings.indices.contains(entry.spec), var source = listings[entry.spec].source(at: entry.line) else { return nil }
-            source.entry = entry
-            return source
-        }
     }
 
     /// A `path` spec: a file, or a folder walked for the files its filters pick.
@@ -155,7 +137,7 @@ package struct SourceDiscovery {
         return .file(root + "/" + line, relativeDirectory: folder)
     }
 
-    /// `below(root, line)` with its entry: a walk's source as `Rediscovery` makes it again.
+    /// `below(root, line)` with its entry, as a walk visits it.
     private static func walked(_ root: String, _ line: String?, _ walk: Walk) -> DiscoveredSource {
         var source = below(root, line)
         source.entry = SourceEntry(spec: walk.spec, line: line)
