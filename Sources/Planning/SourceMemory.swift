@@ -44,31 +44,7 @@ package struct SourceInputs: Equatable {
         hash.combine(job.shard?.description ?? "-")
         hash.combine(String(job.sources.count))
         for spec in job.sources {
-            switch spec {
-            case .list(let path):
-                guard let identity = FileIdentity(path: path) else { return nil }
-                latest = max(latest, identity.latestChange)
-                hash.combine("list")
-                hash.combine(path)
-                hash.combine(identity.description)
-            case .url(let url, let key, let headers):
-                hash.combine("url")
-                hash.combine(url)
-                hash.combine(key.map { "key:" + $0 } ?? "-")
-                hash.combine(String(headers.count))
-                for (name, value) in headers.sorted(by: { $0.key < $1.key }) { hash.combine(name); hash.combine(value) }
-            case .path(let path, let recursive, let include, let exclude):
-                hash.combine("path")
-                hash.combine(path)
-                hash.combine(recursive ? "recursive" : "-")
-                for filters in [include, exclude] {
-                    hash.combine(String(filters.count))
-                    for pattern in filters { hash.combine(pattern) }
-                }
-            case .glob(let pattern):
-                hash.combine("glob")
-                hash.combine(pattern)
-            }
+            guard spec.listing.addInputs(to: &hash, latestChange: &latest) else { return nil }
         }
         hash.combine(String(job.outputs.count))
         for output in job.outputs {

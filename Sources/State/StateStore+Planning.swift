@@ -22,7 +22,7 @@ extension StateStore {
         /// Other state databases of the same job (other shard counts), read only on a miss here:
         /// work done under another `--shard K/N` layout is not done again.
         let others: [DatabaseQueue]
-        /// This run's `Planner.limitsDigest`, for taking over failures recorded elsewhere.
+        /// This run's `Classifier.limitsDigest`, for taking over failures recorded elsewhere.
         var limits: String? = nil
 
         package func recorded(_ itemKey: String) throws -> LedgerEntry? {

@@ -240,7 +240,7 @@ public final class StateStore: Sendable {
             try db.execute(sql: "ALTER TABLE item ADD COLUMN warning TEXT")
         }
         migrator.registerMigration("v4: run limits") { db in
-            // The limits a run decoded under (`Planner.limitsDigest`): a failure its content decided
+            // The limits a run decoded under (`Classifier.limitsDigest`): a failure its content decided
             // stands only while they are the same.
             try db.execute(sql: "ALTER TABLE run ADD COLUMN limits TEXT")
         }
@@ -263,7 +263,7 @@ public final class StateStore: Sendable {
         migrator.registerMigration("v8: derived values") { db in
             // Per source: what it is (bytes, display size, format, exact content hash) and its derived
             // values (`derive`), each keyed by its identifier and the fingerprint of the source's
-            // content it was computed from (`Planner.derivationFingerprint`).
+            // content it was computed from (`Classifier.derivationFingerprint`).
             try db.execute(sql: """
                 CREATE TABLE source (
                     key TEXT PRIMARY KEY NOT NULL,
