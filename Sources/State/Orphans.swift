@@ -59,7 +59,7 @@ package struct CurrentItems {
         }
     }
 
-    package func plans(_ recorded: RecordedItem) -> Bool {
+    package func plans(_ recorded: ItemRecord) -> Bool {
         items.contains(StableHash.value(recorded.key + "\0" + recorded.outputPath))
     }
 
@@ -70,7 +70,7 @@ package struct CurrentItems {
 
     /// `recorded` as an orphan, its file deleted first when `delete` is set and runner wrote it:
     /// recorded done at that path, still a regular file there, and no current item's output.
-    package func orphan(_ recorded: RecordedItem, delete: Bool) -> Orphan {
+    package func orphan(_ recorded: ItemRecord, delete: Bool) -> Orphan {
         let kept: Orphan.KeptBecause? = if paths.contains(StableHash.value(recorded.outputPath)) {
             .writtenByJob
         } else if recorded.state != .done {
