@@ -21,7 +21,7 @@ extension StateStore {
         let changed = folders.filter { recorded[$0.key] != $0.value }
         guard !dropped.isEmpty || !changed.isEmpty else { return }
         try database.write { db in
-            for path in dropped { try CleanFolder.filter(CleanFolder.Columns.path == path).deleteAll(db) }
+            for path in dropped { try CleanFolder.deleteOne(db, key: path) }
             for (path, identity) in changed { try CleanFolder(path: path, identity: identity).insert(db, onConflict: .replace) }
         }
     }

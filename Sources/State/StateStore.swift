@@ -156,8 +156,8 @@ public final class StateStore: Sendable {
     let ownerless: Bool
 
     /// A run's or an item's recorded value as this store's reader shows it (`ownerless`: `DeadRun`).
-    func shown(_ outcome: RunOutcome) -> RunOutcome { ownerless ? DeadRun.shown(outcome) : outcome }
-    func shown(_ state: ItemState) -> ItemState { ownerless ? DeadRun.shown(state) : state }
+    func shown(_ outcome: RunOutcome) -> RunOutcome { ownerless && outcome == .running ? DeadRun.outcome : outcome }
+    func shown(_ state: ItemState) -> ItemState { ownerless && state == .running ? DeadRun.state : state }
 
     /// Where the database was opened, and which file that was.
     let path: String
@@ -178,10 +178,7 @@ public final class StateStore: Sendable {
     /// Throws `StateDatabaseError` (`moved`) when the database's path no longer names the file this
     /// store has open: it was deleted or replaced, so whatever is recorded now would be lost.
     package func checkStillInPlace() throws {
-        guard let inode else { return }
-        guard FileIdentity(path: path)?.inode == inode else {
-            throw StateDatabaseError(path: path, kind: .moved, reason: "")
-        }
+        if let inode, FileIdentity(path: path)?.inode != inode { throw StateDatabaseError(path: path, kind: .moved, reason: "") }
     }
 
     /// The job's database, to write, if a run has created it; nil otherwise, and nothing is created.
@@ -401,9 +398,6 @@ public final class StateStore: Sendable {
 /// the next run records that (`closeAbandonedRuns`), and every reader shows it so meanwhile.
 enum DeadRun {
     static let outcome = RunOutcome.interrupted, state = ItemState.pending
-
-    static func shown(_ outcome: RunOutcome) -> RunOutcome { outcome == .running ? Self.outcome : outcome }
-    static func shown(_ state: ItemState) -> ItemState { state == .running ? Self.state : state }
 
     /// Shows so the rows of the runs after `id` in a copy of a database no process holds (`merged`).
     static func show(runsAfter id: Int64, in db: Database) throws {

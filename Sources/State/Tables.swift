@@ -213,23 +213,10 @@ extension StoredDerivedValue: FetchableRecord, PersistableRecord {
 }
 
 /// v11: shard plan (`SourceMemory`): the one row sealing the record, made under `inputs`.
-struct ShardPlanSeal: FetchableRecord, PersistableRecord {
+struct ShardPlanSeal: Codable, FetchableRecord, PersistableRecord {
     static let databaseTableName = "shard_plan"
-
-    enum Columns {
-        static let id = Column("id"), inputs = Column("inputs")
-    }
-
+    var id = 1
     let inputs: String
-
-    init(inputs: String) { self.inputs = inputs }
-
-    init(row: Row) { inputs = row[Columns.inputs] }
-
-    func encode(to container: inout PersistenceContainer) {
-        container[Columns.id] = 1
-        container[Columns.inputs] = inputs
-    }
 }
 
 /// v11: the shard's own sources, by `position` in the order it visited them.
@@ -274,22 +261,8 @@ extension WalkedPath.Seen: DatabaseValueConvertible {
 }
 
 /// v12: clean folders (`StateStore.cleanFolders`): a folder by its `FileIdentity.description`.
-struct CleanFolder: FetchableRecord, PersistableRecord {
+struct CleanFolder: Codable, FetchableRecord, PersistableRecord {
     static let databaseTableName = "clean_folder"
-
-    enum Columns {
-        static let path = Column("path"), identity = Column("identity")
-    }
-
     let path: String
     let identity: String
-
-    init(path: String, identity: String) { (self.path, self.identity) = (path, identity) }
-
-    init(row: Row) { (path, identity) = (row[Columns.path], row[Columns.identity]) }
-
-    func encode(to container: inout PersistenceContainer) {
-        container[Columns.path] = path
-        container[Columns.identity] = identity
-    }
 }
