@@ -43,10 +43,8 @@ public struct Orphan: Sendable {
 /// source keys (16 MB each per million): what tells a recorded item or source from an orphan. A
 /// chance match only ever keeps a row or a file, so 64 bits do here where `DigestSet` needs 128.
 package struct CurrentItems {
+    package init() {}
 
-    package init() {
-
-    }
     private var items = Set<UInt64>()
     private var paths = Set<UInt64>()
     private var sources = Set<UInt64>()

@@ -95,21 +95,17 @@ extension StateStore {
             }
         }
 
-        package func original(_ sourceKey: String) throws -> CachedOriginal? {
-            try CachedOriginal.fetchOne(db.cachedStatement(sql: Self.originalSQL), arguments: [sourceKey]) ?? takeOver { db in
-                try Row.fetchOne(db, sql: Self.originalSQL, arguments: [sourceKey]).map {
-                    (CachedOriginal(row: $0), [(CachedOriginal.databaseTableName, $0)])
-                }
-            }
-        }
+        package func original(_ sourceKey: String) throws -> CachedOriginal? { try lookUp(Self.originalSQL, sourceKey) }
 
         /// The URL's blacklist entry here, else in another layout's database (taken over, as items
         /// are, so a new shard count does not ask for a known 404 again).
-        package func blacklistEntry(_ url: String) throws -> BlacklistEntry? {
-            try BlacklistEntry.fetchOne(db.cachedStatement(sql: Self.blacklistSQL), arguments: [url]) ?? takeOver { db in
-                try Row.fetchOne(db, sql: Self.blacklistSQL, arguments: [url]).map {
-                    (try BlacklistEntry(row: $0), [(BlacklistEntry.databaseTableName, $0)])
-                }
+        package func blacklistEntry(_ url: String) throws -> BlacklistEntry? { try lookUp(Self.blacklistSQL, url) }
+
+        /// The row `sql` finds by `key` here (a cached statement: one lookup per planned source),
+        /// else the one it finds in another layout's database, taken over.
+        private func lookUp<Record: FetchableRecord & TableRecord>(_ sql: String, _ key: String) throws -> Record? {
+            try Record.fetchOne(db.cachedStatement(sql: sql), arguments: [key]) ?? takeOver { db in
+                try Row.fetchOne(db, sql: sql, arguments: [key]).map { (try Record(row: $0), [(Record.databaseTableName, $0)]) }
             }
         }
 

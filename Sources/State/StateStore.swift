@@ -159,7 +159,8 @@ public final class StateStore: Sendable {
     func shown(_ outcome: RunOutcome) -> RunOutcome { ownerless && outcome == .running ? DeadRun.outcome : outcome }
     func shown(_ state: ItemState) -> ItemState { ownerless && state == .running ? DeadRun.state : state }
 
-    /// Where the database was opened, and which file that was.
+    /// Where the database was opened, and which file that was (its `FileIdentity` inode: a file
+    /// put in its place has another).
     let path: String
     private let inode: UInt64?
 

@@ -4,16 +4,12 @@ import Support
 import Model
 import Planning
 
-// Every table of the state database has one record type, which its rows are read into and written
-// from. Its `Columns` spell the column names once: statements name columns through them (plain SQL
-// as `\(Columns.key)`, see `appendInterpolation(_: Column)`), and tables as the frozen migrations do.
-//
-// A value stored by its spelling (`item.state`, `item.error_kind`, `run.outcome`, `blacklist.kind`,
-// `shard_plan_walked.seen`) is read through `Row.stored`. A runner that writes a new spelling comes
-// with a new migration, and a database with a migration this runner does not know is refused
-// (`StateDatabaseError.Kind.newerRunner`), so a spelling this runner does not know means a damaged
-// or hand-edited database: reading it throws `StateDatabaseError.Kind.unknownValue` (exit 2, naming
-// the file, the column and the value), never a trap, a nil or a guess.
+// Each table has one record type, its rows read into and written from it; its `Columns` spell the
+// column names once, and SQL names columns through them (`"... WHERE \(Columns.key) = ?"`).
+// A value stored by its spelling (item state, failure kind, run outcome, blacklist reason, walk
+// state) is read by `stored`: a newer runner's spelling comes with a migration, refused first
+// (`newerRunner`), so one this runner does not know means a damaged or hand-edited database:
+// `StateDatabaseError.Kind.unknownValue` (exit 2), never a trap, a nil or a guess.
 
 extension DefaultStringInterpolation {
     /// A column's name in SQL text.
@@ -32,9 +28,7 @@ extension RunOutcome: DatabaseValueConvertible {}
 /// A stored value this runner never writes (`Row.stored`); the store's connection names the file
 /// it came from (`StateDatabaseError.Kind.unknownValue`).
 struct UnknownStoredValue: Error, CustomStringConvertible {
-    let table: String
-    let column: Column
-    let value: DatabaseValue
+    let table: String, column: Column, value: DatabaseValue
 
     var description: String { "\(table).\(column) holds \(value)" }
 }
