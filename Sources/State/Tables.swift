@@ -111,15 +111,9 @@ extension BlacklistEntry: FetchableRecord, PersistableRecord {
                   lastSeen: Date(timeIntervalSince1970: row[Columns.lastSeen]), count: row[Columns.count])
     }
 
-    public func encode(to container: inout PersistenceContainer) {
-        container[Columns.url] = url
-        container[Columns.kind] = kind
-        container[Columns.httpStatus] = httpStatus
-        container[Columns.message] = message
-        container[Columns.firstSeen] = firstSeen.timeIntervalSince1970
-        container[Columns.lastSeen] = lastSeen.timeIntervalSince1970
-        container[Columns.count] = count
-    }
+    // Written through its Codable conformance: each property in the column its name gives.
+    public static let databaseColumnEncodingStrategy = DatabaseColumnEncodingStrategy.convertToSnakeCase
+    public static func databaseDateEncodingStrategy(for column: String) -> DatabaseDateEncodingStrategy { .timeIntervalSince1970 }
 }
 
 /// Stored by its spelling (`description`) in `blacklist.kind`.
@@ -149,18 +143,8 @@ extension CachedOriginal: FetchableRecord, PersistableRecord {
                   validatedAt: row[Columns.validatedAt], usedAt: row[Columns.usedAt])
     }
 
-    package func encode(to container: inout PersistenceContainer) {
-        container[Columns.sourceKey] = sourceKey
-        container[Columns.url] = url
-        container[Columns.file] = file
-        container[Columns.etag] = etag
-        container[Columns.lastModified] = lastModified
-        container[Columns.contentHash] = contentHash
-        container[Columns.size] = size
-        container[Columns.fetchedAt] = fetchedAt
-        container[Columns.validatedAt] = validatedAt
-        container[Columns.usedAt] = usedAt
-    }
+    // Written through its Codable conformance, as `BlacklistEntry`.
+    package static let databaseColumnEncodingStrategy = DatabaseColumnEncodingStrategy.convertToSnakeCase
 }
 
 extension StoredSource: FetchableRecord, TableRecord {

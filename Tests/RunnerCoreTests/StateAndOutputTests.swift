@@ -19,6 +19,11 @@ struct StateAndOutputTests {
         #expect(read.map(\.kind) == reasons)
         #expect(read.map(\.httpStatus) == [404] + Array(repeating: nil, count: reasons.count - 1))
         #expect(Set(reasons.map(\.description)).count == reasons.count, "no two reasons share a spelling")
+        // Blacklisted again: the latest reason and message, counted, since the first time.
+        try store.record([.blacklisted(url: "http://h/0", reason: .download(.notAnImage), message: "again")], runID: run)
+        let again = try #require(try store.blockedURLs().first)
+        #expect(again.kind == .download(.notAnImage) && again.httpStatus == nil && again.message == "again" && again.count == 2
+                && again.firstSeen == read[0].firstSeen && again.lastSeen >= read[0].lastSeen, "\(again)")
         try DatabaseQueue(path: workspace.path("s.sqlite")).write { try $0.execute(sql: "UPDATE blacklist SET kind = 'gone-fishing' WHERE url = 'http://h/0'") }
         let error = #expect(throws: StateDatabaseError.self) { try store.blockedURLs() }
         #expect(error?.kind == .unknownValue && error?.exitCode == 2 && error?.description.contains(#"blacklist.kind holds "gone-fishing""#) == true,
