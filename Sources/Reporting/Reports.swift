@@ -52,7 +52,7 @@ public struct StatusReport: Codable, Sendable {
     public let state: String
     /// False when the job has never run: there is no state database (and none is created).
     public let hasRun: Bool
-    public let items: [String: Int]
+    public let items: [ItemState: Int]
     /// Done items that rendered with a warning (`runner failed` lists them).
     public let warnings: Int
     /// URL sources served from a cached original since its revalidation failed (`http.staleIfError`).
@@ -69,7 +69,7 @@ public struct StatusReport: Codable, Sendable {
     public struct ShardStatus: Codable, Sendable {
         public let shard: String
         public let state: String
-        public let items: [String: Int]
+        public let items: [ItemState: Int]
         public let lastRun: RunRecord?
         /// A run of this shard is going on now.
         public let running: Bool
@@ -86,7 +86,7 @@ public struct StatusReport: Codable, Sendable {
         self.job = job.name
         state = job.jobStatePath
         hasRun = !databases.parts.isEmpty
-        var totals: [String: Int] = [:]
+        var totals: [ItemState: Int] = [:]
         var warnings = 0, notRevalidated = 0
         var since: [Date] = []
         var shards: [ShardStatus] = []
@@ -143,8 +143,8 @@ public struct StatusReport: Codable, Sendable {
         return lines.joined(separator: "\n")
     }
 
-    private static func describe(_ items: [String: Int]) -> String {
-        let counts = ItemState.allCases.compactMap { state in items[state.rawValue].map { "\($0) \(state.rawValue)" } }
+    private static func describe(_ items: [ItemState: Int]) -> String {
+        let counts = ItemState.allCases.compactMap { state in items[state].map { "\($0) \(state.rawValue)" } }
         return counts.isEmpty ? "none recorded" : counts.joined(separator: ", ")
     }
 }

@@ -16,25 +16,21 @@ extension StateStore {
     /// shifting each database's ids by a billion.
     package static func merged(_ paths: [String]) throws -> StateStore {
         let store = try StateStore(inMemory: try DatabaseQueue())
-        try store.database.writeWithoutTransaction { db in
+        try store.database.queue.writeWithoutTransaction { db in
             for (index, path) in paths.enumerated() {
                 let shift = Int64(index) * 1_000_000_000
                 try db.execute(sql: "ATTACH DATABASE ? AS part", arguments: [path])
                 try db.inTransaction {
-                    let runColumns = try db.columns(in: "run").map(\.name).filter { $0 != "id" }.joined(separator: ", ")
-                    try db.execute(sql: "INSERT INTO run (id, \(runColumns)) SELECT id + ?, \(runColumns) FROM part.run", arguments: [shift])
-                    let itemColumns = try db.columns(in: "item").map(\.name).filter { $0 != "run_id" }.joined(separator: ", ")
-                    try db.execute(sql: "INSERT OR IGNORE INTO item (run_id, \(itemColumns)) SELECT run_id + ?, \(itemColumns) FROM part.item",
+                    let (id, runID) = (RunRecord.Columns.id, ItemRecord.Columns.runID)
+                    let runColumns = try db.columns(in: "run").map(\.name).filter { $0 != id.name }.joined(separator: ", ")
+                    try db.execute(sql: "INSERT INTO run (\(id), \(runColumns)) SELECT \(id) + ?, \(runColumns) FROM part.run", arguments: [shift])
+                    let itemColumns = try db.columns(in: "item").map(\.name).filter { $0 != runID.name }.joined(separator: ", ")
+                    try db.execute(sql: "INSERT OR IGNORE INTO item (\(runID), \(itemColumns)) SELECT \(runID) + ?, \(itemColumns) FROM part.item",
                                    arguments: [shift])
                     try db.execute(sql: "INSERT OR IGNORE INTO blacklist SELECT * FROM part.blacklist")
                     try db.execute(sql: "INSERT OR IGNORE INTO original SELECT * FROM part.original")
                     try mergeDerived(from: "part", in: db)
-                    if !RunLock.isHeld(statePath: path) {
-                        try db.execute(sql: """
-                            UPDATE run SET outcome = \(RunOutcome.interrupted.sql) WHERE outcome = \(RunOutcome.running.sql) AND id > ?;
-                            UPDATE item SET state = \(ItemState.pending.sql) WHERE state = \(ItemState.running.sql) AND run_id > ?
-                            """, arguments: [shift, shift])
-                    }
+                    if !RunLock.isHeld(statePath: path) { try DeadRun.show(runsAfter: shift, in: db) }
                     return .commit
                 }
                 try db.execute(sql: "DETACH DATABASE part")

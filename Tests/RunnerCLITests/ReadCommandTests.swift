@@ -69,6 +69,28 @@ struct ReadCommandTests {
         }
     }
 
+    @Test("a value runner never writes (a state edited by hand) is an error naming the file, the column and the value (exit 2), and the state is left as it is")
+    func unknownValue() throws {
+        let workspace = try Workspace()
+        let job = try readableJob(workspace)
+        #expect(try workspace.run([job]).status == 0)
+        let item = "WHERE rowid = (SELECT MIN(rowid) FROM item)"
+        try StateDatabase.write(workspace.path("state.sqlite"), "UPDATE item SET state = 'gone-fishing' \(item)")
+        let before = stateBytes(workspace)
+        for command in [["status"], ["status", "--json"], ["report"], ["manifest", "--out", "-"]] {
+            let result = try workspace.run(command + [job])
+            #expect(result.status == 2 && result.stderr.contains("state.sqlite holds a value runner never writes (item.state holds \"gone-fishing\")"),
+                    "\(command): \(result.status) \(result.stderr)")
+            #expect(stateBytes(workspace) == before, "\(command) changed the state's files")
+        }
+        try StateDatabase.write(workspace.path("state.sqlite"), "UPDATE item SET state = 'failed', error_kind = 'gone-fishing' \(item)")
+        for command in [["failed"], []] {
+            let result = try workspace.run(command + [job])
+            #expect(result.status == 2 && result.stderr.contains("(item.error_kind holds \"gone-fishing\")"), "\(command): \(result.status) \(result.stderr)")
+        }
+        #expect(try StateDatabase(path: workspace.path("state.sqlite")).rows("SELECT error_kind FROM item \(item)") == [["gone-fishing"]])
+    }
+
     @Test("right after a run is killed, the read commands show its records (interrupted, nothing running) without writing the database")
     func afterAKill() throws {
         let workspace = try Workspace()
