@@ -118,7 +118,7 @@ struct DatabaseFaultTests {
         let (job, run, pauses) = try startSlowRun(workspace)
         state.fill()
         try pauses.releaseAll()
-        let full = run.wait(timeout: 120)
+        let full = run.wait()
         #expect(full.status == 74, "\(full.stdout.suffix(300)) \(full.stderr)")
         #expect(full.stderr.contains("runner: cannot write the state database \(workspace.path("state/slow.sqlite")) (SQLite: database or disk is full)"),
                 "\(full.stderr)")
@@ -138,7 +138,7 @@ struct DatabaseFaultTests {
         let (job, run, pauses) = try startSlowRun(workspace)
         try FileManager.default.removeItem(atPath: workspace.path("state/slow.sqlite"))
         try pauses.releaseAll()
-        let stopped = run.wait(timeout: 120)
+        let stopped = run.wait()
         #expect(stopped.status == 74, "\(stopped.stdout.suffix(300)) \(stopped.stderr)")
         #expect(stopped.stderr.contains("runner: the state database \(workspace.path("state/slow.sqlite")) was deleted or replaced while this run held it; stopped"),
                 "\(stopped.stderr)")

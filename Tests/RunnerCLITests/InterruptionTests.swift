@@ -85,37 +85,34 @@ struct InterruptionTests {
         try verifyOutputs(workspace, expected: 60)
     }
 
+    /// Where both workers are held when the runner is killed, and the items committed by then:
+    /// before any render, with a staged output of p010-p019 each, before p030-p039.
     @Test("SIGKILL at several moments loses no finished work and never leaves a partial file",
-          arguments: [0, 1, 9, 40])
-    func killAndResume(afterItems: Int) throws {
+          arguments: [("worker.task@in/p00", 0), ("worker.staged@out/soft/p01", 20), ("worker.task@in/p03", 60)])
+    func killAndResume(heldAt point: String, committed: Int) throws {
         let workspace = try Workspace()
         let job = try slowJob(workspace, count: 40)
-        let run = try workspace.start([job, "--log-format", "json"])
-        if afterItems == 0 {
-            #expect(run.waitUntil { run.stdoutSoFar.contains("\"event\":\"plan\"") })
-        } else {
-            #expect(run.waitUntil { itemEvents(run) >= afterItems })
-        }
+        let pauses = try Pauses(point, in: workspace)
+        let run = try workspace.start([job, "--log-format", "json"], environment: pauses.environment)
+        let name = String(point.prefix { $0 != "@" })
+        #expect(pauses.wait(for: name, count: 2, of: run).count == 2, "\(run.stdoutSoFar.suffix(600)) \(run.stderrSoFar)")
+        #expect(run.waitUntil { itemEvents(run) >= committed })
         let workers = run.children
         run.signal(SIGKILL)
         _ = run.wait()
         // Workers die with their supervisor (PR_SET_PDEATHSIG), and with them their hold on the job.
         #expect(eventually { !workers.contains(where: processAlive) })
-        if afterItems > 0 {
-            // Nobody holds the job now: status shows the killed run interrupted and nothing running, before any run closes it.
-            let status = try #require(try JSONSerialization.jsonObject(with: Data(try workspace.run(["status", job, "--json"]).stdout.utf8)) as? [String: Any])
-            #expect((status["items"] as? [String: Int])?["running"] == nil, "\(status)")
-            #expect(((status["runs"] as? [[String: Any]])?.first?["outcome"] as? String) == "interrupted", "\(status)")
-        }
+        // Nobody holds the job now: status shows the killed run interrupted and nothing running, before any run closes it.
+        let status = try #require(try JSONSerialization.jsonObject(with: Data(try workspace.run(["status", job, "--json"]).stdout.utf8)) as? [String: Any])
+        #expect((status["items"] as? [String: Int])?["running"] == nil, "\(status)")
+        #expect(((status["runs"] as? [[String: Any]])?.first?["outcome"] as? String) == "interrupted", "\(status)")
 
         let resumed = try workspace.run([job, "--log-format", "json"])
         #expect(resumed.status == 0, "\(resumed.stderr)")
         let summary = try #require(summaryEvent(resumed.stdout))
         let upToDate = try #require(summary["upToDate"] as? Int)
         #expect((summary["done"] as? Int ?? 0) + upToDate == 80)
-        if afterItems >= 9 {
-            #expect(upToDate > 0, "the resumed run picked up where the killed one stopped")
-        }
+        #expect(upToDate >= committed, "the resumed run picked up where the killed one stopped")
         try verifyOutputs(workspace, expected: 40)
         #expect(try StateDatabase(path: workspace.path("state/slow.sqlite")).count(state: "done") == 80)
     }

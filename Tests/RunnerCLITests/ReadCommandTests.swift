@@ -78,7 +78,7 @@ struct ReadCommandTests {
         let workers = pauses.wait(for: "worker.task", count: 2, of: run).map(\.pid)
         try #require(workers.count == 2)
         // p000-p009 rendered: killed once their 20 items are committed (reported).
-        #expect(run.waitUntil(timeout: 300) { itemEvents(run) >= 20 })
+        #expect(run.waitUntil { itemEvents(run) >= 20 })
         run.signal(SIGKILL)
         _ = run.wait()
         #expect(eventually { !workers.contains(where: processAlive) })

@@ -232,10 +232,9 @@ struct RemoteSourceTests {
         let job = try remoteJob(workspace, urls: [server.url("/slow/a.jpg"), server.url("/endless/b.jpg")],
                                 extra: #", "http": {"lowSpeedTime": 1, "timeout": 30}, "retry": {"attempts": 1}, "limits": {"maxDownloadBytes": 2000000}"#
                                     .replacingOccurrences(of: #", "retry": {"attempts": 1}"#, with: ""))
-        let started = Date()
         let result = try workspace.run([job])
         #expect(result.status == 1)
-        #expect(Date().timeIntervalSince(started) < 25, "cut well before the 30 s timeout")
+        // "stalled", not "timed out": the low-speed limit cut it, well before the 30 s timeout.
         let items = try itemsByPath(workspace)
         #expect(items["/slow/a.jpg"]?.message?.hasPrefix("transfer stalled") == true, "\(String(describing: items["/slow/a.jpg"]))")
         #expect(items["/endless/b.jpg"]?.message?.hasPrefix("larger than limits.maxDownloadBytes (2000000 bytes)") == true)

@@ -38,6 +38,8 @@ struct StateTruthTests {
         let run = try workspace.start([job, "--log-format", "json"], environment: pauses.environment)
         let workers = pauses.wait(for: "worker.task", count: 2, of: run).map(\.pid)
         #expect(workers.count == 2)
+        // Killed once the two sources' four items are recorded running (the recorder commits in batches).
+        #expect(eventually { (try? StateDatabase(path: workspace.path("state/slow.sqlite")).count(state: "running")) ?? 0 >= 4 })
         run.signal(SIGKILL)
         _ = run.wait()
         #expect(eventually { !workers.contains(where: processAlive) })

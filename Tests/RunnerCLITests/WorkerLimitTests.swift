@@ -58,7 +58,7 @@ struct WorkerLimitTests {
                          {"name": "huge", "path": "out/huge/{stem}.jpg", "chain": [{"op": "resize", "width": 20000, "enlarge": true}], "format": {"type": "jpeg"}}],
              "limits": {"maxMemory": 16777216}, "state": "state/job.sqlite"}
             """)
-        let result = try workspace.run([job], timeout: 120)
+        let result = try workspace.run([job])
         #expect(result.status == 1, "\(result.stderr)")
         let failed = try failures(workspace, job)
         #expect(failed.count == 1 && failed["aitzgorri.jpg@huge"]?.message.contains("out of memory") == true, "\(failed)")
