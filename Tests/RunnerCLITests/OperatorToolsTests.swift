@@ -17,7 +17,7 @@ struct OperatorToolsTests {
     @Test("--max-duration stops handing out work: in-flight items finish, exit 124, the next run finishes the rest")
     func timeBudget() throws {
         let workspace = try Workspace()
-        let job = try slowJob(workspace, count: 40)
+        let job = try twoOutputJob(workspace, count: 10)
         // The budget runs out at once and is held there until both workers hold their first source.
         let pauses = try Pauses("worker.task", "run.budget", in: workspace)
         let run = try workspace.start([job, "--max-duration", "0s", "--log-format", "json"], environment: pauses.environment)
@@ -32,7 +32,7 @@ struct OperatorToolsTests {
         #expect(summary["stoppedByBudget"] as? Bool == true)
         let done = try #require(summary["done"] as? Int)
         let notStarted = try #require(summary["notStarted"] as? Int)
-        #expect(done > 0 && notStarted > 0 && done + notStarted == 80, "\(summary)")
+        #expect(done > 0 && notStarted > 0 && done + notStarted == 20, "\(summary)")
         #expect(stopped.stdout.contains("time budget reached"))
         // Nothing half-written, and everything the run reported done is on disk.
         #expect(!workspace.files(in: "out/small").contains { $0.contains(".runner-tmp-") })
@@ -44,13 +44,13 @@ struct OperatorToolsTests {
         #expect(resumed.status == 0)
         let rest = try #require(summaryEvent(resumed.stdout))
         #expect(rest["done"] as? Int == notStarted, "the next run does only what was left")
-        try verifyOutputs(workspace, expected: 40)
+        try verifyOutputs(workspace, expected: 10)
     }
 
     @Test("a budget that ends with nothing left is a success; a stopped --force run keeps the failures on record")
     func budgetEdges() throws {
         let workspace = try Workspace()
-        let job = try slowJob(workspace, count: 40)
+        let job = try twoOutputJob(workspace, count: 10)
         try FileManager.default.copyItem(atPath: Fixtures.path("broken/truncated.jpg"), toPath: workspace.path("in/truncated.jpg"))
         #expect(try workspace.run([job]).status == 1)
         let nothingLeft = try workspace.run([job, "--max-duration", "0s"])

@@ -5,7 +5,7 @@ import TestSupport
 import Glibc
 #endif
 
-@Suite("Workers that hang or run away", .serialized)
+@Suite("Workers that hang or run away")
 struct WorkerLimitTests {
     @Test("a worker that stops answering is killed after limits.itemTimeout: its source fails as crashed, the source queued behind it and the rest are done, the run ends")
     func hungWorkerIsReplaced() throws {
