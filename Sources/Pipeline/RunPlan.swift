@@ -80,6 +80,7 @@ final class RunStops {
             let timer = DispatchSource.makeTimerSource(queue: .global())
             timer.schedule(wallDeadline: .now() + max(deadline.timeIntervalSinceNow, 0))
             timer.setEventHandler {
+                TestPause.at(TestPause.runBudget)
                 guard control.stop(for: .budget) else { return }
                 handoff.cancel()
                 reporter.notice("time budget reached: finishing items in flight; run again to continue")

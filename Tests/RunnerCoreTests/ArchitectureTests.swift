@@ -45,7 +45,7 @@ struct ArchitectureTests {
         let scratch = NSTemporaryDirectory() + "runner-dump-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: scratch) }
         let dump = try RunningCommand("/usr/bin/env", arguments: ["swift", "package", "--scratch-path", scratch, "dump-package"],
-                                      directory: package, environment: [:]).wait(timeout: 120)
+                                      directory: package, environment: [:]).wait()
         try #require(dump.status == 0, "\(dump.stderr)")
         let manifest = try #require(try JSONSerialization.jsonObject(with: Data(dump.stdout.utf8)) as? [String: Any])
         var checked = 0
