@@ -1,7 +1,9 @@
 /// Why one item failed. Stored by `kind` in the state database; `message` carries the
 /// decoder's or the system's own words.
 public struct ItemFailure: Error, Sendable, Codable, Equatable, CustomStringConvertible {
-    public enum Kind: String, Sendable, Codable, CaseIterable {
+    /// Printed as stored (`too-large`), wherever a message interpolates one.
+    public enum Kind: String, Sendable, Codable, CaseIterable, CustomStringConvertible {
+        public var description: String { rawValue }
         /// The source could not be read (missing, permission denied, I/O error).
         case unreadable
         /// An HTTP(S) source could not be fetched (status, timeout, too large, not an image...).

@@ -41,6 +41,9 @@ struct WorkerLimitTests {
         #expect(failed.count == 1 && failed["wide.png@o"]?.kind == "too-large", "\(failed)")
         #expect(failed["wide.png@o"]?.message == "image needs 61 MiB decoded (8000x8000, 1 bands of 1 bytes), over limits.maxMemory 16000000 (15 MiB)",
                 "\(failed)")
+        // The text listing spells the kind as the JSON and the state do.
+        let listed = try workspace.run(["failed", job]).stdout
+        #expect(listed.contains("wide.png -> o: too-large: image needs 61 MiB"), "\(listed)")
         #expect(workspace.files(in: "out") == ["friends.png"])
         // The limit decided it: raising it tries the source again.
         try oneOutputJob(workspace, extra: #", "limits": {"maxMemory": 100000000}"#)
