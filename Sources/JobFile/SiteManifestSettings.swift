@@ -14,7 +14,7 @@ package enum SourceNaming: String, CaseIterable, Sendable {
 }
 
 /// The job's `manifest` key: where every run writes the manifest of the job's outputs (docs/JOB-FILE.md,
-/// Site manifest). Not the job file, which the `Manifest` stage reads.
+/// Site manifest). Not the job file, which the `JobFile` stage reads.
 package struct SiteManifestSettings: Sendable, Equatable {
     /// Absolute and normal; anywhere but the job file, the state database, an output's path or folder.
     package let path: String

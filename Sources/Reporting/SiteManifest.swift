@@ -9,7 +9,7 @@ import Output
 /// site build's `srcset` and `<picture>`; read from state databases alone, in a stable order
 /// (source key, then output name, byte for byte) with sorted keys, so the same state gives the
 /// same bytes. A sharded job's databases are merged a page at a time, so memory stays flat.
-/// Not the job file (`Manifest`, the first stage).
+/// Not the job file (`JobFile`, the first stage).
 package struct SiteManifestWriter {
     /// `manifestVersion`: the shape `SiteManifestSchema` describes.
     package static let version = 1
