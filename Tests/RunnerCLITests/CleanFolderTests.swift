@@ -21,7 +21,7 @@ struct CleanFolderTests {
     }
 
     @Test("a folder is read again only once changed (a planted temporary is removed); one changed within 2 s, or holding a live temporary, is not trusted; a deleted output is rendered again")
-    func skipsCleanFolders() throws {
+    func skipsCleanFolders() async throws {
         let workspace = try Workspace()
         try workspace.copyFixtures(["photos/friends.jpg"], to: "in/a")
         try workspace.copyFixtures(["photos/fig-bowl.jpg"], to: "in/b")
@@ -32,7 +32,7 @@ struct CleanFolderTests {
              "state": "state.sqlite"}
             """)
         #expect(try run(workspace, job).summary["done"] as? Int == 2)
-        Thread.sleep(forTimeInterval: 2.2)
+        try await pastTheRacyWindow()
         // out/b looks modified just now, as if by a run still writing there: never recorded clean.
         try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(3600)], ofItemAtPath: workspace.path("out/b"))
         #expect(swept(try run(workspace, job).plan) == [2, 0, 0])
@@ -48,13 +48,13 @@ struct CleanFolderTests {
         let rerun = try run(workspace, job)
         #expect(rerun.summary["done"] as? Int == 1)
         #expect(workspace.files(in: "out/a") == ["friends.jpg"])
-        Thread.sleep(forTimeInterval: 2.2)
+        try await pastTheRacyWindow()
         #expect(swept(try run(workspace, job).plan) == [2, 0, 0])
         #expect(swept(try run(workspace, job).plan) == [1, 1, 0])
 
         // Another machine's young temporary stays, and so its folder is read on every run until it goes.
         try workspace.write("in progress elsewhere", to: "out/a/.more.jpg.runner-tmp-999999999-0a1b2c3d")
-        Thread.sleep(forTimeInterval: 2.2)
+        try await pastTheRacyWindow()
         #expect(swept(try run(workspace, job).plan) == [2, 0, 0])
         #expect(swept(try run(workspace, job).plan) == [2, 0, 0])
         #expect(workspace.files(in: "out/a") == [".more.jpg.runner-tmp-999999999-0a1b2c3d", "friends.jpg"])

@@ -5,12 +5,18 @@ import Glibc
 import Testing
 import TestSupport
 
+/// Waits out runner's racy window: a file or folder's identity is trusted only once it was last
+/// changed 2 s before it is read (FileIdentity.racyWindow). Asleep without holding a thread.
+func pastTheRacyWindow() async throws {
+    try await Task.sleep(for: .seconds(2.2))
+}
+
 @Suite("A shard reuses its last plan while nothing that decides its sources changed")
 struct ShardPlanReuseTests {
     /// Hard links of fixture photos at `names` (relative to the workspace), a list naming `lines`,
     /// and a job over the list; the list is then left alone for longer than runner's racy window
     /// (2 s), so the first run may record its plan.
-    func listJob(_ workspace: Workspace, photos names: [String], lines: [String], template: String) throws -> String {
+    func listJob(_ workspace: Workspace, photos names: [String], lines: [String], template: String) async throws -> String {
         let photos = ["photos/friends.jpg", "photos/fig-bowl.jpg", "extra/ladybird.jpg"]
         for (index, name) in names.enumerated() {
             try FileManager.default.createDirectory(atPath: (workspace.path(name) as NSString).deletingLastPathComponent,
@@ -19,7 +25,7 @@ struct ShardPlanReuseTests {
         }
         try workspace.write(lines.joined(separator: "\n") + "\n", to: "list.txt")
         let job = try writeJob(workspace, template: template)
-        Thread.sleep(forTimeInterval: 2.2)
+        try await pastTheRacyWindow()
         return job
     }
 
@@ -62,11 +68,11 @@ struct ShardPlanReuseTests {
     }
 
     @Test("an unchanged list is not read again; an added line, or a same-size rewrite with its old mtime, is found")
-    func listChanges() throws {
+    func listChanges() async throws {
         let workspace = try Workspace()
         let server = try HTTPTestServer()
         let photos = (0..<8).map { "in/\($0).jpg" }
-        let job = try listJob(workspace, photos: photos, lines: Array(photos[0..<6]) + [server.url("/img/remote.jpg")],
+        let job = try await listJob(workspace, photos: photos, lines: Array(photos[0..<6]) + [server.url("/img/remote.jpg")],
                               template: "out/{dir}/{stem}.jpg")
         let fresh = try listing(workspace, job)
         #expect(try runShards(workspace, job).done == 7)
@@ -85,7 +91,7 @@ struct ShardPlanReuseTests {
 
         // Recorded again once the list has settled; then one line rewritten in place, same size, with the
         // old modification time put back: only the change time tells.
-        Thread.sleep(forTimeInterval: 2.2)
+        try await pastTheRacyWindow()
         #expect(try runShards(workspace, job).done == 0)
         #expect(try plan(workspace, job, shard: 0)["reusedSources"] as? Bool == true)
         var before = stat()
@@ -104,9 +110,9 @@ struct ShardPlanReuseTests {
     }
 
     @Test("a line that makes two outputs collide is refused by every shard")
-    func collidingLine() throws {
+    func collidingLine() async throws {
         let workspace = try Workspace()
-        let job = try listJob(workspace, photos: ["a/x.jpg", "b/x.jpg", "c/y.jpg", "c/z.jpg", "c/w.jpg"],
+        let job = try await listJob(workspace, photos: ["a/x.jpg", "b/x.jpg", "c/y.jpg", "c/z.jpg", "c/w.jpg"],
                               lines: ["a/x.jpg", "c/y.jpg", "c/z.jpg", "c/w.jpg"], template: "out/{stem}.jpg")
         #expect(try runShards(workspace, job).done == 4)
         for index in 0..<2 { #expect(try plan(workspace, job, shard: index)["reusedSources"] as? Bool == true, "shard \(index)/2") }
@@ -119,9 +125,9 @@ struct ShardPlanReuseTests {
     }
 
     @Test("a changed output template is checked against the whole job again; the refused run records nothing")
-    func changedTemplate() throws {
+    func changedTemplate() async throws {
         let workspace = try Workspace()
-        let job = try listJob(workspace, photos: ["a/x.jpg", "b/x.jpg", "c/y.jpg"], lines: ["a/x.jpg", "b/x.jpg", "c/y.jpg"],
+        let job = try await listJob(workspace, photos: ["a/x.jpg", "b/x.jpg", "c/y.jpg"], lines: ["a/x.jpg", "b/x.jpg", "c/y.jpg"],
                               template: "out/{dir}/{stem}.jpg")
         #expect(try runShards(workspace, job).done == 3)
         for index in 0..<2 { #expect(try plan(workspace, job, shard: index)["reusedSources"] as? Bool == true, "shard \(index)/2") }

@@ -157,7 +157,7 @@ struct StateAndOutputTests {
         elsewhere.st_dev &+= 1
         #expect(FileIdentity(info) == FileIdentity(elsewhere), "a shard on another node reuses its plan")
         #expect(FileIdentity(info).description == FileIdentity(elsewhere).description)
-        usleep(10_000)
+        usleep(10_000)  // past the file system's timestamp tick, so the folder's times can change
         try workspace.write("b", to: "folder/b.txt")
         #expect(FileIdentity(path: workspace.path("folder")) != FileIdentity(info), "an added entry is seen")
     }

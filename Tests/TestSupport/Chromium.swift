@@ -51,7 +51,7 @@ public enum Chromium {
         defer { try? FileManager.default.removeItem(atPath: profile) }
         let result = execute(path, ["--headless=new", "--no-sandbox", "--disable-gpu", "--allow-file-access-from-files",
                                     "--user-data-dir=\(profile)", "--virtual-time-budget=\(budget)"] + arguments,
-                             environment: [:], timeout: 120)
+                             environment: [:], timeout: 300)
         guard result.status == 0 else { throw Failure(message: "chromium exited \(result.status): \(result.stderr.suffix(500))") }
         return result.stdout
     }

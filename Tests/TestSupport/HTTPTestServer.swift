@@ -21,9 +21,11 @@ public final class HTTPTestServer: @unchecked Sendable {
         process.standardError = FileHandle.nullDevice
         try process.run()
         var port: Int?
-        for _ in 0..<500 where port == nil {
+        // Until it says where it listens (written whole, then renamed), or it exits.
+        let started = process
+        eventually {
             port = (try? String(contentsOfFile: portFile, encoding: .utf8)).flatMap { Int($0) }
-            if port == nil { usleep(10_000) }
+            return port != nil || !started.isRunning
         }
         guard let port else {
             process.terminate()

@@ -68,7 +68,7 @@ public final class TmpfsMount: @unchecked Sendable {
 
     private static func command(_ program: String, _ arguments: [String]) -> CommandResult {
         do {
-            return try RunningCommand(program, arguments: arguments, directory: "/", environment: [:]).wait(timeout: 60)
+            return try RunningCommand(program, arguments: arguments, directory: "/", environment: [:]).wait()
         } catch {
             return CommandResult(status: -1, stdout: "", stderr: "\(program): \(error)")
         }
@@ -86,11 +86,11 @@ public enum AsNobody {
         return probe.status == 0 ? nil : "runner cannot run as nobody from \(RunnerBinary.path) (exit \(probe.status)): \(probe.stderr)"
     }()
 
-    public static func run(_ arguments: [String], in directory: String, timeout: Double = 120) -> CommandResult {
+    public static func run(_ arguments: [String], in directory: String) -> CommandResult {
         do {
             return try RunningCommand("/usr/bin/setpriv",
                                       arguments: ["--reuid=nobody", "--regid=nogroup", "--clear-groups", "--", RunnerBinary.path] + arguments,
-                                      directory: directory, environment: [:]).wait(timeout: timeout)
+                                      directory: directory, environment: [:]).wait()
         } catch {
             return CommandResult(status: -1, stdout: "", stderr: "setpriv: \(error)")
         }
