@@ -50,7 +50,12 @@ public struct DuplicatesReport: Codable, Sendable {
         guard let dhash = job.derive.values.first(where: { $0 is DHash }) else { throw Self.noDHash() }
         let databases = try JobDatabases(job: job)
         defer { databases.close() }
-        let stores = databases.parts.map(\.store)
+        try self.init(databases, dhash: dhash, job: job, distance: distance)
+    }
+
+    /// From databases a caller opened and closes; `dhash` is the job's.
+    package init(_ databases: JobDatabases, dhash: any DerivedValue, job: Job, distance: Int = DHash.duplicateDistance) throws {
+        let stores = databases.stores
         var members: [Member] = []
         var hashes: [UInt64] = []
         for store in stores {

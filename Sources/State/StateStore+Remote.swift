@@ -25,17 +25,6 @@ extension StateStore {
         }
     }
 
-    /// The blacklist by URL (the first `limit`; -1: all).
-    public func blockedURLs(limit: Int = -1) throws -> [BlacklistEntry] {
-        try database.read { db in
-            try BlacklistEntry.fetchAll(db, sql: "SELECT * FROM blacklist ORDER BY url LIMIT ?", arguments: [limit])
-        }
-    }
-
-    public func blockedURLCount() throws -> Int {
-        try database.read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM blacklist") ?? 0 }
-    }
-
     // MARK: Originals (downloaded sources)
 
     /// The least recently used originals to drop so the rest total at most `limit` bytes.

@@ -105,70 +105,110 @@ extension StateStore {
         }
     }
 
-    /// Done items that rendered with a warning (the first `limit`; -1: all).
-    public func warnedItems(limit: Int = -1) throws -> [WarnedItemRecord] {
-        try database.read { db in
-            try Row.fetchAll(db, sql: """
-                SELECT key, source_key, output_name, warning FROM item
-                WHERE state = \(ItemState.done.sql) AND warning IS NOT NULL ORDER BY source_key, output_name LIMIT ?
-                """, arguments: [limit]).map {
-                    WarnedItemRecord(key: $0[ItemTable.key], source: $0[ItemTable.sourceKey], output: $0[ItemTable.outputName],
-                                     warning: $0[ItemTable.warning])
-                }
-        }
-    }
-
     public func warnedItemCount() throws -> Int {
         try database.read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM item WHERE state = \(ItemState.done.sql) AND warning IS NOT NULL") ?? 0 }
-    }
-
-    /// Failed items, of one `kind` or all (the first `limit`; -1: all).
-    public func failedItems(kind: String? = nil, limit: Int = -1) throws -> [FailedItemRecord] {
-        try database.read { db in
-            try Row.fetchAll(db, sql: """
-                SELECT key, source_key, output_name, error_kind, error_message, attempts, COALESCE(failed_since, updated_at) AS since
-                FROM item WHERE state = \(ItemState.failed.sql) AND (?1 IS NULL OR COALESCE(error_kind, 'unknown') = ?1)
-                ORDER BY source_key, output_name LIMIT ?2
-                """, arguments: [kind, limit]).map { row in
-                FailedItemRecord(key: row[ItemTable.key], source: row[ItemTable.sourceKey], output: row[ItemTable.outputName],
-                                 kind: row[ItemTable.errorKind] ?? "unknown", message: row[ItemTable.errorMessage] ?? "",
-                                 attempts: row[ItemTable.attempts], since: Date(timeIntervalSince1970: row["since"]))
-            }
-        }
-    }
-
-    /// Items with an output or a failure to show in a contact sheet.
-    package func sheetItemCount() throws -> Int {
-        try database.read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM item WHERE state IN (\(ItemState.done.sql), \(ItemState.failed.sql))") ?? 0 }
-    }
-
-    /// Streams a contact sheet's items, failed first, then newest first: every `stride`th of them,
-    /// at most `limit`. SQLite sorts rowids only (1,000,000 items: about a second); only the row in
-    /// hand is in memory.
-    package func forEachSheetItem(stride: Int, limit: Int, _ body: (SheetItemRecord) throws -> Void) throws {
-        try database.read { db in
-            let rows = try Row.fetchCursor(db, sql: """
-                SELECT key, source_key, output_name, state, output_path, error_kind, error_message, updated_at
-                FROM (SELECT rowid AS id,
-                          ROW_NUMBER() OVER (ORDER BY state = \(ItemState.failed.sql) DESC, updated_at DESC, rowid DESC) - 1 AS position
-                      FROM item WHERE state IN (\(ItemState.done.sql), \(ItemState.failed.sql))) AS ranked
-                JOIN item ON item.rowid = ranked.id
-                WHERE position % ? = 0 ORDER BY position LIMIT ?
-                """, arguments: [stride, limit])
-            while let row = try rows.next() {
-                let failed = row[ItemTable.state] == ItemState.failed.rawValue
-                try body(SheetItemRecord(key: row[ItemTable.key], source: row[ItemTable.sourceKey], output: row[ItemTable.outputName],
-                                         outputPath: row[ItemTable.outputPath],
-                                         failureKind: failed ? row[ItemTable.errorKind] ?? "unknown" : nil,
-                                         failureMessage: row[ItemTable.errorMessage] ?? "",
-                                         at: Date(timeIntervalSince1970: row[ItemTable.updatedAt])))
-            }
-        }
     }
 
     /// SQLite's own consistency check (`PRAGMA integrity_check`): "ok" for an intact file.
     public func integrityCheck() throws -> String {
         try database.read { db in try String.fetchOne(db, sql: "PRAGMA integrity_check") ?? "" }
+    }
+}
+
+extension [StateStore] {
+    /// Failed items by failure kind over every store, with the oldest failure still standing in each.
+    package func failureKinds() throws -> [FailureKindRecord] {
+        var kinds: [String: FailureKindRecord] = [:]
+        for kind in try flatMap({ try $0.failureKinds() }) {
+            kinds[kind.kind] = kinds[kind.kind].map { FailureKindRecord(kind: kind.kind, count: $0.count + kind.count, since: Swift.min($0.since, kind.since)) } ?? kind
+        }
+        return kinds.values.sorted { bytewise($0.kind, $1.kind) }
+    }
+
+    /// Failed items, of one `kind` or all, in source and output order (the first `limit`; -1: all).
+    package func forEachFailedItem(kind: String? = nil, limit: Int = -1, _ body: (FailedItemRecord) throws -> Void) throws {
+        try forEachMerged(limit: limit, { db in
+            try Row.fetchCursor(db, sql: """
+                SELECT key, source_key, output_name, error_kind, error_message, attempts, COALESCE(failed_since, updated_at) AS since
+                FROM item WHERE state = \(ItemState.failed.sql) AND (?1 IS NULL OR COALESCE(error_kind, 'unknown') = ?1)
+                ORDER BY source_key, output_name
+                """, arguments: [kind])
+        }, as: { row in
+            FailedItemRecord(key: row[ItemTable.key], source: row[ItemTable.sourceKey], output: row[ItemTable.outputName],
+                             kind: row[ItemTable.errorKind] ?? "unknown", message: row[ItemTable.errorMessage] ?? "",
+                             attempts: row[ItemTable.attempts], since: Date(timeIntervalSince1970: row["since"]))
+        }, precedes: { bytewise(($0.source, $0.output), ($1.source, $1.output)) }, body)
+    }
+
+    /// Done items that rendered with a warning, in source and output order (the first `limit`; -1: all).
+    package func forEachWarnedItem(limit: Int = -1, _ body: (WarnedItemRecord) throws -> Void) throws {
+        try forEachMerged(limit: limit, { db in
+            try Row.fetchCursor(db, sql: """
+                SELECT key, source_key, output_name, warning FROM item
+                WHERE state = \(ItemState.done.sql) AND warning IS NOT NULL ORDER BY source_key, output_name
+                """)
+        }, as: { row in
+            WarnedItemRecord(key: row[ItemTable.key], source: row[ItemTable.sourceKey], output: row[ItemTable.outputName],
+                             warning: row[ItemTable.warning])
+        }, precedes: { bytewise(($0.source, $0.output), ($1.source, $1.output)) }, body)
+    }
+
+    /// The failed-URL blacklist in URL order (the first `limit`; -1: all).
+    package func forEachBlockedURL(limit: Int = -1, _ body: (BlacklistEntry) throws -> Void) throws {
+        try forEachMerged(limit: limit, { try Row.fetchCursor($0, sql: "SELECT * FROM blacklist ORDER BY url") },
+                          as: BlacklistEntry.init(row:), precedes: { bytewise($0.url, $1.url) }, body)
+    }
+
+    package func blockedURLCount() throws -> Int {
+        try sum { store in try store.database.read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM blacklist") ?? 0 } }
+    }
+
+    /// Items with an output or a failure to show in a contact sheet.
+    package func sheetItemCount() throws -> Int {
+        try sum { store in
+            try store.database.read {
+                try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM item WHERE state IN (\(ItemState.done.sql), \(ItemState.failed.sql))") ?? 0
+            }
+        }
+    }
+
+    /// Streams a contact sheet's items, failed first, then newest first: every `stride`th of them,
+    /// at most `limit`. Each store's SQLite sorts rowids only (1,000,000 items: about a second), the
+    /// orders are merged here, and only the rows sampled are read whole.
+    package func forEachSheetItem(stride: Int, limit: Int, _ body: (SheetItemRecord) throws -> Void) throws {
+        try reading { dbs in
+            var merge = try OrderedMerge(dbs.map(sheetOrder)) { $0.failed != $1.failed ? $0.failed : $0.at > $1.at }
+            var position = 0, given = 0
+            while given < limit, let (order, store) = try merge.next() {
+                defer { position += 1 }
+                guard position % stride == 0, let row = try Row.fetchOne(dbs[store].cachedStatement(sql: """
+                    SELECT key, source_key, output_name, output_path, error_kind, error_message, updated_at FROM item WHERE rowid = ?
+                    """), arguments: [order.rowid]) else { continue }
+                try body(SheetItemRecord(key: row[ItemTable.key], source: row[ItemTable.sourceKey], output: row[ItemTable.outputName],
+                                         outputPath: row[ItemTable.outputPath],
+                                         failureKind: order.failed ? row[ItemTable.errorKind] ?? "unknown" : nil,
+                                         failureMessage: row[ItemTable.errorMessage] ?? "",
+                                         at: Date(timeIntervalSince1970: row[ItemTable.updatedAt])))
+                given += 1
+            }
+        }
+    }
+
+    /// One store's done and failed items in the sheet's order, stepped through SQLite's own API:
+    /// a merge of millions reads them all, and GRDB's row cursor was most of that time.
+    private func sheetOrder(_ db: Database) throws -> () throws -> (failed: Bool, at: Double, rowid: Int64)? {
+        let statement = try db.makeStatement(sql: """
+            SELECT rowid, state = \(ItemState.failed.sql), updated_at FROM item WHERE state IN (\(ItemState.done.sql), \(ItemState.failed.sql))
+            ORDER BY 2 DESC, 3 DESC, 1 DESC
+            """)
+        return {
+            let raw = statement.sqliteStatement
+            switch sqlite3_step(raw) {
+            case SQLITE_ROW: return (sqlite3_column_int(raw, 1) != 0, sqlite3_column_double(raw, 2), sqlite3_column_int64(raw, 0))
+            case SQLITE_DONE: return nil
+            case let code: throw DatabaseError(resultCode: ResultCode(rawValue: code), message: db.lastErrorMessage, sql: statement.sql)
+            }
+        }
     }
 }
 

@@ -111,16 +111,6 @@ public final class StateStore: Sendable {
         return .current
     }
 
-    /// An empty in-memory store (`merged`).
-    init(inMemory database: DatabaseQueue) throws {
-        self.database = database
-        try Self.migrator.migrate(database)
-        others = []
-        path = ""
-        fileID = nil
-        ownerless = false
-    }
-
     /// Closes the connections now rather than with the last reference: SQLite checkpoints the WAL
     /// and removes its `-wal` and `-shm` files only on a clean close, and a run's threads still
     /// winding down could hold the store past the process's exit (a later run by another user then

@@ -15,12 +15,12 @@ struct StateAndOutputTests {
                                           .image(.decode), .image(.tooLarge)]
         try store.record(reasons.enumerated().map { .blacklisted(url: "http://h/\($0.offset)", reason: $0.element, message: "") },
                          runID: run)
-        let read = try store.blockedURLs()
+        let read = try collect { try [store].forEachBlockedURL($0) }
         #expect(read.map(\.kind) == reasons.map(Optional.some))
         #expect(read.map(\.httpStatus) == [404] + Array(repeating: nil, count: reasons.count - 1))
         #expect(Set(reasons.map(\.description)).count == reasons.count, "no two reasons share a spelling")
         try DatabaseQueue(path: workspace.path("s.sqlite")).write { try $0.execute(sql: "UPDATE blacklist SET kind = 'gone-fishing' WHERE url = 'http://h/0'") }
-        #expect(try store.blockedURLs().first?.kind == nil)
+        #expect(try collect { try [store].forEachBlockedURL(limit: 1, $0) }.first?.kind == nil)
     }
 
     @Test("the state store migrates, records batches and keeps the ledger of done items")
@@ -51,7 +51,7 @@ struct StateAndOutputTests {
         #expect(try store.plan { try $0.recorded(second.key) }?.failureKind == .decode)
         #expect(try store.plan { try $0.recorded(second.key) }?.fingerprint == second.fingerprint)
         #expect(try store.stateCounts() == ["done": 1, "failed": 1])
-        #expect(try store.failedItems().map(\.kind) == ["decode"])
+        #expect(try collect { try [store].forEachFailedItem($0) }.map(\.kind) == ["decode"])
         #expect(try store.integrityCheck() == "ok")
 
         // Reopening runs no migration twice, and the file is in WAL mode.
