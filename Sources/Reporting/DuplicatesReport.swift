@@ -67,6 +67,9 @@ public struct DuplicatesReport: Codable, Sendable {
                 hashes.append(hash)
             }
         }
+        // In key order over every store, as one database lists them: groups of a size come in the same order however sharded.
+        let order = members.indices.sorted { bytewise(members[$0].key, members[$1].key) }
+        (members, hashes) = (order.map { members[$0] }, order.map { hashes[$0] })
         self.job = job.name
         hasRun = !stores.isEmpty
         self.distance = distance

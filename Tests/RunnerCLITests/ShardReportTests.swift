@@ -120,7 +120,7 @@ struct ShardReportTests {
         try String(contentsOfFile: job, encoding: .utf8)
             .replacingOccurrences(of: #"[{"path": "in", "include": ["*"]}]"#, with: #"[{"path": "in", "include": ["*"]}, {"url": "\#(server.url("/status/404/gone.jpg"))"}]"#)
             .replacingOccurrences(of: #""state":"#, with: #""derive": ["dhash", "thumbhash", "dominant"], "state":"#)
-            .replacingOccurrences(of: #""outputs": [{"#, with: #""outputs": [{"name": "s", "path": "out/s/{stem}.webp", "chain": [{"op": "thumbnail", "width": 32}], "format": {"type": "webp"}}, {"#)
+            .replacingOccurrences(of: #""outputs": [{"#, with: #""outputs": [{"name": "s", "path": "out/s/{stem}.webp", "chain": [{"op": "thumbnail", "width": 32, "fit": "inside"}], "format": {"type": "webp"}}, {"#)
             .write(toFile: job, atomically: true, encoding: .utf8)
         // What every read command says of the job: the report's sections but its runs and shards (the
         // contact sheet's tiles as a set: items recorded in one batch are as new as each other), its times' "ago" left out.
@@ -133,12 +133,15 @@ struct ShardReportTests {
             }
             let tiles = try matches("(<figure class=\"tile[^\"]*\" title=\"[^\"]*→.*?</figure>)", in: html).map { $0[0] }.sorted()
             let status = try #require(try JSONSerialization.jsonObject(with: Data(try workspace.run(["status", job, "--json"]).stdout.utf8)) as? [String: Any])
-            return sections + tiles + ["\(status["items"] ?? "")", "\(status["warnings"] ?? "")"]
+            let items = (status["items"] as? [String: Int] ?? [:]).sorted { $0.key < $1.key }
+            return try sections + tiles + ["\(items)", "\(status["warnings"] ?? "")"]
                 + [["failed", job], ["failed", job, "--json"], ["duplicates", job], ["manifest", job]].map { try workspace.run($0).stdout }
         }
         #expect(try workspace.run([job]).status == 1)
+        #expect(try workspace.run([job]).status == 0, "the second run carries the failures over and records the URL blocked")
         let unsharded = try reads()
-        #expect(unsharded[0].contains("id=\"count-done\"><span class=\"n\">50</span> done"), "\(unsharded[0])")
+        #expect(unsharded[0].contains("id=\"count-done\"><span class=\"n\">50</span> done")
+                && unsharded[0].contains("id=\"count-blocked\"><span class=\"n\">2</span> blocked"), "\(unsharded[0])")
         #expect(unsharded[2].contains("<tr class=\"warning\">") && unsharded[3].contains("gone.jpg") && unsharded.count == 5 + 54 + 6)
         for index in 0..<4 {
             let result = try workspace.run([job, "--shard", "\(index)/4", "--log-format", "json"])
