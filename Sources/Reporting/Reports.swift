@@ -34,6 +34,7 @@ package struct JobDatabases {
         }
         parts = current.compactMap { opened[$0.path] }
         for database in earlier { opened[database.path]?.store.close() }
+        try parts.map(\.store).shareCache()
         self.earlier = earlier.map(\.path).sorted()
     }
 
@@ -154,7 +155,7 @@ public struct StatusReport: Codable, Sendable {
 /// blacklist; for a sharded job, one list over its shards. Written as the databases' cursors give
 /// the lines, so a million failures cost a line of memory.
 public enum FailedReport {
-    public static func write(_ job: Job, json: Bool, _ emit: (String) throws -> Void) throws {
+    public static func write(_ job: Job, json: Bool, _ emit: @escaping (String) throws -> Void) throws {
         let databases = try JobDatabases(job: job)
         defer { databases.close() }
         let stores = databases.stores
@@ -176,11 +177,7 @@ public enum FailedReport {
     }
 
     /// One object, keys sorted: `blocked`, `failed` and `warnings` a record a line, `hasRun`, `job`, `state`.
-    private static func writeJSON(_ job: Job, _ stores: [StateStore], _ emit: (String) throws -> Void) throws {
-        try withoutActuallyEscaping(emit) { try writeJSON(job, stores, escaping: $0) }
-    }
-
-    private static func writeJSON(_ job: Job, _ stores: [StateStore], escaping emit: @escaping (String) throws -> Void) throws {
+    private static func writeJSON(_ job: Job, _ stores: [StateStore], _ emit: @escaping (String) throws -> Void) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         encoder.dateEncodingStrategy = .iso8601

@@ -86,10 +86,10 @@ package struct SiteManifestWriter {
         while let key = next?.element.item.sourceKey {
             var items: [SiteManifestItem] = []
             var records: [DerivedSourceRecord] = []
-            var stores: Set<Int> = []
+            var seen: Set<Int> = []
             // Normally one store holds the source; another database of the layout could too: the first one's outputs count.
             while let (head, store) = next, head.item.sourceKey.utf8.elementsEqual(key.utf8) {
-                if stores.insert(store).inserted, let record = head.record { records.append(record) }
+                if seen.insert(store).inserted, let record = head.record { records.append(record) }
                 if !items.contains(where: { $0.outputName == head.item.outputName }) { items.append(head.item) }
                 next = try merge.next()
             }

@@ -131,8 +131,8 @@ extension [StateStore] {
             try Row.fetchCursor(db, sql: """
                 SELECT key, source_key, output_name, error_kind, error_message, attempts, COALESCE(failed_since, updated_at) AS since
                 FROM item WHERE state = \(ItemState.failed.sql) AND (?1 IS NULL OR COALESCE(error_kind, 'unknown') = ?1)
-                ORDER BY source_key, output_name
-                """, arguments: [kind])
+                ORDER BY source_key, output_name LIMIT ?2
+                """, arguments: [kind, limit])
         }, as: { row in
             FailedItemRecord(key: row[ItemTable.key], source: row[ItemTable.sourceKey], output: row[ItemTable.outputName],
                              kind: row[ItemTable.errorKind] ?? "unknown", message: row[ItemTable.errorMessage] ?? "",
@@ -145,8 +145,8 @@ extension [StateStore] {
         try forEachMerged(limit: limit, { db in
             try Row.fetchCursor(db, sql: """
                 SELECT key, source_key, output_name, warning FROM item
-                WHERE state = \(ItemState.done.sql) AND warning IS NOT NULL ORDER BY source_key, output_name
-                """)
+                WHERE state = \(ItemState.done.sql) AND warning IS NOT NULL ORDER BY source_key, output_name LIMIT ?
+                """, arguments: [limit])
         }, as: { row in
             WarnedItemRecord(key: row[ItemTable.key], source: row[ItemTable.sourceKey], output: row[ItemTable.outputName],
                              warning: row[ItemTable.warning])
@@ -155,7 +155,7 @@ extension [StateStore] {
 
     /// The failed-URL blacklist in URL order (the first `limit`; -1: all).
     package func forEachBlockedURL(limit: Int = -1, _ body: (BlacklistEntry) throws -> Void) throws {
-        try forEachMerged(limit: limit, { try Row.fetchCursor($0, sql: "SELECT * FROM blacklist ORDER BY url") },
+        try forEachMerged(limit: limit, { try Row.fetchCursor($0, sql: "SELECT * FROM blacklist ORDER BY url LIMIT ?", arguments: [limit]) },
                           as: BlacklistEntry.init(row:), precedes: { bytewise($0.url, $1.url) }, body)
     }
 

@@ -17,7 +17,8 @@ extension [StateStore] {
     }
 
     /// The first `limit` (-1: all) rows `cursor` reads in each store, as records merged in
-    /// `precedes` order, which each store's cursor must give already (its `ORDER BY`).
+    /// `precedes` order, which each store's cursor must give already (its `ORDER BY`, with a `LIMIT`
+    /// of `limit` too, so SQLite's sort keeps no more).
     func forEachMerged<R>(limit: Int = -1, _ cursor: (Database) throws -> RowCursor, as record: @escaping (Row) -> R,
                           precedes: @escaping (R, R) -> Bool, _ body: (R) throws -> Void) throws {
         try reading { dbs in
@@ -41,6 +42,14 @@ extension [StateStore] {
             found.merge(try store.sourceRecords(of: keys.filter { found[$0] == nil })) { first, _ in first }
         }
         return found
+    }
+
+    /// Shares 16 MB of SQLite's page cache out among the stores (each at most its default 2 MB), for
+    /// reading them all at once. (A sort, such as the contact sheet's order, holds up to about 1 MB
+    /// more in each: SQLite's least before it spills to a temporary file.)
+    package func shareCache() throws {
+        guard count > 1 else { return }
+        for store in self { try store.database.inDatabase { try $0.execute(sql: "PRAGMA cache_size = -\(Swift.min(2000, 16 * 1024 / count))") } }
     }
 
     /// The sum of a figure of each store.
