@@ -159,17 +159,11 @@ extension [StateStore] {
                           as: BlacklistEntry.init(row:), precedes: { bytewise($0.url, $1.url) }, body)
     }
 
-    package func blockedURLCount() throws -> Int {
-        try sum { store in try store.database.read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM blacklist") ?? 0 } }
-    }
+    package func blockedURLCount() throws -> Int { try counted("SELECT COUNT(*) FROM blacklist") }
 
     /// Items with an output or a failure to show in a contact sheet.
     package func sheetItemCount() throws -> Int {
-        try sum { store in
-            try store.database.read {
-                try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM item WHERE state IN (\(ItemState.done.sql), \(ItemState.failed.sql))") ?? 0
-            }
-        }
+        try counted("SELECT COUNT(*) FROM item WHERE state IN (\(ItemState.done.sql), \(ItemState.failed.sql))")
     }
 
     /// Streams a contact sheet's items, failed first, then newest first: every `stride`th of them,
@@ -194,21 +188,13 @@ extension [StateStore] {
         }
     }
 
-    /// One store's done and failed items in the sheet's order, stepped through SQLite's own API:
-    /// a merge of millions reads them all, and GRDB's row cursor was most of that time.
+    /// One store's done and failed items in the sheet's order.
     private func sheetOrder(_ db: Database) throws -> () throws -> (failed: Bool, at: Double, rowid: Int64)? {
-        let statement = try db.makeStatement(sql: """
+        let rows = try Row.fetchCursor(db, sql: """
             SELECT rowid, state = \(ItemState.failed.sql), updated_at FROM item WHERE state IN (\(ItemState.done.sql), \(ItemState.failed.sql))
             ORDER BY 2 DESC, 3 DESC, 1 DESC
             """)
-        return {
-            let raw = statement.sqliteStatement
-            switch sqlite3_step(raw) {
-            case SQLITE_ROW: return (sqlite3_column_int(raw, 1) != 0, sqlite3_column_double(raw, 2), sqlite3_column_int64(raw, 0))
-            case SQLITE_DONE: return nil
-            case let code: throw DatabaseError(resultCode: ResultCode(rawValue: code), message: db.lastErrorMessage, sql: statement.sql)
-            }
-        }
+        return { try rows.next().map { ($0[1], $0[2], $0[0]) } }
     }
 }
 

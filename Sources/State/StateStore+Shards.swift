@@ -1,7 +1,6 @@
 import Foundation
 import GRDB
 import Support
-import Model
 
 /// Several state databases of one job read as one: the shards of the layout that answers for it
 /// (`JobStateLayout.current`). Figures are summed, listings merged in order from a cursor per
@@ -45,16 +44,16 @@ extension [StateStore] {
     }
 
     /// Shares 16 MB of SQLite's page cache out among the stores (each at most its default 2 MB), for
-    /// reading them all at once. (A sort, such as the contact sheet's order, holds up to about 1 MB
+    /// reading them all at once. (A sort, such as the contact sheet's order, holds up to about 1.3 MB
     /// more in each: SQLite's least before it spills to a temporary file.)
     package func shareCache() throws {
         guard count > 1 else { return }
         for store in self { try store.database.inDatabase { try $0.execute(sql: "PRAGMA cache_size = -\(Swift.min(2000, 16 * 1024 / count))") } }
     }
 
-    /// The sum of a figure of each store.
-    func sum(_ figure: (StateStore) throws -> Int) rethrows -> Int {
-        try reduce(0) { try $0 + figure($1) }
+    /// The sum of a `SELECT COUNT(*)` in every store.
+    func counted(_ sql: String) throws -> Int {
+        try reduce(0) { total, store in try total + store.database.read { try Int.fetchOne($0, sql: sql) ?? 0 } }
     }
 }
 
