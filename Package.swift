@@ -59,6 +59,8 @@ let package = Package(
                        providers: [.apt(["libcurl4-openssl-dev"])]),
         // Linux calls the Glibc module leaves out (it is built without _GNU_SOURCE).
         .systemLibrary(name: "CSystem", path: "Sources/CSystem"),
+        // OpenSSL's SHA-256 and HMAC, for object-store signatures (docs/DESIGN.md, Choices).
+        .systemLibrary(name: "CCrypto", path: "Sources/CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         // The library, one target per stage of the flow (docs/ARCHITECTURE.md):
         // job file -> plan -> schedule -> load -> process -> write -> record.
         // Each depends only on the stages it uses: JobFile reads the job; Planning plans it against
@@ -66,6 +68,9 @@ let package = Package(
         // Loading fetches; Processing is the worker's image code; Scheduling runs both; Pipeline
         // wires a run. An import against the flow does not compile.
         .target(name: "Support", dependencies: ["CSystem"]),
+        // S3-compatible stores: SigV4 signing and the credentials chain, below every stage that
+        // lists, fetches, writes or records in a bucket.
+        .target(name: "ObjectStore", dependencies: ["CCurl", "CCrypto"]),
         .target(name: "Model", dependencies: ["Support"]),
         .target(name: "Keys", dependencies: ["Support"]),
         .target(name: "Imaging", dependencies: ["Keys", "Model", "CVips"]),
@@ -100,7 +105,7 @@ let package = Package(
         ),
         .testTarget(
             name: "RunnerCoreTests",
-            dependencies: ["CVips", "TestSupport"],
+            dependencies: ["CVips", "ObjectStore", "TestSupport"],
             path: "Tests/RunnerCoreTests"
         ),
         .testTarget(

@@ -1,12 +1,13 @@
 internal import CCurl
-import JobFile
 import Model
+import Planning
 
 /// Why a download failed, classified once so the blacklist never matches strings.
 /// Permanent failures blacklist the URL; transient ones are retried (SDWebImage's rule, made precise).
 package struct DownloadFailure: Error, Sendable, CustomStringConvertible {
     package enum Reason: Sendable, Equatable {
-        case httpStatus(Int)
+        /// A response's status, and what its source's kind says it means.
+        case httpStatus(Int, ResponseMeaning)
         case timedOut
         case stalled
         case hostNotFound
@@ -32,7 +33,7 @@ package struct DownloadFailure: Error, Sendable, CustomStringConvertible {
 
     package var isTransient: Bool {
         switch reason {
-        case .httpStatus(let status): status == 408 || status == 429 || status >= 500
+        case .httpStatus(_, let meaning): meaning == .transient
         case .timedOut, .stalled, .hostNotFound, .connectionFailed, .connectionReset, .truncated, .other: true
         // A local failure is not retried within the run (a full disk stays full for seconds), nor
         // does it blacklist the URL: the next run tries again.
@@ -53,7 +54,7 @@ package struct DownloadFailure: Error, Sendable, CustomStringConvertible {
     package var blacklistReason: BlacklistReason? {
         guard !isTransient else { return nil }
         return switch reason {
-        case .httpStatus(let status): .download(.httpStatus(status))
+        case .httpStatus(let status, _): .download(.httpStatus(status))
         case .tooManyRedirects: .download(.tooManyRedirects)
         case .forbiddenScheme: .download(.forbiddenScheme)
         case .malformedURL: .download(.malformedURL)
@@ -65,7 +66,7 @@ package struct DownloadFailure: Error, Sendable, CustomStringConvertible {
 
     package var description: String {
         let summary: String = switch reason {
-        case .httpStatus(let status): "HTTP \(status)"
+        case .httpStatus(let status, _): "HTTP \(status)"
         case .timedOut: "timed out"
         case .stalled: "transfer stalled"
         case .hostNotFound: "host not found"

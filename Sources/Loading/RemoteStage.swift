@@ -18,7 +18,7 @@ import Output
 /// workers without a request.
 package final class RemoteStage: @unchecked Sendable {
     private let job: Job
-    private let planner: Planner
+    private let classifier: Classifier
     private let sources: PlannedSources
     /// URLs that more than one source names: their results are kept for sources that come later.
     private let repeatedURLs: DigestSet
@@ -36,12 +36,12 @@ package final class RemoteStage: @unchecked Sendable {
     /// What stopped the stage early: a state write that failed, a damaged plan file.
     private let failure = Mutex<(any Error)?>(nil)
 
-    package init(job: Job, planner: Planner, sources: PlannedSources, repeatedURLs: DigestSet, store: StateStore,
+    package init(job: Job, classifier: Classifier, sources: PlannedSources, repeatedURLs: DigestSet, store: StateStore,
          recorder: Recorder, handoff: TaskQueue, control: RunControl, retryFailed: Bool, downloadOnly: Bool,
          notice: @escaping @Sendable (String) -> Void) {
         self.notice = notice
         self.job = job
-        self.planner = planner
+        self.classifier = classifier
         self.sources = sources
         self.repeatedURLs = repeatedURLs
         self.store = store
@@ -95,21 +95,24 @@ package final class RemoteStage: @unchecked Sendable {
         Downloader(settings: job.remote).run(
             next: { [self] in
                 while let source = nextSource() {
-                    guard let remote = source.origin.loader.fetch else { continue }
+                    guard let fetched = source.kind.fetched else { continue }
                     if let reason = source.blockedReason {
                         recorder.record(source.finished(.blocked(reason: reason)))
-                    } else if case .content = source.identity, let original = source.cachedOriginal, access(original.file, R_OK) == 0 {
-                        // Planning found the cached original fresh (within `revalidate`): no request.
+                    } else if let original = source.cachedOriginal, source.identity == fetched.identity(of: original),
+                              access(original.file, R_OK) == 0 {
+                        // Planning found the cached original current (for a URL: fresh within `revalidate`): no request.
                         freshOriginals.append(source.key)
                         if freshOriginals.count >= 1_000 { touch(&freshOriginals) }
                         dispatch(source, identity: source.identity, file: original.file)
-                    } else if fetching[remote.url] != nil {
-                        fetching[remote.url]!.followers.append(source)
-                    } else if let earlier = settled[remote.url] {
-                        resolve(remote.url, primary: earlier.primary, sources: [source], earlier.result, firstTime: false)
+                    } else if fetching[fetched.location] != nil {
+                        fetching[fetched.location]!.followers.append(source)
+                    } else if let earlier = settled[fetched.location] {
+                        resolve(fetched, primary: earlier.primary, sources: [source], earlier.result, firstTime: false)
                     } else {
-                        fetching[remote.url] = Fetch(primary: source)
-                        return request(for: source, url: remote.url)
+                        fetching[fetched.location] = Fetch(primary: source)
+                        let destination = cacheFile(for: source.key)
+                        let cached = source.cachedOriginal.flatMap { FileManager.default.fileExists(atPath: destination) ? $0 : nil }
+                        return DownloadRequest(source: fetched, etag: cached?.etag, lastModified: cached?.lastModified, destination: destination)
                     }
                 }
                 return nil
@@ -117,9 +120,10 @@ package final class RemoteStage: @unchecked Sendable {
             canStart: { [self] in handoff.count < capacity },
             shouldStop: { control.phase != .running },
             deliver: { [self] request, result in
-                guard let fetch = fetching.removeValue(forKey: request.url) else { return }
-                if repeatedURLs.contains(request.url) { settled[request.url] = (fetch.primary, result) }
-                resolve(request.url, primary: fetch.primary, sources: [fetch.primary] + fetch.followers, result, firstTime: true)
+                let address = request.source.location
+                guard let fetch = fetching.removeValue(forKey: address) else { return }
+                if repeatedURLs.contains(address) { settled[address] = (fetch.primary, result) }
+                resolve(request.source, primary: fetch.primary, sources: [fetch.primary] + fetch.followers, result, firstTime: true)
             })
     }
 
@@ -134,25 +138,17 @@ package final class RemoteStage: @unchecked Sendable {
         keys.removeAll()
     }
 
-    private func request(for source: PlannedSource, url: String) -> DownloadRequest {
-        let destination = cacheFile(for: source.key)
-        let cached = source.cachedOriginal.flatMap { FileManager.default.fileExists(atPath: destination) ? $0 : nil }
-        var headers = job.remote.headers
-        if let remote = source.origin.loader.fetch { headers.merge(remote.headers) { $1 } }
-        return DownloadRequest(url: url, headers: headers, etag: cached?.etag, lastModified: cached?.lastModified,
-                               destination: destination)
-    }
-
     /// Settles `sources` of one URL with the result of the download `primary` asked for.
-    private func resolve(_ url: String, primary: PlannedSource, sources: [PlannedSource], _ result: DownloadResult,
+    private func resolve(_ fetched: any FetchedSource, primary: PlannedSource, sources: [PlannedSource], _ result: DownloadResult,
                          firstTime: Bool) {
+        let url = fetched.location
         let now = Date().timeIntervalSince1970
         let primaryFile = cacheFile(for: primary.key)
         let content: CachedOriginal
         switch result {
         case .failed(let failure, let attempts):
             let (stale, failing) = staleIfError(failure, sources: sources, now: now)
-            if !stale.isEmpty { serveStale(url, stale, failure) }
+            if !stale.isEmpty { serveStale(fetched, stale, failure) }
             guard !failing.isEmpty else { return }
             var message = failure.description
             var events: [ItemEvent] = []
@@ -197,7 +193,7 @@ package final class RemoteStage: @unchecked Sendable {
                 fail(error)
                 return
             }
-            dispatch(source, identity: .content(content.contentHash), file: file)
+            dispatch(source, identity: fetched.identity(of: content), file: file)
         }
     }
 
@@ -220,8 +216,8 @@ package final class RemoteStage: @unchecked Sendable {
 
     /// Keeps stale sources' up-to-date outputs up to date, counted not revalidated; renders their
     /// other outputs from the cached original. Said once per origin.
-    private func serveStale(_ url: String, _ sources: [(PlannedSource, CachedOriginal)], _ failure: DownloadFailure) {
-        let origin = URLComponents(string: url).map { ($0.host ?? "") + ($0.port.map { ":\($0)" } ?? "") } ?? url
+    private func serveStale(_ fetched: any FetchedSource, _ sources: [(PlannedSource, CachedOriginal)], _ failure: DownloadFailure) {
+        let origin = URLComponents(string: fetched.url).map { ($0.host ?? "") + ($0.port.map { ":\($0)" } ?? "") } ?? fetched.url
         if staleOrigins.insert(origin).inserted {
             notice("\(origin): \(failure); its cached originals serve unrevalidated (http.staleIfError "
                 + "\(Durations.describe(job.remote.staleIfError)) after their last revalidation); runner status shows since when")
@@ -231,7 +227,7 @@ package final class RemoteStage: @unchecked Sendable {
             return
         }
         for (source, original) in sources {
-            dispatch(source, identity: .content(original.contentHash), file: original.file, revalidated: false)
+            dispatch(source, identity: fetched.identity(of: original), file: original.file, revalidated: false)
         }
     }
 
@@ -249,7 +245,7 @@ package final class RemoteStage: @unchecked Sendable {
         var settled: [ItemEvent] = []
         let outputStats = FolderStat(folders: source.items.count)
         for var item in source.items {
-            item.fingerprint = planner.fingerprint(identity, output: item.outputIndex)
+            item.fingerprint = classifier.fingerprint(identity, output: item.outputIndex)
             if item.isUpToDate(statting: outputStats) {
                 settled.append(revalidated ? .unchanged(key: item.key, outputPath: item.outputPath, fingerprint: item.fingerprint)
                     : .notRevalidated(key: item.key, outputPath: item.outputPath, fingerprint: item.fingerprint))
@@ -261,10 +257,10 @@ package final class RemoteStage: @unchecked Sendable {
         }
         recorder.record(settled)
         // Derived values are decided again now that the content is known.
-        let derivation = planner.derivation(of: source, identity: identity)
-        if !work.isEmpty || derivation != nil, !downloadOnly, let remote = source.origin.loader.fetch {
-            handoff.push(ScheduledTask(file: file, url: remote.url, items: work, of: source,
-                                       fingerprint: planner.derivationFingerprint(identity), derivation: derivation))
+        let derivation = classifier.derivation(of: source, identity: identity)
+        if !work.isEmpty || derivation != nil, !downloadOnly {
+            handoff.push(ScheduledTask(file: file, url: source.location, items: work, of: source,
+                                       fingerprint: classifier.derivationFingerprint(identity), derivation: derivation))
         }
     }
 }

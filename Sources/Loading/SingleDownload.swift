@@ -1,12 +1,11 @@
-import Foundation
+import Planning
 
 extension Downloader {
-    /// Fetches one URL into `destination` with the job's HTTP settings (timeouts, retries, size
+    /// Fetches one source into `destination` with the job's HTTP settings (timeouts, retries, size
     /// limit, the check that the body is an image), unconditionally and outside the originals
     /// cache: `runner preview`.
-    package func fetch(_ url: String, headers: [String: String], to destination: String) -> DownloadResult {
-        var request: DownloadRequest? = DownloadRequest(url: url, headers: headers, etag: nil, lastModified: nil,
-                                                        destination: destination)
+    package func fetch(_ source: any FetchedSource, to destination: String) -> DownloadResult {
+        var request: DownloadRequest? = DownloadRequest(source: source, etag: nil, lastModified: nil, destination: destination)
         var result: DownloadResult?
         run(next: { defer { request = nil }; return request }, canStart: { true }, shouldStop: { false },
             deliver: { _, delivered in result = delivered })

@@ -13,7 +13,7 @@ package struct ScheduledTask: Sendable {
     package let fingerprints: [String]
     /// The URL a downloaded source came from: content it cannot decode blacklists it.
     package let url: String?
-    /// The source's key, its content's fingerprint (`Planner.derivationFingerprint`: what its
+    /// The source's key, its content's fingerprint (`Classifier.derivationFingerprint`: what its
     /// `source` row and derived values are stored under), and its derived values to compute (nil: none).
     package let sourceKey: String
     package let sourceFingerprint: String

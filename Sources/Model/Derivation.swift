@@ -1,6 +1,6 @@
 /// Which of a job's derived values one source needs computed, decided by planning against what the
 /// state database holds: values are keyed by their identifier and `fingerprint`, the source's
-/// content identity with the libvips version (`Planner.derivationFingerprint`).
+/// content identity with the libvips version (`Classifier.derivationFingerprint`).
 package struct PlannedDerivation: Sendable, Codable, Equatable {
     /// Indices into the job's `derive` list.
     package var values: [Int]

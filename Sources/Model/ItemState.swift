@@ -1,6 +1,6 @@
 /// Where an item stands, as the `item.state` column stores it and every report, JSON event and
 /// metric names it. One place, so a state cannot be spelled two ways.
-public enum ItemState: String, Sendable, Codable, CaseIterable {
+public enum ItemState: String, Sendable, Codable, CodingKeyRepresentable, CaseIterable {
     // In the order reports list them.
     /// Its output is on disk under its final name.
     case done
@@ -11,9 +11,6 @@ public enum ItemState: String, Sendable, Codable, CaseIterable {
     case running
     /// Planned, not yet started (or started by a run that was killed).
     case pending
-
-    /// As SQL text, for statements that name a state.
-    package var sql: String { "'\(rawValue)'" }
 }
 
 /// An item's key, `SOURCE@OUTPUT`: the source key (which may hold `@` itself) and the output's

@@ -3,15 +3,14 @@ import Foundation
 /// A URL on the failed-URL blacklist (SDWebImage's `failedURLs`, kept across runs): why, and since when.
 public struct BlacklistEntry: Sendable, Codable {
     public let url: String
-    /// nil: a spelling this version does not know (written by another one).
-    public let kind: BlacklistReason?
+    public let kind: BlacklistReason
     public let httpStatus: Int?
     public let message: String
     public let firstSeen: Date
     public let lastSeen: Date
     public let count: Int
 
-    package init(url: String, kind: BlacklistReason?, httpStatus: Int?, message: String, firstSeen: Date, lastSeen: Date, count: Int) {
+    package init(url: String, kind: BlacklistReason, httpStatus: Int?, message: String, firstSeen: Date, lastSeen: Date, count: Int) {
         (self.url, self.kind, self.httpStatus, self.message) = (url, kind, httpStatus, message)
         (self.firstSeen, self.lastSeen, self.count) = (firstSeen, lastSeen, count)
     }

@@ -67,7 +67,6 @@ public enum RunOutcome: String, Sendable, Codable, CaseIterable, CustomStringCon
     /// Stopped on a failure of its own (`RunSummary.failure`).
     case failed
 
-    package var sql: String { "'\(rawValue)'" }
     public var description: String { rawValue }
 }
 

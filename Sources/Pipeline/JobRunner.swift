@@ -81,13 +81,13 @@ public enum JobRunner {
             reporter.notice("\((named as? StateDatabaseError)?.summary ?? "\(named)"): stopping, finishing items in flight")
         }, onCommitted: committed.add)
         reporter.planned(plan.counts, sweep: plan.sweep)
-        let downloads = RemoteStage(job: job, planner: planner, sources: plan.remote, repeatedURLs: plan.repeatedURLs,
+        let downloads = RemoteStage(job: job, classifier: planner.classifier, sources: plan.remote, repeatedURLs: plan.repeatedURLs,
                                     store: store, recorder: recorder, handoff: handoff, control: control,
                                     retryFailed: options.retryFailed, downloadOnly: options.downloadOnly,
                                     notice: reporter.notice)
         let stops = RunStops(control: control, handoff: handoff, reporter: reporter, deadline: options.deadline)
         defer { stops.cancel() }
-        let scheduler = Scheduler(local: localTasks(plan.local, planner: planner, recorder: recorder, downloadOnly: options.downloadOnly),
+        let scheduler = Scheduler(local: localTasks(plan.local, classifier: planner.classifier, recorder: recorder, downloadOnly: options.downloadOnly),
                                   downloaded: handoff, settings: schedulerSettings(job, options), launcher: launcher,
                                   control: control, recorder: recorder, reporter: reporter)
         reporter.startTicker()
@@ -153,12 +153,10 @@ public enum JobRunner {
     }
 
     /// Local files go straight to the workers; files that vanished since listing fail here.
-    private static func localTasks(_ sources: PlannedSources, planner: Planner, recorder: Recorder,
+    private static func localTasks(_ sources: PlannedSources, classifier: Classifier, recorder: Recorder,
                                    downloadOnly: Bool) -> Scheduler.LocalSource {
         return {
             while !downloadOnly, let source = try sources.next() {
-                let loader = source.origin.loader
-                guard loader.fetch == nil else { continue }
                 switch source.identity {
                 case .missing(let message), .notRegular(_, let message):
                     // Recorded under the fingerprint it failed with, as a worker's start records it:
@@ -168,8 +166,8 @@ public enum JobRunner {
                     continue
                 case .file, .content, .unknown: break
                 }
-                return ScheduledTask(file: loader.location, items: source.items, of: source,
-                                     fingerprint: planner.derivationFingerprint(source.identity), derivation: source.derivation)
+                return ScheduledTask(file: source.location, items: source.items, of: source,
+                                     fingerprint: classifier.derivationFingerprint(source.identity), derivation: source.derivation)
             }
             return nil
         }

@@ -96,8 +96,8 @@ public enum Preview {
     }
 
     /// The source as the planner sees it, and the file the worker reads: the local file itself, or
-    /// the URL fetched into `downloadFolder` with the job's HTTP settings (and the headers of the
-    /// job's own source of that URL, if it has one).
+    /// the URL fetched into `downloadFolder` with the job's HTTP settings, as the job's own source
+    /// of that URL (its key and headers) where the job names it.
     private static func located(_ source: String, job: Job, downloadFolder: String?) throws -> (DiscoveredSource, String) {
         guard let downloadFolder else {
             let path = Paths.resolve(source, against: FileManager.default.currentDirectoryPath)
@@ -106,17 +106,16 @@ public enum Preview {
             guard (info.st_mode & S_IFMT) == S_IFREG else { throw Failure.notARegularFile(path) }
             return (.file(path, relativeDirectory: ""), path)
         }
-        guard let url = RemoteURL(source) else { throw Failure.badURL(source) }
-        var headers = job.remote.headers
-        for case .url(let text, _, let own) in job.sources where RemoteURL(text)?.normalized == url.normalized {
-            headers.merge(own) { $1 }
-        }
+        guard let url = RemoteURL(source)?.normalized else { throw Failure.badURL(source) }
+        let discovered = job.sources.lazy.compactMap { $0.listing.source(at: nil) }
+            .first { $0.origin.kind.fetched?.location == url } ?? .remote(url, key: nil, headers: [:])
+        guard let fetched = discovered.origin.kind.fetched else { throw Failure.badURL(source) }
         let file = downloadFolder + "/original"
-        switch Downloader(settings: job.remote).fetch(url.normalized, headers: headers, to: file) {
+        switch Downloader(settings: job.remote).fetch(fetched, to: file) {
         case .fetched, .notModified: break
-        case .failed(let failure, _): throw Failure.download(url.normalized, failure.description)
+        case .failed(let failure, _): throw Failure.download(url, failure.description)
         }
-        return (.remote(url.normalized, key: nil, headers: headers), file)
+        return (discovered, file)
     }
 
     /// One task on one worker, as a run hands it out.

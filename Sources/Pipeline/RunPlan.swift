@@ -20,7 +20,7 @@ struct RunPlan {
     /// The sources with work to do, local and remote, in plan order.
     let local: PlannedSources
     let remote: PlannedSources
-    /// URLs that more than one source names (only an explicit `key` allows that).
+    /// Addresses more than one source may name: only a key of a source's own (`key`) allows that.
     let repeatedURLs: DigestSet
     /// The sweep of the run's output folders (and originals cache) for a killed run's temporary files.
     let sweep: AtomicFile.Sweep
@@ -30,11 +30,9 @@ struct RunPlan {
         let localSpool = try PlanSpool(besideStateAt: job.statePath)
         let remoteSpool = try PlanSpool(besideStateAt: job.statePath)
         var folders: Set<String> = [job.remote.cacheDirectory]
-        let urlsCanRepeat = job.sources.contains { if case .url(_, let key, _) = $0 { key != nil } else { false } }
-        var seenURLs = DigestSet()
         var repeatedURLs = DigestSet()
         var sourcesToDo = 0
-        (runID, counts) = try store.beginRun(vipsVersion: planner.vipsVersion, limitsDigest: planner.limitsDigest) { pass in
+        (runID, counts) = try store.beginRun(vipsVersion: planner.classifier.vipsVersion, limitsDigest: planner.classifier.limitsDigest) { pass in
             try planner.classifyAll(state: pass, memory: pass, retryFailed: options.retryFailed, force: options.force) { found in
                 var source = found
                 // Every output folder, up to date or not: a killed run may have staged a file beside
@@ -45,8 +43,9 @@ struct RunPlan {
                 try pass.recordPlanned(source)
                 sourcesToDo += 1
                 foundWork(sourcesToDo)
-                if let remote = source.origin.loader.fetch {
-                    if urlsCanRepeat && !seenURLs.insert(remote.url) { _ = repeatedURLs.insert(remote.url) }
+                if let fetched = source.kind.fetched {
+                    // Two sources share an address only when a key of their own tells them apart.
+                    if source.key != fetched.location { _ = repeatedURLs.insert(fetched.location) }
                     try remoteSpool.append(source)
                 } else {
                     try localSpool.append(source)
@@ -81,6 +80,7 @@ final class RunStops {
             let timer = DispatchSource.makeTimerSource(queue: .global())
             timer.schedule(wallDeadline: .now() + max(deadline.timeIntervalSinceNow, 0))
             timer.setEventHandler {
+                TestPause.at(TestPause.runBudget)
                 guard control.stop(for: .budget) else { return }
                 handoff.cancel()
                 reporter.notice("time budget reached: finishing items in flight; run again to continue")

@@ -97,8 +97,10 @@ public struct PlannedSource: Sendable, Codable {
     package let origin: SourceOrigin
     /// What the fingerprint knows of the source's content, or why a file could not be read.
     package var identity: SourceIdentity
-    /// A URL source's original in the cache, as the state database records it.
+    /// A fetched source's original in the cache, as the state database records it.
     package var cachedOriginal: CachedOriginal?
+    /// The cached original's content, as the source's kind identifies it.
+    package var cachedIdentity: SourceIdentity? { cachedOriginal.flatMap { kind.fetched?.identity(of: $0) } }
     /// Why a blocked source's URL is blacklisted.
     package var blockedReason: String?
     /// What the state database holds of the source's derived values, and which of them to compute.
@@ -106,8 +108,9 @@ public struct PlannedSource: Sendable, Codable {
     package var derivation: PlannedDerivation?
     public var items: [PlannedItem]
 
+    package var kind: any SourceKind { origin.kind }
     /// The file path or URL, for people.
-    public var location: String { origin.loader.location }
+    public var location: String { origin.kind.location }
 }
 
 /// A source's derived values as the state database holds them: each value's identifier and the

@@ -8,74 +8,20 @@ import Keys
 import Imaging
 import JobFile
 
-/// What the state database says about an item finished earlier: done, or failed for a reason
-/// its content decides (`failureKind`) under the limits `failedUnder` (`Planner.limitsDigest`).
-package struct LedgerEntry: Sendable, Codable {
-    package let fingerprint: String
-    package let outputPath: String
-    package var failureKind: ItemFailure.Kind? = nil
-    package var failedUnder: String? = nil
-
-    package init(fingerprint: String, outputPath: String, failureKind: ItemFailure.Kind? = nil, failedUnder: String? = nil) {
-        self.fingerprint = fingerprint
-        self.outputPath = outputPath
-        self.failureKind = failureKind
-        self.failedUnder = failedUnder
-    }
-}
-
-/// The recorded state that decides whether an item runs, looked up one key at a time so a
-/// plan never needs the whole ledger in memory. `StateStore.PlanningPass` reads the database;
-/// `PlanningState` holds a few entries in memory.
-package protocol PlanningLookup {
-    /// The item's entry if it was recorded done, or failed for a reason its content decides.
-    func recorded(_ itemKey: String) throws -> LedgerEntry?
-    func original(_ sourceKey: String) throws -> CachedOriginal?
-    func blacklistEntry(_ url: String) throws -> BlacklistEntry?
-    /// What is stored of the source's derived values (asked only of jobs that `derive`).
-    func derivedLedger(_ sourceKey: String) throws -> DerivedLedger
-}
-
-package struct PlanningState: PlanningLookup, Sendable {
-    package var ledger: [String: LedgerEntry] = [:]
-    package var originals: [String: CachedOriginal] = [:]
-    package var blacklist: [String: BlacklistEntry] = [:]
-    package var derived: [String: DerivedLedger] = [:]
-
-    package init(ledger: [String: LedgerEntry] = [:], originals: [String: CachedOriginal] = [:], blacklist: [String: BlacklistEntry] = [:],
-                 derived: [String: DerivedLedger] = [:]) {
-        self.ledger = ledger
-        self.originals = originals
-        self.blacklist = blacklist
-        self.derived = derived
-    }
-
-    package func recorded(_ itemKey: String) -> LedgerEntry? { ledger[itemKey] }
-    package func original(_ sourceKey: String) -> CachedOriginal? { originals[sourceKey] }
-    package func blacklistEntry(_ url: String) -> BlacklistEntry? { blacklist[url] }
-    package func derivedLedger(_ sourceKey: String) -> DerivedLedger { derived[sourceKey] ?? DerivedLedger() }
-}
-
-/// Turns a job into planned sources: expands sources, names every output, fingerprints every
-/// item and decides from the recorded state which are up to date or blocked. Streams: a source
-/// is visited as soon as it is found, and only digests of keys and paths are kept. Reads file
-/// metadata only; never decodes.
+/// Enumerates a job's sources as planned sources: finds them (or replays a shard's last plan),
+/// each key once, names every output and rejects collisions; `classifyAll` then has each one's
+/// items classified (`Classifier`). Streams: a source is visited as soon as it is found, and only
+/// digests of keys and paths are kept. Reads file metadata only; never decodes.
 package struct Planner {
     package let job: Job
-    package let vipsVersion: String
-    /// Each output's recipe and the versions, hashed once rather than once per item.
-    private let outputDigests: [String]
-    /// The limits a content-decided failure was recorded under (`Limits.identifier`, with each
-    /// output's own frame limit): a failure stands only while they are the same.
-    package let limitsDigest: String
+    /// Fingerprints the items it names, and classifies them in `classifyAll`.
+    package let classifier: Classifier
     /// How many source keys deduplication remembers exactly before its Bloom filter takes over.
     package var uniqueKeysInMemory = 1_000_000
 
     package init(job: Job, vipsVersion: String) {
         self.job = job
-        self.vipsVersion = vipsVersion
-        outputDigests = job.outputs.map { StableHash.hex($0.recipe, RunnerVersion.string, vipsVersion) }
-        limitsDigest = StableHash.hex(job.limits.identifier, job.outputs.map { $0.frames.map(String.init) ?? "-" }.joined(separator: ","))
+        classifier = Classifier(job: job, vipsVersion: vipsVersion)
     }
 
     /// Visits every source of the job (of its shard, when it has one) once, in order, with all its
@@ -127,12 +73,16 @@ package struct Planner {
         return false
     }
 
-    /// Visits the sources `memory` recorded under `inputs`, made again as discovery makes them.
+    /// Visits the sources `memory` recorded under `inputs`, made again by their specs' listings as
+    /// discovery makes them. The listings are made once (a glob's works out its fixed part once, not
+    /// per source: a tenth of a reused 10M glob shard's plan otherwise).
     private func replayed(_ memory: any SourceMemory, _ inputs: SourceInputs, _ sourceStats: FolderStat,
                           _ visit: (PlannedSource) throws -> Void) throws -> Bool {
-        let rediscovery = SourceDiscovery.Rediscovery(job.sources)
+        let listings = job.sources.map(\.listing)
         return try memory.replaySources(madeUnder: inputs.fingerprint, ifEach: { $0.isUnchanged }) { entry in
-            guard let discovered = rediscovery.source(entry) else { throw RememberedSourceMismatch(entry: entry) }
+            guard listings.indices.contains(entry.spec), let discovered = listings[entry.spec].source(at: entry.line) else {
+                throw RememberedSourceMismatch(entry: entry)
+            }
             try visit(try planned(discovered, statting: sourceStats))
         }
     }
@@ -157,7 +107,7 @@ package struct Planner {
     /// and only those of their own shard: a source's repeats all fall in one shard.
     private func forEachUniqueSource(walked: SourceDiscovery.WalkObserver? = nil,
                                      _ visit: (DiscoveredSource, _ own: Bool) throws -> Void) throws {
-        let canRepeat = job.sources.count > 1 || job.sources.contains { if case .list = $0 { true } else { false } }
+        let canRepeat = job.sources.count > 1 || job.sources.contains { $0.listing.canNameTwice }
         var unique = UniqueSources(spillingInto: spillFolder, exactLimit: uniqueKeysInMemory)
         try SourceDiscovery.discover(job.sources, walked: walked) { discovered in
             let own = job.shard?.contains(discovered.key) ?? true
@@ -174,10 +124,10 @@ package struct Planner {
     }
 
     private func planned(_ discovered: DiscoveredSource, statting stats: FolderStat) throws -> PlannedSource {
-        let identity = discovered.origin.loader.plannedIdentity(statting: stats)
+        let identity = discovered.origin.kind.plannedIdentity(statting: stats)
         let items = try outputPaths(of: discovered).enumerated().map { index, outputPath in
             PlannedItem(key: ItemKey.of(source: discovered.key, output: job.outputs[index].name), outputName: job.outputs[index].name, outputIndex: index,
-                        outputPath: outputPath, fingerprint: fingerprint(identity, output: index), status: .pending)
+                        outputPath: outputPath, fingerprint: classifier.fingerprint(identity, output: index), status: .pending)
         }
         return PlannedSource(key: discovered.key, origin: discovered.origin, identity: identity, items: items)
     }
@@ -238,135 +188,10 @@ package struct Planner {
         let outputStats = FolderStat(folders: job.outputs.count)
         counts.reusedSources = try forEachSource(memory: memory, replay: !force) { found in
             var source = found
-            try classify(&source, state: state, retryFailed: retryFailed, force: force, statting: outputStats)
+            try classifier.classify(&source, state: state, retryFailed: retryFailed, force: force, statting: outputStats)
             counts.add(source)
             try visit(source)
         }
         return counts
-    }
-
-    /// Marks items up to date whose recorded fingerprint and output path match and whose output
-    /// file still exists, items that failed before on the same content known failures (unless
-    /// `retryFailed`), and items of blacklisted URLs blocked. Nothing is decoded or downloaded.
-    /// A URL's items are decided here only when its cached original need not be revalidated;
-    /// otherwise the download stage decides, from what this records on the items (items made
-    /// from that original are marked `revalidate`).
-    /// `outputStats` reads the outputs' metadata (one held per classification pass, so that a
-    /// folder of outputs is walked once).
-    package func classify(_ source: inout PlannedSource, state: some PlanningLookup, retryFailed: Bool, force: Bool = false,
-                  now: Double = Date().timeIntervalSince1970, statting outputStats: FolderStat = FolderStat()) throws {
-        if let remote = source.origin.loader.fetch {
-            if !retryFailed, let entry = try state.blacklistEntry(remote.url), !isExpired(entry, now: now) {
-                source.blockedReason = "blacklisted since \(ISO8601DateFormatter().string(from: entry.firstSeen)): \(entry.message)"
-                for index in source.items.indices { source.items[index].status = .blocked }
-                return
-            }
-            source.cachedOriginal = try state.original(source.key)
-            if let original = source.cachedOriginal, !needsRevalidation(original, now: now) {
-                source.identity = .content(original.contentHash)
-                for index in source.items.indices {
-                    source.items[index].fingerprint = fingerprint(source.identity, output: source.items[index].outputIndex)
-                }
-            }
-        }
-        try planDerivation(&source, state: state, force: force)
-        for index in source.items.indices where !force {
-            guard let entry = try state.recorded(source.items[index].key) else { continue }
-            // A failure does not depend on where the output goes, but on the limits; a done item's output does.
-            let stands = if let kind = entry.failureKind {
-                source.identity.decides(kind) && !retryFailed && entry.failedUnder == limitsDigest
-            } else {
-                entry.outputPath == source.items[index].outputPath
-            }
-            if stands {
-                source.items[index].recorded = entry
-            }
-        }
-        switch source.identity {
-        case .file, .content, .notRegular: break
-        case .unknown:
-            // A stale cached original: the items made from it stand if the server finds it unchanged.
-            guard let original = source.cachedOriginal else { return }
-            for index in source.items.indices {
-                var fromCache = source.items[index]
-                fromCache.fingerprint = fingerprint(.content(original.contentHash), output: fromCache.outputIndex)
-                if fromCache.isUpToDate(statting: outputStats) { source.items[index].status = .revalidate }
-            }
-            return
-        case .missing: return
-        }
-        for index in source.items.indices {
-            if source.items[index].isUpToDate(statting: outputStats) {
-                source.items[index].status = .upToDate
-            } else if source.items[index].isKnownFailure {
-                source.items[index].status = .knownFailure
-            }
-        }
-        // Content every output already failed on is not decoded again for its values.
-        if !source.items.isEmpty && source.items.allSatisfy({ $0.status == .knownFailure }) { source.derivation = nil }
-    }
-
-    /// Which of the job's derived values the source needs: those not stored under its content's
-    /// fingerprint (all of them with `force`). A URL whose content is not known yet is planned from
-    /// its cached original, and decided again once downloaded (`derivation(of:identity:)`).
-    private func planDerivation(_ source: inout PlannedSource, state: some PlanningLookup, force: Bool) throws {
-        guard !job.derive.values.isEmpty else { return }
-        source.derivedLedger = force ? DerivedLedger() : try state.derivedLedger(source.key)
-        let identity = source.identity == .unknown ? source.cachedOriginal.map { .content($0.contentHash) } ?? .unknown : source.identity
-        source.derivation = derivation(of: source, identity: identity)
-    }
-
-    /// The derived values `source` needs once its content is `identity`, or nil when none.
-    package func derivation(of source: PlannedSource, identity: SourceIdentity) -> PlannedDerivation? {
-        guard !job.derive.values.isEmpty else { return nil }
-        switch identity {
-        case .missing, .notRegular: return nil
-        case .file, .content, .unknown: break
-        }
-        let fingerprint = derivationFingerprint(identity)
-        let ledger = source.derivedLedger
-        let values = job.derive.values.indices.filter { ledger.values[job.derive.values[$0].identifier] != fingerprint }
-        guard !values.isEmpty else { return nil }
-        var contentHash: String? = ledger.contentHashFingerprint == fingerprint ? ledger.contentHash : nil
-        if case .content(let digest) = identity { contentHash = digest }
-        return PlannedDerivation(values: values, fingerprint: fingerprint, contentHash: contentHash)
-    }
-
-    /// What a source's derived values are keyed by besides their identifiers: its content
-    /// (a file's size and modification time, a download's hash) and the libvips that decoded it.
-    package func derivationFingerprint(_ identity: SourceIdentity) -> String {
-        StableHash.hex(Self.identityText(identity), vipsVersion)
-    }
-
-    private func isExpired(_ entry: BlacklistEntry, now: Double) -> Bool {
-        guard let ttl = job.remote.blacklistTTL else { return false }
-        return entry.lastSeen.timeIntervalSince1970 + ttl < now
-    }
-
-    private func needsRevalidation(_ original: CachedOriginal, now: Double) -> Bool {
-        switch job.remote.revalidate {
-        case .always: true
-        case .never: false
-        case .after(let seconds): original.validatedAt + seconds < now
-        }
-    }
-
-    /// Covers the source's identity, the output's whole recipe (chain, format, load options) and
-    /// the versions of runner and libvips: change any of them and the item runs again.
-    package func fingerprint(_ identity: SourceIdentity, output: Int) -> String {
-        var hash = StableHash()
-        hash.combine(Self.identityText(identity))
-        hash.combine(outputDigests[output])
-        return hash.hex
-    }
-
-    private static func identityText(_ identity: SourceIdentity) -> String {
-        switch identity {
-        case .file(let size, let modified): "file:\(size):\(modified)"
-        case .content(let digest): "content:\(digest)"
-        case .unknown: "unknown"
-        case .missing: "missing"
-        case .notRegular(let type, _): "not-regular:\(type)"
-        }
     }
 }

@@ -17,22 +17,8 @@ package struct DiscoveredSource: Sendable, Codable {
     package let relativeDirectory: String
     /// Feeds `{stem}` and `{ext}`.
     package let fileName: String
-    /// What named it in the job, which alone makes it again (`SourceDiscovery.Rediscovery`).
+    /// What named it in the job, which alone makes it again (`SourceListing.source(at:)`).
     package var entry: SourceEntry? = nil
-
-    package static func file(_ path: String, relativeDirectory: String) -> DiscoveredSource {
-        DiscoveredSource(key: path, origin: .file(path), relativeDirectory: relativeDirectory,
-                         fileName: Paths.lastComponent(path))
-    }
-
-    package static func remote(_ text: String, key: String?, headers: [String: String]) -> DiscoveredSource {
-        // An address curl will reject (malformed, other scheme) still becomes an item, so it fails
-        // as such and is blacklisted instead of stopping a list of thousands.
-        let parsed = RemoteURL(text)
-        return DiscoveredSource(key: key ?? parsed?.normalized ?? text,
-                                origin: .remote(RemoteSource(url: parsed?.normalized ?? text, headers: headers)),
-                                relativeDirectory: parsed?.folder ?? "", fileName: parsed?.fileName ?? "index")
-    }
 }
 
 /// A source as the job names it: the index of its spec in `sources`, and `line`: for a list the
@@ -48,65 +34,88 @@ package struct SourceEntry: Sendable, Equatable, Codable {
     }
 }
 
-package enum SourceOrigin: Sendable, Equatable, Codable {
-    case file(String)
-    case remote(RemoteSource)
-}
-
-package struct RemoteSource: Sendable, Equatable, Codable {
-    package let url: String
-    /// The source's own headers, on top of `http.headers`.
-    package let headers: [String: String]
-}
-
-/// Expands `path`, `glob` and `list` sources into files, in a stable order.
+/// Expands the job's `sources` in a stable order, each spec through its kind's listing
+/// (`SourceSpec.listing`). A local file's listings, the folder and glob walks, are here, and so are
+/// list files, whose lines name files and URLs.
 package struct SourceDiscovery {
     /// Visits every source the specs name, in order, one at a time (a list of a million URLs is
     /// never held whole); errors name the spec's location (`sources[1].path`). `walked` hears of
     /// every path a folder or glob walk looked at, as it looks (`WalkedPath`).
     package static func discover(_ specs: [SourceSpec], walked: WalkObserver? = nil, _ visit: Visitor) throws {
-        for (index, spec) in specs.enumerated() {
-            switch spec {
-            case .path(let path, let recursive, let include, let exclude):
-                let walk = Walk(spec: index, location: "sources[\(index)].path", observe: walked)
-                try expandPath(path, recursive: recursive, include: include, exclude: exclude, walk, visit)
-            case .glob(let pattern):
-                try expandGlob(pattern, Walk(spec: index, location: "sources[\(index)].glob", observe: walked), visit)
-            case .list(let listPath):
-                try expandList(listPath, spec: index, visit)
-            case .url(let url, let key, let headers):
-                var source = DiscoveredSource.remote(url, key: key, headers: headers)
-                source.entry = SourceEntry(spec: index, line: nil)
-                try visit(source)
+        for (index, spec) in specs.enumerated() { try spec.listing.discover(spec: index, walked: walked, visit) }
+    }
+
+    /// A `path` spec: a file, or a folder walked for the files its filters pick.
+    struct Folder: SourceListing {
+        let root: String
+        let recursive: Bool
+        let include: [String]
+        let exclude: [String]
+
+        func discover(spec: Int, walked: WalkObserver?, _ visit: Visitor) throws {
+            let walk = Walk(spec: spec, location: "sources[\(spec)].path", observe: walked)
+            try expandPath(root, recursive: recursive, include: include, exclude: exclude, walk, visit)
+        }
+
+        func source(at line: String?) -> DiscoveredSource? { below(root, line) }
+
+        func addInputs(to hash: inout StableHash, latestChange: inout Int64) -> Bool {
+            hash.combine("path")
+            hash.combine(root)
+            hash.combine(recursive ? "recursive" : "-")
+            for filters in [include, exclude] {
+                hash.combine(String(filters.count))
+                for pattern in filters { hash.combine(pattern) }
             }
+            return true
         }
     }
 
-    /// The sources a plan that reuses its last one's rebuilds from their entries, made as discovery
-    /// makes them. Each glob's fixed part is worked out once, not per source (a tenth of a reused
-    /// 10M glob shard's plan otherwise).
-    package struct Rediscovery {
-        private let specs: [SourceSpec]
-        private let globRoots: [String?]
+    /// A `glob` spec, its fixed part worked out once.
+    struct Glob: SourceListing {
+        let pattern: String
+        private let root: String
 
-        package init(_ specs: [SourceSpec]) {
-            self.specs = specs
-            globRoots = specs.map { if case .glob(let pattern) = $0 { globRoot(pattern).root } else { nil } }
+        init(_ pattern: String) {
+            self.pattern = pattern
+            root = globRoot(pattern).root
         }
 
-        /// The source `entry` names; nil when its line names nothing or its spec is of another kind.
-        package func source(_ entry: SourceEntry) -> DiscoveredSource? {
-            guard specs.indices.contains(entry.spec) else { return nil }
-            var source: DiscoveredSource?
-            switch (specs[entry.spec], entry.line) {
-            case (.url(let url, let key, let headers), nil): source = .remote(url, key: key, headers: headers)
-            case (.list(let listPath), let line?): source = listed(line, listFolder: Paths.directory(of: listPath))
-            case (.path(let root, _, _, _), let line): source = below(root, line)
-            case (.glob, let line): source = globRoots[entry.spec].map { below($0, line) }
-            default: source = nil
-            }
-            source?.entry = entry
-            return source
+        func discover(spec: Int, walked: WalkObserver?, _ visit: Visitor) throws {
+            try expandGlob(pattern, Walk(spec: spec, location: "sources[\(spec)].glob", observe: walked), visit)
+        }
+
+        func source(at line: String?) -> DiscoveredSource? { below(root, line) }
+
+        func addInputs(to hash: inout StableHash, latestChange: inout Int64) -> Bool {
+            hash.combine("glob")
+            hash.combine(pattern)
+            return true
+        }
+    }
+
+    /// A `list` spec: a text file naming one source a line, by its identity (the list is not read
+    /// to know whether it changed).
+    struct ListFile: SourceListing {
+        let path: String
+
+        var canNameTwice: Bool { true }
+
+        func discover(spec: Int, walked: WalkObserver?, _ visit: Visitor) throws {
+            try expandList(path, spec: spec, visit)
+        }
+
+        func source(at line: String?) -> DiscoveredSource? {
+            line.flatMap { listed($0, listFolder: Paths.directory(of: path)) }
+        }
+
+        func addInputs(to hash: inout StableHash, latestChange: inout Int64) -> Bool {
+            guard let identity = FileIdentity(path: path) else { return false }
+            latestChange = max(latestChange, identity.latestChange)
+            hash.combine("list")
+            hash.combine(path)
+            hash.combine(identity.description)
+            return true
         }
     }
 
@@ -128,7 +137,7 @@ package struct SourceDiscovery {
         return .file(root + "/" + line, relativeDirectory: folder)
     }
 
-    /// `below(root, line)` with its entry: a walk's source as `Rediscovery` makes it again.
+    /// `below(root, line)` with its entry, as a walk visits it.
     private static func walked(_ root: String, _ line: String?, _ walk: Walk) -> DiscoveredSource {
         var source = below(root, line)
         source.entry = SourceEntry(spec: walk.spec, line: line)

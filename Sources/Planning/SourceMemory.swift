@@ -44,31 +44,7 @@ package struct SourceInputs: Equatable {
         hash.combine(job.shard?.description ?? "-")
         hash.combine(String(job.sources.count))
         for spec in job.sources {
-            switch spec {
-            case .list(let path):
-                guard let identity = FileIdentity(path: path) else { return nil }
-                latest = max(latest, identity.latestChange)
-                hash.combine("list")
-                hash.combine(path)
-                hash.combine(identity.description)
-            case .url(let url, let key, let headers):
-                hash.combine("url")
-                hash.combine(url)
-                hash.combine(key.map { "key:" + $0 } ?? "-")
-                hash.combine(String(headers.count))
-                for (name, value) in headers.sorted(by: { $0.key < $1.key }) { hash.combine(name); hash.combine(value) }
-            case .path(let path, let recursive, let include, let exclude):
-                hash.combine("path")
-                hash.combine(path)
-                hash.combine(recursive ? "recursive" : "-")
-                for filters in [include, exclude] {
-                    hash.combine(String(filters.count))
-                    for pattern in filters { hash.combine(pattern) }
-                }
-            case .glob(let pattern):
-                hash.combine("glob")
-                hash.combine(pattern)
-            }
+            guard spec.listing.addInputs(to: &hash, latestChange: &latest) else { return nil }
         }
         hash.combine(String(job.outputs.count))
         for output in job.outputs {
@@ -98,43 +74,46 @@ package struct RememberedSourceMismatch: Error, CustomStringConvertible {
     }
 }
 
-/// What a folder or glob walk saw at one path, as a shard's plan records it (`SourceMemory`): a
-/// folder it read, by its identity from before its names were read (any entry added, removed or
-/// renamed since changes it); nothing there (also behind a dangling symlink, which the walk takes
-/// for a file until a folder appears there); or only whether a path was a folder (a `path` naming
-/// a file, a glob naming one path, a symlink to a folder the walk did not enter). A walk that
-/// sees the same at every recorded path finds the same sources.
+/// What a folder or glob walk saw at one path, as a shard's plan records it (`SourceMemory`). A
+/// walk that sees the same at every recorded path finds the same sources.
 package struct WalkedPath: Equatable, Sendable {
-    package let path: String
-    /// `FileIdentity.description`, `absent`, `missing`, `folder` or `other`, as the state database keeps it.
-    package let seen: String
-    /// A folder's latest modification or change time (ns), for the racy rule; nil for the others.
-    package let latestChange: Int64?
+    package enum Seen: Equatable, Sendable {
+        /// A folder it read, by its identity from before its names were read (any entry added,
+        /// removed or renamed since changes it).
+        case read(FileIdentity)
+        /// Only whether the path is a folder or something else (a `path` naming a file, a glob
+        /// naming one path, a symlink to a folder the walk did not enter).
+        case folder, other
+        /// Nothing there, also behind a dangling symlink (which the walk takes for a file until a
+        /// folder appears there).
+        case missing
+        /// No folder to list: `stat` said no such file or not a folder. Any other failure
+        /// (permission denied, a symlink loop) is a walk's error, so it never reads as the same.
+        case absent
+    }
 
-    package init(path: String, seen: String) {
+    package let path: String
+    package let seen: Seen
+
+    package init(path: String, seen: Seen) {
         self.path = path
         self.seen = seen
-        latestChange = nil
     }
 
     package init(_ path: String, folder identity: FileIdentity) {
-        self.path = path
-        seen = identity.description
-        latestChange = identity.latestChange
+        self.init(path: path, seen: .read(identity))
     }
 
     package init(missing path: String) {
-        self.init(path: path, seen: Self.missing)
+        self.init(path: path, seen: .missing)
     }
 
-    /// No folder to list at `path`: `stat` said no such file or not a folder. Any other failure
-    /// (permission denied, a symlink loop) is a walk's error, so it never reads as the same.
     package init(absent path: String) {
-        self.init(path: path, seen: Self.absent)
+        self.init(path: path, seen: .absent)
     }
 
     package init(_ path: String, entryIsFolder: Bool) {
-        self.init(path: path, seen: entryIsFolder ? Self.folder : Self.other)
+        self.init(path: path, seen: entryIsFolder ? .folder : .other)
     }
 
     /// Whether `path` is a folder, something else, or nothing, as `stat` (following symlinks) says now.
@@ -144,17 +123,22 @@ package struct WalkedPath: Equatable, Sendable {
         self.init(path, entryIsFolder: (info.st_mode & S_IFMT) == S_IFDIR)
     }
 
-    package var isMissing: Bool { seen == Self.missing }
+    package var isMissing: Bool { seen == .missing }
+
+    /// A folder's latest modification or change time (ns), for the racy rule; nil for the others.
+    package var latestChange: Int64? {
+        if case .read(let identity) = seen { return identity.latestChange }
+        return nil
+    }
 
     /// Whether a walk would see the same at `path` now: one `stat`.
     package var isUnchanged: Bool {
-        if seen == Self.folder || seen == Self.other { return WalkedPath(kindAt: path).seen == seen }
-        if seen == Self.absent {
+        switch seen {
+        case .folder, .other: return WalkedPath(kindAt: path).seen == seen
+        case .absent:
             var info = stat()
             return stat(path, &info) != 0 && (errno == ENOENT || errno == ENOTDIR)
+        case .read, .missing: return (FileIdentity(path: path).map(Seen.read) ?? .missing) == seen
         }
-        return (FileIdentity(path: path)?.description ?? Self.missing) == seen
     }
-
-    private static let missing = "missing", absent = "absent", folder = "folder", other = "other"
 }

@@ -89,7 +89,7 @@ public struct HTMLReport {
         let summary = try summarySections(stores, status: status, folder: folder)
             + duplicatesSection(databases, previews: previews, folder: folder)
         var staged: [AtomicFile.Staged] = []
-        var onPage: [SheetItemRecord] = []
+        var onPage: [ItemRecord] = []
         func flush() throws {
             let page = staged.count + 1
             let tiles = sheetTiles(onPage, previews: previews, folder: folder, derived: stores)
@@ -123,8 +123,8 @@ public struct HTMLReport {
     private func summarySections(_ stores: [StateStore], status: StatusReport, folder: String) throws -> String {
         let (counts, warningCount) = (status.items, status.warnings)
         var html = "<section id=\"items\"><div class=\"cards\">"
-        for state in ItemState.allCases.map(\.rawValue) where counts[state] != nil || ["done", "failed"].contains(state) {
-            html += card(id: state, state, counts[state] ?? 0)
+        for state in ItemState.allCases where counts[state] != nil || [.done, .failed].contains(state) {
+            html += card(id: state.rawValue, state.rawValue, counts[state] ?? 0)
         }
         html += card(id: "warnings", "with warnings", warningCount)
         if status.notRevalidated > 0 { html += card(id: "not-revalidated", "sources not revalidated (origin failing)", status.notRevalidated) }
@@ -132,11 +132,11 @@ public struct HTMLReport {
 
         html += runsSection(status.runs, sharded: !status.shards.isEmpty) + shardsSection(status.shards)
 
-        let kinds = try stores.failureKinds().sorted { ($0.count, $1.kind) > ($1.count, $0.kind) }
+        let kinds = try stores.failureKinds().sorted { ($0.count, $1.kind.rawValue) > ($1.count, $0.kind.rawValue) }
         if !kinds.isEmpty {
             html += "<section id=\"failures\"><h2>Failures</h2>"
             for kind in kinds {
-                html += "<div class=\"kind\" data-kind=\"\(esc(kind.kind))\"><h3><span class=\"pill bad\">\(esc(kind.kind))</span> "
+                html += "<div class=\"kind\" data-kind=\"\(esc(kind.kind.rawValue))\"><h3><span class=\"pill bad\">\(esc(kind.kind.rawValue))</span> "
                     + "\(Format.count(kind.count)) item\(kind.count == 1 ? "" : "s") <span class=\"muted\">since \(timeTag(kind.since))</span></h3>"
                 let items = try collect { try stores.forEachFailedItem(kind: kind.kind, limit: Self.failureLimit, $0) }
                 html += "<ul class=\"failures\">" + Self.bySource(items).map { failure($0.item, outputs: $0.outputs, folder: folder) }.joined()
@@ -161,7 +161,7 @@ public struct HTMLReport {
                 + "<code>runner unblock</code>, <code>--retry-failed</code> or <code>blacklist.ttl</code>.</p>"
                 + "<table><thead><tr><th>URL</th><th>kind</th><th>message</th><th>since</th><th class=\"num\">seen</th></tr></thead><tbody>"
                 + blocked.map { entry in
-                    "<tr class=\"blocked\"><td class=\"url\">\(esc(entry.url))</td><td>\(esc(entry.kind?.description ?? "unknown"))</td><td>\(esc(entry.message))</td>"
+                    "<tr class=\"blocked\"><td class=\"url\">\(esc(entry.url))</td><td>\(esc(entry.kind.description))</td><td>\(esc(entry.message))</td>"
                         + "<td>\(timeTag(entry.firstSeen))</td><td class=\"num\">\(Format.count(entry.count))×</td></tr>"
                 }.joined()
                 + "</tbody></table>" + more(blockedCount - blocked.count) + "</section>"
@@ -203,10 +203,10 @@ public struct HTMLReport {
             + "<th class=\"num\">done</th><th class=\"num\">failed</th><th class=\"num\">other items</th><th>last run</th>"
             + "<th class=\"num\">duration</th><th class=\"num\">items/s</th><th>outcome</th><th class=\"num\">exit</th></tr></thead><tbody>"
         for shard in shards {
-            let other = shard.items.filter { !["done", "failed"].contains($0.key) }.values.reduce(0, +)
-            let failed = shard.items["failed"] ?? 0
+            let other = shard.items.filter { ![.done, .failed].contains($0.key) }.values.reduce(0, +)
+            let failed = shard.items[.failed] ?? 0
             html += "<tr class=\"shard\" data-shard=\"\(esc(shard.shard))\"><td class=\"num\">\(esc(shard.shard))</td>"
-                + "<td class=\"num\">\(Format.count(shard.items["done"] ?? 0))</td>"
+                + "<td class=\"num\">\(Format.count(shard.items[.done] ?? 0))</td>"
                 + "<td class=\"num\(failed > 0 ? " bad" : "")\">\(Format.count(failed))</td><td class=\"num\">\(Format.count(other))</td>"
             guard let run = shard.lastRun else {
                 html += "<td colspan=\"5\" class=\"muted\">no run</td></tr>"
@@ -331,14 +331,14 @@ public struct HTMLReport {
     }
 
     /// A page's tiles, with the previews of their outputs (made now when they are not on disk yet).
-    private func sheetTiles(_ items: [SheetItemRecord], previews: SheetPreviews, folder: String, derived stores: [StateStore]) -> String {
+    private func sheetTiles(_ items: [ItemRecord], previews: SheetPreviews, folder: String, derived stores: [StateStore]) -> String {
         let sizes = items.map { item in
-            item.failureKind == nil ? (try? FileManager.default.attributesOfItem(atPath: item.outputPath))?[.size] as? Int : nil
+            item.failure == nil ? (try? FileManager.default.attributesOfItem(atPath: item.outputPath))?[.size] as? Int : nil
         }
         let shown = previews.previews(for: items.indices.map { sizes[$0] == nil ? nil : items[$0].outputPath })
-        let records = job.derive.values.isEmpty ? [:] : (try? stores.sourceRecords(of: Array(Set(items.map(\.source))))) ?? [:]
+        let records = job.derive.values.isEmpty ? [:] : (try? stores.sourceRecords(of: Array(Set(items.map(\.sourceKey))))) ?? [:]
         return items.indices.map { index in
-            tile(items[index], size: sizes[index], preview: shown[index], folder: folder, placeholder: placeholder(records[items[index].source]))
+            tile(items[index], size: sizes[index], preview: shown[index], folder: folder, placeholder: placeholder(records[items[index].sourceKey]))
         }.joined()
     }
 
@@ -363,24 +363,24 @@ public struct HTMLReport {
         return (backgrounds.isEmpty ? "" : " style=\"background:\(backgrounds.joined(separator: ","))\"") + attributes
     }
 
-    private func tile(_ item: SheetItemRecord, size: Int?, preview: SheetPreviews.Preview?, folder: String, placeholder: String = "") -> String {
-        let title = esc(item.source + " → " + item.outputPath)
-        let caption = "<div class=\"name\">\(sourceName(item.source))</div>"
-        if let kind = item.failureKind {
-            return "<figure class=\"tile failed\" title=\"\(title)\"><div class=\"frame\"><span class=\"pill bad\">\(esc(kind))</span>"
-                + "<span class=\"excerpt\">\(esc(String(item.failureMessage.prefix(160))))</span></div>"
-                + "<figcaption>\(caption)<div class=\"size\">\(esc(item.output)) · failed</div></figcaption></figure>"
+    private func tile(_ item: ItemRecord, size: Int?, preview: SheetPreviews.Preview?, folder: String, placeholder: String = "") -> String {
+        let title = esc(item.sourceKey + " → " + item.outputPath)
+        let caption = "<div class=\"name\">\(sourceName(item.sourceKey))</div>"
+        if let failure = item.failure {
+            return "<figure class=\"tile failed\" title=\"\(title)\"><div class=\"frame\"><span class=\"pill bad\">\(esc(failure.kind.rawValue))</span>"
+                + "<span class=\"excerpt\">\(esc(String(failure.message.prefix(160))))</span></div>"
+                + "<figcaption>\(caption)<div class=\"size\">\(esc(item.outputName)) · failed</div></figcaption></figure>"
         }
         guard let size else {
             return "<figure class=\"tile missing\" title=\"\(title)\"><div class=\"frame\">output missing</div>"
-                + "<figcaption>\(caption)<div class=\"size\">\(esc(item.output))</div></figcaption></figure>"
+                + "<figcaption>\(caption)<div class=\"size\">\(esc(item.outputName))</div></figcaption></figure>"
         }
         // The preview, linking to the output; the output itself only when no preview could be made.
         let full = esc(href(item.outputPath, from: folder)), alt = esc(Paths.lastComponent(item.outputPath))
         let image = preview.map { "<img class=\"output preview\" src=\"\(esc(Self.percentEncoded($0.href)))\" alt=\"\(alt)\">" }
             ?? "<img class=\"output\" loading=\"lazy\" decoding=\"async\" src=\"\(full)\" alt=\"\(alt)\">"
         return "<figure class=\"tile\" title=\"\(title)\"><a class=\"frame\" href=\"\(full)\"\(placeholder)>\(image)</a>"
-            + "<figcaption>\(caption)<div class=\"size\"><span>\(esc(item.output))</span>"
+            + "<figcaption>\(caption)<div class=\"size\"><span>\(esc(item.outputName))</span>"
             + "<span><span class=\"dims\">\(preview.map { "\($0.width)×\($0.height) · " } ?? "")</span>\(Format.bytes(size))</span></div></figcaption></figure>"
     }
 

@@ -24,7 +24,7 @@ package struct MetricsFile {
     }
 
     /// States every job file shows, even at 0, so a dashboard's series do not come and go.
-    private static let itemStates = ItemState.allCases.map(\.rawValue)
+    private static let itemStates = ItemState.allCases.sorted { $0.rawValue < $1.rawValue }
 
     /// The metrics file could not be written: the run's work stands, its exit code says so.
     package struct Unwritable: ExitCoded, CustomStringConvertible {
@@ -52,9 +52,9 @@ package struct MetricsFile {
         }
         let states = try store.stateCounts()
         metric("runner_items", "Items of the job by state, as its state database records them.",
-               Set(Self.itemStates + states.keys).sorted().map { ([("state", $0)], Double(states[$0] ?? 0)) })
+               Self.itemStates.map { ([("state", $0.rawValue)], Double(states[$0] ?? 0)) })
         metric("runner_failures", "Failed items of the job by failure kind.",
-               try store.failureKinds().map { ([("kind", $0.kind)], Double($0.count)) })
+               try store.failureKinds().map { ([("kind", $0.kind.rawValue)], Double($0.count)) })
         let stale = try store.notRevalidated()
         metric("runner_sources_not_revalidated", "URL sources served from a cached original whose revalidation last failed (http.staleIfError).",
                [([], Double(stale.count))])

@@ -54,7 +54,7 @@ public struct StatusReport: Codable, Sendable {
     public let state: String
     /// False when the job has never run: there is no state database (and none is created).
     public let hasRun: Bool
-    public let items: [String: Int]
+    public let items: [ItemState: Int]
     /// Done items that rendered with a warning (`runner failed` lists them).
     public let warnings: Int
     /// URL sources served from a cached original since its revalidation failed (`http.staleIfError`).
@@ -71,7 +71,7 @@ public struct StatusReport: Codable, Sendable {
     public struct ShardStatus: Codable, Sendable {
         public let shard: String
         public let state: String
-        public let items: [String: Int]
+        public let items: [ItemState: Int]
         public let lastRun: RunRecord?
         /// A run of this shard is going on now.
         public let running: Bool
@@ -88,7 +88,7 @@ public struct StatusReport: Codable, Sendable {
         self.job = job.name
         state = job.jobStatePath
         hasRun = !databases.parts.isEmpty
-        var totals: [String: Int] = [:]
+        var totals: [ItemState: Int] = [:]
         var warnings = 0, notRevalidated = 0
         var since: [Date] = []
         var shards: [ShardStatus] = []
@@ -145,8 +145,8 @@ public struct StatusReport: Codable, Sendable {
         return lines.joined(separator: "\n")
     }
 
-    private static func describe(_ items: [String: Int]) -> String {
-        let counts = ItemState.allCases.compactMap { state in items[state.rawValue].map { "\($0) \(state.rawValue)" } }
+    private static func describe(_ items: [ItemState: Int]) -> String {
+        let counts = ItemState.allCases.compactMap { state in items[state].map { "\($0) \(state.rawValue)" } }
         return counts.isEmpty ? "none recorded" : counts.joined(separator: ", ")
     }
 }
@@ -165,7 +165,7 @@ public enum FailedReport {
         var failed = 0
         try stores.forEachFailedItem { item in
             failed += 1
-            try emit("\(item.source) -> \(item.output): \(item.kind): \(item.message) (failing since \(formatter.string(from: item.since)), "
+            try emit("\(item.source) -> \(item.output): \(item.kind.rawValue): \(item.message) (failing since \(formatter.string(from: item.since)), "
                      + "\(item.attempts) attempt\(item.attempts == 1 ? "" : "s"))\n")
         }
         if failed == 0 { try emit("\(job.name): no failed items\n") }

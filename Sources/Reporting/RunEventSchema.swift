@@ -25,8 +25,8 @@ package enum RunEventSchema {
     }
 
     /// Required fields when `state` is `value`.
-    private static func when(state value: String, require fields: [JSONValue]) -> JSONValue {
-        ["if": ["properties": ["state": ["const": .string(value)]]], "then": ["required": .array(fields)]]
+    private static func when(state value: RunEvent.Item.State, require fields: [JSONValue]) -> JSONValue {
+        ["if": ["properties": ["state": ["const": .string(value.rawValue)]]], "then": ["required": .array(fields)]]
     }
 
     private static let plan = event("plan", "The plan's counts, as `runner plan --json` names them, and what the sweep for temporary files did.", [
@@ -49,9 +49,9 @@ package enum RunEventSchema {
         "message": ["type": "string", "description": "Why a failed item failed, or why a blocked one was not tried."],
         "warning": ["type": "string", "description": "What a done item said though it rendered (an ignored ICC profile)."],
     ], optional: ["seconds", "kind", "message", "warning"], rules: [
-        when(state: "done", require: ["seconds"]),
-        when(state: "failed", require: ["seconds", "kind", "message"]),
-        when(state: "blocked", require: ["message"]),
+        when(state: .done, require: ["seconds"]),
+        when(state: .failed, require: ["seconds", "kind", "message"]),
+        when(state: .blocked, require: ["message"]),
     ])
 
     private static let libvipsWarning = event("libvips-warning", "With -v: a distinct warning libvips gave while rendering a source.",

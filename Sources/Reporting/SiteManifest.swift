@@ -158,7 +158,7 @@ package struct SiteManifestWriter {
             object["hash"] = item.contentHash.map { .string(String($0.prefix(shortHashDigits))) }
             object["warning"] = quoting ? item.warning.map(JSONValue.string) : nil
         case .failed:
-            object["kind"] = item.errorKind.map(JSONValue.string)
+            object["kind"] = item.errorKind.map { .string($0.rawValue) }
             object["reason"] = quoting ? .string(item.errorMessage ?? "") : nil
         case .blocked:
             object["reason"] = quoting ? .string(item.errorMessage ?? "") : nil

@@ -15,7 +15,7 @@ package enum SiteManifestSchema {
         "additionalProperties": false,
         "properties": [
             "name": ["type": "string", "description": "The output's name in the job file."],
-            "state": ["enum": ["done", "failed", "blocked", "pending", "running"],
+            "state": ["enum": .array(ItemState.allCases.map { .string($0.rawValue) }),
                       "description": "done: the file is there; failed and blocked: see reason; pending: not made yet."],
             "path": ["type": "string", "description": "The output file, relative to the manifest's folder (`/` separated)."],
             "width": count, "height": count,

@@ -7,7 +7,7 @@ package struct StoredSource: Sendable, Codable, Equatable {
     package let key: String
     /// The file path or URL.
     package let location: String
-    /// The content its facts and values were taken from (`Planner.derivationFingerprint`); empty for
+    /// The content its facts and values were taken from (`Classifier.derivationFingerprint`); empty for
     /// a row `v10: source facts` moved from a done item, whose content nothing recorded.
     package let fingerprint: String
     /// The file's size in bytes (0 in a row moved from an item, until the source renders again),

@@ -43,10 +43,8 @@ public struct Orphan: Sendable {
 /// source keys (16 MB each per million): what tells a recorded item or source from an orphan. A
 /// chance match only ever keeps a row or a file, so 64 bits do here where `DigestSet` needs 128.
 package struct CurrentItems {
+    package init() {}
 
-    package init() {
-
-    }
     private var items = Set<UInt64>()
     private var paths = Set<UInt64>()
     private var sources = Set<UInt64>()
@@ -59,7 +57,7 @@ package struct CurrentItems {
         }
     }
 
-    package func plans(_ recorded: RecordedItem) -> Bool {
+    package func plans(_ recorded: ItemRecord) -> Bool {
         items.contains(StableHash.value(recorded.key + "\0" + recorded.outputPath))
     }
 
@@ -70,7 +68,7 @@ package struct CurrentItems {
 
     /// `recorded` as an orphan, its file deleted first when `delete` is set and runner wrote it:
     /// recorded done at that path, still a regular file there, and no current item's output.
-    package func orphan(_ recorded: RecordedItem, delete: Bool) -> Orphan {
+    package func orphan(_ recorded: ItemRecord, delete: Bool) -> Orphan {
         let kept: Orphan.KeptBecause? = if paths.contains(StableHash.value(recorded.outputPath)) {
             .writtenByJob
         } else if recorded.state != .done {

@@ -1,26 +1,50 @@
 import Foundation
 import Model
 
-/// The rows `StateStore` reads for reports, beside `RunRecord` and friends.
+/// An item's row (`item`): what it is, where it stands, and for a done one the facts of its output
+/// (`v9: output facts`); its source's are the source's row (`StoredSource`).
+package struct ItemRecord: Sendable {
+    package let key: String
+    package let sourceKey: String
+    package let outputName: String
+    package var state: ItemState
+    package let attempts: Int
+    package let fingerprint: String
+    package let outputPath: String
+    /// A failed item's failure kind; nil unless failed.
+    package let errorKind: ItemFailure.Kind?
+    /// A failed item's message, or why a blocked one was not attempted.
+    package let errorMessage: String?
+    package let warning: String?
+    package let updatedAt: Date
+    /// When an item that is failed now first failed (kept while it fails again).
+    package let failedSince: Date?
+    package let width: Int?, height: Int?, bytes: Int?
+    package let mediaType: String?, contentHash: String?
+
+    /// Why a failed item failed; nil for any other.
+    package var failure: ItemFailure? {
+        guard state == .failed, let errorKind else { return nil }
+        return ItemFailure(errorKind, errorMessage ?? "")
+    }
+}
+
+/// One recorded item as a site manifest lists it (`SiteManifestWriter` in Reporting): its row, and
+/// the URL a URL source was downloaded from (the originals cache), when it has been.
+@dynamicMemberLookup
+package struct SiteManifestItem: Sendable {
+    package var item: ItemRecord
+    package let url: String?
+
+    package subscript<Value>(dynamicMember field: KeyPath<ItemRecord, Value>) -> Value { item[keyPath: field] }
+}
 
 /// Failed items of one kind.
 public struct FailureKindRecord: Sendable, Codable {
-    public let kind: String
+    public let kind: ItemFailure.Kind
     public let count: Int
     /// When the oldest of them was recorded.
     public let since: Date
-}
-
-/// One tile of a contact sheet: a done item's output, or a failed item's failure.
-package struct SheetItemRecord: Sendable {
-    package let key: String
-    package let source: String
-    package let output: String
-    package let outputPath: String
-    /// nil for a done item.
-    package let failureKind: String?
-    package let failureMessage: String
-    package let at: Date
 }
 
 extension RunRecord {

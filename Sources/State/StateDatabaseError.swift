@@ -9,6 +9,9 @@ public struct StateDatabaseError: ExitCoded, CustomStringConvertible {
     public enum Kind: Sendable {
         /// Not a SQLite database, or a damaged one: nothing was run (exit 2).
         case damaged
+        /// Holds a value this runner never writes (`reason`: the column and the value), so it was
+        /// damaged or edited by hand; a newer runner's is refused as `newerRunner` (exit 2).
+        case unknownValue
         /// A write failed (disk full, I/O error, read-only): the run stopped (exit 74).
         case unwritable
         /// Deleted or replaced while this run held it: the run stopped (exit 74).
@@ -29,6 +32,7 @@ public struct StateDatabaseError: ExitCoded, CustomStringConvertible {
     public var summary: String {
         switch kind {
         case .damaged: "state database \(path) is damaged or is not a runner state database (SQLite: \(reason))"
+        case .unknownValue: "state database \(path) holds a value runner never writes (\(reason)): it was damaged or edited by hand"
         case .unwritable: "cannot write the state database \(path) (SQLite: \(reason))"
         case .moved: "the state database \(path) was deleted or replaced while this run held it"
         case .newerRunner: "state database \(path) was written by a newer runner (its migration \"\(reason)\" is unknown to runner \(RunnerVersion.string))"
@@ -38,9 +42,9 @@ public struct StateDatabaseError: ExitCoded, CustomStringConvertible {
 
     public var description: String {
         switch kind {
-        case .damaged:
-            summary + "; runner leaves it as it is and runs nothing: restore it from a backup, or move it away to start "
-                + "the job over (every item is then redone)"
+        case .damaged, .unknownValue:
+            summary + "; runner leaves it as it is\(kind == .damaged ? " and runs nothing" : ""): restore it from a backup, "
+                + "or move it away to start the job over (every item is then redone)"
         case .unwritable:
             summary + "; stopped: what was recorded before stands, and the items this run could not record run again next time"
         case .moved:
@@ -56,7 +60,7 @@ public struct StateDatabaseError: ExitCoded, CustomStringConvertible {
     /// The exit code runner documents for it.
     public var exitCode: Int32 {
         switch kind {
-        case .damaged: ExitStatus.jobFile
+        case .damaged, .unknownValue: ExitStatus.jobFile
         case .unwritable, .moved: ExitStatus.stateUnavailable
         case .newerRunner, .olderRunner: ExitStatus.stateVersion
         }

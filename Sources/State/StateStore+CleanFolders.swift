@@ -8,8 +8,8 @@ extension StateStore {
     package func cleanFolders() throws -> [String: String] {
         try database.read { db in
             var folders: [String: String] = [:]
-            let rows = try Row.fetchCursor(db, sql: "SELECT path, identity FROM clean_folder")
-            while let row = try rows.next() { folders[row[CleanFolderTable.path]] = row[CleanFolderTable.identity] }
+            let rows = try CleanFolder.fetchCursor(db)
+            while let folder = try rows.next() { folders[folder.path] = folder.identity }
             return folders
         }
     }
@@ -21,10 +21,8 @@ extension StateStore {
         let changed = folders.filter { recorded[$0.key] != $0.value }
         guard !dropped.isEmpty || !changed.isEmpty else { return }
         try database.write { db in
-            let delete = try db.makeStatement(sql: "DELETE FROM clean_folder WHERE path = ?")
-            for path in dropped { try delete.execute(arguments: [path]) }
-            let upsert = try db.makeStatement(sql: "INSERT OR REPLACE INTO clean_folder (path, identity) VALUES (?, ?)")
-            for (path, identity) in changed { try upsert.execute(arguments: [path, identity]) }
+            for path in dropped { try CleanFolder.deleteOne(db, key: path) }
+            for (path, identity) in changed { try CleanFolder(path: path, identity: identity).insert(db, onConflict: .replace) }
         }
     }
 }

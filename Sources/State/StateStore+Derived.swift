@@ -4,6 +4,9 @@ import Support
 import Model
 import Planning
 
+private typealias Source = StoredSource.Columns
+private typealias Derived = StoredDerivedValue.Columns
+
 extension StateStore {
     // MARK: Derived values
 
@@ -12,12 +15,7 @@ extension StateStore {
     /// what was there. The one writer of `source` and `derived` rows.
     static func recordSource(_ facts: SourceFacts, derived: [SourceDerivation.Value], of sourceKey: String, location: String,
                              fingerprint: String, at now: Double, in db: Database) throws {
-        let statement = try db.cachedStatement(sql: """
-            INSERT INTO source (key, location, fingerprint, bytes, width, height, format, content_hash, updated_at)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
-            ON CONFLICT(key) DO UPDATE SET location = ?2, fingerprint = ?3, bytes = ?4, width = ?5, height = ?6, format = ?7,
-                content_hash = COALESCE(?8, CASE WHEN source.fingerprint = ?3 THEN source.content_hash END), updated_at = ?9
-            """)
+        let statement = try db.cachedStatement(sql: sourceSQL)
         try statement.execute(arguments: [sourceKey, StoredSource.storedLocation(location, key: sourceKey), fingerprint, facts.bytes, facts.width, facts.height,
                                           facts.format, facts.contentHash, now])
         for value in derived {
@@ -26,13 +24,23 @@ extension StateStore {
         }
     }
 
+    private static let sourceSQL = """
+        INSERT INTO source (\(Source.key), \(Source.location), \(Source.fingerprint), \(Source.bytes), \(Source.width), \(Source.height),
+                            \(Source.format), \(Source.contentHash), \(Source.updatedAt))
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+        ON CONFLICT(\(Source.key)) DO UPDATE SET \(Source.location) = ?2, \(Source.fingerprint) = ?3, \(Source.bytes) = ?4,
+            \(Source.width) = ?5, \(Source.height) = ?6, \(Source.format) = ?7,
+            \(Source.contentHash) = COALESCE(?8, CASE WHEN source.\(Source.fingerprint) = ?3 THEN source.\(Source.contentHash) END),
+            \(Source.updatedAt) = ?9
+        """
+
     /// The `source` row of each of `keys` that has one, with its derived values computed from its
     /// current content (maybe none); one read for a page of sources (the site manifest's).
     package func sourceRecords(of keys: [String]) throws -> [String: DerivedSourceRecord] {
         guard !keys.isEmpty else { return [:] }
         return try database.read { db in
-            let sources = try StoredSource.filter(keys.contains(SourceTable.key)).fetchAll(db)
-            let values = Dictionary(grouping: try StoredDerivedValue.filter(keys.contains(DerivedTable.sourceKey)).fetchAll(db), by: \.sourceKey)
+            let sources = try StoredSource.filter(keys.contains(Source.key)).fetchAll(db)
+            let values = Dictionary(grouping: try StoredDerivedValue.filter(keys.contains(Derived.sourceKey)).fetchAll(db), by: \.sourceKey)
             return Dictionary(uniqueKeysWithValues: sources.map { ($0.key, Self.current($0, values[$0.key] ?? [])) })
         }
     }
@@ -41,9 +49,9 @@ extension StateStore {
     /// holds one source however many there are); `names` (`dhash`, ...) limits the values read.
     package func forEachDerivedSource(names: [String]? = nil, _ body: (DerivedSourceRecord) throws -> Void) throws {
         try database.read { db in
-            let sources = try StoredSource.order(SourceTable.key).fetchCursor(db)
-            var request = StoredDerivedValue.order(DerivedTable.sourceKey, DerivedTable.identifier)
-            if let names { request = request.filter(names.contains(DerivedTable.name)) }
+            let sources = try StoredSource.order(Source.key).fetchCursor(db)
+            var request = StoredDerivedValue.order(Derived.sourceKey, Derived.identifier)
+            if let names { request = request.filter(names.contains(Derived.name)) }
             let values = try request.fetchCursor(db)
             var next = try values.next()
             while let source = try sources.next() {
@@ -67,29 +75,21 @@ extension StateStore {
 
 extension StateStore.PlanningPass {
     package func derivedLedger(_ sourceKey: String) throws -> DerivedLedger {
-        if let ledger = try Self.derivedLedger(sourceKey, in: db) { return ledger }
-        for other in others {
-            let found = try other.read { db -> (DerivedLedger, [Row])? in
-                guard try db.tableExists("derived"), let ledger = try Self.derivedLedger(sourceKey, in: db) else { return nil }
-                let rows = try Row.fetchAll(db, sql: "SELECT * FROM source WHERE key = ?", arguments: [sourceKey])
-                return (ledger, rows + (try Row.fetchAll(db, sql: "SELECT * FROM derived WHERE source_key = ?", arguments: [sourceKey])))
-            }
-            guard let (ledger, rows) = found else { continue }
-            // Taken over like items, so this database alone answers for its sources from now on.
-            if runID != nil {
-                for row in rows { try Self.copy(row, into: row.hasColumn("location") ? "source" : "derived", in: db) }
-            }
-            return ledger
-        }
-        return DerivedLedger()
+        try Self.derivedLedger(sourceKey, in: db) ?? takeOver { db in
+            guard try db.tableExists(StoredDerivedValue.databaseTableName), let ledger = try Self.derivedLedger(sourceKey, in: db) else { return nil }
+            let source = try Row.fetchAll(db, sql: "SELECT * FROM source WHERE \(Source.key) = ?", arguments: [sourceKey])
+            let values = try Row.fetchAll(db, sql: "SELECT * FROM derived WHERE \(Derived.sourceKey) = ?", arguments: [sourceKey])
+            return (ledger, source.map { (StoredSource.databaseTableName, $0) } + values.map { (StoredDerivedValue.databaseTableName, $0) })
+        } ?? DerivedLedger()
     }
 
+    private static let ledgerSQL = "SELECT \(Source.fingerprint), \(Source.contentHash) FROM source WHERE \(Source.key) = ?"
+    private static let ledgerValuesSQL = "SELECT \(Derived.identifier), \(Derived.fingerprint) FROM derived WHERE \(Derived.sourceKey) = ?"
+
     private static func derivedLedger(_ sourceKey: String, in db: Database) throws -> DerivedLedger? {
-        guard let source = try Row.fetchOne(db.cachedStatement(sql: "SELECT fingerprint, content_hash FROM source WHERE key = ?"),
-                                            arguments: [sourceKey]) else { return nil }
+        guard let source = try Row.fetchOne(db.cachedStatement(sql: ledgerSQL), arguments: [sourceKey]) else { return nil }
         var ledger = DerivedLedger(contentHash: source[1], contentHashFingerprint: source[0])
-        let values = try Row.fetchCursor(db.cachedStatement(sql: "SELECT identifier, fingerprint FROM derived WHERE source_key = ?"),
-                                         arguments: [sourceKey])
+        let values = try Row.fetchCursor(db.cachedStatement(sql: ledgerValuesSQL), arguments: [sourceKey])
         while let row = try values.next() { ledger.values[row[0]] = row[1] }
         return ledger
     }

@@ -10,6 +10,9 @@ import Imaging
 import JobFile
 import Planning
 
+private typealias Item = ItemRecord.Columns
+private typealias Run = RunRecord.Columns
+
 extension StateStore {
     // MARK: Runs
 
@@ -19,75 +22,77 @@ extension StateStore {
                   _ body: (PlanningPass) throws -> PlanCounts) throws -> (Int64, PlanCounts) {
         try database.write { db in
             try db.execute(sql: """
-                INSERT INTO run (started_at, pid, runner_version, vips_version, limits, planned, up_to_date, blocked)
-                VALUES (?, ?, ?, ?, ?, 0, 0, 0)
+                INSERT INTO run (\(Run.startedAt), \(Run.pid), \(Run.runnerVersion), \(Run.vipsVersion), \(Run.limits)) VALUES (?, ?, ?, ?, ?)
                 """, arguments: [Date().timeIntervalSince1970, Int(getpid()), RunnerVersion.string, vipsVersion, limitsDigest])
             let runID = db.lastInsertedRowID
             let counts = try body(PlanningPass(db: db, runID: runID, others: others, limits: limitsDigest))
-            try db.execute(sql: "UPDATE run SET planned = ?, up_to_date = ?, blocked = ? WHERE id = ?",
-                           arguments: [counts.pending, counts.upToDate, counts.blocked, runID])
+            try RunRecord.filter(Run.id == runID).updateAll(db, Run.planned.set(to: counts.pending), Run.upToDate.set(to: counts.upToDate),
+                                                            Run.blocked.set(to: counts.blocked))
             return (runID, counts)
         }
     }
 
     /// Closes the runs a killed process left `running`; only call it holding the job's `RunLock`,
-    /// which proves that no run is alive. Each becomes `interrupted`, ended at its last commit (its
-    /// items' latest update, else its start), with the done and failed items it recorded; its
-    /// items still `running` become `pending`.
+    /// which proves that no run is alive. Each ends as `DeadRun` says, at its last commit (its
+    /// items' latest update, else its start), with the done and failed items it recorded.
     package func closeAbandonedRuns() throws {
         try database.write { db in
             try db.execute(sql: """
-                UPDATE run SET outcome = \(RunOutcome.interrupted.sql), ended_at = COALESCE(last.at, run.started_at),
-                    done = last.done, failed = last.failed
-                FROM (SELECT dead.id, MAX(item.updated_at) AS at, COUNT(CASE item.state WHEN \(ItemState.done.sql) THEN 1 END) AS done,
-                             COUNT(CASE item.state WHEN \(ItemState.failed.sql) THEN 1 END) AS failed
-                      FROM run AS dead LEFT JOIN item ON item.run_id = dead.id
-                      WHERE dead.outcome = \(RunOutcome.running.sql) GROUP BY dead.id) AS last
-                WHERE run.id = last.id;
-                UPDATE item SET state = \(ItemState.pending.sql) WHERE state = \(ItemState.running.sql);
+                UPDATE run SET \(Run.outcome) = \(DeadRun.outcome.sql), \(Run.endedAt) = COALESCE(last.at, run.\(Run.startedAt)),
+                    \(Run.done) = last.done, \(Run.failed) = last.failed
+                FROM (SELECT dead.\(Run.id), MAX(item.\(Item.updatedAt)) AS at,
+                             COUNT(CASE item.\(Item.state) WHEN \(ItemState.done.sql) THEN 1 END) AS done,
+                             COUNT(CASE item.\(Item.state) WHEN \(ItemState.failed.sql) THEN 1 END) AS failed
+                      FROM run AS dead LEFT JOIN item ON item.\(Item.runID) = dead.\(Run.id)
+                      WHERE dead.\(Run.outcome) = \(RunOutcome.running.sql) GROUP BY dead.\(Run.id)) AS last
+                WHERE run.\(Run.id) = last.\(Run.id)
                 """)
+            try DeadRun.releaseItems(in: db)
         }
     }
 
     package func finishRun(_ runID: Int64, summary: RunSummary) throws {
         try database.write { db in
-            try db.execute(sql: """
-                UPDATE run SET ended_at = ?, done = ?, failed = ?, up_to_date = ?, not_revalidated = ?, blocked = ?, outcome = ?,
-                    exit_code = ?
-                WHERE id = ?
-                """, arguments: [Date().timeIntervalSince1970, summary.done, summary.failed, summary.upToDate, summary.notRevalidated,
-                                 summary.blocked, summary.outcome, summary.exitCode, runID])
+            try RunRecord.filter(Run.id == runID).updateAll(
+                db, Run.endedAt.set(to: Date().timeIntervalSince1970), Run.done.set(to: summary.done), Run.failed.set(to: summary.failed),
+                Run.upToDate.set(to: summary.upToDate), Run.notRevalidated.set(to: summary.notRevalidated),
+                Run.blocked.set(to: summary.blocked), Run.outcome.set(to: summary.outcome), Run.exitCode.set(to: summary.exitCode))
             // Items abandoned in flight (a second signal killed their workers) run again next time.
-            try db.execute(sql: "UPDATE item SET state = \(ItemState.pending.sql) WHERE state = \(ItemState.running.sql)")
+            try DeadRun.releaseItems(in: db)
         }
     }
 
     // MARK: Recording
+
+    private static let startedSQL = """
+        UPDATE item SET \(Item.state) = \(ItemState.running.sql),
+            \(Item.attempts) = CASE WHEN \(Item.fingerprint) = ?1 THEN \(Item.attempts) + 1 ELSE 1 END,
+            \(Item.fingerprint) = ?1, \(Item.runID) = ?2, \(Item.updatedAt) = ?3
+        WHERE \(Item.key) = ?4
+        """
+    private static let unchangedSQL = """
+        UPDATE item SET \(Item.state) = \(ItemState.done.sql), \(Item.fingerprint) = ?, \(Item.outputPath) = ?,
+            \(Item.errorKind) = NULL, \(Item.errorMessage) = NULL, \(Item.runID) = ?, \(Item.updatedAt) = ?
+        WHERE \(Item.key) = ?
+        """
+    /// A failure no worker started (a download, a vanished file) is a try too; `started` counted the others.
+    private static let finishedSQL = """
+        UPDATE item SET \(Item.attempts) = \(Item.attempts) + (\(Item.state) <> \(ItemState.running.sql) AND ?1 = \(ItemState.failed.sql)),
+            \(Item.failedSince) = CASE WHEN ?1 = \(ItemState.failed.sql) THEN COALESCE(\(Item.failedSince), ?8) END,
+            \(Item.state) = ?1, \(Item.outputPath) = ?2, \(Item.errorKind) = ?3, \(Item.errorMessage) = ?4, \(Item.warning) = ?5,
+            \(Item.duration) = ?6, \(Item.runID) = ?7, \(Item.updatedAt) = ?8,
+            \(Item.width) = ?10, \(Item.height) = ?11, \(Item.bytes) = ?12, \(Item.mediaType) = ?13, \(Item.contentHash) = ?14
+        WHERE \(Item.key) = ?9
+        """
 
     /// Applies a batch of item events in one transaction.
     package func record(_ events: [ItemEvent], runID: Int64) throws {
         guard !events.isEmpty else { return }
         try database.write { db in
             let now = Date().timeIntervalSince1970
-            let started = try db.cachedStatement(sql: """
-                UPDATE item SET state = \(ItemState.running.sql), attempts = CASE WHEN fingerprint = ?1 THEN attempts + 1 ELSE 1 END,
-                    fingerprint = ?1, run_id = ?2, updated_at = ?3
-                WHERE key = ?4
-                """)
-            let unchanged = try db.cachedStatement(sql: """
-                UPDATE item SET state = \(ItemState.done.sql), fingerprint = ?, output_path = ?, error_kind = NULL, error_message = NULL,
-                    run_id = ?, updated_at = ?
-                WHERE key = ?
-                """)
-            // A failure no worker started (a download, a vanished file) is a try too; `started` counted the others.
-            let finished = try db.cachedStatement(sql: """
-                UPDATE item SET attempts = attempts + (state <> \(ItemState.running.sql) AND ?1 = \(ItemState.failed.sql)),
-                    failed_since = CASE WHEN ?1 = \(ItemState.failed.sql) THEN COALESCE(failed_since, ?8) END,
-                    state = ?1, output_path = ?2, error_kind = ?3, error_message = ?4, warning = ?5, duration = ?6,
-                    run_id = ?7, updated_at = ?8,
-                    width = ?10, height = ?11, bytes = ?12, media_type = ?13, content_hash = ?14
-                WHERE key = ?9
-                """)
+            let started = try db.cachedStatement(sql: Self.startedSQL)
+            let unchanged = try db.cachedStatement(sql: Self.unchangedSQL)
+            let finished = try db.cachedStatement(sql: Self.finishedSQL)
             for event in events {
                 switch event {
                 case .started(let key, let fingerprint):
@@ -97,18 +102,17 @@ extension StateStore {
                 case .stillFailed:
                     break  // the recorded failure stands as it is
                 case .blacklisted(let url, let reason, let message):
-                    try db.execute(sql: """
-                        INSERT INTO blacklist (url, kind, http_status, message, first_seen, last_seen) VALUES (?, ?, ?, ?, ?, ?)
-                        ON CONFLICT(url) DO UPDATE SET kind = excluded.kind, http_status = excluded.http_status,
-                            message = excluded.message, last_seen = excluded.last_seen, count = count + 1
-                        """, arguments: [url, reason, reason.httpStatus, message, now, now])
+                    let seen = Date(timeIntervalSince1970: now)
+                    _ = try BlacklistEntry(url: url, kind: reason, httpStatus: reason.httpStatus, message: message, firstSeen: seen,
+                                           lastSeen: seen, count: 1)
+                        .upsertAndFetch(db, doUpdate: { _ in [BlacklistEntry.Columns.firstSeen.noOverwrite, BlacklistEntry.Columns.count += 1] })
                 case .unblocked(let url):
-                    try db.execute(sql: "DELETE FROM blacklist WHERE url = ?", arguments: [url])
+                    try BlacklistEntry.filter(BlacklistEntry.Columns.url == url).deleteAll(db)
                 case .source(let sourceKey, let location, let fingerprint, let facts, let derived):
                     try Self.recordSource(facts, derived: derived, of: sourceKey, location: location, fingerprint: fingerprint, at: now, in: db)
                 case .finished(let key, let outputPath, let outcome):
                     let failure = outcome.failure
-                    try finished.execute(arguments: [outcome.state.rawValue, outputPath, failure?.kind.rawValue,
+                    try finished.execute(arguments: [outcome.state, outputPath, failure?.kind,
                                                      failure?.message ?? outcome.blockedReason, outcome.warning, outcome.seconds,
                                                      runID, now, key] + Self.factArguments(outcome))
                 }

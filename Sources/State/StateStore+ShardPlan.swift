@@ -8,38 +8,38 @@ import Planning
 extension StateStore.PlanningPass: SourceMemory {
     package func replaySources(madeUnder inputs: String, ifEach unchanged: (WalkedPath) -> Bool,
                                _ visit: (SourceEntry) throws -> Void) throws -> Bool {
-        let recorded = try Row.fetchOne(db, sql: "SELECT inputs FROM shard_plan WHERE id = 1")
-        guard let recorded, recorded[ShardPlanTable.inputs] as String == inputs else { return false }
-        let walked = try Row.fetchCursor(db, sql: "SELECT path, seen FROM shard_plan_walked")
-        while let row = try walked.next() {
-            guard unchanged(WalkedPath(path: row[ShardPlanWalkedTable.path], seen: row[ShardPlanWalkedTable.seen])) else { return false }
+        guard try ShardPlanSeal.fetchOne(db)?.inputs == inputs else { return false }
+        let walked = try WalkedPath.fetchCursor(db)
+        while let path = try walked.next() {
+            guard unchanged(path) else { return false }
         }
-        let rows = try Row.fetchCursor(db, sql: "SELECT spec, line FROM shard_plan_source ORDER BY position")
-        while let row = try rows.next() {
-            try visit(SourceEntry(spec: row[ShardPlanSourceTable.spec], line: row[ShardPlanSourceTable.line]))
-        }
+        let sources = try SourceEntry.order(SourceEntry.Columns.position).fetchCursor(db)
+        while let entry = try sources.next() { try visit(entry) }
         return true
     }
 
     package func forgetSources() throws {
         guard runID != nil else { return }
-        try db.execute(sql: "DELETE FROM shard_plan; DELETE FROM shard_plan_source; DELETE FROM shard_plan_walked")
+        try ShardPlanSeal.deleteAll(db)
+        try SourceEntry.deleteAll(db)
+        try WalkedPath.deleteAll(db)
     }
+
+    private static let walkedSQL = "INSERT INTO shard_plan_walked (\(WalkedPath.Columns.path), \(WalkedPath.Columns.seen)) VALUES (?, ?)"
+    private static let sourceSQL = "INSERT INTO shard_plan_source (\(SourceEntry.Columns.spec), \(SourceEntry.Columns.line)) VALUES (?, ?)"
 
     package func recordWalked(_ path: WalkedPath) throws {
         guard runID != nil else { return }
-        let statement = try db.cachedStatement(sql: "INSERT INTO shard_plan_walked (path, seen) VALUES (?, ?)")
-        try statement.execute(arguments: [path.path, path.seen])
+        try db.cachedStatement(sql: Self.walkedSQL).execute(arguments: [path.path, path.seen])
     }
 
     package func recordSource(_ entry: SourceEntry) throws {
         guard runID != nil else { return }
-        let statement = try db.cachedStatement(sql: "INSERT INTO shard_plan_source (spec, line) VALUES (?, ?)")
-        try statement.execute(arguments: [entry.spec, entry.line])
+        try db.cachedStatement(sql: Self.sourceSQL).execute(arguments: [entry.spec, entry.line])
     }
 
     package func sealSources(madeUnder inputs: String) throws {
         guard runID != nil else { return }
-        try db.execute(sql: "INSERT INTO shard_plan (id, inputs) VALUES (1, ?)", arguments: [inputs])
+        try ShardPlanSeal(inputs: inputs).insert(db)
     }
 }

@@ -15,15 +15,15 @@ extension [StateStore] {
         return try self[open.count].database.read { db in try reading(open + [db], body) }
     }
 
-    /// The first `limit` (-1: all) rows `cursor` reads in each store, as records merged in
-    /// `precedes` order, which each store's cursor must give already (its `ORDER BY`, with a `LIMIT`
-    /// of `limit` too, so SQLite's sort keeps no more).
-    func forEachMerged<R>(limit: Int = -1, _ cursor: (Database) throws -> RowCursor, as record: @escaping (Row) -> R,
-                          precedes: @escaping (R, R) -> Bool, _ body: (R) throws -> Void) throws {
+    /// The first `limit` (-1: all) records `request` reads in each store, made `R` by `make` (nil:
+    /// none), merged in `precedes` order, which `request` must give already (its `ORDER BY`; it
+    /// reads `limit` too, so SQLite's sort keeps no more).
+    func forEachMerged<Record: FetchableRecord, R>(_ request: QueryInterfaceRequest<Record>, limit: Int = -1, as make: @escaping (Record) -> R?,
+                                                   precedes: @escaping (R, R) -> Bool, _ body: (R) throws -> Void) throws {
         try reading { dbs in
-            var merge = try OrderedMerge(dbs.map { db in
-                let rows = try cursor(db)
-                return { try rows.next().map(record) }
+            var merge = try OrderedMerge(zip(self, dbs).map { store, db in
+                let records = try store.database.named { try request.limit(limit).fetchCursor(db).compactMap(make) }
+                return { try store.database.named { try records.next() } }
             }, precedes: precedes)
             var given = 0
             while given != limit, let (record, _) = try merge.next() {
@@ -48,12 +48,12 @@ extension [StateStore] {
     /// more in each: SQLite's least before it spills to a temporary file.)
     package func shareCache() throws {
         guard count > 1 else { return }
-        for store in self { try store.database.inDatabase { try $0.execute(sql: "PRAGMA cache_size = -\(Swift.min(2000, 16 * 1024 / count))") } }
+        for store in self { try store.database.queue.inDatabase { try $0.execute(sql: "PRAGMA cache_size = -\(Swift.min(2000, 16 * 1024 / count))") } }
     }
 
-    /// The sum of a `SELECT COUNT(*)` in every store.
-    func counted(_ sql: String) throws -> Int {
-        try reduce(0) { total, store in try total + store.database.read { try Int.fetchOne($0, sql: sql) ?? 0 } }
+    /// The sum of `request`'s count in every store.
+    func counted(_ request: some FetchRequest) throws -> Int {
+        try reduce(0) { total, store in try total + store.database.read { try request.fetchCount($0) } }
     }
 }
 

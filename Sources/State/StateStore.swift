@@ -15,9 +15,27 @@ import Planning
 /// One type owns the connection (GRDB's `AppDatabase` pattern): WAL journal, a private migrator
 /// whose migrations are named and never edited once shipped, and methods that keep the invariants.
 public final class StateStore: Sendable {
-    let database: DatabaseQueue
+    let database: Connection
     /// The job's other state databases (`JobStateLayout.otherLayouts`), opened read-only for planning.
-    let others: [DatabaseQueue]
+    let others: [Connection]
+
+    /// GRDB's queue, whose reads and writes name its file in a stored value this runner never
+    /// writes (`UnknownStoredValue`, the policy in Tables.swift).
+    struct Connection: Sendable {
+        let queue: DatabaseQueue
+
+        func read<T>(_ body: (Database) throws -> T) throws -> T { try named { try queue.read(body) } }
+
+        @discardableResult
+        func write<T>(_ body: (Database) throws -> T) throws -> T { try named { try queue.write(body) } }
+
+        /// `body`'s work in this database (a cursor's next row too: `[StateStore]`'s merges).
+        func named<T>(_ body: () throws -> T) throws -> T {
+            do { return try body() } catch let unknown as UnknownStoredValue {
+                throw StateDatabaseError(path: queue.path, kind: .unknownValue, reason: unknown.description)
+            }
+        }
+    }
 
     /// Opens (creating and migrating) the database at `path` to write it, for a caller that holds
     /// its `RunLock`; `readingAlso` names other state databases of the same job whose records
@@ -59,14 +77,16 @@ public final class StateStore: Sendable {
     }
 
     private init(_ database: DatabaseQueue, path: String, readingAlso otherPaths: [String]) throws {
-        self.database = database
-        var info = stat()
-        fileID = stat(path, &info) == 0 ? FileID(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)) : nil
+        self.database = Connection(queue: database)
+        inode = FileIdentity(path: path)?.inode
         self.path = path
         ownerless = !RunLock.isHeld(statePath: path)
         // A database another process is creating right now has no tables yet: nothing to find there.
-        others = try otherPaths.map { try Self.openForReading($0) }.filter { other in
-            try other.read { try $0.tableExists("item") && $0.columns(in: "run").contains { $0.name == "limits" } }
+        others = try otherPaths.map { Connection(queue: try Self.openForReading($0)) }.filter { other in
+            try other.read { db in
+                try db.tableExists(ItemRecord.databaseTableName)
+                    && db.columns(in: RunRecord.databaseTableName).contains { $0.name == RunRecord.Columns.limits.name }
+            }
         }
     }
 
@@ -117,23 +137,23 @@ public final class StateStore: Sendable {
     /// found root's `-shm` and could not write). Everything was committed before; a failure to close
     /// loses nothing, so it is not an error.
     package func close() {
-        try? database.close()
-        for other in others { try? other.close() }
+        try? database.queue.close()
+        for other in others { try? other.queue.close() }
     }
 
     /// No process held the job's run lock when the store was opened (a reader's view; a run holds
     /// it): a run still recorded `running` was killed, and reads show it as the next run will
-    /// record it, interrupted, with its items still `running` pending again.
+    /// record it (`DeadRun`).
     let ownerless: Bool
 
-    /// Where the database was opened, and which file that was.
-    let path: String
-    private let fileID: FileID?
+    /// A run's or an item's recorded value as this store's reader shows it (`ownerless`: `DeadRun`).
+    func shown(_ outcome: RunOutcome) -> RunOutcome { ownerless && outcome == .running ? DeadRun.outcome : outcome }
+    func shown(_ state: ItemState) -> ItemState { ownerless && state == .running ? DeadRun.state : state }
 
-    private struct FileID: Equatable {
-        let device: UInt64
-        let inode: UInt64
-    }
+    /// Where the database was opened, and which file that was (its `FileIdentity` inode: a file
+    /// put in its place has another).
+    let path: String
+    private let inode: UInt64?
 
     /// SQLite's `PRAGMA quick_check`: every page is read and its structure checked (about a second
     /// per 250 MB). Whoever is about to write (a run, `prune --delete`) calls it first, so a damaged
@@ -150,11 +170,7 @@ public final class StateStore: Sendable {
     /// Throws `StateDatabaseError` (`moved`) when the database's path no longer names the file this
     /// store has open: it was deleted or replaced, so whatever is recorded now would be lost.
     package func checkStillInPlace() throws {
-        guard let fileID else { return }
-        var info = stat()
-        guard stat(path, &info) == 0, FileID(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)) == fileID else {
-            throw StateDatabaseError(path: path, kind: .moved, reason: "")
-        }
+        if let inode, FileIdentity(path: path)?.inode != inode { throw StateDatabaseError(path: path, kind: .moved, reason: "") }
     }
 
     /// The job's database, to write, if a run has created it; nil otherwise, and nothing is created.
@@ -230,7 +246,7 @@ public final class StateStore: Sendable {
             try db.execute(sql: "ALTER TABLE item ADD COLUMN warning TEXT")
         }
         migrator.registerMigration("v4: run limits") { db in
-            // The limits a run decoded under (`Planner.limitsDigest`): a failure its content decided
+            // The limits a run decoded under (`Classifier.limitsDigest`): a failure its content decided
             // stands only while they are the same.
             try db.execute(sql: "ALTER TABLE run ADD COLUMN limits TEXT")
         }
@@ -253,7 +269,7 @@ public final class StateStore: Sendable {
         migrator.registerMigration("v8: derived values") { db in
             // Per source: what it is (bytes, display size, format, exact content hash) and its derived
             // values (`derive`), each keyed by its identifier and the fingerprint of the source's
-            // content it was computed from (`Planner.derivationFingerprint`).
+            // content it was computed from (`Classifier.derivationFingerprint`).
             try db.execute(sql: """
                 CREATE TABLE source (
                     key TEXT PRIMARY KEY NOT NULL,
@@ -369,4 +385,15 @@ public final class StateStore: Sendable {
     }
 }
 
-extension RunOutcome: DatabaseValueConvertible {}
+/// A run recorded `running` whose process is gone (it was killed: no process holds the job's run
+/// lock) ends `interrupted` at its last commit, and its items still `running` are `pending` again:
+/// the next run records that (`closeAbandonedRuns`), and every reader shows it so meanwhile.
+enum DeadRun {
+    static let outcome = RunOutcome.interrupted, state = ItemState.pending
+
+    /// Items still `running` whose run is over (killed, or a second signal abandoned them in
+    /// flight) run again: `pending`.
+    static func releaseItems(in db: Database) throws {
+        try ItemRecord.filter(ItemRecord.Columns.state == ItemState.running).updateAll(db, ItemRecord.Columns.state.set(to: state))
+    }
+}

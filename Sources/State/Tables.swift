@@ -1,77 +1,167 @@
 import Foundation
 import GRDB
+import Support
 import Model
+import Planning
 
-/// The state database's tables and their columns, spelled once: rows are read through these,
-/// never by a column name written again at the read.
-enum RunTable {
-    static let id = Column("id"), startedAt = Column("started_at"), endedAt = Column("ended_at"), pid = Column("pid")
-    static let runnerVersion = Column("runner_version"), vipsVersion = Column("vips_version")
-    static let planned = Column("planned"), upToDate = Column("up_to_date"), notRevalidated = Column("not_revalidated")
-    static let done = Column("done")
-    static let failed = Column("failed"), blocked = Column("blocked"), outcome = Column("outcome"), exitCode = Column("exit_code")
+// Each table has one record type, its rows read into and written from it; its `Columns` spell the
+// column names once, and SQL names columns through them (`"... WHERE \(Columns.key) = ?"`).
+// A value stored by its spelling (item state, failure kind, run outcome, blacklist reason, walk
+// state) is read by `stored`: a newer runner's spelling comes with a migration, refused first
+// (`newerRunner`), so one this runner does not know means a damaged or hand-edited database:
+// `StateDatabaseError.Kind.unknownValue` (exit 2), never a trap, a nil or a guess.
+
+extension DefaultStringInterpolation {
+    /// A column's name in SQL text.
+    mutating func appendInterpolation(_ column: Column) { appendLiteral(column.name) }
 }
 
-enum ItemTable {
-    static let key = Column("key"), sourceKey = Column("source_key"), outputName = Column("output_name")
-    static let state = Column("state"), attempts = Column("attempts"), outputPath = Column("output_path")
-    static let errorKind = Column("error_kind"), errorMessage = Column("error_message"), warning = Column("warning")
-    static let updatedAt = Column("updated_at")
-    // v9: output facts
-    static let width = Column("width"), height = Column("height"), bytes = Column("bytes"), mediaType = Column("media_type")
-    static let contentHash = Column("content_hash")
+extension RawRepresentable where Self: DatabaseValueConvertible, RawValue == String {
+    /// As SQL text, for statements that name a value.
+    var sql: String { "'\(rawValue)'" }
 }
 
-/// v11: shard plan (`SourceMemory`).
-enum ShardPlanTable {
-    static let inputs = Column("inputs")
+extension ItemState: DatabaseValueConvertible {}
+extension ItemFailure.Kind: DatabaseValueConvertible {}
+extension RunOutcome: DatabaseValueConvertible {}
+
+/// A stored value this runner never writes (`Row.stored`); the store's connection names the file
+/// it came from (`StateDatabaseError.Kind.unknownValue`).
+struct UnknownStoredValue: Error, CustomStringConvertible {
+    let table: String, column: Column, value: DatabaseValue
+
+    var description: String { "\(table).\(column) holds \(value)" }
 }
 
-enum ShardPlanSourceTable {
-    static let position = Column("position"), spec = Column("spec"), line = Column("line")
+extension DatabaseValue {
+    /// This value of `column` (of `table`); one this runner never writes throws `UnknownStoredValue`.
+    func stored<Value: DatabaseValueConvertible>(_ column: Column, of table: any TableRecord.Type) throws -> Value {
+        guard let value = Value.fromDatabaseValue(self) else { throw UnknownStoredValue(table: table.databaseTableName, column: column, value: self) }
+        return value
+    }
 }
 
-/// v13: shard plan walks (`WalkedPath`).
-enum ShardPlanWalkedTable {
-    static let path = Column("path"), seen = Column("seen")
+extension Row {
+    func stored<Value: DatabaseValueConvertible>(_ column: Column, of table: any TableRecord.Type) throws -> Value {
+        try (self[column.name] as DatabaseValue).stored(column, of: table)
+    }
 }
 
-/// v12: clean folders (`StateStore.cleanFolders`).
-enum CleanFolderTable {
-    static let path = Column("path"), identity = Column("identity")
+extension RunRecord: FetchableRecord, TableRecord {
+    public static let databaseTableName = "run"
+
+    public enum Columns {
+        static let id = Column("id"), startedAt = Column("started_at"), endedAt = Column("ended_at"), pid = Column("pid")
+        static let runnerVersion = Column("runner_version"), vipsVersion = Column("vips_version"), limits = Column("limits")
+        static let planned = Column("planned"), upToDate = Column("up_to_date"), notRevalidated = Column("not_revalidated")
+        static let done = Column("done"), failed = Column("failed"), blocked = Column("blocked")
+        static let outcome = Column("outcome"), exitCode = Column("exit_code")
+    }
+
+    public init(row: Row) throws {
+        self.init(id: row[Columns.id], startedAt: Date(timeIntervalSince1970: row[Columns.startedAt]),
+                  endedAt: (row[Columns.endedAt] as Double?).map(Date.init(timeIntervalSince1970:)),
+                  pid: row[Columns.pid], runnerVersion: row[Columns.runnerVersion], vipsVersion: row[Columns.vipsVersion],
+                  planned: row[Columns.planned], upToDate: row[Columns.upToDate], notRevalidated: row[Columns.notRevalidated],
+                  done: row[Columns.done], failed: row[Columns.failed], blocked: row[Columns.blocked],
+                  outcome: try row.stored(Columns.outcome, of: Self.self), exitCode: row[Columns.exitCode])
+    }
 }
 
-enum BlacklistTable {
-    static let url = Column("url"), kind = Column("kind"), httpStatus = Column("http_status"), message = Column("message")
-    static let firstSeen = Column("first_seen"), lastSeen = Column("last_seen"), count = Column("count")
+extension ItemRecord: FetchableRecord, TableRecord {
+    package static let databaseTableName = "item"
+
+    package enum Columns {
+        static let key = Column("key"), sourceKey = Column("source_key"), outputName = Column("output_name")
+        static let state = Column("state"), attempts = Column("attempts"), fingerprint = Column("fingerprint")
+        static let outputPath = Column("output_path"), errorKind = Column("error_kind"), errorMessage = Column("error_message")
+        static let duration = Column("duration"), runID = Column("run_id"), updatedAt = Column("updated_at")
+        static let warning = Column("warning"), failedSince = Column("failed_since")
+        // v9: output facts
+        static let width = Column("width"), height = Column("height"), bytes = Column("bytes"), mediaType = Column("media_type")
+        static let contentHash = Column("content_hash")
+    }
+
+    /// A failed item with no kind is a value runner never writes, as an unknown kind is.
+    package init(row: Row) throws {
+        let state: ItemState = try row.stored(Columns.state, of: Self.self)
+        let errorKind: ItemFailure.Kind? = try row.stored(Columns.errorKind, of: Self.self)
+        if state == .failed && errorKind == nil { throw UnknownStoredValue(table: Self.databaseTableName, column: Columns.errorKind, value: .null) }
+        self.init(key: row[Columns.key], sourceKey: row[Columns.sourceKey], outputName: row[Columns.outputName], state: state,
+                  attempts: row[Columns.attempts], fingerprint: row[Columns.fingerprint], outputPath: row[Columns.outputPath],
+                  errorKind: errorKind, errorMessage: row[Columns.errorMessage], warning: row[Columns.warning],
+                  updatedAt: Date(timeIntervalSince1970: row[Columns.updatedAt]),
+                  failedSince: (row[Columns.failedSince] as Double?).map(Date.init(timeIntervalSince1970:)),
+                  width: row[Columns.width], height: row[Columns.height], bytes: row[Columns.bytes],
+                  mediaType: row[Columns.mediaType], contentHash: row[Columns.contentHash])
+    }
 }
 
-enum OriginalTable {
-    static let sourceKey = Column("source_key"), url = Column("url"), file = Column("file"), etag = Column("etag")
-    static let lastModified = Column("last_modified"), contentHash = Column("content_hash"), size = Column("size")
-    static let fetchedAt = Column("fetched_at"), validatedAt = Column("validated_at"), usedAt = Column("used_at")
+extension BlacklistEntry: FetchableRecord, PersistableRecord {
+    public static let databaseTableName = "blacklist"
+
+    public enum Columns {
+        static let url = Column("url"), kind = Column("kind"), httpStatus = Column("http_status"), message = Column("message")
+        static let firstSeen = Column("first_seen"), lastSeen = Column("last_seen"), count = Column("count")
+    }
+
+    public init(row: Row) throws {
+        self.init(url: row[Columns.url], kind: try row.stored(Columns.kind, of: Self.self), httpStatus: row[Columns.httpStatus],
+                  message: row[Columns.message], firstSeen: Date(timeIntervalSince1970: row[Columns.firstSeen]),
+                  lastSeen: Date(timeIntervalSince1970: row[Columns.lastSeen]), count: row[Columns.count])
+    }
+
+    // Written through its Codable conformance: each property in the column its name gives.
+    public static let databaseColumnEncodingStrategy = DatabaseColumnEncodingStrategy.convertToSnakeCase
+    public static func databaseDateEncodingStrategy(for column: String) -> DatabaseDateEncodingStrategy { .timeIntervalSince1970 }
 }
 
-enum SourceTable {
-    static let key = Column("key"), location = Column("location"), fingerprint = Column("fingerprint"), bytes = Column("bytes")
-    static let width = Column("width"), height = Column("height"), format = Column("format")
-    static let contentHash = Column("content_hash"), updatedAt = Column("updated_at")
+/// Stored by its spelling (`description`) in `blacklist.kind`.
+extension BlacklistReason: DatabaseValueConvertible {
+    public var databaseValue: DatabaseValue { description.databaseValue }
+
+    public static func fromDatabaseValue(_ value: DatabaseValue) -> BlacklistReason? {
+        String.fromDatabaseValue(value).flatMap(BlacklistReason.init)
+    }
 }
 
-enum DerivedTable {
-    static let sourceKey = Column("source_key"), identifier = Column("identifier"), name = Column("name")
-    static let fingerprint = Column("fingerprint"), value = Column("value")
+extension CachedOriginal: FetchableRecord, PersistableRecord {
+    package static let databaseTableName = "original"
+
+    package enum Columns {
+        static let sourceKey = Column("source_key"), url = Column("url"), file = Column("file"), etag = Column("etag")
+        static let lastModified = Column("last_modified"), contentHash = Column("content_hash"), size = Column("size")
+        static let fetchedAt = Column("fetched_at"), validatedAt = Column("validated_at"), usedAt = Column("used_at")
+        // v5: originals not revalidated (not in the record: a saved original replaces the row, clearing them)
+        static let revalidationError = Column("revalidation_error"), revalidationFailedSince = Column("revalidation_failed_since")
+    }
+
+    package init(row: Row) {
+        self.init(sourceKey: row[Columns.sourceKey], url: row[Columns.url], file: row[Columns.file],
+                  etag: row[Columns.etag], lastModified: row[Columns.lastModified],
+                  contentHash: row[Columns.contentHash], size: row[Columns.size], fetchedAt: row[Columns.fetchedAt],
+                  validatedAt: row[Columns.validatedAt], usedAt: row[Columns.usedAt])
+    }
+
+    // Written through its Codable conformance, as `BlacklistEntry`.
+    package static let databaseColumnEncodingStrategy = DatabaseColumnEncodingStrategy.convertToSnakeCase
 }
 
 extension StoredSource: FetchableRecord, TableRecord {
     package static let databaseTableName = "source"
 
+    package enum Columns {
+        static let key = Column("key"), location = Column("location"), fingerprint = Column("fingerprint"), bytes = Column("bytes")
+        static let width = Column("width"), height = Column("height"), format = Column("format")
+        static let contentHash = Column("content_hash"), updatedAt = Column("updated_at")
+    }
+
     package init(row: Row) {
-        self.init(key: row[SourceTable.key], location: row[SourceTable.location] ?? row[SourceTable.key],
-                  fingerprint: row[SourceTable.fingerprint],
-                  bytes: row[SourceTable.bytes], width: row[SourceTable.width], height: row[SourceTable.height],
-                  format: row[SourceTable.format], contentHash: row[SourceTable.contentHash],
-                  updatedAt: Date(timeIntervalSince1970: row[SourceTable.updatedAt]))
+        self.init(key: row[Columns.key], location: row[Columns.location] ?? row[Columns.key],
+                  fingerprint: row[Columns.fingerprint],
+                  bytes: row[Columns.bytes], width: row[Columns.width], height: row[Columns.height],
+                  format: row[Columns.format], contentHash: row[Columns.contentHash],
+                  updatedAt: Date(timeIntervalSince1970: row[Columns.updatedAt]))
     }
 
     /// `source.location` as stored: NULL when it is the key (a file's path), stored once then.
@@ -81,67 +171,76 @@ extension StoredSource: FetchableRecord, TableRecord {
 extension StoredDerivedValue: FetchableRecord, PersistableRecord {
     package static let databaseTableName = "derived"
 
+    package enum Columns {
+        static let sourceKey = Column("source_key"), identifier = Column("identifier"), name = Column("name")
+        static let fingerprint = Column("fingerprint"), value = Column("value")
+    }
+
     package init(row: Row) {
-        self.init(sourceKey: row[DerivedTable.sourceKey], identifier: row[DerivedTable.identifier], name: row[DerivedTable.name],
-                  fingerprint: row[DerivedTable.fingerprint], json: row[DerivedTable.value])
+        self.init(sourceKey: row[Columns.sourceKey], identifier: row[Columns.identifier], name: row[Columns.name],
+                  fingerprint: row[Columns.fingerprint], json: row[Columns.value])
     }
 
     package func encode(to container: inout PersistenceContainer) {
-        container[DerivedTable.sourceKey] = sourceKey
-        container[DerivedTable.identifier] = identifier
-        container[DerivedTable.name] = name
-        container[DerivedTable.fingerprint] = fingerprint
-        container[DerivedTable.value] = json
+        container[Columns.sourceKey] = sourceKey
+        container[Columns.identifier] = identifier
+        container[Columns.name] = name
+        container[Columns.fingerprint] = fingerprint
+        container[Columns.value] = json
     }
 }
 
-extension RunRecord: FetchableRecord {
-    public init(row: Row) {
-        self.init(id: row[RunTable.id], startedAt: Date(timeIntervalSince1970: row[RunTable.startedAt]),
-                  endedAt: (row[RunTable.endedAt] as Double?).map(Date.init(timeIntervalSince1970:)),
-                  pid: row[RunTable.pid], runnerVersion: row[RunTable.runnerVersion], vipsVersion: row[RunTable.vipsVersion],
-                  planned: row[RunTable.planned], upToDate: row[RunTable.upToDate], notRevalidated: row[RunTable.notRevalidated],
-                  done: row[RunTable.done],
-                  failed: row[RunTable.failed], blocked: row[RunTable.blocked], outcome: row[RunTable.outcome],
-                  exitCode: row[RunTable.exitCode])
-    }
+/// v11: shard plan (`SourceMemory`): the one row sealing the record, made under `inputs`.
+struct ShardPlanSeal: Codable, FetchableRecord, PersistableRecord {
+    static let databaseTableName = "shard_plan"
+    var id = 1
+    let inputs: String
 }
 
-extension BlacklistEntry: FetchableRecord {
-    public init(row: Row) {
-        self.init(url: row[BlacklistTable.url], kind: BlacklistReason.fromDatabaseValue(row[BlacklistTable.kind]),
-                  httpStatus: row[BlacklistTable.httpStatus],
-                  message: row[BlacklistTable.message], firstSeen: Date(timeIntervalSince1970: row[BlacklistTable.firstSeen]),
-                  lastSeen: Date(timeIntervalSince1970: row[BlacklistTable.lastSeen]), count: row[BlacklistTable.count])
-    }
-}
+/// v11: the shard's own sources, by `position` in the order it visited them.
+extension SourceEntry: FetchableRecord, TableRecord {
+    package static let databaseTableName = "shard_plan_source"
 
-extension CachedOriginal: FetchableRecord {
+    package enum Columns {
+        static let position = Column("position"), spec = Column("spec"), line = Column("line")
+    }
+
     package init(row: Row) {
-        self.init(sourceKey: row[OriginalTable.sourceKey], url: row[OriginalTable.url], file: row[OriginalTable.file],
-                  etag: row[OriginalTable.etag], lastModified: row[OriginalTable.lastModified],
-                  contentHash: row[OriginalTable.contentHash], size: row[OriginalTable.size], fetchedAt: row[OriginalTable.fetchedAt],
-                  validatedAt: row[OriginalTable.validatedAt], usedAt: row[OriginalTable.usedAt])
+        self.init(spec: row[Columns.spec], line: row[Columns.line])
     }
 }
 
-/// Stored by its spelling in `blacklist.kind`; one this version does not know reads as nil (a
-/// failed conversion, which GRDB's typed subscript would trap on, so rows read it through
-/// `fromDatabaseValue`).
-extension BlacklistReason: DatabaseValueConvertible {
-    public var databaseValue: DatabaseValue { description.databaseValue }
+/// v13: shard plan walks.
+extension WalkedPath: FetchableRecord, TableRecord {
+    package static let databaseTableName = "shard_plan_walked"
 
-    public static func fromDatabaseValue(_ value: DatabaseValue) -> BlacklistReason? {
-        String.fromDatabaseValue(value).flatMap(BlacklistReason.init)
+    package enum Columns {
+        static let position = Column("position"), path = Column("path"), seen = Column("seen")
+    }
+
+    package init(row: Row) throws {
+        self.init(path: row[Columns.path], seen: try row.stored(Columns.seen, of: Self.self))
     }
 }
 
-extension SiteManifestItem: FetchableRecord {
-    package init(row: Row) {
-        self.init(sourceKey: row[ItemTable.sourceKey], outputName: row[ItemTable.outputName],
-                  state: ItemState(rawValue: row[ItemTable.state]) ?? .pending, outputPath: row[ItemTable.outputPath],
-                  errorKind: row[ItemTable.errorKind], errorMessage: row[ItemTable.errorMessage], warning: row[ItemTable.warning],
-                  width: row[ItemTable.width], height: row[ItemTable.height], bytes: row[ItemTable.bytes],
-                  mediaType: row[ItemTable.mediaType], contentHash: row[ItemTable.contentHash], url: row[OriginalTable.url])
+/// Stored as the identity's `description`, or one word.
+extension WalkedPath.Seen: DatabaseValueConvertible {
+    private static let words: [(String, WalkedPath.Seen)] = [("folder", .folder), ("other", .other), ("missing", .missing), ("absent", .absent)]
+
+    package var databaseValue: DatabaseValue {
+        if case .read(let identity) = self { return identity.description.databaseValue }
+        return Self.words.first { $0.1 == self }?.0.databaseValue ?? .null
     }
+
+    package static func fromDatabaseValue(_ value: DatabaseValue) -> WalkedPath.Seen? {
+        guard let text = String.fromDatabaseValue(value) else { return nil }
+        return Self.words.first { $0.0 == text }?.1 ?? FileIdentity(text).map(Self.read)
+    }
+}
+
+/// v12: clean folders (`StateStore.cleanFolders`): a folder by its `FileIdentity.description`.
+struct CleanFolder: Codable, FetchableRecord, PersistableRecord {
+    static let databaseTableName = "clean_folder"
+    let path: String
+    let identity: String
 }

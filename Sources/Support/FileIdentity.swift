@@ -10,7 +10,7 @@ import Glibc
 /// client numbers a mount its own way, so a shard run on another node would never match (git leaves
 /// st_dev out of its index for the same reason); another file system at the path differs in inode
 /// and nanosecond times anyway.
-package struct FileIdentity: Equatable, Sendable, CustomStringConvertible {
+package struct FileIdentity: Equatable, Sendable, LosslessStringConvertible {
     package let inode: UInt64
     package let size: Int64
     package let modified: Int64
@@ -51,6 +51,14 @@ package struct FileIdentity: Equatable, Sendable, CustomStringConvertible {
 
     /// `inode:size:modified:changed`, as fingerprints and the state database keep it.
     package var description: String { "\(inode):\(size):\(modified):\(changed)" }
+
+    /// Reads `description` back; nil for any other text.
+    package init?(_ description: String) {
+        let parts = description.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count == 4, let inode = UInt64(parts[0]), let size = Int64(parts[1]), let modified = Int64(parts[2]),
+              let changed = Int64(parts[3]) else { return nil }
+        (self.inode, self.size, self.modified, self.changed) = (inode, size, modified, changed)
+    }
 
     private static func nanoseconds(_ time: timespec) -> Int64 {
         Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec)

@@ -20,6 +20,8 @@ package enum TestPause {
     package static let workerTask = "worker.task"
     /// The worker has staged an output under its temporary name (subject: the output's path).
     package static let workerStaged = "worker.staged"
+    /// The run's time budget has run out, before the run stops handing out work.
+    package static let runBudget = "run.budget"
 
     /// Pauses here if a test armed `name` for `subject`.
     package static func at(_ name: String, subject: String = "") {

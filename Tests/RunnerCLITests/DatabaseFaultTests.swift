@@ -118,16 +118,16 @@ struct DatabaseFaultTests {
         let (job, run, pauses) = try startSlowRun(workspace)
         state.fill()
         try pauses.releaseAll()
-        let full = run.wait(timeout: 120)
+        let full = run.wait()
         #expect(full.status == 74, "\(full.stdout.suffix(300)) \(full.stderr)")
-        #expect(full.stderr.contains("runner: cannot write the state database \(workspace.path("state/slow.sqlite")) (SQLite: database or disk is full)"),
+        #expect(full.stderr.contains("runner: cannot write the state database \(workspace.path("state/two.sqlite")) (SQLite: database or disk is full)"),
                 "\(full.stderr)")
         #expect(full.stdout.contains("finishing items in flight"), "the run said it was stopping: \(full.stdout.suffix(600))")
         // It stopped: items were left for the next run.
         #expect(itemEvents(run) < 60, "\(itemEvents(run)) items reported")
 
         try FileManager.default.removeItem(atPath: state.path + "/filler")
-        let recorded = try checkRecordsAgainstDisk(workspace, state: "state/slow.sqlite")
+        let recorded = try checkRecordsAgainstDisk(workspace, state: "state/two.sqlite")
         #expect(recorded["done", default: 0] >= 4 && recorded["done", default: 0] < 60, "\(recorded)")
         try nextRunFinishesSlowJob(workspace, job)
     }
@@ -136,17 +136,17 @@ struct DatabaseFaultTests {
     func databaseDeletedMidRun() throws {
         let workspace = try Workspace()
         let (job, run, pauses) = try startSlowRun(workspace)
-        try FileManager.default.removeItem(atPath: workspace.path("state/slow.sqlite"))
+        try FileManager.default.removeItem(atPath: workspace.path("state/two.sqlite"))
         try pauses.releaseAll()
-        let stopped = run.wait(timeout: 120)
+        let stopped = run.wait()
         #expect(stopped.status == 74, "\(stopped.stdout.suffix(300)) \(stopped.stderr)")
-        #expect(stopped.stderr.contains("runner: the state database \(workspace.path("state/slow.sqlite")) was deleted or replaced while this run held it; stopped"),
+        #expect(stopped.stderr.contains("runner: the state database \(workspace.path("state/two.sqlite")) was deleted or replaced while this run held it; stopped"),
                 "\(stopped.stderr)")
         #expect(stopped.stdout.contains("was deleted or replaced while this run held it: stopping, finishing items in flight"),
                 "\(stopped.stdout.suffix(600))")
         #expect(itemEvents(run) < 60, "it stopped handing out work: \(itemEvents(run)) items reported")
         #expect(temporaryFiles(workspace).isEmpty, "left behind: \(temporaryFiles(workspace))")
-        #expect(!FileManager.default.fileExists(atPath: workspace.path("state/slow.sqlite")), "runner did not bring it back")
+        #expect(!FileManager.default.fileExists(atPath: workspace.path("state/two.sqlite")), "runner did not bring it back")
 
         try nextRunFinishesSlowJob(workspace, job)
     }

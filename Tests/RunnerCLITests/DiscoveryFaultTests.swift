@@ -59,7 +59,7 @@ struct DiscoveryFaultTests {
 
         let expected = ["friends.jpg", "loop-a.jpg", "loop-b.jpg", "outside/ladybird.jpg", "sub/fig-bowl.jpg"].map { "in/\($0)@t" }
         #expect(try plannedKeys(workspace, job) == expected)
-        let result = try workspace.run([job], timeout: 120)
+        let result = try workspace.run([job])
         #expect(result.status == 1, "\(result.stderr)")
         #expect(result.stdout.contains("3 done, 2 failed"), "\(result.stdout)")
         let failed = try failures(workspace, job)

@@ -63,25 +63,25 @@ func checkRecordsAgainstDisk(_ workspace: Workspace, state: String) throws -> [S
     return counts
 }
 
-/// A `slowJob` of 30 sources run with JSON events, once both its workers are paused holding a
+/// A `twoOutputJob` of 30 sources run with JSON events, once both its workers are paused holding a
 /// source of p010-p019 and the 20 items of p000-p009 are committed (reported: the recorder
 /// commits in batches); `try pauses.releaseAll()` lets it go on.
 func startSlowRun(_ workspace: Workspace) throws -> (job: String, run: RunningCommand, pauses: Pauses) {
-    let job = try slowJob(workspace, count: 30)
+    let job = try twoOutputJob(workspace, count: 30)
     let pauses = try Pauses("worker.task@in/p01", in: workspace)
     let run = try workspace.start([job, "--log-format", "json"], environment: pauses.environment)
     #expect(pauses.wait(for: "worker.task", count: 2, of: run).count == 2)
-    #expect(run.waitUntil(timeout: 300) { itemEvents(run) >= 20 }, "\(run.stdoutSoFar.suffix(600))")
+    #expect(run.waitUntil { itemEvents(run) >= 20 }, "\(run.stdoutSoFar.suffix(600))")
     return (job, run, pauses)
 }
 
-/// After whatever stopped it, the next run of a `slowJob` of 30 sources exits 0 with every item
+/// After whatever stopped it, the next run of a `twoOutputJob` of 30 sources exits 0 with every item
 /// done and every output whole.
 func nextRunFinishesSlowJob(_ workspace: Workspace, _ job: String) throws {
     let next = try workspace.run([job])
     #expect(next.status == 0, "\(next.stderr)")
     try verifyOutputs(workspace, expected: 30)
-    #expect(try checkRecordsAgainstDisk(workspace, state: "state/slow.sqlite") == ["done": 60])
+    #expect(try checkRecordsAgainstDisk(workspace, state: "state/two.sqlite") == ["done": 60])
 }
 
 /// `runner failed JOB --json`: each failed item's kind and message by source file name and output.
@@ -151,7 +151,7 @@ struct FaultTests {
     @Test("the output folder deleted again and again mid-run: no crash, no partial or temporary file, and the next run makes every missing output")
     func outputFolderDeletedMidRun() throws {
         let workspace = try Workspace()
-        let job = try slowJob(workspace, count: 30)
+        let job = try twoOutputJob(workspace, count: 30)
         // Each soft output, once staged in its folder, waits while the test deletes the folder.
         let pauses = try Pauses("worker.staged@out/soft/", in: workspace)
         let run = try workspace.start([job, "--log-format", "json", "-j", "1"], environment: pauses.environment)
@@ -210,7 +210,7 @@ struct FaultTests {
         #expect(mkfifo(folder + "z-fifo.jpg", 0o644) == 0)
         #expect(symlink("/dev/zero", folder + "z-symlink.jpg") == 0)
         #expect(try RunningCommand("/usr/bin/mknod", arguments: [folder + "z-device.jpg", "c", "1", "5"], directory: "/", environment: [:])
-            .wait(timeout: 30).status == 0, "mknod of /dev/zero's numbers")
+            .wait().status == 0, "mknod of /dev/zero's numbers")
         #expect(truncate(folder + "z-truncated.jpg", 20_000) == 0)
         #expect(itemEvents(run) == 0, "the swap came before the worker reached any source")
         pauses.release(paused)

@@ -19,11 +19,12 @@ struct FuzzCLITests {
     }
 
     /// Runs the binary in `folder` with its address space capped at 6 GB (a fuzzed size must not
-    /// take the machine down) and a time limit; nil status when it had to be killed.
-    static func runBinary(_ arguments: [String], in folder: String, timeout: Double) throws -> Outcome {
+    /// take the machine down) and each process's CPU time at `cpuLimit` seconds (SIGXCPU: a busy
+    /// machine does not stretch it); status -1 when it was still blocked after 300 s.
+    static func runBinary(_ arguments: [String], in folder: String, cpuLimit: Int) throws -> Outcome {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", "ulimit -v 6000000; exec \"$0\" \"$@\"", RunnerBinary.path] + arguments
+        process.arguments = ["-c", "ulimit -v 6000000; ulimit -t \(cpuLimit); exec \"$0\" \"$@\"", RunnerBinary.path] + arguments
         process.currentDirectoryURL = URL(fileURLWithPath: folder)
         let errors = NSTemporaryDirectory() + "runner-fuzz-stderr-\(UUID().uuidString)"
         _ = FileManager.default.createFile(atPath: errors, contents: nil)
@@ -32,7 +33,7 @@ struct FuzzCLITests {
         process.standardError = FileHandle(forWritingAtPath: errors)
         let began = Date()
         try process.run()
-        while process.isRunning && Date().timeIntervalSince(began) < timeout { usleep(5_000) }
+        while process.isRunning && Date().timeIntervalSince(began) < 300 { usleep(5_000) }
         let timedOut = process.isRunning
         if timedOut { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
@@ -73,7 +74,7 @@ struct FuzzCLITests {
             if rng.chance(0.05) { data.insert(rng.pick([0xff, 0xc3, 0x80, 0xed]), at: rng.below(data.count + 1)) }
             try data.write(to: URL(fileURLWithPath: sandbox.jobPath))
             let before = TreeSnapshot(sandbox.root)
-            let outcome = try Self.runBinary(["validate", "jobs/job.json"], in: sandbox.root, timeout: 60)
+            let outcome = try Self.runBinary(["validate", "jobs/job.json"], in: sandbox.root, cpuLimit: 60)
             counts[outcome.status, default: 0] += 1
             if outcome.signal != nil || ![0, 2].contains(outcome.status) {
                 problems.append("case \(index): exit \(outcome.status) signal \(outcome.signal ?? 0) after \(outcome.seconds) s: \(outcome.stderr)")
@@ -133,7 +134,7 @@ struct FuzzCLITests {
                 guard (roots + files).allSatisfy({ BytePath.isInside($0, root: sandbox.root) }) else { skipped += 1; continue }
             }
             let before = TreeSnapshot(sandbox.root)
-            let outcome = try Self.runBinary(["run", "jobs/job.json"], in: sandbox.root, timeout: 120)
+            let outcome = try Self.runBinary(["run", "jobs/job.json"], in: sandbox.root, cpuLimit: 120)
             counts[outcome.status, default: 0] += 1
             if outcome.signal != nil || ![0, 1, 2].contains(outcome.status) {
                 problems.append("case \(index): exit \(outcome.status) signal \(outcome.signal ?? 0) after \(outcome.seconds) s: \(outcome.stderr)\n\(text)")
@@ -214,7 +215,7 @@ struct FuzzCLITests {
             try text.write(toFile: sandbox.jobPath, atomically: false, encoding: .utf8)
             let hashes = sources.map { (try? Data(contentsOf: URL(fileURLWithPath: $0))) ?? Data() }
             let before = TreeSnapshot(sandbox.root)
-            let outcome = try Self.runBinary(["run", "jobs/job.json"], in: sandbox.root, timeout: 120)
+            let outcome = try Self.runBinary(["run", "jobs/job.json"], in: sandbox.root, cpuLimit: 120)
             counts[outcome.status, default: 0] += 1
             if outcome.signal != nil || ![0, 1, 2].contains(outcome.status) {
                 problems.append("run \(index): exit \(outcome.status) signal \(outcome.signal ?? 0): \(outcome.stderr)")

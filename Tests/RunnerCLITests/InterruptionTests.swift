@@ -2,17 +2,17 @@ import Foundation
 import Testing
 import TestSupport
 
-/// A job with `count` distinct sources (hard links of one photo, `in/p000.jpg`, ...) and two
-/// outputs, on two workers. Tests that stop it mid-run hold its workers at a pause point
+/// A job with `count` distinct sources (hard links of one 480 x 300 photo, `in/p000.jpg`, ...) and
+/// two outputs, on two workers. Tests that stop it mid-run hold its workers at a pause point
 /// (`Pauses`), never on its speed.
-func slowJob(_ workspace: Workspace, count: Int) throws -> String {
+func twoOutputJob(_ workspace: Workspace, count: Int) throws -> String {
     try FileManager.default.createDirectory(atPath: workspace.path("in"), withIntermediateDirectories: true)
     for index in 0..<count {
-        try FileManager.default.linkItem(atPath: Fixtures.path("photos/aitzgorri.jpg"),
+        try FileManager.default.linkItem(atPath: Fixtures.path("extra/ladybird.jpg"),
                                          toPath: workspace.path(String(format: "in/p%03d.jpg", index)))
     }
     return try workspace.writeJob("""
-    {"version": 1, "name": "slow",
+    {"version": 1, "name": "two",
      "sources": [{"path": "in"}],
      "outputs": [
        {"name": "small", "path": "out/small/{stem}.png",
@@ -20,7 +20,7 @@ func slowJob(_ workspace: Workspace, count: Int) throws -> String {
        {"name": "soft", "path": "out/soft/{stem}.jpg",
         "chain": [{"op": "blur", "sigma": 2}], "format": {"type": "jpeg", "quality": 90}}],
      "concurrency": {"process": 2},
-     "state": "state/slow.sqlite"}
+     "state": "state/two.sqlite"}
     """)
 }
 
@@ -46,10 +46,10 @@ func verifyOutputs(_ workspace: Workspace, expected count: Int) throws {
     }
     for file in soft {
         let probe = try #require(ImageProbe.open(workspace.path("out/soft/" + file)), "\(file)")
-        #expect(probe.width == 1200, "\(file) is \(probe.width) wide")
+        #expect(probe.width == 480, "\(file) is \(probe.width) wide")
     }
     #expect(!workspace.files(in: "out").contains { $0.contains(".runner-tmp-") })
-    #expect(try StateDatabase(path: workspace.path("state/slow.sqlite")).integrity() == "ok")
+    #expect(try StateDatabase(path: workspace.path("state/two.sqlite")).integrity() == "ok")
 }
 
 @Suite("Stopping and resuming", .serialized)
@@ -57,7 +57,7 @@ struct InterruptionTests {
     @Test("SIGINT finishes items in flight, records them, exits 130; the next run completes")
     func interruptAndResume() throws {
         let workspace = try Workspace()
-        let job = try slowJob(workspace, count: 60)
+        let job = try twoOutputJob(workspace, count: 30)
         // Both workers hold a source of p010-p019 when the signal comes; they go on once it is handled.
         let pauses = try Pauses("worker.task@in/p01", in: workspace)
         let run = try workspace.start([job, "--log-format", "json"], environment: pauses.environment)
@@ -70,10 +70,10 @@ struct InterruptionTests {
         let summary = try #require(summaryEvent(result.stdout))
         #expect(summary["event"] as? String == "summary")
         let done = try #require(summary["done"] as? Int)
-        #expect(done >= 20 && done < 120)
+        #expect(done >= 20 && done < 60)
         #expect((summary["notStarted"] as? Int ?? 0) > 0)
 
-        let state = try StateDatabase(path: workspace.path("state/slow.sqlite"))
+        let state = try StateDatabase(path: workspace.path("state/two.sqlite"))
         #expect(try state.count(state: "done") == done)
         #expect(try state.count(state: "running") == 0, "in-flight items finished and were recorded")
         let outcome: String? = try state.scalar("SELECT outcome FROM run ORDER BY id DESC LIMIT 1")
@@ -81,49 +81,46 @@ struct InterruptionTests {
 
         let resumed = try workspace.run([job])
         #expect(resumed.status == 0)
-        #expect(resumed.stdout.contains("\(120 - done) done, 0 failed, \(done) up to date"), "\(resumed.stdout)")
-        try verifyOutputs(workspace, expected: 60)
+        #expect(resumed.stdout.contains("\(60 - done) done, 0 failed, \(done) up to date"), "\(resumed.stdout)")
+        try verifyOutputs(workspace, expected: 30)
     }
 
+    /// Where both workers are held when the runner is killed, and the items committed by then:
+    /// before any render, with a staged output of p010-p019 each, before p030-p039.
     @Test("SIGKILL at several moments loses no finished work and never leaves a partial file",
-          arguments: [0, 1, 9, 40])
-    func killAndResume(afterItems: Int) throws {
+          arguments: [("worker.task@in/p00", 0), ("worker.staged@out/soft/p01", 20), ("worker.task@in/p03", 60)])
+    func killAndResume(heldAt point: String, committed: Int) throws {
         let workspace = try Workspace()
-        let job = try slowJob(workspace, count: 40)
-        let run = try workspace.start([job, "--log-format", "json"])
-        if afterItems == 0 {
-            #expect(run.waitUntil { run.stdoutSoFar.contains("\"event\":\"plan\"") })
-        } else {
-            #expect(run.waitUntil { itemEvents(run) >= afterItems })
-        }
+        let job = try twoOutputJob(workspace, count: 40)
+        let pauses = try Pauses(point, in: workspace)
+        let run = try workspace.start([job, "--log-format", "json"], environment: pauses.environment)
+        let name = String(point.prefix { $0 != "@" })
+        #expect(pauses.wait(for: name, count: 2, of: run).count == 2, "\(run.stdoutSoFar.suffix(600)) \(run.stderrSoFar)")
+        #expect(run.waitUntil { itemEvents(run) >= committed })
         let workers = run.children
         run.signal(SIGKILL)
         _ = run.wait()
         // Workers die with their supervisor (PR_SET_PDEATHSIG), and with them their hold on the job.
         #expect(eventually { !workers.contains(where: processAlive) })
-        if afterItems > 0 {
-            // Nobody holds the job now: status shows the killed run interrupted and nothing running, before any run closes it.
-            let status = try #require(try JSONSerialization.jsonObject(with: Data(try workspace.run(["status", job, "--json"]).stdout.utf8)) as? [String: Any])
-            #expect((status["items"] as? [String: Int])?["running"] == nil, "\(status)")
-            #expect(((status["runs"] as? [[String: Any]])?.first?["outcome"] as? String) == "interrupted", "\(status)")
-        }
+        // Nobody holds the job now: status shows the killed run interrupted and nothing running, before any run closes it.
+        let status = try #require(try JSONSerialization.jsonObject(with: Data(try workspace.run(["status", job, "--json"]).stdout.utf8)) as? [String: Any])
+        #expect((status["items"] as? [String: Int])?["running"] == nil, "\(status)")
+        #expect(((status["runs"] as? [[String: Any]])?.first?["outcome"] as? String) == "interrupted", "\(status)")
 
         let resumed = try workspace.run([job, "--log-format", "json"])
         #expect(resumed.status == 0, "\(resumed.stderr)")
         let summary = try #require(summaryEvent(resumed.stdout))
         let upToDate = try #require(summary["upToDate"] as? Int)
         #expect((summary["done"] as? Int ?? 0) + upToDate == 80)
-        if afterItems >= 9 {
-            #expect(upToDate > 0, "the resumed run picked up where the killed one stopped")
-        }
+        #expect(upToDate >= committed, "the resumed run picked up where the killed one stopped")
         try verifyOutputs(workspace, expected: 40)
-        #expect(try StateDatabase(path: workspace.path("state/slow.sqlite")).count(state: "done") == 80)
+        #expect(try StateDatabase(path: workspace.path("state/two.sqlite")).count(state: "done") == 80)
     }
 
     @Test("a second SIGTERM abandons items in flight: exit 143, nothing partial, the next run completes")
     func doubleTerminate() throws {
         let workspace = try Workspace()
-        let job = try slowJob(workspace, count: 30)
+        let job = try twoOutputJob(workspace, count: 30)
         // A worker holds p010 (paused, never let go) when the signals come.
         let pauses = try Pauses("worker.task@in/p010", in: workspace)
         let run = try workspace.start([job, "--log-format", "json"], environment: pauses.environment)

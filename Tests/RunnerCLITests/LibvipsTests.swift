@@ -18,7 +18,7 @@ struct LibvipsTests {
         for fileExtension in ["png", "webp", "gif", "tif", "heic", "avif", "jxl"] {
             // The libvips of this process set VIPSHOME (vips_init does) to its own prefix; Debian's is /usr.
             let made = try RunningCommand("/usr/bin/vips", arguments: ["copy", photo, workspace.path("src/photo.\(fileExtension)")],
-                                          directory: workspace.root, environment: ["VIPSHOME": "/usr"]).wait(timeout: 120)
+                                          directory: workspace.root, environment: ["VIPSHOME": "/usr"]).wait()
             #expect(made.status == 0, "Debian's vips could not write .\(fileExtension): \(made.stderr)")
             names.append("photo.\(fileExtension)")
         }

@@ -191,8 +191,9 @@ struct NightlyRunTests {
             return try #require((object?["failed"] as? [[String: Any]])?.first)
         }
         #expect(try workspace.run([job]).status == 1)
+        // The first failure a day ago, so the latest one cannot be taken for it.
+        try StateDatabase.write(workspace.path("state.sqlite"), "UPDATE item SET failed_since = failed_since - 86400")
         let first = try failedItem()
-        sleep(1)
         #expect(try workspace.run([job, "--retry-failed"]).status == 1)
         let again = try failedItem()
         #expect(again["since"] as? String == first["since"] as? String, "the first failure, not the latest: \(first) \(again)")
@@ -207,7 +208,16 @@ struct NightlyRunTests {
             try FileManager.default.linkItem(atPath: Fixtures.path("extra/ladybird.jpg"), toPath: workspace.path("in/\(index).jpg"))
         }
         let job = try simpleJob(workspace)
-        let text = try workspace.run([job, "-j", "1", "--progress-interval", "0.05"])
+        // Each run is held at in/0.jpg until its first progress line is out, however fast the machine.
+        let pauses = try Pauses("worker.task@in/0.jpg", in: workspace)
+        func held(_ arguments: [String], until printed: (RunningCommand) -> Bool) throws -> CommandResult {
+            let run = try workspace.start([job, "-j", "1", "--progress-interval", "0.05"] + arguments, environment: pauses.environment)
+            let paused = pauses.wait(for: "worker.task", of: run)
+            #expect(paused.count == 1 && run.waitUntil { printed(run) }, "\(run.stdoutSoFar) \(run.stderrSoFar)")
+            paused.forEach(pauses.release)
+            return run.wait()
+        }
+        let text = try held([]) { $0.stderrSoFar.contains("items/s") }
         #expect(text.status == 0)
         let iso = #/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z /#
         let lines = text.stderr.split(separator: "\n")
@@ -215,7 +225,7 @@ struct NightlyRunTests {
         #expect(!progress.isEmpty, "progress lines every 0.05 s: \(text.stderr)")
         for line in lines { #expect(line.contains(iso), "\(line)") }
 
-        let json = try workspace.run([job, "-j", "1", "--force", "--log-format", "json", "--progress-interval", "0.05"])
+        let json = try held(["--force", "--log-format", "json"]) { $0.stdoutSoFar.contains(#""event":"progress""#) }
         let events = jsonEvents(json.stdout)
         #expect(events.contains { $0["event"] as? String == "progress" && $0["total"] as? Int == 12 }, "\(json.stdout)")
         // Paths as written: JSON does not need `/` escaped, and a person greps for the path.

@@ -69,26 +69,48 @@ struct ReadCommandTests {
         }
     }
 
+    @Test("a value runner never writes (a state edited by hand) is an error naming the file, the column and the value (exit 2), and the state is left as it is")
+    func unknownValue() throws {
+        let workspace = try Workspace()
+        let job = try readableJob(workspace)
+        #expect(try workspace.run([job]).status == 0)
+        let item = "WHERE rowid = (SELECT MIN(rowid) FROM item)"
+        try StateDatabase.write(workspace.path("state.sqlite"), "UPDATE item SET state = 'gone-fishing' \(item)")
+        let before = stateBytes(workspace)
+        for command in [["status"], ["status", "--json"], ["report"], ["manifest", "--out", "-"]] {
+            let result = try workspace.run(command + [job])
+            #expect(result.status == 2 && result.stderr.contains("state.sqlite holds a value runner never writes (item.state holds \"gone-fishing\")"),
+                    "\(command): \(result.status) \(result.stderr)")
+            #expect(stateBytes(workspace) == before, "\(command) changed the state's files")
+        }
+        try StateDatabase.write(workspace.path("state.sqlite"), "UPDATE item SET state = 'failed', error_kind = 'gone-fishing' \(item)")
+        for command in [["failed"], []] {
+            let result = try workspace.run(command + [job])
+            #expect(result.status == 2 && result.stderr.contains("(item.error_kind holds \"gone-fishing\")"), "\(command): \(result.status) \(result.stderr)")
+        }
+        #expect(try StateDatabase(path: workspace.path("state.sqlite")).rows("SELECT error_kind FROM item \(item)") == [["gone-fishing"]])
+    }
+
     @Test("right after a run is killed, the read commands show its records (interrupted, nothing running) without writing the database")
     func afterAKill() throws {
         let workspace = try Workspace()
-        let job = try slowJob(workspace, count: 20)
+        let job = try twoOutputJob(workspace, count: 20)
         let pauses = try Pauses("worker.task@in/p01", in: workspace)
         let run = try workspace.start([job, "--log-format", "json"], environment: pauses.environment)
         let workers = pauses.wait(for: "worker.task", count: 2, of: run).map(\.pid)
         try #require(workers.count == 2)
         // p000-p009 rendered: killed once their 20 items are committed (reported).
-        #expect(run.waitUntil(timeout: 300) { itemEvents(run) >= 20 })
+        #expect(run.waitUntil { itemEvents(run) >= 20 })
         run.signal(SIGKILL)
         _ = run.wait()
         #expect(eventually { !workers.contains(where: processAlive) })
         // The killed run's commits are in its WAL. Its index (-shm) is zeroed, as a writer killed
         // while updating it leaves it: SQLite rebuilds it before anyone reads.
-        let index = try FileHandle(forWritingTo: URL(fileURLWithPath: workspace.path("state/slow.sqlite-shm")))
+        let index = try FileHandle(forWritingTo: URL(fileURLWithPath: workspace.path("state/two.sqlite-shm")))
         try index.write(contentsOf: Data(count: 136))
         try index.close()
-        let before = stateBytes(workspace, "state/slow.sqlite")
-        #expect(before["state/slow.sqlite-wal"]?.isEmpty == false, "the kill left a WAL")
+        let before = stateBytes(workspace, "state/two.sqlite")
+        #expect(before["state/two.sqlite-wal"]?.isEmpty == false, "the kill left a WAL")
         let status = try statusJSON(workspace, job)
         let items = try #require(status["items"] as? [String: Int])
         let done = try #require(items["done"])
@@ -98,7 +120,7 @@ struct ReadCommandTests {
             let result = try workspace.run(command + [job])
             #expect(result.status == 0, "\(command): \(result.stderr)")
         }
-        #expect(stateBytes(workspace, "state/slow.sqlite") == before, "a read command wrote the state")
+        #expect(stateBytes(workspace, "state/two.sqlite") == before, "a read command wrote the state")
         let resumed = try workspace.run([job])
         #expect(resumed.status == 0 && resumed.stdout.contains("\(40 - done) done, 0 failed, \(done) up to date"), "\(resumed.stdout)")
     }

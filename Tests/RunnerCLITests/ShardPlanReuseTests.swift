@@ -5,7 +5,7 @@ import Glibc
 import Testing
 import TestSupport
 
-@Suite("A shard reuses its last plan while nothing that decides its sources changed", .serialized)
+@Suite("A shard reuses its last plan while nothing that decides its sources changed")
 struct ShardPlanReuseTests {
     /// Hard links of fixture photos at `names` (relative to the workspace), a list naming `lines`,
     /// and a job over the list; the list is then left alone for longer than runner's racy window

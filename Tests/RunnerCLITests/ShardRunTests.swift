@@ -158,7 +158,7 @@ extension ShardRunTests {
     /// Peak RSS in KB of `runner ARGUMENTS` (from `/usr/bin/time`), and its exit status and stderr.
     func peak(_ workspace: Workspace, _ arguments: [String]) throws -> (kilobytes: Int, status: Int32, stderr: String) {
         let result = try RunningCommand("/usr/bin/time", arguments: ["-f", "peak %M", RunnerBinary.path] + arguments,
-                                        directory: workspace.root, environment: [:]).wait(timeout: 300)
+                                        directory: workspace.root, environment: [:]).wait()
         let kilobytes = result.stderr.split(separator: "\n").last { $0.hasPrefix("peak ") }.flatMap { Int($0.dropFirst(5)) } ?? 0
         return (kilobytes, result.status, result.stderr)
     }

@@ -32,17 +32,19 @@ struct StateTruthTests {
     @Test("after SIGKILL the next run marks the dead run interrupted at its last commit, and its running items pending")
     func killedRunIsClosed() throws {
         let workspace = try Workspace()
-        let job = try slowJob(workspace, count: 40)
+        let job = try twoOutputJob(workspace, count: 20)
         // Killed while both workers hold a source of p010-p019 (started, so recorded running).
         let pauses = try Pauses("worker.task@in/p01", in: workspace)
         let run = try workspace.start([job, "--log-format", "json"], environment: pauses.environment)
         let workers = pauses.wait(for: "worker.task", count: 2, of: run).map(\.pid)
         #expect(workers.count == 2)
+        // Killed once the two sources' four items are recorded running (the recorder commits in batches).
+        #expect(eventually { (try? StateDatabase(path: workspace.path("state/two.sqlite")).count(state: "running")) ?? 0 >= 4 })
         run.signal(SIGKILL)
         _ = run.wait()
         #expect(eventually { !workers.contains(where: processAlive) })
 
-        let state = try StateDatabase(path: workspace.path("state/slow.sqlite"))
+        let state = try StateDatabase(path: workspace.path("state/two.sqlite"))
         let killed: Int = try #require(try state.scalar("SELECT MAX(id) FROM run"))
         let lastCommit: Double = try #require(try state.scalar("SELECT MAX(updated_at) FROM item WHERE run_id = ?", [killed]))
         let doneByKilled: Int = try #require(try state.scalar("SELECT COUNT(*) FROM item WHERE run_id = ? AND state = 'done'", [killed]))
@@ -59,7 +61,7 @@ struct StateTruthTests {
         let status = try statusJSON(workspace, job)
         let items = try #require(status["items"] as? [String: Int])
         #expect(items["running"] == nil, "no item of a dead run is still running: \(items)")
-        #expect(items["pending"] == 40 - softDone, "the killed run's soft items that did not finish: \(items)")
+        #expect(items["pending"] == 20 - softDone, "the killed run's soft items that did not finish: \(items)")
         let runs = try #require(status["runs"] as? [[String: Any]])
         let dead = try #require(runs.first { $0["id"] as? Int == killed })
         #expect(dead["outcome"] as? String == "interrupted")

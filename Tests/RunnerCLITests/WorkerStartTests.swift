@@ -35,11 +35,11 @@ struct WorkerStartTests {
         #expect(writer >= 0)
         _ = "in/p01.jpg\nin/p02.jpg\n".withCString { write(writer, $0, strlen($0)) }
         let run = try workspace.start([job])
-        let started = run.waitUntil(timeout: 30) { childProcesses(of: run.pid).count == 2 }
+        let started = run.waitUntil { childProcesses(of: run.pid).count == 2 }
         #expect(started, "two workers while the list is still open: \(childProcesses(of: run.pid))")
         _ = "in/p03.jpg\n".withCString { write(writer, $0, strlen($0)) }
         close(writer)
-        let result = run.wait(timeout: 120)
+        let result = run.wait()
         #expect(result.status == 0, "\(result.stdout) \(result.stderr)")
         #expect(result.stdout.contains("3 done"), "\(result.stdout)")
         #expect(workspace.files(in: "out").count == 4)

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import Testing
 import TestSupport
 
@@ -8,7 +9,7 @@ import TestSupport
 @Suite("Architecture")
 struct ArchitectureTests {
     /// The stage targets in flow order (Package.swift declares the same dependencies).
-    static let flow = ["Support", "Model", "Keys", "Imaging", "JobFile", "Planning", "State", "Output",
+    static let flow = ["Support", "ObjectStore", "Model", "Keys", "Imaging", "JobFile", "Planning", "State", "Output",
                        "Reporting", "Loading", "Processing", "Scheduling", "Pipeline"]
 
     static let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
@@ -44,7 +45,7 @@ struct ArchitectureTests {
         let scratch = NSTemporaryDirectory() + "runner-dump-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: scratch) }
         let dump = try RunningCommand("/usr/bin/env", arguments: ["swift", "package", "--scratch-path", scratch, "dump-package"],
-                                      directory: package, environment: [:]).wait(timeout: 120)
+                                      directory: package, environment: [:]).wait()
         try #require(dump.status == 0, "\(dump.stderr)")
         let manifest = try #require(try JSONSerialization.jsonObject(with: Data(dump.stdout.utf8)) as? [String: Any])
         var checked = 0
@@ -86,24 +87,35 @@ struct ArchitectureTests {
         #expect(long.isEmpty, "over 60 lines: \(long)")
     }
 
-    @Test("SQL is written in State alone, and spells no item state or run outcome but through its enum")
+    @Test("SQL is written in State alone; no state, failure kind, run outcome or walk state is spelled but through its enum")
     func persistenceSpeaksInTypes() throws {
         let sql = try NSRegularExpression(pattern: #"\b(SELECT\b[^"]*\bFROM|INSERT (OR \w+ )?INTO|UPDATE \w+ SET|DELETE FROM|CREATE (TABLE|INDEX))\b"#)
-        let spelled = (["pending", "running", "done", "failed", "blocked"] + ["finished", "interrupted", "stopped-by-budget"]).map { "'\($0)'" }
-        var misplaced: [String] = [], literal: [String] = []
+        // Each enum's raw value (WalkedPath.Seen's, as State stores it) is the one spelling of its values.
+        let words = Set(ItemState.allCases.map(\.rawValue) + ItemFailure.Kind.allCases.map(\.rawValue) + RunOutcome.allCases.map(\.rawValue)
+            + [WalkedPath.Seen.folder, .other, .missing, .absent].compactMap { String.fromDatabaseValue($0.databaseValue) })
+        let word = "\"(" + words.map(NSRegularExpression.escapedPattern).joined(separator: "|") + ")\""
+        // Outside State, such a word is never compared with, switched on, looked for in a list, or a
+        // dictionary's key read by it: JSON keys, job-file keys and prose may say it.
+        let compared = try NSRegularExpression(pattern: [#"(==|!=)\s*W"#, #"W\s*(==|!=)"#, #"\bcase\s+("[^"]*",\s*)*W"#,
+                                                         #"\[[^\]\[]*W[^\]\[]*\]\s*\.contains\("#, #"[\w)\]]\[W\]"#,
+                                                         #"\.(contains|hasPrefix|hasSuffix)\(W\)"#, #"rawValue:\s*W"#]
+            .map { $0.replacingOccurrences(of: "W", with: word) }.joined(separator: "|"))
+        var misplaced: [String] = [], literal: [String] = [], spelled: [String] = []
         for target in Self.flow + ["runner"] {
             for file in Self.swiftFiles(in: target) {
                 let lines = try String(contentsOfFile: file, encoding: .utf8).components(separatedBy: "\n")
                 for (index, line) in lines.enumerated() {
-                    let place = "\(target)/\(Paths.lastComponent(file)):\(index + 1)"
-                    if target != "State", sql.firstMatch(in: line, range: NSRange(line.startIndex..., in: line)) != nil { misplaced.append(place) }
+                    let place = "\(target)/\(Paths.lastComponent(file)):\(index + 1)", range = NSRange(line.startIndex..., in: line)
+                    if target != "State", sql.firstMatch(in: line, range: range) != nil { misplaced.append(place) }
+                    if target != "State", compared.firstMatch(in: line, range: range) != nil { spelled.append(place) }
                     // Shipped migrations are frozen, their defaults included.
-                    if spelled.contains(where: line.contains), !line.contains(" DEFAULT ") { literal.append(place) }
+                    if words.contains(where: { line.contains("'\($0)'") }), !line.contains(" DEFAULT ") { literal.append(place) }
                 }
             }
         }
         #expect(misplaced.isEmpty, "SQL outside State: \(misplaced)")
-        #expect(literal.isEmpty, "a state or outcome spelled as an SQL literal (use ItemState.x.sql / RunOutcome.x.sql): \(literal)")
+        #expect(literal.isEmpty, "a stored value spelled as an SQL literal (use ItemState.x.sql / RunOutcome.x.sql): \(literal)")
+        #expect(spelled.isEmpty, "a state, kind, outcome or walk state compared as a string (use its enum): \(spelled)")
     }
 
     private static func startsFunction(_ line: String) -> Bool {

@@ -21,7 +21,7 @@ extension Planner {
     func classify(_ plan: Plan, state: some PlanningLookup, retryFailed: Bool) throws -> Plan {
         var plan = plan
         for index in plan.sources.indices {
-            try classify(&plan.sources[index], state: state, retryFailed: retryFailed)
+            try classifier.classify(&plan.sources[index], state: state, retryFailed: retryFailed)
         }
         return plan
     }

@@ -69,29 +69,36 @@ public final class HTTPTestServer: @unchecked Sendable {
     /// new validators: the origin's content changed, so a revalidation gets the new bytes.
     public func serve(_ name: String) throws { _ = try get("/_serve/" + name) }
 
-    /// A plain HTTP/1.0 GET over a socket: the body. Independent of the client under test.
+    /// The body of a plain GET to the server (`loopbackGET`), independent of the client under test.
     private func get(_ path: String) throws -> Data {
-        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard socket >= 0 else { throw CocoaError(.fileReadUnknown) }
-        defer { close(socket) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else { throw CocoaError(.fileReadUnknown) }
-        let request = Array("GET \(path) HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n".utf8)
-        _ = request.withUnsafeBytes { send(socket, $0.baseAddress, $0.count, 0) }
-        var response = Data()
-        var buffer = [UInt8](repeating: 0, count: 65_536)
-        while true {
-            let count = buffer.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, 0) }
-            if count <= 0 { break }
-            response.append(contentsOf: buffer[..<count])
-        }
+        let response = try loopbackGET(port: port, path)
         guard let split = response.range(of: Data("\r\n\r\n".utf8)) else { return Data() }
         return response[split.upperBound...]
     }
+}
+
+/// A plain HTTP/1.0 GET over a socket to 127.0.0.1: the whole response, status line and headers
+/// included (empty when the server closed without one). Independent of the client under test.
+public func loopbackGET(port: Int, _ path: String) throws -> Data {
+    let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard socket >= 0 else { throw CocoaError(.fileReadUnknown) }
+    defer { close(socket) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    guard connected == 0 else { throw CocoaError(.fileReadUnknown) }
+    let request = Array("GET \(path) HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n".utf8)
+    _ = request.withUnsafeBytes { send(socket, $0.baseAddress, $0.count, 0) }
+    var response = Data()
+    var buffer = [UInt8](repeating: 0, count: 65_536)
+    while true {
+        let count = buffer.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, 0) }
+        if count <= 0 { break }
+        response.append(contentsOf: buffer[..<count])
+    }
+    return response
 }

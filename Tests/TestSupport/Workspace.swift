@@ -95,6 +95,22 @@ public final class Workspace: @unchecked Sendable {
         return process.wait(timeout: timeout)
     }
 
+    /// Runs `runner` as `run` does, and says how many CPU seconds it and its workers used: what a
+    /// bound on work measures, since a busy machine stretches wall time but not CPU time.
+    public func runCounting(_ arguments: [String]) throws -> (result: CommandResult, cpuSeconds: Double) {
+        let times = path(".times-\(UUID().uuidString)")
+        defer { unlink(times) }
+        // bash's `times` prints the shell's user and system time, then its children's: `0m1.234s 0m0.056s`.
+        let result = try RunningCommand("/bin/bash", arguments: ["-c", #""$0" "$@"; status=$?; times > "$TIMES"; exit $status"#,
+                                                                  RunnerBinary.path] + arguments,
+                                        directory: root, environment: ["TIMES": times]).wait()
+        let children = try String(contentsOfFile: times, encoding: .utf8).split(separator: "\n").last ?? ""
+        let seconds = children.split(separator: " ").map { field in
+            field.dropLast().split(separator: "m").reduce(0.0) { $0 * 60 + (Double($1) ?? 0) }
+        }
+        return (result, seconds.reduce(0, +))
+    }
+
     public func start(_ arguments: [String], environment: [String: String] = [:]) throws -> RunningCommand {
         try RunningCommand(arguments: arguments, directory: root, environment: environment)
     }
@@ -110,6 +126,14 @@ public func eventually(timeout: Double = 300, _ condition: () -> Bool) -> Bool {
         usleep(5_000)
     }
     return condition()
+}
+
+/// CPU seconds the calling thread has used: a bound on in-process work that a busy machine does
+/// not stretch, as it does wall time.
+public func threadCPUSeconds() -> Double {
+    var time = timespec()
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
+    return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
 }
 
 /// A `runner` process (or another program) started by a test, with its output captured in files.
@@ -160,7 +184,7 @@ public final class RunningCommand: @unchecked Sendable {
 
     /// Polls until `condition` holds, the process ends, or `timeout` passes; true if it held.
     @discardableResult
-    public func waitUntil(timeout: Double = 60, _ condition: () -> Bool) -> Bool {
+    public func waitUntil(timeout: Double = 300, _ condition: () -> Bool) -> Bool {
         var ended = false
         let held = eventually(timeout: timeout) {
             if condition() { return true }

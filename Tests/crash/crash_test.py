@@ -852,9 +852,10 @@ class Harness:
             runner.wait(timeout=30)
             lingered = wait_for_exit(workers, 60)
             workers_gone_after = time.time() - killed_at
+            # How long they take to go is the machine's load; that they go with it (PR_SET_PDEATHSIG,
+            # even when held) is SupervisorDeathTests'. The bound here only stops a hang.
             check(lingered is not None, "workers %s outlived their supervisor by a minute" % workers)
             orphan_seconds.append(lingered)
-            check(lingered < 2.0, "a worker outlived its killed supervisor by %.2f s" % lingered)
             targeted[target] += 1
             for phase in phases:
                 hits[phase] += 1

@@ -1,0 +1,130 @@
+internal import CCurl
+import Foundation
+import JobFile
+
+/// One `run`'s transfers: those in flight, those waiting for a retry or for their host, and the
+/// bodies being stored.
+final class DownloadSession {
+    private struct Waiting {
+        let request: DownloadRequest
+        let host: String
+        let attempt: Int
+        let due: Double
+    }
+
+    private let downloader: Downloader
+    private let settings: RemoteSettings
+    private let next: () -> DownloadRequest?
+    private let canStart: () -> Bool
+    private let deliver: (DownloadRequest, DownloadResult) -> Void
+    private var active: [ObjectIdentifier: Transfer] = [:]
+    private var perHost: [String: Int] = [:]
+    private var waiting: [Waiting] = []
+    private var exhausted = false
+    /// Bodies handed to the store threads and not yet collected: at most `downloads`, so the
+    /// memory and temporary files they hold stay bounded when the disk is slow.
+    private var storing = 0
+    /// Emptied body buffers, reused so that each body is not copied into fresh pages.
+    private var spareBuffers: [[UInt8]] = []
+    private let store: OriginalStore
+
+    init(downloader: Downloader, next: @escaping () -> DownloadRequest?, canStart: @escaping () -> Bool,
+         deliver: @escaping (DownloadRequest, DownloadResult) -> Void) {
+        (self.downloader, self.next, self.canStart, self.deliver) = (downloader, next, canStart, deliver)
+        settings = downloader.settings
+        store = OriginalStore(threads: min(Downloader.storeThreads, settings.downloads), wake: MultiWaker(multi: downloader.multi))
+    }
+
+    var isFinished: Bool { active.isEmpty && waiting.isEmpty && exhausted && storing == 0 }
+
+    var secondsToNextRetry: Double {
+        waiting.map(\.due).min().map { max(0, $0 - Date().timeIntervalSince1970) } ?? 0.1
+    }
+
+    /// Concludes the bodies the store threads have finished with.
+    func collectStored() {
+        for body in store.collect() {
+            storing -= 1
+            if spareBuffers.count < settings.downloads, let buffer = body.takeBuffer() { spareBuffers.append(buffer) }
+            conclude(body.request, host: body.host, attempt: body.attempt, body.result)
+        }
+    }
+
+    /// Admits waiting requests first (due retries, or new ones whose host was full), then new
+    /// requests, within the global and per-host caps. New requests are pulled only while few
+    /// wait, so a list of one host's URLs is never read ahead into memory.
+    func admit() {
+        let now = Date().timeIntervalSince1970
+        while active.count < settings.downloads && storing < settings.downloads && canStart() {
+            if let index = waiting.firstIndex(where: { $0.due <= now && perHost[$0.host, default: 0] < settings.perHost }) {
+                let ready = waiting.remove(at: index)
+                start(ready.request, host: ready.host, attempt: ready.attempt)
+                continue
+            }
+            guard waiting.count < settings.downloads, !exhausted else { break }
+            guard let request = next() else { exhausted = true; break }
+            let host = Downloader.host(of: request.source.url)
+            if perHost[host, default: 0] >= settings.perHost {
+                waiting.append(Waiting(request: request, host: host, attempt: 1, due: now))
+            } else {
+                start(request, host: host, attempt: 1)
+            }
+        }
+    }
+
+    /// Takes the transfers curl has finished; true if any ended.
+    func readEnded() -> Bool {
+        var queued: Int32 = 0
+        var ended = false
+        while let message = curl_multi_info_read(downloader.multi, &queued) {
+            ended = true
+            guard ccurl_message_is_done(message) != 0, let easy = ccurl_message_handle(message),
+                  let context = ccurl_info_private(easy) else { continue }
+            let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
+            curl_multi_remove_handle(downloader.multi, easy)
+            active[ObjectIdentifier(transfer)] = nil
+            perHost[transfer.host, default: 1] -= 1
+            switch transfer.finish(ccurl_message_result(message), httpDate: downloader.httpDate) {
+            case .ended(let result):
+                conclude(transfer.request, host: transfer.host, attempt: transfer.attempt, result)
+            case .store(let body):
+                storing += 1
+                store.submit(body)
+            }
+        }
+        return ended
+    }
+
+    /// Stopped (or done): transfers in flight are abandoned; bodies already received finish
+    /// storing and stored ones are delivered; failed ones are not retried.
+    func stop() {
+        for transfer in active.values { curl_multi_remove_handle(downloader.multi, transfer.easy) }
+        store.close()
+        for body in store.collect() {
+            if case .fetched = body.result { deliver(body.request, body.result) }
+        }
+    }
+
+    private func start(_ request: DownloadRequest, host: String, attempt: Int) {
+        do {
+            let transfer = try Transfer(request: request, host: host, attempt: attempt, settings: settings,
+                                        userAgent: downloader.userAgent, buffer: spareBuffers.popLast() ?? [])
+            active[ObjectIdentifier(transfer)] = transfer
+            perHost[host, default: 0] += 1
+            curl_multi_add_handle(downloader.multi, transfer.easy)
+        } catch {
+            deliver(request, .failed(error, attempts: attempt))
+        }
+    }
+
+    /// A transient failure waits for its retry; anything else is final.
+    private func conclude(_ request: DownloadRequest, host: String, attempt: Int, _ result: DownloadResult) {
+        if case .failed(let failure, _) = result, failure.isTransient, attempt < settings.retry.attempts {
+            let delay = settings.retry.delay(after: attempt, retryAfter: failure.retryAfter)
+            waiting.append(Waiting(request: request, host: host, attempt: attempt + 1,
+                                   due: Date().timeIntervalSince1970 + delay))
+        } else {
+            deliver(request, result)
+        }
+    }
+}

@@ -1,0 +1,203 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import Support
+import Model
+import Keys
+import Imaging
+import JobFile
+
+/// What the state database says about an item finished earlier: done, or failed for a reason
+/// its content decides (`failureKind`) under the limits `failedUnder` (`Classifier.limitsDigest`).
+package struct LedgerEntry: Sendable, Codable {
+    package let fingerprint: String
+    package let outputPath: String
+    package var failureKind: ItemFailure.Kind? = nil
+    package var failedUnder: String? = nil
+
+    package init(fingerprint: String, outputPath: String, failureKind: ItemFailure.Kind? = nil, failedUnder: String? = nil) {
+        self.fingerprint = fingerprint
+        self.outputPath = outputPath
+        self.failureKind = failureKind
+        self.failedUnder = failedUnder
+    }
+}
+
+/// The recorded state that decides whether an item runs, looked up one key at a time so a
+/// plan never needs the whole ledger in memory. `StateStore.PlanningPass` reads the database;
+/// `PlanningState` holds a few entries in memory.
+package protocol PlanningLookup {
+    /// The item's entry if it was recorded done, or failed for a reason its content decides.
+    func recorded(_ itemKey: String) throws -> LedgerEntry?
+    func original(_ sourceKey: String) throws -> CachedOriginal?
+    func blacklistEntry(_ url: String) throws -> BlacklistEntry?
+    /// What is stored of the source's derived values (asked only of jobs that `derive`).
+    func derivedLedger(_ sourceKey: String) throws -> DerivedLedger
+}
+
+package struct PlanningState: PlanningLookup, Sendable {
+    package var ledger: [String: LedgerEntry] = [:]
+    package var originals: [String: CachedOriginal] = [:]
+    package var blacklist: [String: BlacklistEntry] = [:]
+    package var derived: [String: DerivedLedger] = [:]
+
+    package init(ledger: [String: LedgerEntry] = [:], originals: [String: CachedOriginal] = [:], blacklist: [String: BlacklistEntry] = [:],
+                 derived: [String: DerivedLedger] = [:]) {
+        self.ledger = ledger
+        self.originals = originals
+        self.blacklist = blacklist
+        self.derived = derived
+    }
+
+    package func recorded(_ itemKey: String) -> LedgerEntry? { ledger[itemKey] }
+    package func original(_ sourceKey: String) -> CachedOriginal? { originals[sourceKey] }
+    package func blacklistEntry(_ url: String) -> BlacklistEntry? { blacklist[url] }
+    package func derivedLedger(_ sourceKey: String) -> DerivedLedger { derived[sourceKey] ?? DerivedLedger() }
+}
+
+/// Decides from the recorded state what each planned item needs: up to date, a known failure,
+/// blocked by the blacklist, to revalidate, or to run; and which derived values its source needs.
+/// Owns the fingerprints both are decided by. Reads file metadata only; never decodes.
+package struct Classifier: Sendable {
+    package let job: Job
+    package let vipsVersion: String
+    /// Each output's recipe and the versions, hashed once rather than once per item.
+    private let outputDigests: [String]
+    /// The limits a content-decided failure was recorded under (`Limits.identifier`, with each
+    /// output's own frame limit): a failure stands only while they are the same.
+    package let limitsDigest: String
+
+    package init(job: Job, vipsVersion: String) {
+        self.job = job
+        self.vipsVersion = vipsVersion
+        outputDigests = job.outputs.map { StableHash.hex($0.recipe, RunnerVersion.string, vipsVersion) }
+        limitsDigest = StableHash.hex(job.limits.identifier, job.outputs.map { $0.frames.map(String.init) ?? "-" }.joined(separator: ","))
+    }
+
+    /// Marks items up to date whose recorded fingerprint and output path match and whose output
+    /// file still exists, items that failed before on the same content known failures (unless
+    /// `retryFailed`), and items of blacklisted sources blocked. Nothing is decoded or downloaded.
+    /// A fetched source's items are decided here only when its cached original need not be revalidated;
+    /// otherwise the download stage decides, from what this records on the items (items made
+    /// from that original are marked `revalidate`).
+    /// `outputStats` reads the outputs' metadata (one held per classification pass, so that a
+    /// folder of outputs is walked once).
+    package func classify(_ source: inout PlannedSource, state: some PlanningLookup, retryFailed: Bool, force: Bool = false,
+                  now: Double = Date().timeIntervalSince1970, statting outputStats: FolderStat = FolderStat()) throws {
+        if let fetched = source.kind.fetched {
+            if !retryFailed, let entry = try state.blacklistEntry(fetched.location), !isExpired(entry, now: now) {
+                source.blockedReason = "blacklisted since \(ISO8601DateFormatter().string(from: entry.firstSeen)): \(entry.message)"
+                for index in source.items.indices { source.items[index].status = .blocked }
+                return
+            }
+            source.cachedOriginal = try state.original(source.key)
+            // Where planning knows nothing of the content (a URL's), a fresh cached original says.
+            if source.identity == .unknown, let original = source.cachedOriginal, !needsRevalidation(original, now: now) {
+                source.identity = fetched.identity(of: original)
+                for index in source.items.indices {
+                    source.items[index].fingerprint = fingerprint(source.identity, output: source.items[index].outputIndex)
+                }
+            }
+        }
+        try planDerivation(&source, state: state, force: force)
+        for index in source.items.indices where !force {
+            guard let entry = try state.recorded(source.items[index].key) else { continue }
+            // A failure does not depend on where the output goes, but on the limits; a done item's output does.
+            let stands = if let kind = entry.failureKind {
+                source.identity.decides(kind) && !retryFailed && entry.failedUnder == limitsDigest
+            } else {
+                entry.outputPath == source.items[index].outputPath
+            }
+            if stands {
+                source.items[index].recorded = entry
+            }
+        }
+        switch source.identity {
+        case .file, .content, .notRegular: break
+        case .unknown:
+            // A stale cached original: the items made from it stand if the server finds it unchanged.
+            guard let cached = source.cachedIdentity else { return }
+            for index in source.items.indices {
+                var fromCache = source.items[index]
+                fromCache.fingerprint = fingerprint(cached, output: fromCache.outputIndex)
+                if fromCache.isUpToDate(statting: outputStats) { source.items[index].status = .revalidate }
+            }
+            return
+        case .missing: return
+        }
+        for index in source.items.indices {
+            if source.items[index].isUpToDate(statting: outputStats) {
+                source.items[index].status = .upToDate
+            } else if source.items[index].isKnownFailure {
+                source.items[index].status = .knownFailure
+            }
+        }
+        // Content every output already failed on is not decoded again for its values.
+        if !source.items.isEmpty && source.items.allSatisfy({ $0.status == .knownFailure }) { source.derivation = nil }
+    }
+
+    /// Which of the job's derived values the source needs: those not stored under its content's
+    /// fingerprint (all of them with `force`). A URL whose content is not known yet is planned from
+    /// its cached original, and decided again once downloaded (`derivation(of:identity:)`).
+    private func planDerivation(_ source: inout PlannedSource, state: some PlanningLookup, force: Bool) throws {
+        guard !job.derive.values.isEmpty else { return }
+        source.derivedLedger = force ? DerivedLedger() : try state.derivedLedger(source.key)
+        let identity = source.identity == .unknown ? source.cachedIdentity ?? .unknown : source.identity
+        source.derivation = derivation(of: source, identity: identity)
+    }
+
+    /// The derived values `source` needs once its content is `identity`, or nil when none.
+    package func derivation(of source: PlannedSource, identity: SourceIdentity) -> PlannedDerivation? {
+        guard !job.derive.values.isEmpty else { return nil }
+        switch identity {
+        case .missing, .notRegular: return nil
+        case .file, .content, .unknown: break
+        }
+        let fingerprint = derivationFingerprint(identity)
+        let ledger = source.derivedLedger
+        let values = job.derive.values.indices.filter { ledger.values[job.derive.values[$0].identifier] != fingerprint }
+        guard !values.isEmpty else { return nil }
+        var contentHash: String? = ledger.contentHashFingerprint == fingerprint ? ledger.contentHash : nil
+        if case .content(let digest) = identity { contentHash = digest }
+        return PlannedDerivation(values: values, fingerprint: fingerprint, contentHash: contentHash)
+    }
+
+    /// What a source's derived values are keyed by besides their identifiers: its content
+    /// (a file's size and modification time, a download's hash) and the libvips that decoded it.
+    package func derivationFingerprint(_ identity: SourceIdentity) -> String {
+        StableHash.hex(Self.identityText(identity), vipsVersion)
+    }
+
+    private func isExpired(_ entry: BlacklistEntry, now: Double) -> Bool {
+        guard let ttl = job.remote.blacklistTTL else { return false }
+        return entry.lastSeen.timeIntervalSince1970 + ttl < now
+    }
+
+    private func needsRevalidation(_ original: CachedOriginal, now: Double) -> Bool {
+        switch job.remote.revalidate {
+        case .always: true
+        case .never: false
+        case .after(let seconds): original.validatedAt + seconds < now
+        }
+    }
+
+    /// Covers the source's identity, the output's whole recipe (chain, format, load options) and
+    /// the versions of runner and libvips: change any of them and the item runs again.
+    package func fingerprint(_ identity: SourceIdentity, output: Int) -> String {
+        var hash = StableHash()
+        hash.combine(Self.identityText(identity))
+        hash.combine(outputDigests[output])
+        return hash.hex
+    }
+
+    private static func identityText(_ identity: SourceIdentity) -> String {
+        switch identity {
+        case .file(let size, let modified): "file:\(size):\(modified)"
+        case .content(let digest): "content:\(digest)"
+        case .unknown: "unknown"
+        case .missing: "missing"
+        case .notRegular(let type, _): "not-regular:\(type)"
+        }
+    }
+}

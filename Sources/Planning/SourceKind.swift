@@ -1,0 +1,92 @@
+import Support
+import Model
+import JobFile
+
+/// One kind of source (a local file, an HTTP(S) URL; the object stores that come next): everything
+/// planning and the run ask of a source that depends on its kind, in one type. `SourceOrigin` stores
+/// which kind a source is (it travels through the plan spool); its `kind` is the one place that
+/// matches on it, and every other stage asks the kind.
+package protocol SourceKind: Sendable {
+    /// The file path or URL: for people, and for a fetched source the key of its blacklist entry
+    /// and of the one transfer that sources naming it share.
+    var location: String { get }
+    /// What planning knows of the content before any transfer: a file's size and modification
+    /// time, or why it cannot be read; for a fetched source, what its listing said, or nothing
+    /// (`unknown`) until its cached original or a download says. `stats` reads file metadata,
+    /// folder by folder.
+    func plannedIdentity(statting stats: FolderStat) -> SourceIdentity
+    /// Itself when the download stage must fetch it into the originals cache before a worker can
+    /// read it; nil for a source a worker reads where it is, at `location`.
+    var fetched: (any FetchedSource)? { get }
+}
+
+/// A kind the download stage fetches: `Downloader` runs its requests (one curl multi handle,
+/// `http.downloads` and `perHost`, retries with backoff, a conditional request from its cached
+/// original's validators) without knowing the kind, which says what to send and what a failed
+/// response means.
+package protocol FetchedSource: SourceKind {
+    /// What is requested (its host is what `http.perHost` counts).
+    var url: String { get }
+    /// The request's headers, asked for as each attempt starts (so a kind that signs its requests
+    /// signs each as it is sent); the validators are added to them. Never logged or stored.
+    func headers(_ settings: RemoteSettings) -> [String: String]
+    /// What a response other than success (or not-modified, to a conditional request) means.
+    func meaning(ofStatus status: Int) -> ResponseMeaning
+    /// The content of a fetched original, as items made from it are fingerprinted: what the next
+    /// plan will know of it (a URL's: its bytes' hash, taken from the cached original).
+    func identity(of original: CachedOriginal) -> SourceIdentity
+}
+
+/// What a failed response means for the source, as its kind reads it.
+package enum ResponseMeaning: Sendable, Equatable {
+    /// The server fails for now (overloaded, throttling): retried with backoff, never blacklisted;
+    /// a cached original serves stale meanwhile.
+    case transient
+    /// The source fails for good (gone, refused): blacklisted.
+    case permanent
+}
+
+/// How one spec of the job's `sources` names sources: its kind's listing (a folder walk, a glob, a
+/// list file, one URL; a bucket's pages next). `SourceSpec.listing` is the one place that matches
+/// on a spec's kind.
+package protocol SourceListing {
+    /// Visits the sources it names, in a stable order, each with its entry (`spec`: its index in
+    /// `sources`); `walked` hears what a folder walk reads.
+    func discover(spec: Int, walked: SourceDiscovery.WalkObserver?, _ visit: SourceDiscovery.Visitor) throws
+    /// The source its entry's `line` names, made as `discover` makes it; nil when it names none.
+    func source(at line: String?) -> DiscoveredSource?
+    /// Adds what decides the sources it names to a shard plan's `SourceInputs`, `latestChange`
+    /// raised to a file it reads; false when only listing again tells (nothing is then remembered).
+    func addInputs(to hash: inout StableHash, latestChange: inout Int64) -> Bool
+    /// Whether it can name one source twice (a list's lines can; a walk cannot).
+    var canNameTwice: Bool { get }
+}
+
+extension SourceListing {
+    package var canNameTwice: Bool { false }
+}
+
+extension SourceSpec {
+    package var listing: any SourceListing {
+        switch self {
+        case .path(let root, let recursive, let include, let exclude):
+            SourceDiscovery.Folder(root: root, recursive: recursive, include: include, exclude: exclude)
+        case .glob(let pattern): SourceDiscovery.Glob(pattern)
+        case .list(let path): SourceDiscovery.ListFile(path: path)
+        case .url(let url, let key, let headers): HTTPSource.Named(url: url, key: key, headers: headers)
+        }
+    }
+}
+
+/// Which kind a source is: one case per kind.
+package enum SourceOrigin: Sendable, Equatable, Codable {
+    case file(String)
+    case http(HTTPSource)
+
+    package var kind: any SourceKind {
+        switch self {
+        case .file(let path): FileSource(path: path)
+        case .http(let source): source
+        }
+    }
+}
