@@ -36,7 +36,7 @@ INSTALLED := $(DESTDIR)$(PREFIX)/bin/runner $(DESTDIR)$(PREFIX)/share/man/man1/r
 	$(DESTDIR)$(PREFIX)/share/zsh/site-functions/_runner \
 	$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/runner.fish
 
-.PHONY: deps build run test test-slurm bench bench-quick bench-duplicates crash-test fuzz clean install uninstall
+.PHONY: deps build run test test-slurm bench bench-quick bench-sharded bench-duplicates crash-test fuzz clean install uninstall
 
 # Installs the Debian packages when pkg-config is missing them, or the CLIs the tests compare against
 # (vipsthumbnail; curl, the quick benchmark's downloads reference; exiftool, the metadata tests' reader,
@@ -95,7 +95,8 @@ test-slurm: deps
 # check), times runner's downloads against curl (nginx on 127.0.0.1), runs runner against the C
 # reference and its peers in interleaved rounds (thumbnails of the large and small sets, and the
 # responsive set: five WebP/JPEG widths of every large photo), then runner's bookkeeping at scale
-# (flat memory, the 100,000-item up-to-date rerun, a 1,000,000-URL plan), and writes BENCHMARKS.md.
+# (flat memory, the 100,000-item up-to-date rerun, a 1,000,000-URL plan) and the read commands of a
+# job run as 64 shards (bench-sharded), and writes BENCHMARKS.md.
 # About an hour and a half on 2 cores; the fixed cost per image is measured apart
 # (bench/fixedcost.py, see bench/README.md).
 # With the default LIBVIPS it also builds runner on Debian's 8.14 (.build-system) and measures both, beside
@@ -106,11 +107,18 @@ bench: build
 	python3 bench/bench.py --runner $(SCRATCH)/release/runner --rounds 5 --settle 10 \
 		$(if $(filter system,$(LIBVIPS)),,--runner-system .build-system/release/runner)
 	python3 bench/bookkeeping.py --runner $(SCRATCH)/release/runner --write BENCHMARKS.md
+	python3 bench/sharded-reads.py --runner $(SCRATCH)/release/runner --write BENCHMARKS.md
 
 # A few seconds: the C reference and runner on 20 synthetic images, 4 of them as a responsive set,
 # then the 20 as a downloads set (the tests run this too).
 bench-quick: build
 	python3 bench/bench.py --quick --runner $(SCRATCH)/release/runner
+
+# status, failed and report of a job run as 64 shards, at 15,000 and 150,000 items a shard: peak RSS
+# and seconds, for BENCHMARKS.md's "Bookkeeping at scale". The first run writes ~6.5 GB of shard
+# databases under bench/cache/sharded-reads (~25 minutes on 2 busy cores); then a few minutes.
+bench-sharded: build
+	python3 bench/sharded-reads.py --runner $(SCRATCH)/release/runner --write BENCHMARKS.md
 
 # Grouping 1,000,000 hashes into near and exact duplicates (DuplicateGroups alone, optimised): seconds
 # and peak RSS, for BENCHMARKS.md's "Duplicates at scale". About a minute.

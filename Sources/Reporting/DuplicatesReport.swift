@@ -50,7 +50,12 @@ public struct DuplicatesReport: Codable, Sendable {
         guard let dhash = job.derive.values.first(where: { $0 is DHash }) else { throw Self.noDHash() }
         let databases = try JobDatabases(job: job)
         defer { databases.close() }
-        let stores = databases.parts.map(\.store)
+        try self.init(databases, dhash: dhash, job: job, distance: distance)
+    }
+
+    /// From databases a caller opened and closes; `dhash` is the job's.
+    package init(_ databases: JobDatabases, dhash: any DerivedValue, job: Job, distance: Int = DHash.duplicateDistance) throws {
+        let stores = databases.stores
         var members: [Member] = []
         var hashes: [UInt64] = []
         for store in stores {
@@ -62,6 +67,9 @@ public struct DuplicatesReport: Codable, Sendable {
                 hashes.append(hash)
             }
         }
+        // In key order over every store, as one database lists them: groups of a size come in the same order however sharded.
+        let order = members.indices.sorted { bytewise(members[$0].key, members[$1].key) }
+        (members, hashes) = (order.map { members[$0] }, order.map { hashes[$0] })
         self.job = job.name
         hasRun = !stores.isEmpty
         self.distance = distance

@@ -66,9 +66,8 @@ public struct HTMLReport {
         defer { databases.close() }
         let status = try StatusReport(databases, job: job, runs: options.runs)
         guard status.hasRun, !status.runs.isEmpty else { return .neverRun }
-        // A sharded job reads as one: its shards' databases merged in memory.
-        let store = databases.isSharded ? try StateStore.merged(databases.parts.map(\.path)) : databases.parts[0].store
-        defer { if databases.isSharded { store.close() } }
+        // A sharded job reads as one: its shards' figures summed, their listings merged.
+        let stores = databases.stores
 
         let first = Paths.resolve(options.out ?? Self.defaultPath(for: job), against: FileManager.default.currentDirectoryPath)
         let folder = Paths.directory(of: first)
@@ -79,7 +78,7 @@ public struct HTMLReport {
 
         let perPage = min(max(options.perPage, 1), Self.maxPerPage)
         let capacity = max(options.pages, 1) * perPage
-        let total = try store.sheetItemCount()
+        let total = try stores.sheetItemCount()
         let stride = max(1, (total + capacity - 1) / capacity)
         let shown = min(capacity, (total + stride - 1) / stride)
         let pageCount = max(1, (shown + perPage - 1) / perPage)
@@ -87,19 +86,19 @@ public struct HTMLReport {
                           names: (1...pageCount).map { Paths.lastComponent(pagePath($0)) })
 
         let previews = SheetPreviews(reportPath: first, maker: maker)
-        let summary = try summarySections(store, status: status, folder: folder)
-            + duplicatesSection(previews: previews, folder: folder, derived: store)
+        let summary = try summarySections(stores, status: status, folder: folder)
+            + duplicatesSection(databases, previews: previews, folder: folder)
         var staged: [AtomicFile.Staged] = []
         var onPage: [ItemRecord] = []
         func flush() throws {
             let page = staged.count + 1
-            let tiles = sheetTiles(onPage, previews: previews, folder: folder, derived: store)
+            let tiles = sheetTiles(onPage, previews: previews, folder: folder, derived: stores)
             let html = document(page: page, sheet: sheet, body: (page == 1 ? summary : "") + sheet.section(page: page, tiles: tiles))
             staged.append(try AtomicFile.stage(Data(html.utf8), for: pagePath(page), owner: getpid()))
             onPage = []
         }
         do {
-            try store.forEachSheetItem(stride: stride, limit: shown) { item in
+            try stores.forEachSheetItem(stride: stride, limit: shown) { item in
                 onPage.append(item)
                 if onPage.count == perPage { try flush() }
             }
@@ -121,27 +120,25 @@ public struct HTMLReport {
 
     // MARK: Page 1: the job, its runs, what went wrong
 
-    private func summarySections(_ store: StateStore, status: StatusReport, folder: String) throws -> String {
-        let counts = try store.stateCounts()
-        let warningCount = try store.warnedItemCount()
+    private func summarySections(_ stores: [StateStore], status: StatusReport, folder: String) throws -> String {
+        let (counts, warningCount) = (status.items, status.warnings)
         var html = "<section id=\"items\"><div class=\"cards\">"
         for state in ItemState.allCases where counts[state] != nil || [.done, .failed].contains(state) {
             html += card(id: state.rawValue, state.rawValue, counts[state] ?? 0)
         }
         html += card(id: "warnings", "with warnings", warningCount)
-        let stale = try store.notRevalidated().count
-        if stale > 0 { html += card(id: "not-revalidated", "sources not revalidated (origin failing)", stale) }
+        if status.notRevalidated > 0 { html += card(id: "not-revalidated", "sources not revalidated (origin failing)", status.notRevalidated) }
         html += "</div></section>"
 
         html += runsSection(status.runs, sharded: !status.shards.isEmpty) + shardsSection(status.shards)
 
-        let kinds = try store.failureKinds().sorted { ($0.count, $1.kind.rawValue) > ($1.count, $0.kind.rawValue) }
+        let kinds = try stores.failureKinds().sorted { ($0.count, $1.kind.rawValue) > ($1.count, $0.kind.rawValue) }
         if !kinds.isEmpty {
             html += "<section id=\"failures\"><h2>Failures</h2>"
             for kind in kinds {
                 html += "<div class=\"kind\" data-kind=\"\(esc(kind.kind.rawValue))\"><h3><span class=\"pill bad\">\(esc(kind.kind.rawValue))</span> "
                     + "\(Format.count(kind.count)) item\(kind.count == 1 ? "" : "s") <span class=\"muted\">since \(timeTag(kind.since))</span></h3>"
-                let items = try store.failedItems(kind: kind.kind, limit: Self.failureLimit)
+                let items = try collect { try stores.forEachFailedItem(kind: kind.kind, limit: Self.failureLimit, $0) }
                 html += "<ul class=\"failures\">" + Self.bySource(items).map { failure($0.item, outputs: $0.outputs, folder: folder) }.joined()
                     + "</ul>"
                 html += more(kind.count - items.count)
@@ -150,16 +147,16 @@ public struct HTMLReport {
         }
 
         if warningCount > 0 {
-            let warned = try store.warnedItems(limit: Self.listLimit)
+            let warned = try collect { try stores.forEachWarnedItem(limit: Self.listLimit, $0) }
             html += "<section id=\"warnings\"><h2>Warnings</h2><p class=\"muted\">Done, but with something to say.</p>"
                 + "<table><thead><tr><th>source</th><th>output</th><th>warning</th></tr></thead><tbody>"
                 + warned.map { "<tr class=\"warning\"><td>\(sourceName($0.source))</td><td>\(esc($0.output))</td><td>\(esc($0.warning))</td></tr>" }.joined()
                 + "</tbody></table>" + more(warningCount - warned.count) + "</section>"
         }
 
-        let blockedCount = try store.blockedURLCount()
+        let blockedCount = try stores.blockedURLCount()
         if blockedCount > 0 {
-            let blocked = try store.blockedURLs(limit: Self.listLimit)
+            let blocked = try collect { try stores.forEachBlockedURL(limit: Self.listLimit, $0) }
             html += "<section id=\"blacklist\"><h2>Blacklisted URLs</h2><p class=\"muted\">Skipped without a request until "
                 + "<code>runner unblock</code>, <code>--retry-failed</code> or <code>blacklist.ttl</code>.</p>"
                 + "<table><thead><tr><th>URL</th><th>kind</th><th>message</th><th>since</th><th class=\"num\">seen</th></tr></thead><tbody>"
@@ -264,15 +261,16 @@ public struct HTMLReport {
     /// Groups of duplicate sources (for a job that derives dHashes, as `runner duplicates` finds
     /// them), each group's pictures side by side, shown by previews over their placeholders as the
     /// contact sheet's are.
-    private func duplicatesSection(previews: SheetPreviews, folder: String, derived store: StateStore) throws -> String {
-        guard job.derive.values.contains(where: { $0 is DHash }) else { return "" }
-        let report = try DuplicatesReport(job: job)
+    private func duplicatesSection(_ databases: JobDatabases, previews: SheetPreviews, folder: String) throws -> String {
+        guard let dhash = job.derive.values.first(where: { $0 is DHash }) else { return "" }
+        let report = try DuplicatesReport(databases, dhash: dhash, job: job)
         let groups = Array((report.exact.map { ("exact", $0) } + report.near.map { ("near", $0) }).prefix(Self.failureLimit))
         var html = "<section id=\"duplicates\"><h2>Duplicates</h2><p class=\"muted\">Among \(Format.count(report.sources)) sources with a dHash: "
             + "\(report.exact.count) group\(report.exact.count == 1 ? "" : "s") of identical files, \(report.near.count) of near duplicates "
             + "(dHash within \(report.distance) bits; <code>runner duplicates</code> lists them all).</p>"
         let members = groups.map { Array($0.1.sources.prefix(Self.groupLimit)) }
         let shown = previews.previews(for: members.joined().map { $0.location.hasPrefix("/") ? $0.location : nil })
+        let records = (try? databases.stores.sourceRecords(of: members.joined().map(\.key))) ?? [:]
         var next = 0
         for ((kind, group), sources) in zip(groups, members) {
             html += "<div class=\"dupes\" data-kind=\"\(kind)\"><h3><span class=\"pill\">\(kind)</span> \(group.sources.count) sources"
@@ -282,7 +280,7 @@ public struct HTMLReport {
                 next += 1
                 let image = preview.map { "<img src=\"\(esc(Self.percentEncoded($0.href)))\" alt=\"\(esc(Paths.lastComponent(member.location)))\">" }
                     ?? "<span class=\"muted\">no preview</span>"
-                html += "<figure class=\"tile\" title=\"\(esc(member.location))\"><div class=\"frame\"\(placeholder(of: member.key, in: store))>"
+                html += "<figure class=\"tile\" title=\"\(esc(member.location))\"><div class=\"frame\"\(placeholder(records[member.key]))>"
                     + "\(image)</div><figcaption>"
                     + "<div class=\"name\">\(sourceName(member.key))</div><div class=\"size\"><span>\(member.width)×\(member.height)</span>"
                     + "<span>\(Format.bytes(member.bytes))</span></div></figcaption></figure>"
@@ -333,23 +331,22 @@ public struct HTMLReport {
     }
 
     /// A page's tiles, with the previews of their outputs (made now when they are not on disk yet).
-    private func sheetTiles(_ items: [ItemRecord], previews: SheetPreviews, folder: String, derived store: StateStore) -> String {
+    private func sheetTiles(_ items: [ItemRecord], previews: SheetPreviews, folder: String, derived stores: [StateStore]) -> String {
         let sizes = items.map { item in
             item.failure == nil ? (try? FileManager.default.attributesOfItem(atPath: item.outputPath))?[.size] as? Int : nil
         }
         let shown = previews.previews(for: items.indices.map { sizes[$0] == nil ? nil : items[$0].outputPath })
-        let placeholders = job.derive.values.isEmpty ? [:] : Dictionary(Set(items.map(\.sourceKey)).map { ($0, placeholder(of: $0, in: store)) },
-                                                                        uniquingKeysWith: { first, _ in first })
+        let records = job.derive.values.isEmpty ? [:] : (try? stores.sourceRecords(of: Array(Set(items.map(\.sourceKey))))) ?? [:]
         return items.indices.map { index in
-            tile(items[index], size: sizes[index], preview: shown[index], folder: folder, placeholder: placeholders[items[index].sourceKey] ?? "")
+            tile(items[index], size: sizes[index], preview: shown[index], folder: folder, placeholder: placeholder(records[items[index].sourceKey]))
         }.joined()
     }
 
     /// Attributes for a tile's frame from its source's derived values: behind the picture what a site
     /// shows while the image loads (the ThumbHash decoded, as a PNG data URL, over the dominant
     /// colour), its placeholders as data attributes.
-    private func placeholder(of source: String, in store: StateStore) -> String {
-        guard let record = try? store.derivedValues(ofSource: source) else { return "" }
+    private func placeholder(_ record: DerivedSourceRecord?) -> String {
+        guard let record else { return "" }
         var (attributes, backgrounds) = ("", [String]())
         for value in job.derive.values {
             guard case .string(let text)? = record.value(value.identifier) else { continue }

@@ -34,10 +34,12 @@ package struct JobDatabases {
         }
         parts = current.compactMap { opened[$0.path] }
         for database in earlier { opened[database.path]?.store.close() }
+        try parts.map(\.store).shareCache()
         self.earlier = earlier.map(\.path).sorted()
     }
 
-    package var isSharded: Bool { parts.contains { $0.shard != nil } }
+    /// Every database that answers for the job, read as one (`[StateStore]`'s figures and listings).
+    package var stores: [StateStore] { parts.map(\.store) }
 
     /// Closes every database now (a command's work with them is over).
     package func close() {
@@ -149,45 +151,55 @@ public struct StatusReport: Codable, Sendable {
     }
 }
 
-/// `runner failed`: every failed item and why, and every item that rendered with a warning.
-public struct FailedReport: Codable, Sendable {
-    public let job: String
-    /// False when the job has never run: there is no state database (and none is created).
-    public let hasRun: Bool
-    public let failed: [FailedItemRecord]
-    public let warnings: [WarnedItemRecord]
-    /// The failed-URL blacklist: URLs later runs skip without a request.
-    public let blocked: [BlacklistEntry]
-    public let state: String
-
-    public init(job: Job) throws {
-        self.job = job.name
-        state = job.jobStatePath
-        // Every shard's database, for a sharded job: one list for the whole job.
+/// `runner failed`: every failed item and why, every item that rendered with a warning, and the
+/// blacklist; for a sharded job, one list over its shards. Written as the databases' cursors give
+/// the lines, so a million failures cost a line of memory.
+public enum FailedReport {
+    public static func write(_ job: Job, json: Bool, _ emit: @escaping (String) throws -> Void) throws {
         let databases = try JobDatabases(job: job)
         defer { databases.close() }
-        let stores = databases.parts.map(\.store)
-        hasRun = !stores.isEmpty
-        failed = try stores.flatMap { try $0.failedItems() }.sorted { ($0.source, $0.output) < ($1.source, $1.output) }
-        warnings = try stores.flatMap { try $0.warnedItems() }
-        blocked = try stores.flatMap { try $0.blockedURLs() }.sorted { $0.url < $1.url }
+        let stores = databases.stores
+        if json { return try writeJSON(job, stores, emit) }
+        guard !stores.isEmpty else { return try emit(notRunYet(job.name, state: job.jobStatePath) + "\n") }
+        let formatter = ISO8601DateFormatter()
+        var failed = 0
+        try stores.forEachFailedItem { item in
+            failed += 1
+            try emit("\(item.source) -> \(item.output): \(item.kind.rawValue): \(item.message) (failing since \(formatter.string(from: item.since)), "
+                     + "\(item.attempts) attempt\(item.attempts == 1 ? "" : "s"))\n")
+        }
+        if failed == 0 { try emit("\(job.name): no failed items\n") }
+        try stores.forEachWarnedItem { try emit("warning: \($0.key): \($0.warning)\n") }
+        try stores.forEachBlockedURL { entry in
+            try emit("blocked: \(entry.url): \(entry.message) (first failed \(formatter.string(from: entry.firstSeen)), "
+                + "failed \(entry.count) time\(entry.count == 1 ? "" : "s"), last \(formatter.string(from: entry.lastSeen)); not requested since)\n")
+        }
     }
 
-    public func json() throws -> String { try encodeJSON(self) }
-
-    public func text() -> String {
-        guard hasRun else { return notRunYet(job, state: state) }
-        let formatter = ISO8601DateFormatter()
-        var lines = failed.map {
-            "\($0.source) -> \($0.output): \($0.kind): \($0.message) (failing since \(formatter.string(from: $0.since)), \($0.attempts) attempt\($0.attempts == 1 ? "" : "s"))"
+    /// One object, keys sorted: `blocked`, `failed` and `warnings` a record a line, `hasRun`, `job`, `state`.
+    private static func writeJSON(_ job: Job, _ stores: [StateStore], _ emit: @escaping (String) throws -> Void) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .iso8601
+        func list<R: Encodable>(_ name: String, _ forEach: ((R) throws -> Void) throws -> Void) throws {
+            var count = 0
+            try emit("  \"\(name)\" : [")
+            try forEach { record in
+                try emit((count == 0 ? "\n    " : ",\n    ") + String(decoding: try encoder.encode(record), as: UTF8.self))
+                count += 1
+            }
+            try emit(count == 0 ? "]" : "\n  ]")
         }
-        if failed.isEmpty { lines.append("\(job): no failed items") }
-        lines += warnings.map { "warning: \($0.key): \($0.warning)" }
-        for entry in blocked {
-            lines.append("blocked: \(entry.url): \(entry.message) (first failed \(formatter.string(from: entry.firstSeen)), "
-                + "failed \(entry.count) time\(entry.count == 1 ? "" : "s"), last \(formatter.string(from: entry.lastSeen)); not requested since)")
-        }
-        return lines.joined(separator: "\n")
+        struct Header: Encodable { let hasRun: Bool, job: String, state: String }
+        let header = try encodeJSON(Header(hasRun: !stores.isEmpty, job: job.name, state: job.jobStatePath))
+        try emit("{\n")
+        try list("blocked") { try stores.forEachBlockedURL($0) }
+        try emit(",\n")
+        try list("failed") { try stores.forEachFailedItem($0) }
+        // The header's lines, between its braces.
+        try emit(",\n" + header.dropFirst(2).dropLast(2) + ",\n")
+        try list("warnings") { try stores.forEachWarnedItem($0) }
+        try emit("\n}\n")
     }
 }
 

@@ -78,26 +78,38 @@ package struct SiteManifestWriter {
         return count
     }
 
-    /// Each source's items (by output name) and its `source` rows (one per store that has one), in
-    /// source key order over every store.
+    /// Each source's items (by output name) and its `source` rows (one per store that has one, in
+    /// store order), in source key order over every store.
     private func forEachSource(_ visit: ([SiteManifestItem], [DerivedSourceRecord]) throws -> Void) throws {
-        var heads = try stores.map { try ItemCursor($0) }.filter { $0.current != nil }
-        // A heap on each store's next source key: one comparison per level for every source.
-        var heap = SourceHeap(heads.indices.map { $0 }) { heads[$0].current!.sourceKey.utf8.lexicographicallyPrecedes(heads[$1].current!.sourceKey.utf8) }
-        while let top = heap.first {
-            let key = heads[top].current!.sourceKey
+        var merge = try OrderedMerge(stores.map(Self.items)) { bytewise($0.item.sourceKey, $1.item.sourceKey) }
+        var next = try merge.next()
+        while let key = next?.element.item.sourceKey {
             var items: [SiteManifestItem] = []
             var records: [DerivedSourceRecord] = []
-            // Normally one store holds the source; another database of the layout could too.
-            while let index = heap.first, heads[index].current!.sourceKey.utf8.elementsEqual(key.utf8) {
-                if let record = heads[index].recordOfCurrentSource() { records.append(record) }
-                while let item = heads[index].current, item.sourceKey.utf8.elementsEqual(key.utf8) {
-                    if !items.contains(where: { $0.outputName == item.outputName }) { items.append(item) }
-                    try heads[index].advance()
-                }
-                if heads[index].current == nil { heap.removeFirst() } else { heap.siftDownFirst() }
+            var seen: Set<Int> = []
+            // Normally one store holds the source; another database of the layout could too: the first one's outputs count.
+            while let (head, store) = next, head.item.sourceKey.utf8.elementsEqual(key.utf8) {
+                if seen.insert(store).inserted, let record = head.record { records.append(record) }
+                if !items.contains(where: { $0.outputName == head.item.outputName }) { items.append(head.item) }
+                next = try merge.next()
             }
-            try visit(items.sorted { $0.outputName.utf8.lexicographicallyPrecedes($1.outputName.utf8) }, records)
+            try visit(items.sorted { bytewise($0.outputName, $1.outputName) }, records)
+        }
+    }
+
+    /// One store's items in manifest order, a page at a time, each with its source's `source` row
+    /// (facts and derived values), read with the page: the one place the manifest reads them.
+    private static func items(of store: StateStore) -> () throws -> (item: SiteManifestItem, record: DerivedSourceRecord?)? {
+        var page: [SiteManifestItem] = [], index = 0, records: [String: DerivedSourceRecord] = [:], done = false
+        return {
+            if index == page.count, !done {
+                page = try store.siteManifestPage(after: page.last.map { ($0.sourceKey, $0.outputName) })
+                (index, done) = (0, page.isEmpty)
+                records = try store.sourceRecords(of: Array(Set(page.map(\.sourceKey))))
+            }
+            guard index < page.count else { return nil }
+            index += 1
+            return (page[index - 1], records[page[index - 1].sourceKey])
         }
     }
 
@@ -159,75 +171,4 @@ package struct SiteManifestWriter {
     /// Hex digits of an output's `hash`: the first 32 bits of its FNV-1a 64, enough to bust a cache.
     package static let shortHashDigits = 8
 
-}
-
-/// One store's items in manifest order, a page at a time, with the `source` rows (facts and derived
-/// values) of each page's sources: the one place the manifest reads them.
-private struct ItemCursor {
-    let store: StateStore
-    private var page: [SiteManifestItem] = []
-    private var index = 0
-    private var records: [String: DerivedSourceRecord] = [:]
-
-    init(_ store: StateStore) throws {
-        self.store = store
-        try load(after: nil)
-    }
-
-    var current: SiteManifestItem? { index < page.count ? page[index] : nil }
-
-    func recordOfCurrentSource() -> DerivedSourceRecord? { current.flatMap { records[$0.sourceKey] } }
-
-    mutating func advance() throws {
-        index += 1
-        if index == page.count, let last = page.last { try load(after: (last.sourceKey, last.outputName)) }
-    }
-
-    private mutating func load(after: (source: String, output: String)?) throws {
-        page = try store.siteManifestPage(after: after)
-        index = 0
-        records = try store.sourceRecords(of: Array(Set(page.map(\.sourceKey))))
-    }
-}
-
-/// A binary min-heap of cursor indices under an ordering that reads the cursors' current items.
-private struct SourceHeap {
-    private var elements: [Int]
-    private let precedes: (Int, Int) -> Bool
-
-    init(_ elements: [Int], precedes: @escaping (Int, Int) -> Bool) {
-        (self.elements, self.precedes) = ([], precedes)
-        for element in elements { insert(element) }
-    }
-
-    var first: Int? { elements.first }
-
-    private mutating func insert(_ element: Int) {
-        elements.append(element)
-        var child = elements.count - 1
-        while child > 0, precedes(elements[child], elements[(child - 1) / 2]) {
-            elements.swapAt(child, (child - 1) / 2)
-            child = (child - 1) / 2
-        }
-    }
-
-    mutating func removeFirst() {
-        elements.swapAt(0, elements.count - 1)
-        elements.removeLast()
-        siftDownFirst()
-    }
-
-    /// Restores the order after the first cursor moved on.
-    mutating func siftDownFirst() {
-        var parent = 0
-        while true {
-            let left = 2 * parent + 1, right = left + 1
-            var smallest = parent
-            if left < elements.count, precedes(elements[left], elements[smallest]) { smallest = left }
-            if right < elements.count, precedes(elements[right], elements[smallest]) { smallest = right }
-            guard smallest != parent else { return }
-            elements.swapAt(parent, smallest)
-            parent = smallest
-        }
-    }
 }

@@ -34,15 +34,6 @@ extension StateStore {
             \(Source.updatedAt) = ?9
         """
 
-    /// The derived values of the source `key` computed from its current content, or nil when none are stored.
-    package func derivedValues(ofSource key: String) throws -> DerivedSourceRecord? {
-        try database.read { db in
-            guard let source = try StoredSource.fetchOne(db, key: key) else { return nil }
-            let values = try StoredDerivedValue.filter(Derived.sourceKey == key).fetchAll(db)
-            return Self.current(source, values)
-        }
-    }
-
     /// The `source` row of each of `keys` that has one, with its derived values computed from its
     /// current content (maybe none); one read for a page of sources (the site manifest's).
     package func sourceRecords(of keys: [String]) throws -> [String: DerivedSourceRecord] {
@@ -79,14 +70,6 @@ extension StateStore {
     private static func current(_ source: StoredSource, _ values: [StoredDerivedValue]) -> DerivedSourceRecord {
         DerivedSourceRecord(source: source, values: Dictionary(values.filter { $0.fingerprint == source.fingerprint }.map { ($0.identifier, $0) },
                                                                uniquingKeysWith: { first, _ in first }))
-    }
-
-    /// Copies an attached database's sources and derived values (`merged`); one made before they
-    /// were stored has none.
-    static func mergeDerived(from schema: String, in db: Database) throws {
-        guard try db.tableExists("derived", in: schema) else { return }
-        try db.execute(sql: "INSERT OR IGNORE INTO source SELECT * FROM \(schema).source")
-        try db.execute(sql: "INSERT OR IGNORE INTO derived SELECT * FROM \(schema).derived")
     }
 }
 

@@ -28,15 +28,6 @@ extension StateStore {
         }
     }
 
-    /// The blacklist by URL (the first `limit`; -1: all).
-    public func blockedURLs(limit: Int = -1) throws -> [BlacklistEntry] {
-        try database.read { db in try BlacklistEntry.order(Blacklist.url).limit(limit).fetchAll(db) }
-    }
-
-    public func blockedURLCount() throws -> Int {
-        try database.read { try BlacklistEntry.fetchCount($0) }
-    }
-
     // MARK: Originals (downloaded sources)
 
     /// The least recently used originals to drop so the rest total at most `limit` bytes.

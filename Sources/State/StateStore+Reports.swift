@@ -99,63 +99,83 @@ extension StateStore {
         }
     }
 
-    private static let warned = ItemRecord.filter(Item.state == ItemState.done && Item.warning != nil)
-
-    /// Done items that rendered with a warning (the first `limit`; -1: all).
-    public func warnedItems(limit: Int = -1) throws -> [WarnedItemRecord] {
-        try database.read { db in
-            try Self.warned.order(Item.sourceKey, Item.outputName).limit(limit).fetchAll(db).map {
-                WarnedItemRecord(key: $0.key, source: $0.sourceKey, output: $0.outputName, warning: $0.warning ?? "")
-            }
-        }
-    }
+    static let warned = ItemRecord.filter(Item.state == ItemState.done && Item.warning != nil)
 
     public func warnedItemCount() throws -> Int {
         try database.read { try Self.warned.fetchCount($0) }
     }
 
-    /// Failed items, of one `kind` or all (the first `limit`; -1: all).
-    public func failedItems(kind: ItemFailure.Kind? = nil, limit: Int = -1) throws -> [FailedItemRecord] {
-        try database.read { db in
-            var failed = ItemRecord.filter(Item.state == ItemState.failed)
-            if let kind { failed = failed.filter(Item.errorKind == kind) }
-            return try failed.order(Item.sourceKey, Item.outputName).limit(limit).fetchAll(db).compactMap { item in
-                item.failure.map {
-                    FailedItemRecord(key: item.key, source: item.sourceKey, output: item.outputName, kind: $0.kind, message: $0.message,
-                                     attempts: item.attempts, since: item.failedSince ?? item.updatedAt)
-                }
-            }
-        }
-    }
-
-    private static let sheetItems = ItemRecord.filter([ItemState.done, .failed].contains(Item.state))
-
     /// Items with an output or a failure to show in a contact sheet.
-    package func sheetItemCount() throws -> Int {
-        try database.read { try Self.sheetItems.fetchCount($0) }
-    }
-
-    /// Streams a contact sheet's items (done or failed), failed first, then newest first: every
-    /// `stride`th of them, at most `limit`. SQLite sorts rowids only (1,000,000 items: about a
-    /// second); only the row in hand is in memory.
-    package func forEachSheetItem(stride: Int, limit: Int, _ body: (ItemRecord) throws -> Void) throws {
-        try database.read { db in
-            let items = try ItemRecord.fetchCursor(db, sql: """
-                SELECT item.*
-                FROM (SELECT rowid AS id,
-                          ROW_NUMBER() OVER (ORDER BY \(Item.state) = \(ItemState.failed.sql) DESC, \(Item.updatedAt) DESC, rowid DESC) - 1
-                              AS position
-                      FROM item WHERE \(Item.state) IN (\(ItemState.done.sql), \(ItemState.failed.sql))) AS ranked
-                JOIN item ON item.rowid = ranked.id
-                WHERE position % ? = 0 ORDER BY position LIMIT ?
-                """, arguments: [stride, limit])
-            while let item = try items.next() { try body(item) }
-        }
-    }
+    static let sheetItems = ItemRecord.filter([ItemState.done, .failed].contains(Item.state))
 
     /// SQLite's own consistency check (`PRAGMA integrity_check`): "ok" for an intact file.
     public func integrityCheck() throws -> String {
         try database.read { db in try String.fetchOne(db, sql: "PRAGMA integrity_check") ?? "" }
+    }
+}
+
+extension [StateStore] {
+    /// Failed items by failure kind over every store, with the oldest failure still standing in each.
+    package func failureKinds() throws -> [FailureKindRecord] {
+        var kinds: [ItemFailure.Kind: FailureKindRecord] = [:]
+        for kind in try flatMap({ try $0.failureKinds() }) {
+            kinds[kind.kind] = kinds[kind.kind].map { FailureKindRecord(kind: kind.kind, count: $0.count + kind.count, since: Swift.min($0.since, kind.since)) } ?? kind
+        }
+        return kinds.values.sorted { bytewise($0.kind.rawValue, $1.kind.rawValue) }
+    }
+
+    /// Failed items, of one `kind` or all, in source and output order (the first `limit`; -1: all).
+    package func forEachFailedItem(kind: ItemFailure.Kind? = nil, limit: Int = -1, _ body: (FailedItemRecord) throws -> Void) throws {
+        var failed = ItemRecord.filter(Item.state == ItemState.failed)
+        if let kind { failed = failed.filter(Item.errorKind == kind) }
+        try forEachMerged(failed.order(Item.sourceKey, Item.outputName), limit: limit, as: { item in
+            item.failure.map {
+                FailedItemRecord(key: item.key, source: item.sourceKey, output: item.outputName, kind: $0.kind, message: $0.message,
+                                 attempts: item.attempts, since: item.failedSince ?? item.updatedAt)
+            }
+        }, precedes: { bytewise(($0.source, $0.output), ($1.source, $1.output)) }, body)
+    }
+
+    /// Done items that rendered with a warning, in source and output order (the first `limit`; -1: all).
+    package func forEachWarnedItem(limit: Int = -1, _ body: (WarnedItemRecord) throws -> Void) throws {
+        try forEachMerged(StateStore.warned.order(Item.sourceKey, Item.outputName), limit: limit, as: {
+            WarnedItemRecord(key: $0.key, source: $0.sourceKey, output: $0.outputName, warning: $0.warning ?? "")
+        }, precedes: { bytewise(($0.source, $0.output), ($1.source, $1.output)) }, body)
+    }
+
+    /// The failed-URL blacklist in URL order (the first `limit`; -1: all).
+    package func forEachBlockedURL(limit: Int = -1, _ body: (BlacklistEntry) throws -> Void) throws {
+        try forEachMerged(BlacklistEntry.order(BlacklistEntry.Columns.url), limit: limit, as: { $0 }, precedes: { bytewise($0.url, $1.url) }, body)
+    }
+
+    package func blockedURLCount() throws -> Int { try counted(BlacklistEntry.all()) }
+
+    package func sheetItemCount() throws -> Int { try counted(StateStore.sheetItems) }
+
+    /// Streams a contact sheet's items (done or failed), failed first, then newest first: every
+    /// `stride`th of them, at most `limit`. Each store's SQLite sorts rowids only (1,000,000 items:
+    /// about a second), the orders are merged here, and only the rows sampled are read whole.
+    package func forEachSheetItem(stride: Int, limit: Int, _ body: (ItemRecord) throws -> Void) throws {
+        try reading { dbs in
+            var merge = try OrderedMerge(dbs.map(sheetOrder)) { $0.failed != $1.failed ? $0.failed : $0.at > $1.at }
+            var position = 0, given = 0
+            while given < limit, let (order, store) = try merge.next() {
+                defer { position += 1 }
+                guard position % stride == 0, let item = try self[store].database.named({
+                    try ItemRecord.filter(Column.rowID == order.rowid).fetchOne(dbs[store])
+                }) else { continue }
+                try body(item)
+                given += 1
+            }
+        }
+    }
+
+    /// One store's done and failed items in the sheet's order.
+    private func sheetOrder(_ db: Database) throws -> () throws -> (failed: Bool, at: Double, rowid: Int64)? {
+        let failed = Item.state == ItemState.failed
+        let rows = try StateStore.sheetItems.select(Column.rowID, failed, Item.updatedAt)
+            .order(failed.desc, Item.updatedAt.desc, Column.rowID.desc).asRequest(of: Row.self).fetchCursor(db)
+        return { try rows.next().map { ($0[1], $0[2], $0[0]) } }
     }
 }
 

@@ -29,7 +29,8 @@ public final class StateStore: Sendable {
         @discardableResult
         func write<T>(_ body: (Database) throws -> T) throws -> T { try named { try queue.write(body) } }
 
-        private func named<T>(_ body: () throws -> T) throws -> T {
+        /// `body`'s work in this database (a cursor's next row too: `[StateStore]`'s merges).
+        func named<T>(_ body: () throws -> T) throws -> T {
             do { return try body() } catch let unknown as UnknownStoredValue {
                 throw StateDatabaseError(path: queue.path, kind: .unknownValue, reason: unknown.description)
             }
@@ -128,16 +129,6 @@ public final class StateStore: Sendable {
             throw StateDatabaseError(path: path, kind: .olderRunner, reason: missing)
         }
         return .current
-    }
-
-    /// An empty in-memory store (`merged`).
-    init(inMemory database: DatabaseQueue) throws {
-        self.database = Connection(queue: database)
-        try Self.migrator.migrate(database)
-        others = []
-        path = ""
-        inode = nil
-        ownerless = false
     }
 
     /// Closes the connections now rather than with the last reference: SQLite checkpoints the WAL
@@ -400,18 +391,9 @@ public final class StateStore: Sendable {
 enum DeadRun {
     static let outcome = RunOutcome.interrupted, state = ItemState.pending
 
-    /// Shows so the rows of the runs after `id` in a copy of a database no process holds (`merged`).
-    static func show(runsAfter id: Int64, in db: Database) throws {
-        try RunRecord.filter(RunRecord.Columns.outcome == RunOutcome.running && RunRecord.Columns.id > id)
-            .updateAll(db, RunRecord.Columns.outcome.set(to: outcome))
-        try releaseItems(after: id, in: db)
-    }
-
     /// Items still `running` whose run is over (killed, or a second signal abandoned them in
-    /// flight) run again: `pending`; those of the runs after `id`, or all.
-    static func releaseItems(after id: Int64? = nil, in db: Database) throws {
-        var items = ItemRecord.filter(ItemRecord.Columns.state == ItemState.running)
-        if let id { items = items.filter(ItemRecord.Columns.runID > id) }
-        try items.updateAll(db, ItemRecord.Columns.state.set(to: state))
+    /// flight) run again: `pending`.
+    static func releaseItems(in db: Database) throws {
+        try ItemRecord.filter(ItemRecord.Columns.state == ItemState.running).updateAll(db, ItemRecord.Columns.state.set(to: state))
     }
 }

@@ -328,8 +328,7 @@ struct Failed: ParsableCommand {
 
     func run() throws {
         do {
-            let report = try FailedReport(job: try job.load())
-            print(json ? try report.json() : report.text())
+            try FailedReport.write(try job.load(), json: json) { print($0, terminator: "") }
         } catch {
             Runner.exit(for: error)
         }

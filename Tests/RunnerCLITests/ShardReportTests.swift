@@ -107,6 +107,51 @@ struct ShardReportTests {
         try Chromium.screenshot(of: report, to: try TestArtifacts.path("report-16-shards.png"), height: 1400)
     }
 
+    @Test("a job moved to 4 shards reads as it did unsharded: counts, failures, warnings, blacklist, duplicates, sheet, failed, manifest")
+    func shardedReadsAsUnsharded() throws {
+        let workspace = try Workspace()
+        let job = try shardableJob(workspace)
+        try workspace.copyFixtures(["broken/truncated.jpg", "broken/html.jpg"], to: "in")
+        // Renders with a warning: an ICC profile libvips cannot use.
+        let photo = [UInt8](try Data(contentsOf: URL(fileURLWithPath: Fixtures.path("formats/photo.jpg"))))
+        try Data(JPEGMetadata.inserting([(JPEGMetadata.app2, JPEGMetadata.icc(Array("garbage".utf8)))], into: photo))
+            .write(to: URL(fileURLWithPath: workspace.path("in/bad-icc.jpg")))
+        let server = try HTTPTestServer()
+        try String(contentsOfFile: job, encoding: .utf8)
+            .replacingOccurrences(of: #"[{"path": "in", "include": ["*"]}]"#, with: #"[{"path": "in", "include": ["*"]}, {"url": "\#(server.url("/status/404/gone.jpg"))"}]"#)
+            .replacingOccurrences(of: #""state":"#, with: #""derive": ["dhash", "thumbhash", "dominant"], "state":"#)
+            .replacingOccurrences(of: #""outputs": [{"#, with: #""outputs": [{"name": "s", "path": "out/s/{stem}.webp", "chain": [{"op": "thumbnail", "width": 32, "fit": "inside"}], "format": {"type": "webp"}}, {"#)
+            .write(toFile: job, atomically: true, encoding: .utf8)
+        // What every read command says of the job: the report's sections but its runs and shards (the
+        // contact sheet's tiles as a set: items recorded in one batch are as new as each other), its times' "ago" left out.
+        func reads() throws -> [String] {
+            #expect(try workspace.run(["report", job]).status == 0)
+            let html = try String(contentsOfFile: workspace.path("state/job-report.html"), encoding: .utf8)
+                .replacingOccurrences(of: #"<time datetime="([^"]+)" title="[^"]*">"#, with: "<time datetime=\"$1\">", options: .regularExpression)
+            let sections = try ["items", "failures", "warnings", "blacklist", "duplicates"].map { id in
+                try #require(try matches("(<section id=\"\(id)\">.*?</section>)", in: html).first?.first, "no section \(id)")
+            }
+            let tiles = try matches("(<figure class=\"tile[^\"]*\" title=\"[^\"]*→.*?</figure>)", in: html).map { $0[0] }.sorted()
+            let status = try #require(try JSONSerialization.jsonObject(with: Data(try workspace.run(["status", job, "--json"]).stdout.utf8)) as? [String: Any])
+            let items = (status["items"] as? [String: Int] ?? [:]).sorted { $0.key < $1.key }
+            return try sections + tiles + ["\(items)", "\(status["warnings"] ?? "")"]
+                + [["failed", job], ["failed", job, "--json"], ["duplicates", job], ["manifest", job]].map { try workspace.run($0).stdout }
+        }
+        #expect(try workspace.run([job]).status == 1)
+        #expect(try workspace.run([job]).status == 0, "the second run carries the failures over and records the URL blocked")
+        let unsharded = try reads()
+        #expect(unsharded[0].contains("id=\"count-done\"><span class=\"n\">50</span> done")
+                && unsharded[0].contains("id=\"count-blocked\"><span class=\"n\">2</span> blocked"), "\(unsharded[0])")
+        #expect(unsharded[2].contains("<tr class=\"warning\">") && unsharded[3].contains("gone.jpg") && unsharded.count == 5 + 54 + 6)
+        for index in 0..<4 {
+            let result = try workspace.run([job, "--shard", "\(index)/4", "--log-format", "json"])
+            #expect(result.status == 0 && summaryEvent(result.stdout)?["done"] as? Int == 0, "shard \(index) took the records over: \(result.stdout)")
+        }
+        let sharded = try reads()
+        #expect(unsharded.count == sharded.count)
+        for (before, after) in zip(unsharded, sharded) { #expect(before == after) }
+    }
+
     @Test("256 shards: the chart of 256 runs keeps its labels apart and names shards across the axis")
     func twoHundredFiftySixShards() throws {
         try requireChromium()

@@ -30,16 +30,16 @@ struct DerivedStateTests {
         try store.forEachDerivedSource(names: ["focal"]) { named.append($0.source.key) }
         #expect(named == ["/a/Z.jpg", "/a/e.jpg", "/a/é.jpg"])
 
-        let record = try #require(try store.derivedValues(ofSource: "/a/e.jpg"))
+        let record = try #require(try store.sourceRecords(of: ["/a/e.jpg"])["/a/e.jpg"])
         #expect(record.value("focal(v)") == .object(["x": .number(0.5), "y": .number(0.25)]))
         #expect(record.source.contentHash == "h-/a/e.jpg" && record.source.width == 4 && record.source.format == "jpeg")
-        #expect(try store.derivedValues(ofSource: "/a/z.jpg")?.source.contentHash == nil)
-        #expect(try store.derivedValues(ofSource: "/nowhere") == nil)
+        #expect(try store.sourceRecords(of: ["/a/z.jpg"])["/a/z.jpg"]?.source.contentHash == nil)
+        #expect(try store.sourceRecords(of: ["/nowhere"])["/nowhere"] == nil)
 
         let ledger = try store.plan { try $0.derivedLedger("/a/z.jpg") }
         #expect(ledger.values == ["dhash(v)": "f2", "focal(v)": "f1"] && ledger.contentHashFingerprint == "f2")
         // A worker that did not hash the same content again keeps the hash on record.
         try store.record([Self.source("/a/e.jpg", fingerprint: "f1", [("phash", "\"p\"")], hash: nil)], runID: 0)
-        #expect(try store.derivedValues(ofSource: "/a/e.jpg")?.source.contentHash == "h-/a/e.jpg")
+        #expect(try store.sourceRecords(of: ["/a/e.jpg"])["/a/e.jpg"]?.source.contentHash == "h-/a/e.jpg")
     }
 }

@@ -15,19 +15,26 @@ struct StateAndOutputTests {
                                           .image(.decode), .image(.tooLarge)]
         try store.record(reasons.enumerated().map { .blacklisted(url: "http://h/\($0.offset)", reason: $0.element, message: "") },
                          runID: run)
-        let read = try store.blockedURLs()
+        func blocked() throws -> [BlacklistEntry] { try collect { try [store].forEachBlockedURL($0) } }
+        let read = try blocked()
         #expect(read.map(\.kind) == reasons)
         #expect(read.map(\.httpStatus) == [404] + Array(repeating: nil, count: reasons.count - 1))
         #expect(Set(reasons.map(\.description)).count == reasons.count, "no two reasons share a spelling")
         // Blacklisted again: the latest reason and message, counted, since the first time.
         try store.record([.blacklisted(url: "http://h/0", reason: .download(.notAnImage), message: "again")], runID: run)
-        let again = try #require(try store.blockedURLs().first)
+        let again = try #require(try blocked().first)
         #expect(again.kind == .download(.notAnImage) && again.httpStatus == nil && again.message == "again" && again.count == 2
                 && again.firstSeen == read[0].firstSeen && again.lastSeen >= read[0].lastSeen, "\(again)")
         try DatabaseQueue(path: workspace.path("s.sqlite")).write { try $0.execute(sql: "UPDATE blacklist SET kind = 'gone-fishing' WHERE url = 'http://h/0'") }
-        let error = #expect(throws: StateDatabaseError.self) { try store.blockedURLs() }
+        let error = #expect(throws: StateDatabaseError.self) { try blocked() }
         #expect(error?.kind == .unknownValue && error?.exitCode == 2 && error?.description.contains(#"blacklist.kind holds "gone-fishing""#) == true,
                 "\(String(describing: error))")
+        // Read with another database (a shard's), the error names the file the value is in.
+        let other = try StateStore(path: workspace.path("t.sqlite"))
+        let (otherRun, _) = try other.beginRun(vipsVersion: "test", limitsDigest: "test") { _ in PlanCounts() }
+        try other.record([.blacklisted(url: "http://h/9", reason: .image(.decode), message: "")], runID: otherRun)
+        let merged = #expect(throws: StateDatabaseError.self) { try collect { try [store, other].forEachBlockedURL($0) } }
+        #expect(merged?.path == workspace.path("s.sqlite"), "\(String(describing: merged))")
     }
 
     @Test("the state store migrates, records batches and keeps the ledger of done items")
@@ -58,7 +65,7 @@ struct StateAndOutputTests {
         #expect(try store.plan { try $0.recorded(second.key) }?.failureKind == .decode)
         #expect(try store.plan { try $0.recorded(second.key) }?.fingerprint == second.fingerprint)
         #expect(try store.stateCounts() == [.done: 1, .failed: 1])
-        #expect(try store.failedItems().map(\.kind) == [.decode])
+        #expect(try collect { try [store].forEachFailedItem($0) }.map(\.kind) == [.decode])
         #expect(try store.integrityCheck() == "ok")
 
         // Reopening runs no migration twice, and the file is in WAL mode.
