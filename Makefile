@@ -36,7 +36,7 @@ INSTALLED := $(DESTDIR)$(PREFIX)/bin/runner $(DESTDIR)$(PREFIX)/share/man/man1/r
 	$(DESTDIR)$(PREFIX)/share/zsh/site-functions/_runner \
 	$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/runner.fish
 
-.PHONY: deps build run test test-slurm bench bench-quick bench-sharded bench-duplicates crash-test fuzz clean install uninstall
+.PHONY: deps build run test test-slurm bench bench-quick bench-sharded bench-compare bench-duplicates crash-test fuzz clean install uninstall
 
 # Installs the Debian packages when pkg-config is missing them, or the CLIs the tests compare against
 # (vipsthumbnail; curl, the quick benchmark's downloads reference; exiftool, the metadata tests' reader,
@@ -119,6 +119,21 @@ bench-quick: build
 # databases under bench/cache/sharded-reads (~25 minutes on 2 busy cores); then a few minutes.
 bench-sharded: build
 	python3 bench/sharded-reads.py --runner $(SCRATCH)/release/runner --write BENCHMARKS.md
+# Not slower (issue 34): this build against BASE's in alternating rounds, CPU seconds of the large,
+# small and responsive sets, the 100,000-file up-to-date rerun, the 1M-URL plan and a 10M-URL shard's
+# plan, into BENCHMARKS.md's "Not slower than a62463e" (bench/compare.py). BASE is built once in
+# bench/cache/base-BASE, a clone of this repository on this checkout's libvips. About 40 minutes at
+# ROUNDS=5 once the corpus and both builds exist (bench/README.md).
+BASE ?= a62463e
+ROUNDS ?= 5
+BASE_DIR = bench/cache/base-$(BASE)
+bench-compare: build
+	bench/make-corpus.sh all
+	[ -d $(BASE_DIR) ] || { git clone --quiet --shared --no-checkout . $(BASE_DIR) && git -C $(BASE_DIR) checkout --quiet --detach $(BASE); }
+	[ "$(LIBVIPS)" = system ] || { mkdir -p $(BASE_DIR)/.build && ln -sfn $(CURDIR)/.build/libvips-8.16 $(BASE_DIR)/.build/libvips-8.16; }
+	cd $(BASE_DIR) && $(SWIFT) build -c release --scratch-path $(SCRATCH)
+	python3 bench/compare.py --baseline $(BASE_DIR)/$(SCRATCH)/release/runner --runner $(SCRATCH)/release/runner \
+		--rounds $(ROUNDS) --write BENCHMARKS.md
 
 # Grouping 1,000,000 hashes into near and exact duplicates (DuplicateGroups alone, optimised): seconds
 # and peak RSS, for BENCHMARKS.md's "Duplicates at scale". About a minute.

@@ -479,12 +479,8 @@ def make_peers(args, setup):
         return reason
 
     def runner_command(processes, binary=runner):
-        return lambda outdir, listfile, workdir: write_runner_job(binary, workdir, listfile, [{
-            "name": "thumb",
-            "path": os.path.join(outdir, "{stem}.jpg"),
-            "chain": [{"op": "thumbnail", "width": 256, "height": 256, "fit": "inside"}],
-            "format": {"type": "jpeg", "quality": 80},
-        }], processes)
+        return lambda outdir, listfile, workdir: write_runner_job(binary, workdir, listfile,
+                                                                  thumbnail_outputs(outdir), processes)
 
     def vipsthumbnail(per_process):
         return lambda outdir, listfile, workdir: [
@@ -561,6 +557,26 @@ def write_runner_job(runner, workdir, listfile, outputs, processes):
     return [runner, path, "--quiet"]
 
 
+def thumbnail_outputs(outdir):
+    """runner's output of the large and small sets: fit inside 256x256, JPEG quality 80."""
+    return [{"name": "thumb", "path": os.path.join(outdir, "{stem}.jpg"),
+             "chain": [{"op": "thumbnail", "width": 256, "height": 256, "fit": "inside"}],
+             "format": {"type": "jpeg", "quality": 80}}]
+
+
+def responsive_outputs(outdir, specs, effort=None):
+    """runner's outputs of the responsive set, one per spec. `effort`: the WebP effort of every WebP
+    output narrower than the widest (docs/JOB-FILE.md's tuning table), else libvips' default (4)."""
+    largest = widest(specs)
+    return [{
+        "name": f"w{spec[0]}-{spec[1]}",
+        "path": os.path.join(outdir, "{stem}" + spec_suffix(spec)),
+        "chain": [{"op": "thumbnail", "width": spec[0], "fit": "inside"}],
+        "format": {"type": spec[1], "quality": spec[2],
+                   **({"effort": effort} if effort is not None and spec[1] == "webp" and spec != largest else {})},
+    } for spec in specs]
+
+
 def pyvips_peers(setup, workers, specs):
     """pyvips on runner's libvips (pyvips-t, pyvips-p), and on the pyvips-binary wheel's
     (pyvips-wheel): bench/peers/pyvips_thumbs.py in the venv of each (PythonEnv)."""
@@ -589,17 +605,6 @@ def make_responsive_peers(args, setup, specs):
     suffixes = [spec_suffix(spec) for spec in specs]
     runner_ok = runner_check(runner)
 
-    def runner_outputs(outdir, chosen, effort=None):
-        """`effort`: the WebP effort of every WebP output narrower than the widest (docs/JOB-FILE.md's
-        tuning table), else libvips' default (4) everywhere."""
-        return [{
-            "name": f"w{spec[0]}-{spec[1]}",
-            "path": os.path.join(outdir, "{stem}" + spec_suffix(spec)),
-            "chain": [{"op": "thumbnail", "width": spec[0], "fit": "inside"}],
-            "format": {"type": spec[1], "quality": spec[2],
-                       **({"effort": effort} if effort is not None and spec[1] == "webp" and spec != largest else {})},
-        } for spec in chosen]
-
     def vipsthumbnail(outdir, listfile, workdir):
         # One xargs per output, one after the other: each vipsthumbnail decodes every source again.
         # "WIDTHx>": fit the width, any height, never enlarge.
@@ -618,19 +623,19 @@ def make_responsive_peers(args, setup, specs):
              command=lambda o, l, w: [reference_bin, str(workers), o, l, spec_text(largest)]),
         Peer("runner", f"runner, {workers} worker processes, one job with {len(specs)} outputs{lv}", quick=True,
              suffixes=suffixes, check=runner_ok,
-             command=lambda o, l, w: write_runner_job(runner, w, l, runner_outputs(o, specs), workers)),
+             command=lambda o, l, w: write_runner_job(runner, w, l, responsive_outputs(o, specs), workers)),
         Peer("runner-widest", f"runner, {workers} worker processes, {spec_label(largest)} only{lv}", quick=True,
              suffixes=[spec_suffix(largest)], check=runner_ok,
-             command=lambda o, l, w: write_runner_job(runner, w, l, runner_outputs(o, [largest]), workers)),
+             command=lambda o, l, w: write_runner_job(runner, w, l, responsive_outputs(o, [largest]), workers)),
         # What a lower WebP effort on the narrower outputs buys (docs/JOB-FILE.md, "Tuning"): only when named.
         *[Peer(f"runner-e{effort}", f"runner, {workers} worker processes, the narrower WebPs at effort {effort}{lv}",
                suffixes=suffixes, check=runner_ok, default=False,
-               command=lambda o, l, w, effort=effort: write_runner_job(runner, w, l, runner_outputs(o, specs, effort),
+               command=lambda o, l, w, effort=effort: write_runner_job(runner, w, l, responsive_outputs(o, specs, effort),
                                                                        workers))
           for effort in (2, 0)],
         *([Peer("runner-sys", f"runner, {workers} worker processes, one job with {len(specs)} outputs"
                 f"{on(setup.system_libvips)}", suffixes=suffixes, check=runner_check(args.runner_system),
-                command=lambda o, l, w: write_runner_job(args.runner_system, w, l, runner_outputs(o, specs), workers))]
+                command=lambda o, l, w: write_runner_job(args.runner_system, w, l, responsive_outputs(o, specs), workers))]
           if args.runner_system else []),
         Peer("vt50", f"vipsthumbnail once per output, xargs -P {workers}, 50 files/process{on(setup.cli_libvips)}",
              suffixes=suffixes,
@@ -925,12 +930,12 @@ def compile_reference(libvips):
 
 
 def runner_is_stale(runner):
-    """True when some file under Sources/ or Package.swift is newer than the runner binary."""
+    """True when some file under Sources/ or Package.swift of its checkout is newer than the runner binary."""
     if not os.path.exists(runner):
         return False
-    built = os.path.getmtime(runner)
-    paths = [os.path.join(ROOT, "Package.swift")]
-    for folder, _, names in os.walk(os.path.join(ROOT, "Sources")):
+    built, root = os.path.getmtime(runner), checkout_of(runner)
+    paths = [os.path.join(root, "Package.swift")]
+    for folder, _, names in os.walk(os.path.join(root, "Sources")):
         paths.extend(os.path.join(folder, name) for name in names)
     return any(os.path.exists(p) and os.path.getmtime(p) > built for p in paths)
 
@@ -1348,10 +1353,18 @@ def machine_info():
             "kernel": platform.release(), "os": run_text(["sh", "-c", ". /etc/os-release && echo $PRETTY_NAME"])}
 
 
+def checkout_of(runner):
+    """The checkout a runner binary was built in (its build folder is inside it), else this one."""
+    found = subprocess.run(["git", "-C", os.path.dirname(runner), "rev-parse", "--show-toplevel"],
+                           capture_output=True, text=True)
+    return found.stdout.strip() if found.returncode == 0 else ROOT
+
+
 def runner_build(runner):
     """runner's commit and binary, warning when the binary is older than Sources/."""
-    commit = run_text(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"]) or "unknown"
-    dirty = run_text(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no", "--", "Sources", "Package.swift"])
+    root = checkout_of(runner)
+    commit = run_text(["git", "-C", root, "rev-parse", "--short", "HEAD"]) or "unknown"
+    dirty = run_text(["git", "-C", root, "status", "--porcelain", "--untracked-files=no", "--", "Sources", "Package.swift"])
     built = datetime.datetime.fromtimestamp(os.path.getmtime(runner)).strftime("%Y-%m-%d %H:%M") if os.path.exists(runner) else "missing"
     stale = runner_is_stale(runner)
     return (f"{commit}" + (" with uncommitted changes to Sources/ or Package.swift" if dirty else "")
@@ -1548,10 +1561,10 @@ def previous_facts(report_path):
 
 
 SET_ORDER = ["large", "small", "responsive", "downloads", "quick"]
-# Sections written by hand (bench/fixedcost.py and bench/bookkeeping.py fill the tables of the first and last), kept across
-# regenerations between "## Where the time goes" and "## Notes".
+# Sections written by hand or by the other scripts (fixedcost.py, bookkeeping.py, compare.py fill their tables), kept
+# across regenerations between "## Where the time goes" and "## Notes".
 HAND_WRITTEN = ["## Fixed cost per image", "## Idle cores and worker processes", "## Bookkeeping at scale",
-                "## Duplicates at scale"]
+                "## Derived values", "## Duplicates at scale", "## Site manifest at scale", "## Not slower than a62463e"]
 
 
 def write_report(path, args, info, vers, command, records, probe, skipped, elapsed, load, settle_waited):

@@ -306,12 +306,7 @@ def small_part(runner, options):
     seconds, peak, summary = measure([runner, write_job(f"files{options.items}", '{"path": "src%d", "recursive": true}' % options.items), "--quiet"], WORK)
     rows.append((f"up-to-date rerun, {options.items:,} items", seconds, peak, summary))
 
-    urls = os.path.join(WORK, f"urls{options.urls}.txt")
-    if not os.path.exists(urls):
-        with open(urls, "w") as listing:
-            for index in range(options.urls):
-                listing.write(f"https://images.example.com/catalog/{index % 997}/product-{index:07d}.jpg?v=3\n")
-    job = write_job("urls", '{"list": "%s"}' % os.path.basename(urls))
+    job = write_job("urls", '{"list": "%s"}' % url_list(options.urls))
     seconds, peak, summary = measure([runner, "plan", job], WORK)
     rows.append((f"plan {options.urls:,} URLs", seconds, peak, summary))
 
