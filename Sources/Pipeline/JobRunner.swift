@@ -112,13 +112,7 @@ public enum JobRunner {
                                reporter: Reporter) {
         var files: [() throws -> Void] = []
         if let metricsPath { files.append { [summary] in try MetricsFile(job: job, summary: summary, store: store).write(to: metricsPath) } }
-        if let settings = job.manifest, let path = job.manifestPath {
-            files.append {
-                try SiteManifestWriter(jobName: job.name, stores: [store], base: Paths.directory(of: path), format: settings.format,
-                                       shard: job.shard, naming: settings.naming,
-                                       sets: SiteManifestSets(job.outputs)).write(to: path)
-            }
-        }
+        if job.manifest != nil { files.append { try SiteManifestWriter.writeJobManifest(job, stores: [store], shard: job.shard) } }
         for write in files {
             do { try write() } catch {
                 // Said whatever else failed; it decides the exit code only of a run that did its work.

@@ -24,7 +24,7 @@ public enum Preview {
     }
 
     /// Wrong arguments (exit 64), or a URL that could not be fetched (exit 1).
-    public enum Failure: Error, CustomStringConvertible {
+    public enum Failure: ExitCoded, CustomStringConvertible {
         case noSuchSource(String)
         case notARegularFile(String)
         case badURL(String)
@@ -41,7 +41,7 @@ public enum Preview {
             }
         }
 
-        public var isCommandLineError: Bool { if case .download = self { false } else { true } }
+        public var exitCode: Int32 { if case .download = self { ExitStatus.someItemsFailed } else { ExitStatus.commandLine } }
     }
 
     /// Renders `source` (a path, relative to the current folder, or an http(s) URL) through every
@@ -72,18 +72,12 @@ public enum Preview {
         var failures = published.makeIterator()
         return zip(items, outcomes).map { item, outcome in
             let (request, result) = outcome
-            switch result {
-            case .done(let rendered, let seconds):
-                if let failure = failures.next() ?? nil {
-                    return Rendered(output: item.outputName, path: request.path, result: .failure(failure), seconds: seconds)
-                }
-                return Rendered(output: item.outputName, path: request.path,
-                                result: .success((rendered.width, rendered.height, rendered.bytes)), seconds: seconds)
-            case .failed(let failure, let seconds):
-                return Rendered(output: item.outputName, path: request.path, result: .failure(failure), seconds: seconds)
-            case .blocked(let reason):
-                return Rendered(output: item.outputName, path: request.path, result: .failure(ItemFailure(.download, reason)), seconds: 0)
+            let rendered: Result<(width: Int, height: Int, bytes: Int), ItemFailure> = switch result {
+            case .done(let image, _): (failures.next() ?? nil).map { .failure($0) } ?? .success((image.width, image.height, image.bytes))
+            case .failed(let failure, _): .failure(failure)
+            case .blocked(let reason): .failure(ItemFailure(.download, reason))
             }
+            return Rendered(output: item.outputName, path: request.path, result: rendered, seconds: result.seconds)
         }
     }
 

@@ -65,13 +65,8 @@ extension JobRunner {
         }
         // What the manifest lists changed: each database's manifest (a shard's part) is written
         // again, as a run would (left alone when its bytes stay the same).
-        if delete, counts.orphans + counts.sources > 0, let settings = job.manifest {
-            for (part, store) in zip(databases, stores) {
-                let path = settings.path(for: part.database.shard)
-                try SiteManifestWriter(jobName: job.name, stores: [store], base: Paths.directory(of: path), format: settings.format,
-                                       shard: part.database.shard, naming: settings.naming,
-                                       sets: SiteManifestSets(job.outputs)).write(to: path)
-            }
+        if delete, counts.orphans + counts.sources > 0 {
+            for (part, store) in zip(databases, stores) { try SiteManifestWriter.writeJobManifest(job, stores: [store], shard: part.database.shard) }
         }
         return counts
     }

@@ -27,10 +27,8 @@ extension JobRunner {
         let path = out == "-" ? nil : out.map { Paths.resolve($0, against: current) } ?? job.manifest?.path
         // The job's format goes with the job's file; any other file is JSON unless asked.
         let format: SiteManifestFormat = jsonl ? .jsonl : path != nil && path == job.manifest?.path ? job.manifest!.format : .json
-        // Sources are named as the job's manifest names them, wherever this one goes.
-        let writer = SiteManifestWriter(jobName: job.name, stores: databases.parts.map(\.store),
-                                        base: path.map(Paths.directory(of:)) ?? Paths.normalize(current), format: format,
-                                        naming: job.manifest?.naming ?? .path, sets: SiteManifestSets(job.outputs))
+        let writer = SiteManifestWriter(job: job, stores: databases.stores, base: path.map(Paths.directory(of:)) ?? Paths.normalize(current),
+                                        format: format)
         guard let path else {
             let output = FileHandle.standardOutput
             try writer.write { try output.write(contentsOf: Data($0.utf8)) }

@@ -35,13 +35,13 @@ package final class CommittedItems: Sendable {
                     }
                 }
             case .unchanged(let key, let outputPath, _):
-                reporter.itemUnchanged(key: key, outputPath: outputPath)
+                reporter.itemRevalidated(key: key, outputPath: outputPath, .upToDate)
                 counts.withLock { $0.upToDate += 1 }
             case .notRevalidated(let key, let outputPath, _):
-                reporter.itemUnchanged(key: key, outputPath: outputPath, revalidated: false)
+                reporter.itemRevalidated(key: key, outputPath: outputPath, .notRevalidated)
                 counts.withLock { $0.notRevalidated += 1 }
             case .stillFailed(let key, let outputPath):
-                reporter.itemStillFailed(key: key, outputPath: outputPath)
+                reporter.itemRevalidated(key: key, outputPath: outputPath, .knownFailure)
                 counts.withLock { $0.knownFailures += 1 }
             case .source(_, _, _, _, let derived):
                 counts.withLock { $0.derived += derived.count }

@@ -87,11 +87,7 @@ public struct DuplicatesReport: Codable, Sendable {
         }.map(group)
     }
 
-    public func json() throws -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        return String(decoding: try encoder.encode(self), as: UTF8.self)
-    }
+    public func json() throws -> String { try JSONEncoder.printing().text(self) }
 
     public func text() -> String {
         var lines = ["\(job): \(sources) source\(sources == 1 ? "" : "s") with a dHash; "

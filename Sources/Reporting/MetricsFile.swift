@@ -17,26 +17,14 @@ package struct MetricsFile {
     package let summary: RunSummary
     package let store: StateStore
 
-    package init(job: Job, summary: RunSummary, store: StateStore) {
-        self.job = job
-        self.summary = summary
-        self.store = store
-    }
+    package init(job: Job, summary: RunSummary, store: StateStore) { (self.job, self.summary, self.store) = (job, summary, store) }
 
     /// States every job file shows, even at 0, so a dashboard's series do not come and go.
     private static let itemStates = ItemState.allCases.sorted { $0.rawValue < $1.rawValue }
 
-    /// The metrics file could not be written: the run's work stands, its exit code says so.
-    package struct Unwritable: ExitCoded, CustomStringConvertible {
-        package let path: String
-        package let reason: String
-        package var exitCode: Int32 { ExitStatus.runFileUnwritable }
-        package var description: String { "cannot write the metrics file \(path): \(reason)" }
-    }
-
     package func write(to path: String) throws {
         do { try AtomicFile.write(Data(try text().utf8), to: path) } catch {
-            throw Unwritable(path: path, reason: "\(error)")
+            throw RunFileUnwritable(file: "the metrics file", path: path, reason: "\(error)")
         }
     }
 
@@ -87,4 +75,13 @@ package struct MetricsFile {
     private static func number(_ value: Double) -> String {
         value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)
     }
+}
+
+/// The run's metrics file or site manifest could not be written: its work stands, its exit code says so (73).
+package struct RunFileUnwritable: ExitCoded, CustomStringConvertible {
+    package let file: String
+    package let path: String
+    package let reason: String
+    package var exitCode: Int32 { ExitStatus.runFileUnwritable }
+    package var description: String { "cannot write \(file) \(path): \(reason)" }
 }

@@ -24,10 +24,7 @@ public enum ReportStyle: String, Sendable, CaseIterable {
 /// Receives run events from every thread and renders them. A sink: it never calls upstream.
 package final class Reporter: Sendable {
     private struct Counts {
-        var total = 0
-        var finished = 0
-        var done = 0
-        var failed = 0
+        var total = 0, finished = 0, done = 0, failed = 0
         var lastLine = 0.0
         var liveLineShown = false
     }
@@ -47,11 +44,7 @@ package final class Reporter: Sendable {
     private let verbose: Bool
 
     package init(style: ReportStyle, jobName: String, jobFile: String, interval: Double, verbose: Bool = false) {
-        self.style = style
-        self.verbose = verbose
-        self.jobName = jobName
-        self.jobFile = jobFile
-        self.interval = interval
+        (self.style, self.verbose, self.jobName, self.jobFile, self.interval) = (style, verbose, jobName, jobFile, interval)
         isTerminal = isatty(STDERR_FILENO) == 1
     }
 
@@ -109,14 +102,10 @@ package final class Reporter: Sendable {
         writeLine("failed: \(source) (\(outputs.joined(separator: ", "))): \(failure.kind.rawValue): \(failure.message)")
     }
 
-    /// A URL source revalidated unchanged: its item is up to date without any work.
-    package func itemUnchanged(key: String, outputPath: String, revalidated: Bool = true) {
-        if style == .json { emit(.item(.init(key: key, output: outputPath, state: revalidated ? .upToDate : .notRevalidated))) }
-    }
-
-    /// A URL source revalidated unchanged whose item failed on this content before: not retried.
-    package func itemStillFailed(key: String, outputPath: String) {
-        if style == .json { emit(.item(.init(key: key, output: outputPath, state: .knownFailure))) }
+    /// A URL source's item with no work to do: revalidated unchanged (up to date), not revalidated
+    /// (the origin failing, a cached original served), or failed on this content before (not retried).
+    package func itemRevalidated(key: String, outputPath: String, _ state: RunEvent.Item.State) {
+        if style == .json { emit(.item(.init(key: key, output: outputPath, state: state))) }
     }
 
     /// With `-v`: what libvips warned about while rendering `source`, each distinct warning once.

@@ -104,16 +104,11 @@ public struct StatusReport: Codable, Sendable {
                                           running: RunLock.isHeld(statePath: part.path)))
             }
         }
-        items = totals
-        self.warnings = warnings
-        self.notRevalidated = notRevalidated
-        notRevalidatedSince = since.min()
-        self.runs = databases.runsInTimeOrder(limit: runs)
-        self.shards = shards
-        earlierLayouts = databases.earlier
+        (items, self.warnings, self.notRevalidated, notRevalidatedSince) = (totals, warnings, notRevalidated, since.min())
+        (self.runs, self.shards, earlierLayouts) = (databases.runsInTimeOrder(limit: runs), shards, databases.earlier)
     }
 
-    public func json() throws -> String { try encodeJSON(self) }
+    public func json() throws -> String { try JSONEncoder.printing().text(self) }
 
     public func text() -> String {
         guard hasRun else { return notRunYet(job, state: state) }
@@ -178,20 +173,18 @@ public enum FailedReport {
 
     /// One object, keys sorted: `blocked`, `failed` and `warnings` a record a line, `hasRun`, `job`, `state`.
     private static func writeJSON(_ job: Job, _ stores: [StateStore], _ emit: @escaping (String) throws -> Void) throws {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        encoder.dateEncodingStrategy = .iso8601
+        let encoder = JSONEncoder.printing(pretty: false)
         func list<R: Encodable>(_ name: String, _ forEach: ((R) throws -> Void) throws -> Void) throws {
             var count = 0
             try emit("  \"\(name)\" : [")
             try forEach { record in
-                try emit((count == 0 ? "\n    " : ",\n    ") + String(decoding: try encoder.encode(record), as: UTF8.self))
+                try emit((count == 0 ? "\n    " : ",\n    ") + (try encoder.text(record)))
                 count += 1
             }
             try emit(count == 0 ? "]" : "\n  ]")
         }
         struct Header: Encodable { let hasRun: Bool, job: String, state: String }
-        let header = try encodeJSON(Header(hasRun: !stores.isEmpty, job: job.name, state: job.jobStatePath))
+        let header = try JSONEncoder.printing().text(Header(hasRun: !stores.isEmpty, job: job.name, state: job.jobStatePath))
         try emit("{\n")
         try list("blocked") { try stores.forEachBlockedURL($0) }
         try emit(",\n")
@@ -208,9 +201,14 @@ public func notRunYet(_ jobName: String, state: String) -> String {
     "\(jobName) has not run yet (no state database at \(state))"
 }
 
-private func encodeJSON(_ value: some Encodable) throws -> String {
-    let encoder = JSONEncoder()
-    encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-    encoder.dateEncodingStrategy = .iso8601
-    return String(decoding: try encoder.encode(value), as: UTF8.self)
+extension JSONEncoder {
+    /// JSON as the commands print it: keys sorted, `/` as written, dates ISO 8601; indented unless a line.
+    package static func printing(pretty: Bool = true) -> JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = pretty ? [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes] : [.sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .iso8601
+        return encoder
+    }
+
+    package func text(_ value: some Encodable) throws -> String { String(decoding: try encode(value), as: UTF8.self) }
 }

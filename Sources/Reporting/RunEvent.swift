@@ -21,35 +21,24 @@ package struct RunEvent: Codable, Sendable {
 
     /// The plan's counts (`runner plan --json`'s names) and what the sweep for temporary files did.
     package struct Plan: Codable, Sendable {
-        package var job: String
         package var counts: PlanCounts
-        package var foldersSwept: Int
-        package var foldersKnownClean: Int
-        package var temporariesRemoved: Int
+        package var fields: Fields
 
-        private enum CodingKeys: CodingKey { case job, foldersSwept, foldersKnownClean, temporariesRemoved }
+        package struct Fields: Codable, Sendable {
+            package var job: String
+            package var foldersSwept, foldersKnownClean, temporariesRemoved: Int
+        }
 
         package init(job: String, counts: PlanCounts, sweep: AtomicFile.Sweep) {
-            (self.job, self.counts) = (job, counts)
-            (foldersSwept, foldersKnownClean, temporariesRemoved) = (sweep.read, sweep.skipped, sweep.removed)
+            self.counts = counts
+            fields = Fields(job: job, foldersSwept: sweep.read, foldersKnownClean: sweep.skipped, temporariesRemoved: sweep.removed)
         }
 
-        package init(from decoder: any Decoder) throws {
-            let container = try decoder.container(keyedBy: CodingKeys.self)
-            counts = try PlanCounts(from: decoder)
-            job = try container.decode(String.self, forKey: .job)
-            foldersSwept = try container.decode(Int.self, forKey: .foldersSwept)
-            foldersKnownClean = try container.decode(Int.self, forKey: .foldersKnownClean)
-            temporariesRemoved = try container.decode(Int.self, forKey: .temporariesRemoved)
-        }
+        package init(from decoder: any Decoder) throws { (counts, fields) = (try PlanCounts(from: decoder), try Fields(from: decoder)) }
 
         package func encode(to encoder: any Encoder) throws {
             try counts.encode(to: encoder)
-            var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(job, forKey: .job)
-            try container.encode(foldersSwept, forKey: .foldersSwept)
-            try container.encode(foldersKnownClean, forKey: .foldersKnownClean)
-            try container.encode(temporariesRemoved, forKey: .temporariesRemoved)
+            try fields.encode(to: encoder)
         }
     }
 
@@ -185,9 +174,5 @@ package struct RunEvent: Codable, Sendable {
     }
 
     /// One line: keys sorted, paths and URLs as written (`/` needs no escape in JSON).
-    package func line() throws -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return String(decoding: try encoder.encode(self), as: UTF8.self)
-    }
+    package func line() throws -> String { try JSONEncoder.printing(pretty: false).text(self) }
 }

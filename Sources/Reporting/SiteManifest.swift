@@ -22,22 +22,21 @@ package struct SiteManifestWriter {
     package let format: SiteManifestFormat
     /// The part a shard's run writes; nil for the whole job.
     package let shard: Shard?
+    /// As the job's `manifest` key names sources, wherever this manifest goes.
     package let naming: SourceNaming
     /// The job's blocks of widths and formats, which each source's `sets` groups.
     package let sets: SiteManifestSets
 
-    package init(jobName: String, stores: [StateStore], base: String, format: SiteManifestFormat, shard: Shard? = nil,
-                 naming: SourceNaming = .path, sets: SiteManifestSets = .none) {
-        (self.jobName, self.stores, self.base, self.format, self.shard) = (jobName, stores, base, format, shard)
-        (self.naming, self.sets) = (naming, sets)
+    package init(job: Job, stores: [StateStore], base: String, format: SiteManifestFormat, shard: Shard? = nil) {
+        (jobName, self.stores, self.base, self.format, self.shard) = (job.name, stores, base, format, shard)
+        (naming, sets) = (job.manifest?.naming ?? .path, SiteManifestSets(job.outputs))
     }
 
-    /// The manifest could not be written: a run's work stands, its exit code says so (73).
-    package struct Unwritable: ExitCoded, CustomStringConvertible {
-        package let path: String
-        package let reason: String
-        package var exitCode: Int32 { ExitStatus.runFileUnwritable }
-        package var description: String { "cannot write the manifest \(path): \(reason)" }
+    /// Writes `stores`' manifest where the job's `manifest` key says, for `shard` (its part) or the whole job.
+    package static func writeJobManifest(_ job: Job, stores: [StateStore], shard: Shard?) throws {
+        guard let settings = job.manifest else { return }
+        let path = settings.path(for: shard)
+        try SiteManifestWriter(job: job, stores: stores, base: Paths.directory(of: path), format: settings.format, shard: shard).write(to: path)
     }
 
     /// Writes the manifest to `path` atomically, unless the file there has the same bytes
@@ -52,7 +51,7 @@ package struct SiteManifestWriter {
             }
             return try file.commit()
         } catch let error as ItemFailure {
-            throw Unwritable(path: path, reason: error.message)
+            throw RunFileUnwritable(file: "the manifest", path: path, reason: error.message)
         }
     }
 
@@ -116,8 +115,8 @@ package struct SiteManifestWriter {
     /// A source's object: key, path or URL, the original's facts (its `source` row, once an output
     /// of it is done), outputs, their `sets`, derived values (each name from the first store that has it).
     /// Named by `id`, a source has no key, path or URL, and its outputs no reason or warning.
-    static func source(_ items: [SiteManifestItem], _ records: [DerivedSourceRecord], base: String, naming: SourceNaming = .path,
-                       sets: SiteManifestSets = .none) -> JSONValue {
+    static func source(_ items: [SiteManifestItem], _ records: [DerivedSourceRecord], base: String, naming: SourceNaming,
+                       sets: SiteManifestSets) -> JSONValue {
         let key = items[0].sourceKey
         var object: [String: JSONValue] = ["outputs": .array(items.map { output($0, base: base, quoting: naming == .path) })]
         object["sets"] = sets.sets(of: items, base: base)

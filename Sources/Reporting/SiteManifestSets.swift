@@ -15,9 +15,6 @@ package struct SiteManifestSets: Sendable {
         members = Dictionary(outputs.compactMap { output in output.set.map { (output.name, $0) } }, uniquingKeysWith: { first, _ in first })
     }
 
-    /// No blocks: a manifest without `sets`.
-    package static let none = SiteManifestSets([])
-
     /// A source's `sets`, or nil when none of its block outputs is done.
     func sets(of items: [SiteManifestItem], base: String) -> JSONValue? {
         // Block name -> format index -> the format's done items.

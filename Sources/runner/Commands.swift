@@ -10,7 +10,7 @@ import State
 import Reporting
 import Pipeline
 
-struct Run: ParsableCommand {
+struct Run: RunnerCommand {
     static let configuration = CommandConfiguration(abstract: "Run a job (the default command).")
 
     @OptionGroup var job: JobArgument
@@ -80,45 +80,29 @@ struct Run: ParsableCommand {
         }
     }
 
-    func run() throws {
-        do {
-            var options = RunOptions()
-            options.force = force
-            options.retryFailed = retryFailed
-            options.workers = jobs
-            options.verbose = verbose
-            options.downloadOnly = downloadOnly
-            options.strict = strict
-            options.progressInterval = progressInterval
-            options.metricsPath = metrics
-            // Whichever budget ends first.
-            let ends = [deadline.flatMap { Durations.nextOccurrence(of: $0) },
-                        maxDuration.flatMap(Durations.seconds).map { Date().addingTimeInterval($0) }]
-            options.deadline = ends.compactMap { $0 }.min()
-            options.style = logFormat == .json ? .json : quiet ? .quiet : .text
-            let summary = try job.with { try JobRunner.run(try sharding.apply(to: $0), options: options) }
-            if let failure = summary.failure { Runner.printError(failure.message) }
-            throw ExitCode(summary.exitCode)
-        } catch let exit as ExitCode {
-            throw exit
-        } catch {
-            Runner.exit(for: error)
-        }
+    func execute() throws {
+        var options = RunOptions()
+        (options.force, options.retryFailed, options.workers, options.verbose) = (force, retryFailed, jobs, verbose)
+        (options.downloadOnly, options.strict, options.progressInterval, options.metricsPath) = (downloadOnly, strict, progressInterval, metrics)
+        // Whichever budget ends first.
+        let ends = [deadline.flatMap { Durations.nextOccurrence(of: $0) },
+                    maxDuration.flatMap(Durations.seconds).map { Date().addingTimeInterval($0) }]
+        options.deadline = ends.compactMap { $0 }.min()
+        options.style = logFormat == .json ? .json : quiet ? .quiet : .text
+        let summary = try job.with { try JobRunner.run(try sharding.apply(to: $0), options: options) }
+        if let failure = summary.failure { Runner.printError(failure.message) }
+        throw ExitCode(summary.exitCode)
     }
 }
 
-struct Validate: ParsableCommand {
+struct Validate: RunnerCommand {
     static let configuration = CommandConfiguration(abstract: "Check a job file and exit: 0 valid, 2 invalid.")
 
     @OptionGroup var job: JobArgument
 
-    func run() throws {
-        do {
-            let (loaded, items) = try job.with { ($0, try JobRunner.validate($0)) }
-            print("\(job.job): valid (\(loaded.outputNames.count) outputs: \(loaded.outputNames.joined(separator: ", ")); \(items) items)")
-        } catch {
-            Runner.exit(for: error)
-        }
+    func execute() throws {
+        let (loaded, items) = try job.with { ($0, try JobRunner.validate($0)) }
+        print("\(job.job): valid (\(loaded.outputNames.count) outputs: \(loaded.outputNames.joined(separator: ", ")); \(items) items)")
     }
 }
 
@@ -141,7 +125,7 @@ struct Schema: ParsableCommand {
     }
 }
 
-struct ManifestCommand: ParsableCommand {
+struct ManifestCommand: RunnerCommand {
     static let configuration = CommandConfiguration(
         commandName: "manifest",
         abstract: "Write the site manifest (every source and output) from the state database alone, without running.")
@@ -154,16 +138,12 @@ struct ManifestCommand: ParsableCommand {
     @Flag(help: "JSON Lines: one source object a line (default: the job's manifest.format, else json).")
     var jsonl = false
 
-    func run() throws {
-        do {
-            let loaded = try job.load()
-            switch try JobRunner.manifest(loaded, out: out, jsonl: jsonl) {
-            case .written(let path, let changed): print(changed ? path : "\(path) (unchanged)")
-            case .printed: break
-            case .neverRun: Runner.printError(notRunYet(loaded.name, state: loaded.jobStatePath))
-            }
-        } catch {
-            Runner.exit(for: error)
+    func execute() throws {
+        let loaded = try job.load()
+        switch try JobRunner.manifest(loaded, out: out, jsonl: jsonl) {
+        case .written(let path, let changed): print(changed ? path : "\(path) (unchanged)")
+        case .printed: break
+        case .neverRun: Runner.printError(notRunYet(loaded.name, state: loaded.jobStatePath))
         }
     }
 }
@@ -187,7 +167,7 @@ struct Formats: ParsableCommand {
     }
 }
 
-struct PlanCommand: ParsableCommand {
+struct PlanCommand: RunnerCommand {
     static let configuration = CommandConfiguration(
         commandName: "plan", abstract: "Show how many items would run, are up to date, or are blocked.")
 
@@ -207,41 +187,36 @@ struct PlanCommand: ParsableCommand {
     @Flag(help: "Print JSON.")
     var json = false
 
-    func run() throws {
-        do {
-            // Items are printed as they are planned, JSON included, so listing millions stays flat
-            // in memory. A job-file error found part way cuts the listing short (exit status 2).
-            try job.with { loaded in
-                if let count = sharding.shards, try sharding.resolved() == nil {
-                    try printSpread(try JobRunner.spread(loaded, over: count))
-                    return
-                }
-                var itemsPrinted = 0
-                let line = JSONEncoder()
-                line.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-                if json && list { print("{\n  \"items\" : [", terminator: "") }
-                let (counts, orphaned) = try JobRunner.plan(try sharding.apply(to: loaded), force: force, retryFailed: retryFailed) { source in
-                    guard list else { return }
-                    for item in source.items {
-                        if json {
-                            let listed = try line.encode(PlanJSON.Item(key: item.key, output: item.outputPath, status: item.status))
-                            print((itemsPrinted == 0 ? "\n    " : ",\n    ") + String(decoding: listed, as: UTF8.self), terminator: "")
-                        } else {
-                            print("\(item.status.rawValue)\t\(item.key)\t\(item.outputPath)")
-                        }
-                        itemsPrinted += 1
-                    }
-                }
-                if json {
-                    let totals = try PlanJSON(counts: counts, orphaned: orphaned).text
-                    // Listed, the counts continue the object the items opened.
-                    print(list ? (itemsPrinted == 0 ? "]," : "\n  ],") + totals.dropFirst() : totals)
-                    return
-                }
-                print(counts.described + ", \(orphaned) orphaned" + (orphaned > 0 ? " (runner prune \(job.job) lists them)" : ""))
+    func execute() throws {
+        // Items are printed as they are planned, JSON included, so listing millions stays flat
+        // in memory. A job-file error found part way cuts the listing short (exit status 2).
+        try job.with { loaded in
+            if let count = sharding.shards, try sharding.resolved() == nil {
+                try printSpread(try JobRunner.spread(loaded, over: count))
+                return
             }
-        } catch {
-            Runner.exit(for: error)
+            var itemsPrinted = 0
+            let line = JSONEncoder.printing(pretty: false)
+            if json && list { print("{\n  \"items\" : [", terminator: "") }
+            let (counts, orphaned) = try JobRunner.plan(try sharding.apply(to: loaded), force: force, retryFailed: retryFailed) { source in
+                guard list else { return }
+                for item in source.items {
+                    if json {
+                        let listed = try line.text(PlanJSON.Item(key: item.key, output: item.outputPath, status: item.status))
+                        print((itemsPrinted == 0 ? "\n    " : ",\n    ") + listed, terminator: "")
+                    } else {
+                        print("\(item.status.rawValue)\t\(item.key)\t\(item.outputPath)")
+                    }
+                    itemsPrinted += 1
+                }
+            }
+            if json {
+                let totals = try JSONEncoder.printing().text(PlanJSON(counts: counts, orphaned: orphaned))
+                // Listed, the counts continue the object the items opened.
+                print(list ? (itemsPrinted == 0 ? "]," : "\n  ],") + totals.dropFirst() : totals)
+                return
+            }
+            print(counts.described + ", \(orphaned) orphaned" + (orphaned > 0 ? " (runner prune \(job.job) lists them)" : ""))
         }
     }
 
@@ -252,7 +227,7 @@ struct PlanCommand: ParsableCommand {
         let largest = sources.max() ?? 0
         let excess = mean > 0 ? (Double(largest) / mean - 1) * 100 : 0
         if json {
-            print(try PlanJSON.pretty(Spread(sources: total, shards: sources, largestOverMeanPercent: excess)))
+            print(try JSONEncoder.printing().text(Spread(sources: total, shards: sources, largestOverMeanPercent: excess)))
             return
         }
         print("\(total) sources over \(sources.count) shards: " + String(format: "mean %.1f, largest %d (%.1f%% over the mean)", mean, largest, excess))
@@ -279,15 +254,6 @@ private struct PlanJSON: Encodable {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(orphaned, forKey: .orphaned)
     }
-
-    /// Indented, keys sorted.
-    var text: String { get throws { try Self.pretty(self) } }
-
-    static func pretty(_ value: some Encodable) throws -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        return String(decoding: try encoder.encode(value), as: UTF8.self)
-    }
 }
 
 /// `runner plan --shards N --json`: how the sources spread over N shards.
@@ -297,7 +263,7 @@ private struct Spread: Encodable {
     let largestOverMeanPercent: Double
 }
 
-struct Status: ParsableCommand {
+struct Status: RunnerCommand {
     static let configuration = CommandConfiguration(abstract: "Item counts by state and the last runs.")
 
     @OptionGroup var job: JobArgument
@@ -308,17 +274,13 @@ struct Status: ParsableCommand {
     @Option(help: "How many recent runs to show.")
     var runs = 5
 
-    func run() throws {
-        do {
-            let report = try StatusReport(job: try job.load(), runs: runs)
-            print(json ? try report.json() : report.text())
-        } catch {
-            Runner.exit(for: error)
-        }
+    func execute() throws {
+        let report = try StatusReport(job: try job.load(), runs: runs)
+        print(json ? try report.json() : report.text())
     }
 }
 
-struct Failed: ParsableCommand {
+struct Failed: RunnerCommand {
     static let configuration = CommandConfiguration(abstract: "Each failed item with its reason.")
 
     @OptionGroup var job: JobArgument
@@ -326,16 +288,12 @@ struct Failed: ParsableCommand {
     @Flag(help: "Print JSON.")
     var json = false
 
-    func run() throws {
-        do {
-            try FailedReport.write(try job.load(), json: json) { print($0, terminator: "") }
-        } catch {
-            Runner.exit(for: error)
-        }
+    func execute() throws {
+        try FailedReport.write(try job.load(), json: json) { print($0, terminator: "") }
     }
 }
 
-struct Report: ParsableCommand {
+struct Report: RunnerCommand {
     static let configuration = CommandConfiguration(
         abstract: "Write an HTML report: the runs, their throughput, failures and a contact sheet of outputs.")
 
@@ -358,22 +316,18 @@ struct Report: ParsableCommand {
         if !(1...HTMLReport.maxPerPage).contains(perPage) { throw ValidationError("--per-page must be from 1 to \(HTMLReport.maxPerPage)") }
     }
 
-    func run() throws {
-        do {
-            let loaded = try job.load()
-            var options = HTMLReport.Options()
-            (options.out, options.runs, options.pages, options.perPage) = (out, runs, pages, perPage)
-            switch try JobRunner.report(loaded, options: options) {
-            case .written(let pages): print(pages[0])
-            case .neverRun: print("\(loaded.name) has not run yet: no report written")
-            }
-        } catch {
-            Runner.exit(for: error)
+    func execute() throws {
+        let loaded = try job.load()
+        var options = HTMLReport.Options()
+        (options.out, options.runs, options.pages, options.perPage) = (out, runs, pages, perPage)
+        switch try JobRunner.report(loaded, options: options) {
+        case .written(let pages): print(pages[0])
+        case .neverRun: print("\(loaded.name) has not run yet: no report written")
         }
     }
 }
 
-struct PreviewCommand: ParsableCommand {
+struct PreviewCommand: RunnerCommand {
     static let configuration = CommandConfiguration(
         commandName: "preview",
         abstract: "Render one file or URL through the job's outputs into a scratch folder; touches no state, cache or output of the job.")
@@ -392,39 +346,30 @@ struct PreviewCommand: ParsableCommand {
     @Flag(name: .shortAndLong, help: "Show libvips warnings from the worker.")
     var verbose = false
 
-    func run() throws {
-        do {
-            let loaded = try job.load()
-            let folder = try out.map { Paths.resolve($0, against: FileManager.default.currentDirectoryPath) } ?? Preview.temporaryFolder()
-            let rendered = try Preview.render(loaded, source: source, output: output, into: folder, verbose: verbose)
-            print(folder)
-            let nameWidth = rendered.map(\.output.count).max() ?? 0
-            for file in rendered {
-                let name = file.output.padding(toLength: nameWidth, withPad: " ", startingAt: 0)
-                let time = String(format: "%.3f s", file.seconds)
-                switch file.result {
-                case .success(let image):
-                    print("\(name)  \(Paths.lastComponent(file.path))  \(image.width)x\(image.height)  \(Format.bytes(image.bytes))  \(time)")
-                case .failure(let failure):
-                    print("\(name)  failed (\(failure.kind.rawValue)), \(time)")
-                    Runner.printError("\(file.output): \(failure)")
-                }
+    func execute() throws {
+        let loaded = try job.load()
+        let folder = try out.map { Paths.resolve($0, against: FileManager.default.currentDirectoryPath) } ?? Preview.temporaryFolder()
+        let rendered = try Preview.render(loaded, source: source, output: output, into: folder, verbose: verbose)
+        print(folder)
+        let nameWidth = rendered.map(\.output.count).max() ?? 0
+        for file in rendered {
+            let name = file.output.padding(toLength: nameWidth, withPad: " ", startingAt: 0)
+            let time = String(format: "%.3f s", file.seconds)
+            switch file.result {
+            case .success(let image):
+                print("\(name)  \(Paths.lastComponent(file.path))  \(image.width)x\(image.height)  \(Format.bytes(image.bytes))  \(time)")
+            case .failure(let failure):
+                print("\(name)  failed (\(failure.kind.rawValue)), \(time)")
+                Runner.printError("\(file.output): \(failure)")
             }
-            if rendered.contains(where: { if case .failure = $0.result { true } else { false } }) {
-                throw ExitCode(ExitStatus.someItemsFailed)
-            }
-        } catch let exit as ExitCode {
-            throw exit
-        } catch let failure as Preview.Failure {
-            Runner.printError(failure.description)
-            throw ExitCode(failure.isCommandLineError ? ExitStatus.commandLine : ExitStatus.someItemsFailed)
-        } catch {
-            Runner.exit(for: error)
+        }
+        if rendered.contains(where: { if case .failure = $0.result { true } else { false } }) {
+            throw ExitCode(ExitStatus.someItemsFailed)
         }
     }
 }
 
-struct Duplicates: ParsableCommand {
+struct Duplicates: RunnerCommand {
     static let configuration = CommandConfiguration(
         abstract: "Groups of sources that are near duplicates (dHash within --distance bits) or exact ones (the same bytes).")
 
@@ -440,20 +385,16 @@ struct Duplicates: ParsableCommand {
         if !(0...63).contains(distance) { throw ValidationError("--distance must be from 0 to 63 bits") }
     }
 
-    func run() throws {
-        do {
-            try job.with { loaded in
-                let report = try DuplicatesReport(job: loaded, distance: distance)
-                guard report.hasRun else { return print(notRunYet(loaded.name, state: loaded.jobStatePath)) }
-                print(json ? try report.json() : report.text())
-            }
-        } catch {
-            Runner.exit(for: error)
+    func execute() throws {
+        try job.with { loaded in
+            let report = try DuplicatesReport(job: loaded, distance: distance)
+            guard report.hasRun else { return print(notRunYet(loaded.name, state: loaded.jobStatePath)) }
+            print(json ? try report.json() : report.text())
         }
     }
 }
 
-struct Unblock: ParsableCommand {
+struct Unblock: RunnerCommand {
     static let configuration = CommandConfiguration(abstract: "Take URLs off the job's failed-URL blacklist.")
 
     @OptionGroup var job: JobArgument
@@ -468,33 +409,25 @@ struct Unblock: ParsableCommand {
         if all == !urls.isEmpty { throw ValidationError("name the URLs to unblock, or give --all") }
     }
 
-    func run() throws {
-        do {
-            let loaded = try job.load()
-            let removed = try JobRunner.unblock(loaded, urls: all ? nil : urls).count
-            print("\(removed) URL\(removed == 1 ? "" : "s") unblocked")
-        } catch {
-            Runner.exit(for: error)
-        }
+    func execute() throws {
+        let loaded = try job.load()
+        let removed = try JobRunner.unblock(loaded, urls: all ? nil : urls).count
+        print("\(removed) URL\(removed == 1 ? "" : "s") unblocked")
     }
 }
 
-struct Migrate: ParsableCommand {
+struct Migrate: RunnerCommand {
     static let configuration = CommandConfiguration(
         abstract: "Upgrade the job's state databases to this runner's schema, as its next run would, and run nothing.")
 
     @OptionGroup var job: JobArgument
 
-    func run() throws {
-        do {
-            for path in try JobRunner.migrate(try job.load()) { print("\(path): up to date with runner \(RunnerVersion.string)") }
-        } catch {
-            Runner.exit(for: error)
-        }
+    func execute() throws {
+        for path in try JobRunner.migrate(try job.load()) { print("\(path): up to date with runner \(RunnerVersion.string)") }
     }
 }
 
-struct Prune: ParsableCommand {
+struct Prune: RunnerCommand {
     static let configuration = CommandConfiguration(
         abstract: "List (and with --delete remove) outputs whose source is gone, whose path changed, or whose output left the job.")
 
@@ -503,29 +436,23 @@ struct Prune: ParsableCommand {
     @Flag(help: "Delete the orphaned outputs runner wrote, and drop their items from the state database.")
     var delete = false
 
-    func run() throws {
-        do {
-            try job.with { loaded in
-                // One line per orphan as it is found: WHAT<tab>KEY<tab>PATH[<tab>why the file stays];
-                // then one per orphaned source record: drop/dropped<tab>SOURCE KEY.
-                let counts = try JobRunner.prune(loaded, delete: delete, { orphan in
-                    let what = orphan.keptBecause == nil ? (delete ? "deleted" : "delete") : (delete ? "kept" : "keep")
-                    print([what, orphan.key, orphan.outputPath].joined(separator: "\t") + (orphan.keptBecause.map { "\t\($0)" } ?? ""))
-                }, visitSource: { key in print((delete ? "dropped" : "drop") + "\t" + key) })
-                guard let counts else { return print(notRunYet(loaded.name, state: loaded.statePath)) }
-                func items(_ count: Int) -> String { "\(count) orphaned item\(count == 1 ? "" : "s")" }
-                let files = "\(counts.files) file\(counts.files == 1 ? "" : "s")"
-                let failures = counts.failed > 0 ? "; \(counts.failed) could not be deleted" : ""
-                let sources = counts.sources == 0 ? "" : ", \(counts.sources) orphaned source record\(counts.sources == 1 ? "" : "s")"
-                let pending = counts.orphans + counts.sources > 0 ? " (runner prune \(job.job) --delete)" : ""
-                print(delete ? "\(items(counts.orphans - counts.failed)) dropped, \(files) deleted" + sources + (sources.isEmpty ? "" : " dropped") + failures
-                    : "\(items(counts.orphans)), \(files) to delete" + sources + failures + pending)
-                if counts.failed > 0 { throw ExitCode(ExitStatus.someItemsFailed) }
-            }
-        } catch let exit as ExitCode {
-            throw exit
-        } catch {
-            Runner.exit(for: error)
+    func execute() throws {
+        try job.with { loaded in
+            // One line per orphan as it is found: WHAT<tab>KEY<tab>PATH[<tab>why the file stays];
+            // then one per orphaned source record: drop/dropped<tab>SOURCE KEY.
+            let counts = try JobRunner.prune(loaded, delete: delete, { orphan in
+                let what = orphan.keptBecause == nil ? (delete ? "deleted" : "delete") : (delete ? "kept" : "keep")
+                print([what, orphan.key, orphan.outputPath].joined(separator: "\t") + (orphan.keptBecause.map { "\t\($0)" } ?? ""))
+            }, visitSource: { key in print((delete ? "dropped" : "drop") + "\t" + key) })
+            guard let counts else { return print(notRunYet(loaded.name, state: loaded.statePath)) }
+            func items(_ count: Int) -> String { "\(count) orphaned item\(count == 1 ? "" : "s")" }
+            let files = "\(counts.files) file\(counts.files == 1 ? "" : "s")"
+            let failures = counts.failed > 0 ? "; \(counts.failed) could not be deleted" : ""
+            let sources = counts.sources == 0 ? "" : ", \(counts.sources) orphaned source record\(counts.sources == 1 ? "" : "s")"
+            let pending = counts.orphans + counts.sources > 0 ? " (runner prune \(job.job) --delete)" : ""
+            print(delete ? "\(items(counts.orphans - counts.failed)) dropped, \(files) deleted" + sources + (sources.isEmpty ? "" : " dropped") + failures
+                : "\(items(counts.orphans)), \(files) to delete" + sources + failures + pending)
+            if counts.failed > 0 { throw ExitCode(ExitStatus.someItemsFailed) }
         }
     }
 }

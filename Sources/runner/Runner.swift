@@ -117,19 +117,23 @@ struct JobFileFailure: ExitCoded, CustomStringConvertible {
     var description: String { error.described(in: path) }
 }
 
-extension Runner {
-    /// Maps an error that escaped a subcommand to the documented exit codes.
-    static func exit(for error: any Error) -> Never {
-        switch error {
-        case is ExitCode, is CleanExit, is ValidationError:
-            finish(with: error)
-        default:
-            // A documented code of its own, else EX_SOFTWARE: never 1, which means "an item failed".
-            printError("\(error)")
+/// A subcommand whose errors end the process with the documented exit codes.
+protocol RunnerCommand: ParsableCommand {
+    func execute() throws
+}
+
+extension RunnerCommand {
+    /// An error of the command's own exits with its documented code, else EX_SOFTWARE: never 1,
+    /// which means "an item failed". ArgumentParser's end as `Runner.finish` says.
+    func run() throws {
+        do { try execute() } catch where !(error is ExitCode || error is CleanExit || error is ValidationError) {
+            Runner.printError("\(error)")
             Foundation.exit(ExitStatus.code(for: error))
         }
     }
+}
 
+extension Runner {
     static func printError(_ text: String) { writeError("runner: \(text)") }
 
     /// Off a terminal (cron's log) the first line starts with the time, ISO 8601 in UTC.
