@@ -3,7 +3,6 @@ import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
-import Support
 import Model
 import Keys
 import Imaging

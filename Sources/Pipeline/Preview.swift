@@ -7,7 +7,6 @@ import Model
 import Imaging
 import JobFile
 import Planning
-import Output
 import Loading
 import Scheduling
 

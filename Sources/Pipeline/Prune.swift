@@ -1,7 +1,5 @@
 import Foundation
-import Support
 import Imaging
-import Model
 import JobFile
 import Planning
 import State

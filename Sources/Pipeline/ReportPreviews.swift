@@ -4,7 +4,6 @@ import Glibc
 #endif
 import Model
 import JobFile
-import Output
 import Imaging
 import Reporting
 import Scheduling

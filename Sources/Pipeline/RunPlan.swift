@@ -7,7 +7,6 @@ import Model
 import JobFile
 import Planning
 import State
-import Output
 import Reporting
 import Loading
 

@@ -1,8 +1,6 @@
 import Foundation
 import Support
-import Model
 import JobFile
-import State
 import Reporting
 
 extension JobRunner {

@@ -5,7 +5,6 @@ import Glibc
 #endif
 import Support
 import Model
-import Output
 import Scheduling
 
 /// Tasks rendered by a few worker processes outside a run (`runner preview`, a report's previews),

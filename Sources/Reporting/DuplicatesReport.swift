@@ -1,10 +1,8 @@
 import Foundation
 import Support
-import Model
 import Keys
 import Imaging
 import JobFile
-import State
 
 /// `runner duplicates`: sources whose dHashes differ in at most `distance` bits (near duplicates:
 /// resized, recompressed), and sources with the same bytes (exact duplicates), from the derived

@@ -4,11 +4,9 @@ import Glibc
 #endif
 import Support
 import Model
-import Keys
 import Imaging
 import JobFile
 import State
-import Output
 
 /// `runner report`: the job's state as a page to look at rather than read. One self-contained HTML
 /// file (inline CSS and SVG, a few lines of script, nothing fetched) with the items by state, the

@@ -1,11 +1,9 @@
 import Foundation
 import Support
 import Model
-import Keys
 import Imaging
 import JobFile
 import State
-import Output
 
 /// Prometheus' text exposition format, written at the end of every run for node_exporter's
 /// textfile collector (`--metrics FILE`): the job's items by state and failures by kind, the run's

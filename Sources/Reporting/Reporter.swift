@@ -5,10 +5,7 @@ import Glibc
 #endif
 import Support
 import Model
-import Keys
-import Imaging
 import Planning
-import State
 import Output
 
 /// How a run talks to the person or the log reading it.

@@ -1,7 +1,6 @@
 import Foundation
 import Support
 import Model
-import Imaging
 import JobFile
 import State
 

@@ -3,7 +3,6 @@ import Support
 import Model
 import JobFile
 import State
-import Output
 
 /// The site manifest (docs/JOB-FILE.md, Site manifest): every source of the job with its outputs, for a
 /// site build's `srcset` and `<picture>`; read from state databases alone, in a stable order

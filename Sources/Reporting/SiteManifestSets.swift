@@ -1,5 +1,4 @@
 import Support
-import Model
 import JobFile
 import State
 

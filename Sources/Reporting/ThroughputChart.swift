@@ -1,6 +1,4 @@
 import Foundation
-import Model
-import Imaging
 import State
 
 /// The report's inline SVG bar chart: items per second for each run, oldest on the left, coloured

@@ -1,12 +1,9 @@
 import ArgumentParser
 import Foundation
 import Support
-import Model
-import Keys
 import Imaging
 import JobFile
 import Planning
-import State
 import Reporting
 import Pipeline
 

@@ -5,10 +5,7 @@ import Model
 import Keys
 import Imaging
 import JobFile
-import Planning
-import State
 import Reporting
-import Pipeline
 
 @main
 struct Runner: ParsableCommand {
