@@ -17,9 +17,7 @@ extension JobRunner {
         }
         return removed
     }
-}
 
-extension JobRunner {
     /// Brings every state database of the job to this runner's schema under the job's run lock,
     /// as a run would before its work; returns their paths. The commands that only read refuse
     /// an older database and name this.

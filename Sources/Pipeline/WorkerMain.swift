@@ -59,9 +59,7 @@ public enum WorkerMain {
     /// Renders tasks until the supervisor closes the pipe; 1 if it sent something unreadable.
     private static func serve(_ channel: LineChannel, _ pipeline: ImagePipeline) -> Int32 {
         let environment = ProcessInfo.processInfo.environment
-        let crashTrigger = environment[crashTriggerVariable].flatMap { $0.isEmpty ? nil : $0 }
-        let garbleTrigger = environment[garbleTriggerVariable].flatMap { $0.isEmpty ? nil : $0 }
-        let hangTrigger = environment[hangTriggerVariable].flatMap { $0.isEmpty ? nil : $0 }
+        func triggered(_ variable: String, by source: String) -> Bool { environment[variable].map { !$0.isEmpty && source.contains($0) } ?? false }
         while true {
             let task: WorkerTask
             do {
@@ -72,15 +70,15 @@ public enum WorkerMain {
                 FileDescriptor.writeLog("runner worker: \(error)\n", to: STDERR_FILENO)
                 return 1
             }
-            if let crashTrigger, task.source.contains(crashTrigger) {
+            if triggered(crashTriggerVariable, by: task.source) {
                 // Die the way a decoder fault would, without the Swift backtracer resuming us.
                 signal(SIGSEGV, SIG_DFL)
                 raise(SIGSEGV)
             }
-            if let hangTrigger, task.source.contains(hangTrigger) {
+            if triggered(hangTriggerVariable, by: task.source) {
                 while true { pause() }
             }
-            if let garbleTrigger, task.source.contains(garbleTrigger) {
+            if triggered(garbleTriggerVariable, by: task.source) {
                 _ = channel.send(["not": "a reply"])
                 continue
             }

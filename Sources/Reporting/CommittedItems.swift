@@ -27,12 +27,10 @@ package final class CommittedItems: Sendable {
             case .finished(let key, let outputPath, let outcome):
                 reporter.itemFinished(key: key, outputPath: outputPath, outcome: outcome)
                 if let failure = outcome.failure { failures.add(key, failure) }
-                counts.withLock { counts in
-                    switch outcome.state {
-                    case .done: counts.done += 1
-                    case .failed: counts.failed += 1
-                    case .blocked, .running, .pending: break
-                    }
+                switch outcome {
+                case .done: counts.withLock { $0.done += 1 }
+                case .failed: counts.withLock { $0.failed += 1 }
+                case .blocked: break
                 }
             case .unchanged(let key, let outputPath, _):
                 reporter.itemRevalidated(key: key, outputPath: outputPath, .upToDate)

@@ -21,7 +21,7 @@ public enum ReportStyle: String, Sendable, CaseIterable {
 /// Receives run events from every thread and renders them. A sink: it never calls upstream.
 package final class Reporter: Sendable {
     private struct Counts {
-        var total = 0, finished = 0, done = 0, failed = 0
+        var total = 0, finished = 0, failed = 0
         var lastLine = 0.0
         var liveLineShown = false
     }
@@ -70,13 +70,10 @@ package final class Reporter: Sendable {
     }
 
     package func itemFinished(key: String, outputPath: String, outcome: ItemOutcome) {
-        counts.withLock { counts in
-            switch outcome.state {
-            case .done: counts.done += 1
-            case .failed: counts.failed += 1
-            case .blocked, .running, .pending: return  // blocked is never counted as work to do
-            }
-            counts.finished += 1
+        switch outcome {
+        case .done: counts.withLock { $0.finished += 1 }
+        case .failed: counts.withLock { $0.finished += 1; $0.failed += 1 }
+        case .blocked: break  // never counted as work to do
         }
         switch style {
         case .json:
@@ -84,11 +81,7 @@ package final class Reporter: Sendable {
         case .text, .quiet:
             // Failures are said per source (`sourceFailed`), not once for each of its outputs. Blocked
             // is old news, said when the URL was blacklisted: the summary counts it, `runner failed` lists it.
-            switch outcome {
-            case .done(let rendered, _) where style == .text && rendered.warning != nil:
-                writeLine("warning: \(key): \(rendered.warning ?? "")")
-            case .failed, .blocked, .done: break
-            }
+            if style == .text, let warning = outcome.warning { writeLine("warning: \(key): \(warning)") }
         }
     }
 
