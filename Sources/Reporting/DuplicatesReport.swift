@@ -7,8 +7,8 @@ import JobFile
 /// `runner duplicates`: sources whose dHashes differ in at most `distance` bits (near duplicates:
 /// resized, recompressed), and sources with the same bytes (exact duplicates), from the derived
 /// values stored in every state database that answers for the job (each shard's, for a sharded job).
-public struct DuplicatesReport: Codable, Sendable {
-    public struct Member: Codable, Sendable {
+public struct DuplicatesReport: Encodable, Sendable {
+    public struct Member: Encodable, Sendable {
         public let key: String
         /// The file path or URL.
         public let location: String
@@ -19,7 +19,7 @@ public struct DuplicatesReport: Codable, Sendable {
         public let contentHash: String?
     }
 
-    public struct Group: Codable, Sendable {
+    public struct Group: Encodable, Sendable {
         /// Members in source-key order.
         public let sources: [Member]
         /// The most bits a member's dHash differs from the first member's (0 for exact duplicates).

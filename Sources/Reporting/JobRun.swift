@@ -3,19 +3,10 @@ import State
 
 /// A run of the job, or of one of its shards: run ids count per state database, so a sharded
 /// job's runs are told apart by their shard. Encodes as the run's own fields plus `shard`.
-public struct JobRun: Sendable, Codable {
+public struct JobRun: Sendable, Encodable {
     public let run: RunRecord
     /// "3/16", or nil for the whole job's own database.
     public let shard: String?
-
-    public init(run: RunRecord, shard: String?) {
-        (self.run, self.shard) = (run, shard)
-    }
-
-    public init(from decoder: any Decoder) throws {
-        run = try RunRecord(from: decoder)
-        shard = try decoder.container(keyedBy: CodingKeys.self).decodeIfPresent(String.self, forKey: .shard)
-    }
 
     public func encode(to encoder: any Encoder) throws {
         try run.encode(to: encoder)

@@ -48,7 +48,7 @@ package struct JobDatabases {
 
 /// `runner status`: item counts by state and the most recent runs; for a sharded job, totals over
 /// its shards and a line per shard.
-public struct StatusReport: Codable, Sendable {
+public struct StatusReport: Encodable, Sendable {
     public let job: String
     public let state: String
     /// False when the job has never run: there is no state database (and none is created).
@@ -67,7 +67,7 @@ public struct StatusReport: Codable, Sendable {
     /// State databases of an earlier shard count, not counted in the totals.
     public let earlierLayouts: [String]
 
-    public struct ShardStatus: Codable, Sendable {
+    public struct ShardStatus: Encodable, Sendable {
         public let shard: String
         public let state: String
         public let items: [ItemState: Int]
