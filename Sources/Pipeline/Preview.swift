@@ -16,8 +16,7 @@ import Scheduling
 public enum Preview {
     /// One output's file in the scratch folder, or why it failed.
     public struct Rendered: Sendable {
-        public let output: String
-        public let path: String
+        public let output, path: String
         public let result: Result<(width: Int, height: Int, bytes: Int), ItemFailure>
         public let seconds: Double
     }

@@ -12,9 +12,7 @@ public struct DuplicatesReport: Encodable, Sendable {
         public let key: String
         /// The file path or URL.
         public let location: String
-        public let bytes: Int
-        public let width: Int
-        public let height: Int
+        public let bytes, width, height: Int
         public let dhash: String
         public let contentHash: String?
     }

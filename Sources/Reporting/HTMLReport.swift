@@ -294,10 +294,7 @@ public struct HTMLReport {
     // MARK: Contact sheet
 
     package struct Sheet {
-        package let total: Int
-        package let shown: Int
-        package let stride: Int
-        package let pageCount: Int
+        package let total, shown, stride, pageCount: Int
         package let names: [String]
 
         package func section(page: Int, tiles: String) -> String {

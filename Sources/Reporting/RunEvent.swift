@@ -49,8 +49,7 @@ package struct RunEvent: Codable, Sendable {
             case upToDate = "up-to-date", notRevalidated = "not-revalidated", knownFailure = "known-failure"
         }
 
-        package var key: String
-        package var output: String
+        package var key, output: String
         package var state: State
         /// How long a done or failed item took.
         package var seconds: Double?
@@ -75,8 +74,7 @@ package struct RunEvent: Codable, Sendable {
 
     /// With `-v`: a distinct libvips warning while rendering `source`.
     package struct LibvipsWarning: Codable, Sendable {
-        package var source: String
-        package var message: String
+        package var source, message: String
     }
 
     package struct Notice: Codable, Sendable {
@@ -86,9 +84,7 @@ package struct RunEvent: Codable, Sendable {
     /// Every `--progress-interval` seconds.
     package struct Progress: Codable, Sendable {
         package var job: String
-        package var finished: Int
-        package var total: Int
-        package var failed: Int
+        package var finished, total, failed: Int
         package var seconds: Double
     }
 

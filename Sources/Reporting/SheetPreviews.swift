@@ -18,8 +18,7 @@ package final class SheetPreviews {
 
     package struct Made {
         package let staged: AtomicFile.Staged
-        package let width: Int
-        package let height: Int
+        package let width, height: Int
 
         package init(staged: AtomicFile.Staged, width: Int, height: Int) {
             (self.staged, self.width, self.height) = (staged, width, height)
@@ -29,8 +28,7 @@ package final class SheetPreviews {
     /// What a tile shows: its preview's file, relative to the report's folder, and the output's size.
     package struct Preview {
         package let href: String
-        package let width: Int
-        package let height: Int
+        package let width, height: Int
     }
 
     package let folder: String

@@ -236,8 +236,7 @@ struct PlanCommand: RunnerCommand {
 /// with `--list`.
 private struct PlanJSON: Encodable {
     struct Item: Encodable {
-        let key: String
-        let output: String
+        let key, output: String
         let status: PlannedItem.Status
     }
 
