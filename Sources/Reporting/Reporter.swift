@@ -49,12 +49,9 @@ package final class Reporter: Sendable {
     package func planned(_ planned: PlanCounts, sweep: AtomicFile.Sweep) {
         counts.withLock { $0.total = planned.pending }
         switch style {
-        case .json:
-            emit(.plan(.init(job: jobName, counts: planned, sweep: sweep)))
-        case .text:
-            writeLine("\(jobName): \(planned.described)")
-        case .quiet:
-            break
+        case .json: emit(.plan(.init(job: jobName, counts: planned, sweep: sweep)))
+        case .text: writeLine("\(jobName): \(planned.described)")
+        case .quiet: break
         }
     }
 
@@ -76,8 +73,7 @@ package final class Reporter: Sendable {
         case .blocked: break  // never counted as work to do
         }
         switch style {
-        case .json:
-            emit(.item(.init(key: key, output: outputPath, outcome: outcome)))
+        case .json: emit(.item(.init(key: key, output: outputPath, outcome: outcome)))
         case .text, .quiet:
             // Failures are said per source (`sourceFailed`), not once for each of its outputs. Blocked
             // is old news, said when the URL was blacklisted: the summary counts it, `runner failed` lists it.
@@ -120,8 +116,7 @@ package final class Reporter: Sendable {
         stopped.withLock { $0 = true }
         clearLiveLine()
         switch style {
-        case .json:
-            emit(.summary(.init(job: jobName, summary)))
+        case .json: emit(.summary(.init(job: jobName, summary)))
         case .text, .quiet:
             var line = "\(jobName): \(summary.done) done, \(summary.failed) failed, \(summary.upToDate) up to date"
             if summary.notRevalidated > 0 { line += ", \(summary.notRevalidated) not revalidated (origin failing)" }
