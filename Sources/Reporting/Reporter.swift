@@ -157,9 +157,8 @@ package final class Reporter: Sendable {
         // Under the stop flag's lock: a tick that woke as the run finished never prints after the summary.
         stopped.withLock { stopped in
             guard !stopped else { return }
-            if style == .json {
-                emit(.progress(.init(job: jobName, finished: snapshot.finished, total: snapshot.total, failed: snapshot.failed, seconds: now)))
-                return
+            guard style != .json else {
+                return emit(.progress(.init(job: jobName, finished: snapshot.finished, total: snapshot.total, failed: snapshot.failed, seconds: now)))
             }
             let line = Self.progressLine(job: jobName, finished: snapshot.finished, total: snapshot.total,
                                          failed: snapshot.failed, elapsed: now)

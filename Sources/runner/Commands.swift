@@ -188,10 +188,7 @@ struct PlanCommand: RunnerCommand {
         // Items are printed as they are planned, JSON included, so listing millions stays flat
         // in memory. A job-file error found part way cuts the listing short (exit status 2).
         try job.with { loaded in
-            if let count = sharding.shards, try sharding.resolved() == nil {
-                try printSpread(try JobRunner.spread(loaded, over: count))
-                return
-            }
+            if let count = sharding.shards, try sharding.resolved() == nil { return try printSpread(try JobRunner.spread(loaded, over: count)) }
             var itemsPrinted = 0
             let line = JSONEncoder.printing(pretty: false)
             if json && list { print("{\n  \"items\" : [", terminator: "") }
@@ -207,13 +204,12 @@ struct PlanCommand: RunnerCommand {
                     itemsPrinted += 1
                 }
             }
-            if json {
-                let totals = try JSONEncoder.printing().text(PlanJSON(counts: counts, orphaned: orphaned))
-                // Listed, the counts continue the object the items opened.
-                print(list ? (itemsPrinted == 0 ? "]," : "\n  ],") + totals.dropFirst() : totals)
-                return
+            guard json else {
+                return print(counts.described + ", \(orphaned) orphaned" + (orphaned > 0 ? " (runner prune \(job.job) lists them)" : ""))
             }
-            print(counts.described + ", \(orphaned) orphaned" + (orphaned > 0 ? " (runner prune \(job.job) lists them)" : ""))
+            let totals = try JSONEncoder.printing().text(PlanJSON(counts: counts, orphaned: orphaned))
+            // Listed, the counts continue the object the items opened.
+            print(list ? (itemsPrinted == 0 ? "]," : "\n  ],") + totals.dropFirst() : totals)
         }
     }
 
@@ -223,10 +219,7 @@ struct PlanCommand: RunnerCommand {
         let mean = Double(total) / Double(sources.count)
         let largest = sources.max() ?? 0
         let excess = mean > 0 ? (Double(largest) / mean - 1) * 100 : 0
-        if json {
-            print(try JSONEncoder.printing().text(Spread(sources: total, shards: sources, largestOverMeanPercent: excess)))
-            return
-        }
+        if json { return print(try JSONEncoder.printing().text(Spread(sources: total, shards: sources, largestOverMeanPercent: excess))) }
         print("\(total) sources over \(sources.count) shards: " + String(format: "mean %.1f, largest %d (%.1f%% over the mean)", mean, largest, excess))
         for (index, count) in sources.enumerated() { print("shard \(index)/\(sources.count)\t\(count)") }
     }
