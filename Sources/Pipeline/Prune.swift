@@ -31,10 +31,10 @@ extension JobRunner {
         guard !databases.isEmpty else { return nil }
         // No run may record an item while pruning judges its row; every database is locked before any is touched,
         // and opened to write only then.
-        let locks = delete ? try databases.map { try RunLock(statePath: $0.path) } : []
+        let locks = delete ? try databases.map { try RunLock(statePath: $0.database.path) } : []
         defer { withExtendedLifetime(locks) {} }
         if delete { found.close() }
-        let stores = delete ? try databases.map { try StateStore(path: $0.path) } : databases.map(\.store)
+        let stores = delete ? try databases.map { try StateStore(path: $0.database.path) } : databases.map(\.store)
         defer { stores.forEach { $0.close() } }
         if delete { try stores.forEach { try $0.checkIntact() } }
         // The whole job is planned before anything is touched, so a job-file error changes nothing.

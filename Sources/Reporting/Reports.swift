@@ -9,13 +9,12 @@ import State
 /// count are kept for lookups but no longer counted.
 package struct JobDatabases {
     package struct Part {
-        /// "3/16", or nil for the whole job's own database.
-        package let shard: String?
-        package let path: String
         package let store: StateStore
         package let runs: [RunRecord]
         /// Which database of the job's layout it is (its shard, if any).
         package let database: JobStateLayout.Database
+        /// "3/16", or nil for the whole job's own database.
+        package var shard: String? { database.shard?.description }
     }
 
     package let parts: [Part]
@@ -26,8 +25,7 @@ package struct JobDatabases {
         var opened: [String: Part] = [:]
         let (current, earlier) = try job.stateLayout.current { database in
             guard let store = try StateStore.reading(at: database.path) else { return nil }
-            let part = Part(shard: database.shard?.description, path: database.path, store: store,
-                            runs: try store.recentRuns(limit: max(runs, 1)), database: database)
+            let part = Part(store: store, runs: try store.recentRuns(limit: max(runs, 1)), database: database)
             opened[database.path] = part
             return part.runs.first?.startedAt
         }
@@ -99,8 +97,8 @@ public struct StatusReport: Encodable, Sendable {
             notRevalidated += stale.count
             since += stale.since.map { [$0] } ?? []
             if let shard = part.shard {
-                shards.append(ShardStatus(shard: shard, state: part.path, items: counts, lastRun: part.runs.first,
-                                          running: RunLock.isHeld(statePath: part.path)))
+                shards.append(ShardStatus(shard: shard, state: part.database.path, items: counts, lastRun: part.runs.first,
+                                          running: RunLock.isHeld(statePath: part.database.path)))
             }
         }
         (items, self.warnings, self.notRevalidated, notRevalidatedSince) = (totals, warnings, notRevalidated, since.min())
