@@ -56,7 +56,8 @@ public enum JobRunner {
         if !FileManager.default.fileExists(atPath: job.statePath) { _ = try validate(job) }
         let lock = try RunLock(statePath: job.statePath)
         defer { withExtendedLifetime(lock) {} }
-        let store = try StateStore(path: job.statePath, readingAlso: otherStateDatabases(of: job))
+        // Planning reads the job's state databases of other shard layouts too.
+        let store = try StateStore(path: job.statePath, readingAlso: job.stateLayout.otherLayouts(than: job.shard))
         defer { store.close() }
         try store.checkIntact()
         // Holding the lock proves that a run still marked running was killed.
@@ -181,9 +182,6 @@ public enum JobRunner {
                               slots: schedulerSettings(job, options).slots)
     }
 
-    /// The job's state databases of other shard layouts, which planning reads.
-    private static func otherStateDatabases(of job: Job) -> [String] { job.stateLayout.otherLayouts(than: job.shard) }
-
     /// How the job's sources spread over `count` shards: sources per shard.
     public static func spread(_ job: Job, over count: Int) throws -> [Int] {
         var sources = [Int](repeating: 0, count: count)
@@ -221,7 +219,7 @@ public enum JobRunner {
     public static func plan(_ job: Job, force: Bool = false, retryFailed: Bool = false,
                             _ visit: (PlannedSource) throws -> Void = { _ in }) throws -> (counts: PlanCounts, orphaned: Int) {
         let planner = Planner(job: job, vipsVersion: VipsRuntime.version)
-        let others = otherStateDatabases(of: job)
+        let others = job.stateLayout.otherLayouts(than: job.shard)
         guard let store = try StateStore.reading(at: job.statePath, readingAlso: others) else {
             // Never run under this layout: what other shard counts recorded is what the first run will find.
             if let first = others.first, let earlier = try StateStore.reading(at: first, readingAlso: Array(others.dropFirst())) {
