@@ -7,9 +7,7 @@ package final class CommittedItems: Sendable {
     private let reporter: Reporter
     private let counts = Mutex(RunSummary())
 
-    package init(reporter: Reporter) {
-        self.reporter = reporter
-    }
+    package init(reporter: Reporter) { self.reporter = reporter }
 
     /// The counts so far: done, failed, revalidated up to date, and still failed.
     package var summary: RunSummary { counts.withLock { $0 } }

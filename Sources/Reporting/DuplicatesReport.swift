@@ -66,10 +66,7 @@ public struct DuplicatesReport: Encodable, Sendable {
         // In key order over every store, as one database lists them: groups of a size come in the same order however sharded.
         let order = members.indices.sorted { bytewise(members[$0].key, members[$1].key) }
         (members, hashes) = (order.map { members[$0] }, order.map { hashes[$0] })
-        self.job = job.name
-        hasRun = !stores.isEmpty
-        self.distance = distance
-        sources = members.count
+        (self.job, hasRun, self.distance, sources) = (job.name, !stores.isEmpty, distance, members.count)
         let group = { (indices: [Int]) -> Group in
             let sorted = indices.sorted { members[$0].key.utf8.lexicographicallyPrecedes(members[$1].key.utf8) }
             let spread = sorted.map { (hashes[$0] ^ hashes[sorted[0]]).nonzeroBitCount }.max() ?? 0
