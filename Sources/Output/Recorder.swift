@@ -82,8 +82,11 @@ package final class Recorder: Sendable {
 
 extension Recorder {
     /// Publishes, as one batch, every output the `done` events staged, and turns the events whose
-    /// output could not be published into `write` failures.
+    /// output could not be published into `write` failures. A skipped item's file from a night its
+    /// source was wider is removed first: no manifest names it, and a crash before the record only
+    /// makes the next run skip it again.
     static func publishingStagedOutputs(_ events: [ItemEvent]) -> [ItemEvent] {
+        for case .finished(_, let path, .skipped) in events { unlink(path) }
         let staged = events.compactMap { event -> AtomicFile.Staged? in
             guard case .finished(_, let path, .done(let rendered, _)) = event else { return nil }
             return AtomicFile.Staged(temporary: rendered.temporary, path: path)

@@ -21,6 +21,8 @@ public enum Preview {
         public let path: String
         public let result: Result<(width: Int, height: Int, bytes: Int), ItemFailure>
         public let seconds: Double
+        /// Not made, and why: a narrower output of its block holds its bytes.
+        public var skipped: String? = nil
     }
 
     /// Wrong arguments (exit 64), or a URL that could not be fetched (exit 1).
@@ -83,6 +85,8 @@ public enum Preview {
                 return Rendered(output: item.outputName, path: request.path, result: .failure(failure), seconds: seconds)
             case .blocked(let reason):
                 return Rendered(output: item.outputName, path: request.path, result: .failure(ItemFailure(.download, reason)), seconds: 0)
+            case .skipped:
+                return Rendered(output: item.outputName, path: request.path, result: .success((0, 0, 0)), seconds: 0, skipped: result.reason)
             }
         }
     }

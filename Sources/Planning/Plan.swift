@@ -178,6 +178,7 @@ public struct PlannedItem: Sendable, Codable {
     /// file with bytes (runner writes no empty output; a folder or an emptied file there is not it).
     package func isUpToDate(statting stats: FolderStat) -> Bool {
         guard let recorded, recorded.failureKind == nil, recorded.fingerprint == fingerprint else { return false }
+        if recorded.skipped { return true }
         var info = stat()
         return stats.stat(outputPath, &info) && (info.st_mode & S_IFMT) == S_IFREG && info.st_size > 0
     }

@@ -31,6 +31,7 @@ package final class CommittedItems: Sendable {
                     switch outcome.state {
                     case .done: counts.done += 1
                     case .failed: counts.failed += 1
+                    case .skipped: counts.skipped += 1
                     case .blocked, .running, .pending: break
                     }
                 }

@@ -84,6 +84,7 @@ package final class Reporter: Sendable {
             switch outcome.state {
             case .done: counts.done += 1
             case .failed: counts.failed += 1
+            case .skipped: break
             case .blocked, .running, .pending: return  // blocked is never counted as work to do
             }
             counts.finished += 1
@@ -97,7 +98,7 @@ package final class Reporter: Sendable {
             switch outcome {
             case .done(let rendered, _) where style == .text && rendered.warning != nil:
                 writeLine("warning: \(key): \(rendered.warning ?? "")")
-            case .failed, .blocked, .done: break
+            case .failed, .blocked, .done, .skipped: break
             }
         }
     }
@@ -146,6 +147,7 @@ package final class Reporter: Sendable {
         case .text, .quiet:
             var line = "\(jobName): \(summary.done) done, \(summary.failed) failed, \(summary.upToDate) up to date"
             if summary.notRevalidated > 0 { line += ", \(summary.notRevalidated) not revalidated (origin failing)" }
+            if summary.skipped > 0 { line += ", \(summary.skipped) skipped (same bytes as a narrower output)" }
             if summary.blocked > 0 { line += ", \(summary.blocked) blocked" }
             if summary.notStarted > 0 { line += ", \(summary.notStarted) not started" }
             if summary.derived > 0 { line += ", \(Self.plural(summary.derived, "derived value"))" }
