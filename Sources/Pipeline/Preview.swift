@@ -69,7 +69,7 @@ public enum Preview {
         }
         let outcomes = renderOnWorker(job, file: file, requests: requests, verbose: verbose)
         let published = AtomicFile.publish(outcomes.compactMap { outcome in
-            if case .done(let rendered, _) = outcome.1 { AtomicFile.Staged(temporary: rendered.temporary, path: outcome.0.path) } else { nil }
+            if case .done(let rendered, _) = outcome.1 { AtomicFile.Staged(temporary: rendered.temporary, path: rendered.path ?? outcome.0.path) } else { nil }
         })
         var failures = published.makeIterator()
         return zip(items, outcomes).map { item, outcome in
@@ -79,7 +79,7 @@ public enum Preview {
                 if let failure = failures.next() ?? nil {
                     return Rendered(output: item.outputName, path: request.path, result: .failure(failure), seconds: seconds)
                 }
-                return Rendered(output: item.outputName, path: request.path,
+                return Rendered(output: item.outputName, path: rendered.path ?? request.path,
                                 result: .success((rendered.width, rendered.height, rendered.bytes)), seconds: seconds)
             case .failed(let failure, let seconds):
                 return Rendered(output: item.outputName, path: request.path, result: .failure(failure), seconds: seconds)

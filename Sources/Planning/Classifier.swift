@@ -108,6 +108,7 @@ package struct Classifier: Sendable {
                 source.identity.decides(kind) && !retryFailed && entry.failedUnder == limitsDigest
             } else {
                 entry.outputPath == source.items[index].outputPath
+                    || job.outputs[source.items[index].outputIndex].template.planned(from: entry.outputPath) == source.items[index].outputPath
             }
             if stands {
                 source.items[index].recorded = entry

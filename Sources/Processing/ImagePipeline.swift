@@ -153,7 +153,9 @@ package struct ImagePipeline {
             hash.combine(bytes: bytes)
             return (ImageSignature.format(Array(bytes.prefix(ImageSignature.prefixLength)))?.mediaType, hash.hex)
         }
-        rendered.facts = OutputFacts(mediaType: mediaType ?? "application/octet-stream", contentHash: contentHash)
+        let facts = OutputFacts(mediaType: mediaType ?? "application/octet-stream", contentHash: contentHash)
+        rendered.facts = facts
+        if output.template.hashSuffix != nil { rendered.path = output.template.named(request.path, hash: facts.shortHash) }
         return rendered
     }
 

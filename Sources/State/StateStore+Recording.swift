@@ -87,6 +87,11 @@ extension StateStore {
         WHERE \(Item.key) = ?9
         """
 
+    /// Where item `key` was last recorded, whatever its state (a `{hash}` output's previous name).
+    package func recordedOutputPath(_ key: String) throws -> String? {
+        try database.read { db in try String.fetchOne(db, sql: "SELECT \(Item.outputPath) FROM item WHERE \(Item.key) = ?", arguments: [key]) }
+    }
+
     /// Applies a batch of item events in one transaction.
     package func record(_ events: [ItemEvent], runID: Int64) throws {
         guard !events.isEmpty else { return }
