@@ -76,9 +76,22 @@ package struct OutputSpec: Sendable {
     /// Most frames an animated output may have; the job's `limits.frames` when not set here.
     package let frames: Int?
 
-    /// Everything about how this output renders a source; part of each item's fingerprint.
+    /// Everything about how this output renders a source; part of each item's fingerprint. A block's
+    /// next narrower width decides whether it is made (`sameBytes`), so it is part of it too: a width
+    /// added or removed below redoes the one above it.
     package var recipe: String {
         "\(chain.identifier)=>\(encoder.identifier);autorotate:\(autorotate);metadata:\(metadata.identifier);colorspace:\(colourSpace.rawValue)"
+            + (set?.narrower.map { ";narrower:\($0)" } ?? "")
+    }
+
+    /// eleventy-img's rule for a block's widths (docs/JOB-FILE.md, Width and format blocks): a width
+    /// above the source's is not made when a narrower width of its block already makes the source at
+    /// its own width, since a thumbnail never enlarges and the two would be the same bytes. Returns
+    /// the output among `outputs` that makes them (the narrowest such width, same block and format).
+    package func sameBytes(in outputs: [OutputSpec], sourceWidth: Int) -> OutputSpec? {
+        guard let set, let narrower = set.narrower, narrower >= sourceWidth else { return nil }
+        return outputs.filter { $0.set?.block == set.block && $0.set?.formatIndex == set.formatIndex && $0.set?.width ?? 0 >= sourceWidth }
+            .min { $0.set?.width ?? 0 < $1.set?.width ?? 0 }
     }
 }
 
@@ -89,6 +102,8 @@ package struct OutputSetMember: Sendable, Equatable {
     package let block: String
     /// The width its `thumbnail` fits inside; nil when the block gives no `widths`.
     package let width: Int?
+    /// The block's widest width below `width`, if any.
+    package let narrower: Int?
     /// The format's `type` (`avif`, `webp`, ...), as `{format}` and the output's name spell it.
     package let format: String
     /// The format's place in the block's `formats` (0 with `format`): the `<source>` order.

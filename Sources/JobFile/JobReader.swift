@@ -372,7 +372,8 @@ extension Job {
                     if !template.extensionVaries, let mismatch = extensionMismatch(Paths.lastComponent(path), for: encoder) {
                         throw output.error(Output.path, (formats == nil ? "" : "with formats[\(index)]: ") + mismatch)
                     }
-                    let set = isBlock ? OutputSetMember(block: name, width: width, format: type.type, formatIndex: index) : nil
+                    let set = isBlock ? OutputSetMember(block: name, width: width, narrower: (widths ?? []).filter { $0 < width ?? 0 }.max(),
+                                                            format: type.type, formatIndex: index) : nil
                     members.append(Member(name: isBlock ? memberName : name, set: set, template: template, encoder: encoder))
                 }
             }

@@ -6,7 +6,7 @@ import Imaging
 ///
 /// Tokens: `{stem}`, `{ext}` (the source's name without and its extension), `{dir}` (the source's
 /// folder relative to its source root), `{name}` (the output's name), `{key}` (a short stable hash
-/// of the source key). Token values are sanitized and the result must stay inside `root`, the
+/// of the source key), `{hash}` (a short hash of the output's bytes: see `hashSuffix`). Token values are sanitized and the result must stay inside `root`, the
 /// folder the template's literal prefix names, so no source name can write elsewhere.
 package struct PathTemplate: Sendable {
     package let root: String
@@ -24,6 +24,18 @@ package struct PathTemplate: Sendable {
             (folder, parsed[...])
         }
         pieces = (leading.isEmpty ? [] : [.literal(leading)]) + rest
+        // The bytes decide {hash} only once rendered, so it is where the name's end can find it: in
+        // the file's name, with nothing but text after it. A `{` in text always opens a token, so
+        // the last `{hash}` of a planned path is this one, whatever the sources' names hold.
+        if let place = pieces.firstIndex(where: { if case .hash = $0 { true } else { false } }) {
+            let after = pieces[(place + 1)...]
+            guard after.count <= 1, case .literal(let suffix) = after.first ?? .literal(""), !suffix.contains("/") else {
+                throw JobFileError(location, "{hash} must be in the file's name with only text after it ({stem}-{hash}.webp)")
+            }
+            hashSuffix = suffix
+        } else {
+            hashSuffix = nil
+        }
         root = Paths.normalize(Paths.directory(of: leading + (rest.isEmpty ? "" : "x")))
         // `{stem}.webp` and `a/b` end in text that fixes the extension (or its absence); `{stem}.{ext}`
         // and `{stem}_small` do not (a stem may hold a dot).
@@ -38,9 +50,32 @@ package struct PathTemplate: Sendable {
     /// so the planner checks it for each item rather than the reader once for the template.
     package let extensionVaries: Bool
 
+    /// The text after `{hash}`, for a template with one: such an output is planned at a path holding
+    /// `{hash}` itself, and published at `named(_:hash:)`.
+    package let hashSuffix: String?
+
+    /// The digits `{hash}` stands for: `OutputFacts.shortHash`.
+    package static let hashDigits = 8
+
+    /// Where a rendered output of a `{hash}` template goes: `planned` with its `{hash}` written out.
+    package func named(_ planned: String, hash: String) -> String {
+        guard hashSuffix != nil, let token = planned.range(of: "{hash}", options: .backwards) else { return planned }
+        return planned.replacingCharacters(in: token, with: hash)
+    }
+
+    /// The planned path a published `path` of this template was named from (`{hash}` in place of
+    /// its digits), or nil when it cannot be one.
+    package func planned(from path: String) -> String? {
+        guard let suffix = hashSuffix, path.utf8.count >= suffix.utf8.count + Self.hashDigits, path.hasSuffix(suffix) else { return nil }
+        let end = path.utf8.index(path.utf8.endIndex, offsetBy: -suffix.utf8.count)
+        let start = path.utf8.index(end, offsetBy: -Self.hashDigits)
+        guard path.utf8[start..<end].allSatisfy({ (48...57).contains($0) || (97...102).contains($0) }) else { return nil }
+        return String(path[..<start]) + "{hash}" + suffix
+    }
+
     /// One stretch of the template: text as written, or a token's place.
     private enum Piece: Sendable {
-        case literal(String), stem, ext, dir, name, key
+        case literal(String), stem, ext, dir, name, key, hash
     }
 
     /// The template made absolute against the job's folder, parsed once so that planning does not
@@ -58,6 +93,7 @@ package struct PathTemplate: Sendable {
             case .dir: "{dir}"
             case .name: "{name}"
             case .key: "{key}"
+            case .hash: "{hash}"
             }
         }.joined()
     }
@@ -76,8 +112,10 @@ package struct PathTemplate: Sendable {
             case "dir": pieces.append(.dir)
             case "name": pieces.append(.name)
             case "key": pieces.append(.key)
+            case "hash" where !pieces.contains(where: { if case .hash = $0 { true } else { false } }): pieces.append(.hash)
+            case "hash": throw JobFileError(location, "{hash} may be given once")
             case let token:
-                throw JobFileError(location, "unknown token {\(Quoted.text(String(token), limit: 60))} (known: {dir}, {ext}, {format}, {key}, {name}, {stem}, {width})")
+                throw JobFileError(location, "unknown token {\(Quoted.text(String(token), limit: 60))} (known: {dir}, {ext}, {format}, {hash}, {key}, {name}, {stem}, {width})")
             }
             scan = scan[scan.index(after: close)...]
         }
@@ -115,6 +153,7 @@ package struct PathTemplate: Sendable {
             case .dir: result += Self.folder(values.dir)
             case .name: result += Self.component(values.name)
             case .key: result += values.key
+            case .hash: result += "{hash}"
             }
         }
         let path = Paths.normalize(result)

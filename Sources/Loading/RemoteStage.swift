@@ -247,8 +247,8 @@ package final class RemoteStage: @unchecked Sendable {
         for var item in source.items {
             item.fingerprint = classifier.fingerprint(identity, output: item.outputIndex)
             if item.isUpToDate(statting: outputStats) {
-                settled.append(revalidated ? .unchanged(key: item.key, outputPath: item.outputPath, fingerprint: item.fingerprint)
-                    : .notRevalidated(key: item.key, outputPath: item.outputPath, fingerprint: item.fingerprint))
+                settled.append(revalidated ? .unchanged(key: item.key, outputPath: item.currentPath, fingerprint: item.fingerprint)
+                    : .notRevalidated(key: item.key, outputPath: item.currentPath, fingerprint: item.fingerprint))
             } else if item.isKnownFailure {
                 settled.append(.stillFailed(key: item.key, outputPath: item.outputPath))
             } else {

@@ -36,10 +36,13 @@ package struct ScheduledTask: Sendable {
     /// Where the source comes from, for people: its URL, else its file.
     package var location: String { url ?? source }
 
-    /// Events that finish every item of the task, one outcome per output.
+    /// Events that finish every item of the task, one outcome per output (a `{hash}` output's at the
+    /// name its bytes gave it).
     package func finished(_ outcomes: [ItemOutcome]) -> [ItemEvent] {
         zip(zip(keys, requests), outcomes).map { item, outcome in
-            .finished(key: item.0, outputPath: item.1.path, outcome: outcome)
+            var path = item.1.path
+            if case .done(let rendered, _) = outcome, let named = rendered.path { path = named }
+            return .finished(key: item.0, outputPath: path, outcome: outcome)
         }
     }
 }

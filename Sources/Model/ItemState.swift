@@ -4,6 +4,9 @@ public enum ItemState: String, Sendable, Codable, CodingKeyRepresentable, CaseIt
     // In the order reports list them.
     /// Its output is on disk under its final name.
     case done
+    /// Not made: its bytes would be a narrower output's of its block (the source is no wider), which
+    /// the item's message names (docs/JOB-FILE.md, Width and format blocks).
+    case skipped
     case failed
     /// Not attempted: its URL is on the failed-URL blacklist.
     case blocked
@@ -34,12 +37,16 @@ public enum ItemOutcome: Sendable, Codable, Equatable {
     case failed(ItemFailure, seconds: Double)
     /// Not attempted: its URL is blacklisted (the reason says since when and why).
     case blocked(reason: String)
+    /// Not made: the output named `sameAs`, of the same block and format, holds its bytes (the
+    /// source is no wider than that output's width).
+    case skipped(sameAs: String, sourceWidth: Int)
 
     public var state: ItemState {
         switch self {
         case .done: .done
         case .failed: .failed
         case .blocked: .blocked
+        case .skipped: .skipped
         }
     }
 
@@ -51,14 +58,17 @@ public enum ItemOutcome: Sendable, Codable, Equatable {
     package var seconds: Double {
         switch self {
         case .done(_, let seconds), .failed(_, let seconds): seconds
-        case .blocked: 0
+        case .blocked, .skipped: 0
         }
     }
 
-    /// Why it was not attempted, for a blocked item.
-    package var blockedReason: String? {
-        if case .blocked(let reason) = self { return reason }
-        return nil
+    /// Why it was not attempted or not made, for a blocked or skipped item.
+    package var reason: String? {
+        switch self {
+        case .blocked(let reason): reason
+        case .skipped(let sameAs, let sourceWidth): "same bytes as \(sameAs): the source is \(sourceWidth) px wide"
+        case .done, .failed: nil
+        }
     }
 
     /// What the item should say though it rendered (an ignored ICC profile).

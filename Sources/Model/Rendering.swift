@@ -22,6 +22,8 @@ public struct RenderedOutput: Sendable, Codable, Equatable {
     package var sourceWidth: Int?, sourceHeight: Int?
     /// What the manifest says of the output (`OutputFacts`); nil from an older worker.
     package var facts: OutputFacts?
+    /// Where it is published when not at the path asked for: a `{hash}` name, its digits the bytes' hash.
+    package var path: String?
 
     package init(width: Int, height: Int, bytes: Int, temporary: String, warning: String?) {
         (self.width, self.height, self.bytes, self.temporary, self.warning) = (width, height, bytes, temporary, warning)
@@ -36,6 +38,9 @@ public struct OutputFacts: Sendable, Codable, Equatable {
     package let mediaType: String
     /// FNV-1a 64 of the output file's bytes, 16 hex digits (the manifest prints the first 8).
     package let contentHash: String
+
+    /// The manifest's `hash` and a `{hash}` name's digits.
+    package var shortHash: String { String(contentHash.prefix(8)) }
 
     package init(mediaType: String, contentHash: String) {
         (self.mediaType, self.contentHash) = (mediaType, contentHash)

@@ -7,6 +7,8 @@ public struct RunSummary: Sendable, Codable {
     public var done = 0
     public var failed = 0
     public var blocked = 0
+    /// Items not made because a narrower output of their block holds their bytes (`ItemState.skipped`).
+    public var skipped = 0
     /// Items that failed in an earlier run on the same content and were not tried again.
     public var knownFailures = 0
     /// URL items kept up to date from a cached original whose revalidation failed transiently

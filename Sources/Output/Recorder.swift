@@ -13,6 +13,8 @@ import State
 package final class Recorder: Sendable {
     private let store: StateStore
     private let runID: Int64
+    /// `{hash}` outputs by name: an item's file of other bytes goes once the new one is published.
+    private let hashed: [String: PathTemplate]
     private let pending = Mutex<[ItemEvent]>([])
     private let wake = NSCondition()
     private let stopped = Mutex(false)
@@ -25,10 +27,11 @@ package final class Recorder: Sendable {
 
     /// `onFailure` hears of the first batch that could not be recorded (the disk is full, the
     /// database was deleted), so the run stops rather than work on with nothing recorded.
-    package init(store: StateStore, runID: Int64, onFailure: @escaping @Sendable (any Error) -> Void = { _ in },
+    package init(store: StateStore, runID: Int64, outputs: [OutputSpec] = [], onFailure: @escaping @Sendable (any Error) -> Void = { _ in },
          onCommitted: @escaping @Sendable ([ItemEvent]) -> Void) {
         self.store = store
         self.runID = runID
+        hashed = Dictionary(outputs.compactMap { $0.template.hashSuffix == nil ? nil : ($0.name, $0.template) }, uniquingKeysWith: { first, _ in first })
         self.onFailure = onFailure
         self.onCommitted = onCommitted
         let thread = Thread { [self] in flushLoop() }
@@ -60,6 +63,7 @@ package final class Recorder: Sendable {
                 return pending
             })
             do {
+                try removeReplacedFiles(batch)
                 // Records written to a database that is no longer at its path would be lost unseen.
                 if !batch.isEmpty { try store.checkStillInPlace() }
                 try store.record(batch, runID: runID)
@@ -82,8 +86,11 @@ package final class Recorder: Sendable {
 
 extension Recorder {
     /// Publishes, as one batch, every output the `done` events staged, and turns the events whose
-    /// output could not be published into `write` failures.
+    /// output could not be published into `write` failures. A skipped item's file from a night its
+    /// source was wider is removed first: no manifest names it, and a crash before the record only
+    /// makes the next run skip it again.
     static func publishingStagedOutputs(_ events: [ItemEvent]) -> [ItemEvent] {
+        for case .finished(_, let path, .skipped) in events { unlink(path) }
         let staged = events.compactMap { event -> AtomicFile.Staged? in
             guard case .finished(_, let path, .done(let rendered, _)) = event else { return nil }
             return AtomicFile.Staged(temporary: rendered.temporary, path: path)
@@ -94,6 +101,20 @@ extension Recorder {
             guard case .finished(let key, let path, .done(_, let seconds)) = event else { return event }
             guard let failure = failures.next() ?? nil else { return event }
             return .finished(key: key, outputPath: path, outcome: .failed(failure, seconds: seconds))
+        }
+    }
+}
+
+extension Recorder {
+    /// A `{hash}` item published under a new name removes its file of other bytes, the same name
+    /// but for the digits, before it is recorded: a crash between leaves a record of a missing
+    /// file, which the next run makes again, and never a file no record names.
+    private func removeReplacedFiles(_ events: [ItemEvent]) throws {
+        guard !hashed.isEmpty else { return }
+        for case .finished(let key, let path, .done) in events {
+            guard let template = hashed[ItemKey.split(key).output], let planned = template.planned(from: path),
+                  let old = try store.recordedOutputPath(key), old != path, template.planned(from: old) == planned else { continue }
+            unlink(old)
         }
     }
 }

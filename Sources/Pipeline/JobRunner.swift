@@ -73,7 +73,7 @@ public enum JobRunner {
         let committed = CommittedItems(reporter: reporter)
         let control = RunControl()
         let handoff = TaskQueue()
-        let recorder = Recorder(store: store, runID: plan.runID, onFailure: { error in
+        let recorder = Recorder(store: store, runID: plan.runID, outputs: job.outputs, onFailure: { error in
             // Nothing more can be recorded: stop handing out work; the error ends the run.
             control.stop(for: .failure(StateDatabaseError.naming(job.statePath, error)))
             handoff.cancel()
@@ -229,7 +229,7 @@ public enum JobRunner {
             return (try planner.classifyAll(state: PlanningState(), retryFailed: retryFailed, force: force, visit), 0)
         }
         defer { store.close() }
-        var current = CurrentItems()
+        var current = CurrentItems(outputs: job.outputs)
         let counts = try store.plan { pass in
             try planner.classifyAll(state: pass, memory: pass, retryFailed: retryFailed, force: force) { source in
                 current.insert(source)

@@ -19,6 +19,8 @@ public enum Preview {
         public let output, path: String
         public let result: Result<(width: Int, height: Int, bytes: Int), ItemFailure>
         public let seconds: Double
+        /// Not made, and why: a narrower output of its block holds its bytes.
+        public var skipped: String? = nil
     }
 
     /// Wrong arguments (exit 64), or a URL that could not be fetched (exit 1).
@@ -65,7 +67,7 @@ public enum Preview {
         }
         let outcomes = renderOnWorker(job, file: file, requests: requests, verbose: verbose)
         let published = AtomicFile.publish(outcomes.compactMap { outcome in
-            if case .done(let rendered, _) = outcome.1 { AtomicFile.Staged(temporary: rendered.temporary, path: outcome.0.path) } else { nil }
+            if case .done(let rendered, _) = outcome.1 { AtomicFile.Staged(temporary: rendered.temporary, path: rendered.path ?? outcome.0.path) } else { nil }
         })
         var failures = published.makeIterator()
         return zip(items, outcomes).map { item, outcome in
@@ -74,8 +76,12 @@ public enum Preview {
             case .done(let image, _): (failures.next() ?? nil).map { .failure($0) } ?? .success((image.width, image.height, image.bytes))
             case .failed(let failure, _): .failure(failure)
             case .blocked(let reason): .failure(ItemFailure(.download, reason))
+            case .skipped: .success((0, 0, 0))
             }
-            return Rendered(output: item.outputName, path: request.path, result: rendered, seconds: result.seconds)
+            var path = request.path
+            if case .done(let image, _) = result, let named = image.path { path = named }
+            return Rendered(output: item.outputName, path: path, result: rendered, seconds: result.seconds,
+                            skipped: result.state == .skipped ? result.reason : nil)
         }
     }
 

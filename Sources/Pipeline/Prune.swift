@@ -38,7 +38,7 @@ extension JobRunner {
         defer { stores.forEach { $0.close() } }
         if delete { try stores.forEach { try $0.checkIntact() } }
         // The whole job is planned before anything is touched, so a job-file error changes nothing.
-        var current = CurrentItems()
+        var current = CurrentItems(outputs: job.outputs)
         try Planner(job: job, vipsVersion: VipsRuntime.version).forEachSource { current.insert($0) }
         var counts = PruneCounts()
         for store in stores {

@@ -8,19 +8,19 @@ import Keys
 import Imaging
 import JobFile
 
-/// What the state database says about an item finished earlier: done, or failed for a reason
-/// its content decides (`failureKind`) under the limits `failedUnder` (`Classifier.limitsDigest`).
+/// What the state database says about an item finished earlier: done, skipped (no file: a
+/// narrower output holds its bytes), or failed for a reason its content decides (`failureKind`)
+/// under the limits `failedUnder` (`Classifier.limitsDigest`).
 package struct LedgerEntry: Sendable, Codable {
     package let fingerprint: String
     package let outputPath: String
+    package var skipped = false
     package var failureKind: ItemFailure.Kind? = nil
     package var failedUnder: String? = nil
 
-    package init(fingerprint: String, outputPath: String, failureKind: ItemFailure.Kind? = nil, failedUnder: String? = nil) {
-        self.fingerprint = fingerprint
-        self.outputPath = outputPath
-        self.failureKind = failureKind
-        self.failedUnder = failedUnder
+    package init(fingerprint: String, outputPath: String, skipped: Bool = false, failureKind: ItemFailure.Kind? = nil, failedUnder: String? = nil) {
+        (self.fingerprint, self.outputPath, self.skipped) = (fingerprint, outputPath, skipped)
+        (self.failureKind, self.failedUnder) = (failureKind, failedUnder)
     }
 }
 
@@ -76,7 +76,7 @@ package struct Classifier: Sendable {
     }
 
     /// Marks items up to date whose recorded fingerprint and output path match and whose output
-    /// file still exists, items that failed before on the same content known failures (unless
+    /// file still exists (or that were skipped: they have none), items that failed before on the same content known failures (unless
     /// `retryFailed`), and items of blacklisted sources blocked. Nothing is decoded or downloaded.
     /// A fetched source's items are decided here only when its cached original need not be revalidated;
     /// otherwise the download stage decides, from what this records on the items (items made
@@ -108,6 +108,7 @@ package struct Classifier: Sendable {
                 source.identity.decides(kind) && !retryFailed && entry.failedUnder == limitsDigest
             } else {
                 entry.outputPath == source.items[index].outputPath
+                    || job.outputs[source.items[index].outputIndex].template.planned(from: entry.outputPath) == source.items[index].outputPath
             }
             if stands {
                 source.items[index].recorded = entry

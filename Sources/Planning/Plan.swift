@@ -174,12 +174,20 @@ public struct PlannedItem: Sendable, Codable {
     /// in a way its content decided.
     package var recorded: LedgerEntry?
 
+    /// Where the item's file is: where it was recorded done (a `{hash}` output's name has its
+    /// bytes' digits where `outputPath` says `{hash}`), else `outputPath`.
+    package var currentPath: String {
+        guard let recorded, recorded.failureKind == nil else { return outputPath }
+        return recorded.outputPath
+    }
+
     /// Up to date: recorded done with this fingerprint, and the output is still there: a regular
     /// file with bytes (runner writes no empty output; a folder or an emptied file there is not it).
     package func isUpToDate(statting stats: FolderStat) -> Bool {
         guard let recorded, recorded.failureKind == nil, recorded.fingerprint == fingerprint else { return false }
+        if recorded.skipped { return true }
         var info = stat()
-        return stats.stat(outputPath, &info) && (info.st_mode & S_IFMT) == S_IFREG && info.st_size > 0
+        return stats.stat(recorded.outputPath, &info) && (info.st_mode & S_IFMT) == S_IFREG && info.st_size > 0
     }
 
     /// Failed before on the same source content and recipe, for a reason the content decides.

@@ -73,17 +73,25 @@ package struct ImagePipeline {
         var derivation: DerivationOutcome? = nil
         var facts: SourceFacts? = nil
         var own = [UInt64](repeating: 0, count: requests.count)
+        var skipped: [Int: ItemOutcome] = [:]
         do {
             let source = try open(sourcePath)
-            let plans = requests.map { OutputRoute(outputs[$0.outputIndex], header: source.header, failOn: limits.failOn) }
-            // The derivation reads a whole frame an output kept, so frames it can use are kept for it too.
             let header = source.header
+            // A block's width above the source's is not made: a narrower one holds its bytes.
+            for (index, request) in requests.enumerated() {
+                let output = outputs[request.outputIndex]
+                let width = header.displayWidth(autorotate: output.autorotate)
+                if let maker = output.sameBytes(in: outputs, sourceWidth: width) { skipped[index] = .skipped(sameAs: maker.name, sourceWidth: width) }
+            }
+            let made = requests.indices.filter { skipped[$0] == nil }
+            let plans = made.map { OutputRoute(outputs[requests[$0].outputIndex], header: header, failOn: limits.failOn) }
+            // The derivation reads a whole frame an output kept, so frames it can use are kept for it too.
             let steps = Sources(plans.map(\.need), keepingFrames: derive.isEmpty ? nil : { Self.derivationCanUse($0, header: header) }).steps
             results = Array(repeating: .failure(ItemFailure(.process, "not rendered")), count: requests.count)
             for (position, step) in steps.enumerated() {
-                let (index, began) = (step.output, clock())
+                let (index, began) = (made[step.output], clock())
                 results[index] = Result { () throws(ItemFailure) in
-                    try render(requests[index], plans[index], step.pixels, at: position, from: source)
+                    try render(requests[index], plans[step.output], step.pixels, at: position, from: source)
                 }
                 own[index] = clock() - began
             }
@@ -91,7 +99,7 @@ package struct ImagePipeline {
             // A source that rendered or derived something is recorded as what it is; one that only failed is not.
             var derived = false
             if case .computed? = derivation { derived = true }
-            if derived || results.contains(where: { (try? $0.get()) != nil }) {
+            if derived || !skipped.isEmpty || results.contains(where: { (try? $0.get()) != nil }) {
                 facts = Self.facts(of: source, hashContent: hashContent || hashesSources)
             }
         } catch {
@@ -99,7 +107,9 @@ package struct ImagePipeline {
             if !derive.isEmpty { derivation = .failed(error) }
         }
         let common = Double(clock() - started - own.reduce(0, +)) / Double(max(requests.count, 1))
-        let outcomes = zip(results, own).map { result, own in
+        let outcomes = zip(results, own).enumerated().map { index, rendered in
+            let (result, own) = rendered
+            if let skipped = skipped[index] { return skipped }
             let seconds = (Double(own) + common) / 1e9
             switch result {
             case .success(let rendered): return ItemOutcome.done(rendered, seconds: seconds)
@@ -143,7 +153,9 @@ package struct ImagePipeline {
             hash.combine(bytes: bytes)
             return (ImageSignature.format(Array(bytes.prefix(ImageSignature.prefixLength)))?.mediaType, hash.hex)
         }
-        rendered.facts = OutputFacts(mediaType: mediaType ?? "application/octet-stream", contentHash: contentHash)
+        let facts = OutputFacts(mediaType: mediaType ?? "application/octet-stream", contentHash: contentHash)
+        rendered.facts = facts
+        if output.template.hashSuffix != nil { rendered.path = output.template.named(request.path, hash: facts.shortHash) }
         return rendered
     }
 

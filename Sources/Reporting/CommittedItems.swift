@@ -28,6 +28,7 @@ package final class CommittedItems: Sendable {
                 switch outcome {
                 case .done: counts.withLock { $0.done += 1 }
                 case .failed: counts.withLock { $0.failed += 1 }
+                case .skipped: counts.withLock { $0.skipped += 1 }
                 case .blocked: break
                 }
             case .unchanged(let key, let outputPath, _):

@@ -46,7 +46,7 @@ package struct MetricsFile {
                [([], Double(stale.count))])
         let results: [(String, Int)] = [("done", summary.done), ("failed", summary.failed), ("up_to_date", summary.upToDate),
                                         ("not_revalidated", summary.notRevalidated),
-                                        ("blocked", summary.blocked), ("known_failure", summary.knownFailures),
+                                        ("blocked", summary.blocked), ("skipped", summary.skipped), ("known_failure", summary.knownFailures),
                                         ("not_started", summary.notStarted)]
         metric("runner_run_items", "Items of the last run by result.", results.map { ([("result", $0.0)], Double($0.1)) })
         metric("runner_run_duration_seconds", "How long the last run took.", [([], summary.elapsedSeconds)])

@@ -68,7 +68,7 @@ package final class Reporter: Sendable {
 
     package func itemFinished(key: String, outputPath: String, outcome: ItemOutcome) {
         switch outcome {
-        case .done: counts.withLock { $0.finished += 1 }
+        case .done, .skipped: counts.withLock { $0.finished += 1 }
         case .failed: counts.withLock { $0.finished += 1; $0.failed += 1 }
         case .blocked: break  // never counted as work to do
         }
@@ -120,6 +120,7 @@ package final class Reporter: Sendable {
         case .text, .quiet:
             var line = "\(jobName): \(summary.done) done, \(summary.failed) failed, \(summary.upToDate) up to date"
             if summary.notRevalidated > 0 { line += ", \(summary.notRevalidated) not revalidated (origin failing)" }
+            if summary.skipped > 0 { line += ", \(summary.skipped) skipped (same bytes as a narrower output)" }
             if summary.blocked > 0 { line += ", \(summary.blocked) blocked" }
             if summary.notStarted > 0 { line += ", \(summary.notStarted) not started" }
             if summary.derived > 0 { line += ", \(Self.plural(summary.derived, "derived value"))" }

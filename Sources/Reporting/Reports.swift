@@ -129,7 +129,8 @@ public struct StatusReport: Encodable, Sendable {
             } ?? "no end recorded"
             lines.append("\(name) \(formatter.string(from: run.startedAt)) \(run.outcome) exit \(run.exitCode.map(String.init) ?? "-"): "
                 + "\(run.done) done, \(run.failed) failed, \(run.upToDate) up to date, "
-                + (run.notRevalidated > 0 ? "\(run.notRevalidated) not revalidated, " : "") + "\(run.blocked) blocked (\(ended))")
+                + (run.notRevalidated > 0 ? "\(run.notRevalidated) not revalidated, " : "") + (run.skipped > 0 ? "\(run.skipped) skipped, " : "")
+                + "\(run.blocked) blocked (\(ended))")
         }
         if !earlierLayouts.isEmpty {
             lines.append("not counted (an earlier shard count): " + earlierLayouts.map(Paths.lastComponent).joined(separator: ", "))

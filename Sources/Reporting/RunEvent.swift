@@ -45,7 +45,7 @@ package struct RunEvent: Codable, Sendable {
     /// An item this run finished, or found it had nothing to do for (a URL revalidated).
     package struct Item: Codable, Sendable {
         package enum State: String, Codable, Sendable, CaseIterable {
-            case done, failed, blocked
+            case done, failed, blocked, skipped
             case upToDate = "up-to-date", notRevalidated = "not-revalidated", knownFailure = "known-failure"
         }
 
@@ -54,7 +54,7 @@ package struct RunEvent: Codable, Sendable {
         /// How long a done or failed item took.
         package var seconds: Double?
         package var kind: ItemFailure.Kind?
-        /// Why it failed, or why it was blocked.
+        /// Why it failed, why it was blocked, or which output holds a skipped one's bytes.
         package var message: String?
         package var warning: String?
 
@@ -67,7 +67,7 @@ package struct RunEvent: Codable, Sendable {
             switch outcome {
             case .done(let rendered, let seconds): (state, self.seconds, warning) = (.done, seconds, rendered.warning)
             case .failed(let failure, let seconds): (state, self.seconds, kind, message) = (.failed, seconds, failure.kind, failure.message)
-            case .blocked(let reason): (state, message) = (.blocked, reason)
+            case .blocked, .skipped: (state, message) = (outcome.state == .skipped ? .skipped : .blocked, outcome.reason)
             }
         }
     }
@@ -91,7 +91,7 @@ package struct RunEvent: Codable, Sendable {
     /// The last line: `RunSummary`'s counts and how the run ended.
     package struct Summary: Codable, Sendable {
         package var job: String
-        package var done, failed, upToDate, blocked, knownFailures, notRevalidated, derived, notStarted: Int
+        package var done, failed, upToDate, blocked, skipped, knownFailures, notRevalidated, derived, notStarted: Int
         package var seconds: Double
         package var exitCode: Int
         package var workersStarted: Int
@@ -104,7 +104,7 @@ package struct RunEvent: Codable, Sendable {
 
         package init(job: String, _ summary: RunSummary) {
             self.job = job
-            (done, failed, upToDate, blocked) = (summary.done, summary.failed, summary.upToDate, summary.blocked)
+            (done, failed, upToDate, blocked, skipped) = (summary.done, summary.failed, summary.upToDate, summary.blocked, summary.skipped)
             (knownFailures, notRevalidated, derived, notStarted) = (summary.knownFailures, summary.notRevalidated, summary.derived, summary.notStarted)
             (seconds, exitCode, workersStarted) = (summary.elapsedSeconds, Int(summary.exitCode), summary.workersStarted)
             (stoppedByBudget, outcome) = (summary.stoppedByBudget, summary.outcome)

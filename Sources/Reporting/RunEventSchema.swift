@@ -43,15 +43,16 @@ package enum RunEventSchema {
         "key": ["type": "string", "description": "The item's key: its source key, `@`, its output's name."],
         "output": ["type": "string", "description": "The output file's path."],
         "state": ["enum": .array(RunEvent.Item.State.allCases.map { .string($0.rawValue) }),
-                  "description": "done, failed or blocked; a URL revalidated: up-to-date, not-revalidated (the origin failing) or known-failure."],
+                  "description": "done, failed, blocked or skipped (a narrower output holds its bytes); a URL revalidated: up-to-date, not-revalidated (the origin failing) or known-failure."],
         "seconds": ["type": "number", "minimum": 0, "description": "How long a done or failed item took."],
         "kind": ["enum": .array(ItemFailure.Kind.allCases.map { .string($0.rawValue) }), "description": "A failed item's failure kind."],
-        "message": ["type": "string", "description": "Why a failed item failed, or why a blocked one was not tried."],
+        "message": ["type": "string", "description": "Why a failed item failed, why a blocked one was not tried, which output holds a skipped one's bytes."],
         "warning": ["type": "string", "description": "What a done item said though it rendered (an ignored ICC profile)."],
     ], optional: ["seconds", "kind", "message", "warning"], rules: [
         when(state: .done, require: ["seconds"]),
         when(state: .failed, require: ["seconds", "kind", "message"]),
         when(state: .blocked, require: ["message"]),
+        when(state: .skipped, require: ["message"]),
     ])
 
     private static let libvipsWarning = event("libvips-warning", "With -v: a distinct warning libvips gave while rendering a source.",
@@ -66,7 +67,7 @@ package enum RunEventSchema {
     ])
 
     private static let summary = event("summary", "The last line: the run's counts and how it ended.", [
-        "job": job, "done": count, "failed": count, "upToDate": count, "blocked": count, "knownFailures": count,
+        "job": job, "done": count, "failed": count, "upToDate": count, "blocked": count, "skipped": count, "knownFailures": count,
         "notRevalidated": count, "derived": count, "notStarted": count, "seconds": seconds, "workersStarted": count,
         "exitCode": ["type": "integer", "minimum": 0, "maximum": 255, "description": "The exit status the run returns."],
         "interrupted": ["type": ["integer", "null"], "description": "The signal that interrupted the run."],

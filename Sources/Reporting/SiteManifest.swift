@@ -160,6 +160,9 @@ package struct SiteManifestWriter {
             object["reason"] = quoting ? .string(item.errorMessage ?? "") : nil
         case .blocked:
             object["reason"] = quoting ? .string(item.errorMessage ?? "") : nil
+        case .skipped:
+            // Names an output and a width, never the source.
+            object["reason"] = .string(item.errorMessage ?? "")
         case .pending, .running:
             break
         }

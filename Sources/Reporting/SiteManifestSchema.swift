@@ -10,13 +10,14 @@ package enum SiteManifestSchema {
     private static let output: JSONValue = [
         "type": "object",
         "description": .string("One output of the source, by name. Every output has name, state and path; a done one its file's facts "
-            + "(absent only for items a runner before manifests rendered), a failed one its kind and reason, a blocked one its reason."),
+            + "(absent only for items a runner before manifests rendered), a failed one its kind and reason, a blocked or skipped one its reason."),
         "required": ["name", "state", "path"],
         "additionalProperties": false,
         "properties": [
             "name": ["type": "string", "description": "The output's name in the job file."],
             "state": ["enum": .array(ItemState.allCases.map { .string($0.rawValue) }),
-                      "description": "done: the file is there; failed and blocked: see reason; pending: not made yet."],
+                      "description": .string("done: the file is there; skipped: not made, a narrower output of its block holds its bytes (see reason; "
+                        + "it is in no set); failed and blocked: see reason; pending: not made yet.")],
             "path": ["type": "string", "description": "The output file, relative to the manifest's folder (`/` separated)."],
             "width": count, "height": count,
             "bytes": ["type": "integer", "minimum": 0, "description": "The file's size."],
@@ -26,8 +27,9 @@ package enum SiteManifestSchema {
             "warning": ["type": "string", "description": "What the item said though it rendered (an ignored ICC profile)."],
             "kind": ["enum": .array(ItemFailure.Kind.allCases.map { .string($0.rawValue) }),
                      "description": "A failed item's failure kind."],
-            "reason": ["type": "string", "description": .string("Why a failed item failed (the decoder's or system's message), or why a blocked one "
-                + "was not tried. Left out, as warning is, when sources are named by id (they may quote paths).")],
+            "reason": ["type": "string", "description": .string("Why a failed item failed (the decoder's or system's message), why a blocked one "
+                + "was not tried (both left out, as warning is, when sources are named by id: they may quote paths), or which output holds "
+                + "a skipped one's bytes (`same bytes as hero-800-webp: the source is 800 px wide`).")],
         ],
     ]
 

@@ -43,7 +43,17 @@ public struct Orphan: Sendable {
 /// source keys (16 MB each per million): what tells a recorded item or source from an orphan. A
 /// chance match only ever keeps a row or a file, so 64 bits do here where `DigestSet` needs 128.
 package struct CurrentItems {
-    package init() {}
+    /// `{hash}` outputs by name: their items are planned at a path with `{hash}` in it.
+    private let hashed: [String: PathTemplate]
+
+    package init(outputs: [OutputSpec]) {
+        hashed = Dictionary(outputs.compactMap { $0.template.hashSuffix == nil ? nil : ($0.name, $0.template) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    /// The path `recorded` was planned at: a `{hash}` output's with `{hash}` in place of its digits.
+    private func plannedPath(_ recorded: ItemRecord) -> String {
+        hashed[recorded.outputName]?.planned(from: recorded.outputPath) ?? recorded.outputPath
+    }
 
     private var items = Set<UInt64>()
     private var paths = Set<UInt64>()
@@ -58,7 +68,7 @@ package struct CurrentItems {
     }
 
     package func plans(_ recorded: ItemRecord) -> Bool {
-        items.contains(StableHash.value(recorded.key + "\0" + recorded.outputPath))
+        items.contains(StableHash.value(recorded.key + "\0" + plannedPath(recorded)))
     }
 
     /// Whether the job plans the source `key` (a recorded `source` row and its derived values).
@@ -69,7 +79,7 @@ package struct CurrentItems {
     /// `recorded` as an orphan, its file deleted first when `delete` is set and runner wrote it:
     /// recorded done at that path, still a regular file there, and no current item's output.
     package func orphan(_ recorded: ItemRecord, delete: Bool) -> Orphan {
-        let kept: Orphan.KeptBecause? = if paths.contains(StableHash.value(recorded.outputPath)) {
+        let kept: Orphan.KeptBecause? = if paths.contains(StableHash.value(plannedPath(recorded))) {
             .writtenByJob
         } else if recorded.state != .done {
             .notDone

@@ -65,7 +65,7 @@ extension StateStore {
         private static let recordedSQL = """
             SELECT item.\(Item.fingerprint), item.\(Item.outputPath), item.\(Item.state), item.\(Item.errorKind), run.\(Run.limits)
             FROM item LEFT JOIN run ON run.\(Run.id) = item.\(Item.runID)
-            WHERE item.\(Item.key) = ? AND item.\(Item.state) IN (\(ItemState.done.sql), \(ItemState.failed.sql))
+            WHERE item.\(Item.key) = ? AND item.\(Item.state) IN (\(ItemState.done.sql), \(ItemState.skipped.sql), \(ItemState.failed.sql))
             """
 
         private static func recorded(_ itemKey: String, in db: Database) throws -> LedgerEntry? {
@@ -85,8 +85,10 @@ extension StateStore {
                 }
                 // fingerprint, output_path and state are NOT NULL, and a failed item has a kind; run.limits may be NULL.
                 let fingerprint = String(sqliteStatement: raw, index: 0), outputPath = String(sqliteStatement: raw, index: 1)
-                if String(sqliteStatement: raw, index: 2) == ItemState.done.rawValue {
-                    return LedgerEntry(fingerprint: fingerprint, outputPath: outputPath)
+                switch String(sqliteStatement: raw, index: 2) {
+                case ItemState.done.rawValue: return LedgerEntry(fingerprint: fingerprint, outputPath: outputPath)
+                case ItemState.skipped.rawValue: return LedgerEntry(fingerprint: fingerprint, outputPath: outputPath, skipped: true)
+                default: break
                 }
                 let kind: ItemFailure.Kind = try DatabaseValue(sqliteStatement: raw, index: 3).stored(Item.errorKind, of: ItemRecord.self)
                 guard kind.canBeFinal else { return nil }

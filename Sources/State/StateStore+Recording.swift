@@ -56,7 +56,7 @@ extension StateStore {
             try RunRecord.filter(Run.id == runID).updateAll(
                 db, Run.endedAt.set(to: Date().timeIntervalSince1970), Run.done.set(to: summary.done), Run.failed.set(to: summary.failed),
                 Run.upToDate.set(to: summary.upToDate), Run.notRevalidated.set(to: summary.notRevalidated),
-                Run.blocked.set(to: summary.blocked), Run.outcome.set(to: summary.outcome), Run.exitCode.set(to: summary.exitCode))
+                Run.blocked.set(to: summary.blocked), Run.skipped.set(to: summary.skipped), Run.outcome.set(to: summary.outcome), Run.exitCode.set(to: summary.exitCode))
             // Items abandoned in flight (a second signal killed their workers) run again next time.
             try DeadRun.releaseItems(in: db)
         }
@@ -70,9 +70,11 @@ extension StateStore {
             \(Item.fingerprint) = ?1, \(Item.runID) = ?2, \(Item.updatedAt) = ?3
         WHERE \(Item.key) = ?4
         """
+    /// A skipped item stays skipped, with its message.
     private static let unchangedSQL = """
-        UPDATE item SET \(Item.state) = \(ItemState.done.sql), \(Item.fingerprint) = ?, \(Item.outputPath) = ?,
-            \(Item.errorKind) = NULL, \(Item.errorMessage) = NULL, \(Item.runID) = ?, \(Item.updatedAt) = ?
+        UPDATE item SET \(Item.state) = CASE \(Item.state) WHEN \(ItemState.skipped.sql) THEN \(Item.state) ELSE \(ItemState.done.sql) END,
+            \(Item.fingerprint) = ?, \(Item.outputPath) = ?, \(Item.errorKind) = NULL,
+            \(Item.errorMessage) = CASE \(Item.state) WHEN \(ItemState.skipped.sql) THEN \(Item.errorMessage) END, \(Item.runID) = ?, \(Item.updatedAt) = ?
         WHERE \(Item.key) = ?
         """
     /// A failure no worker started (a download, a vanished file) is a try too; `started` counted the others.
@@ -84,6 +86,11 @@ extension StateStore {
             \(Item.width) = ?10, \(Item.height) = ?11, \(Item.bytes) = ?12, \(Item.mediaType) = ?13, \(Item.contentHash) = ?14
         WHERE \(Item.key) = ?9
         """
+
+    /// Where item `key` was last recorded, whatever its state (a `{hash}` output's previous name).
+    package func recordedOutputPath(_ key: String) throws -> String? {
+        try database.read { db in try String.fetchOne(db, sql: "SELECT \(Item.outputPath) FROM item WHERE \(Item.key) = ?", arguments: [key]) }
+    }
 
     /// Applies a batch of item events in one transaction.
     package func record(_ events: [ItemEvent], runID: Int64) throws {
@@ -113,7 +120,7 @@ extension StateStore {
                 case .finished(let key, let outputPath, let outcome):
                     let failure = outcome.failure
                     try finished.execute(arguments: [outcome.state, outputPath, failure?.kind,
-                                                     failure?.message ?? outcome.blockedReason, outcome.warning, outcome.seconds,
+                                                     failure?.message ?? outcome.reason, outcome.warning, outcome.seconds,
                                                      runID, now, key] + Self.factArguments(outcome))
                 }
             }

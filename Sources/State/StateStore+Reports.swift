@@ -193,6 +193,8 @@ public struct RunRecord: Sendable, Codable {
     public let done: Int
     public let failed: Int
     public let blocked: Int
+    /// Not made: a narrower output of their block holds their bytes.
+    public let skipped: Int
     public internal(set) var outcome: RunOutcome
     public let exitCode: Int?
 }

@@ -381,6 +381,10 @@ public final class StateStore: Sendable {
                 );
                 """)
         }
+        migrator.registerMigration("v14: skipped items") { db in
+            // A run's items not made because a narrower output of their block holds their bytes (`ItemState.skipped`).
+            try db.execute(sql: "ALTER TABLE run ADD COLUMN skipped INTEGER NOT NULL DEFAULT 0")
+        }
         return migrator
     }
 }

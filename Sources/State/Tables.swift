@@ -54,7 +54,7 @@ extension RunRecord: FetchableRecord, TableRecord {
         static let id = Column("id"), startedAt = Column("started_at"), endedAt = Column("ended_at"), pid = Column("pid")
         static let runnerVersion = Column("runner_version"), vipsVersion = Column("vips_version"), limits = Column("limits")
         static let planned = Column("planned"), upToDate = Column("up_to_date"), notRevalidated = Column("not_revalidated")
-        static let done = Column("done"), failed = Column("failed"), blocked = Column("blocked")
+        static let done = Column("done"), failed = Column("failed"), blocked = Column("blocked"), skipped = Column("skipped")
         static let outcome = Column("outcome"), exitCode = Column("exit_code")
     }
 
@@ -64,7 +64,7 @@ extension RunRecord: FetchableRecord, TableRecord {
                   pid: row[Columns.pid], runnerVersion: row[Columns.runnerVersion], vipsVersion: row[Columns.vipsVersion],
                   planned: row[Columns.planned], upToDate: row[Columns.upToDate], notRevalidated: row[Columns.notRevalidated],
                   done: row[Columns.done], failed: row[Columns.failed], blocked: row[Columns.blocked],
-                  outcome: try row.stored(Columns.outcome, of: Self.self), exitCode: row[Columns.exitCode])
+                  skipped: row[Columns.skipped], outcome: try row.stored(Columns.outcome, of: Self.self), exitCode: row[Columns.exitCode])
     }
 }
 

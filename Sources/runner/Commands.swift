@@ -345,6 +345,8 @@ struct PreviewCommand: RunnerCommand {
             let name = file.output.padding(toLength: nameWidth, withPad: " ", startingAt: 0)
             let time = String(format: "%.3f s", file.seconds)
             switch file.result {
+            case .success where file.skipped != nil:
+                print("\(name)  skipped: \(file.skipped ?? "")")
             case .success(let image):
                 print("\(name)  \(Paths.lastComponent(file.path))  \(image.width)x\(image.height)  \(Format.bytes(image.bytes))  \(time)")
             case .failure(let failure):

@@ -12,10 +12,12 @@ struct RunEventTests {
         try workspace.copyFixtures(["photos/friends.jpg", "broken/truncated.jpg"], to: "in")
         try workspace.write(["/img/a.jpg", "/status/404/x.jpg", "/nocache/n.jpg"].map(server.url).joined(separator: "\n") + "\n", to: "urls.txt")
         // Output c fails on every source (process, decided by the content): known failures once revalidated.
+        // Block w's 9000 is skipped for every source: its 8000 makes each at its own width.
         let job = try workspace.writeJob("""
             {"version": 1, "sources": [{"path": "in"}, {"list": "urls.txt"}],
              "outputs": [{"name": "t", "path": "out/t/{dir}/{stem}.jpg", "chain": [{"op": "thumbnail", "width": 64, "fit": "inside"}], "format": {"type": "jpeg"}},
-                         {"name": "c", "path": "out/c/{dir}/{stem}.jpg", "chain": [{"op": "crop", "x": 100000, "y": 0, "width": 10, "height": 10}], "format": {"type": "jpeg"}}],
+                         {"name": "c", "path": "out/c/{dir}/{stem}.jpg", "chain": [{"op": "crop", "x": 100000, "y": 0, "width": 10, "height": 10}], "format": {"type": "jpeg"}},
+                         {"name": "w", "path": "out/w/{dir}/{stem}-{width}.jpg", "widths": [8000, 9000], "chain": [], "format": {"type": "jpeg"}}],
              "retry": {"initialDelay": 0.05, "maxDelay": 0.1}, "state": "state.sqlite"}
             """)
         // The first run is held at friends.jpg until a progress event is out.

@@ -62,10 +62,11 @@ struct WidthFormatBlockTests {
         let again = try workspace.run([job])
         #expect(again.status == 0 && again.stdout.contains("0 done, 0 failed, 14 up to date"), "\(again.stdout)\(again.stderr)")
 
-        // Without 240: its two outputs of each source are orphans, listed by prune and deleted with --delete.
+        // Without 240: its two outputs of each source are orphans, listed by prune and deleted with --delete;
+        // 480's next narrower width is now 120, which decides whether it is made (BlockWidthsAboveTheSourceTests): redone.
         _ = try blockJob(workspace, widths: [120, 480], plain: true, copy: false)
         let replanned = try workspace.run(["plan", job])
-        #expect(replanned.stdout.contains("0 to run") && replanned.stdout.contains("10 up to date")
+        #expect(replanned.stdout.contains("4 to run") && replanned.stdout.contains("6 up to date")
                 && replanned.stdout.contains("4 orphaned"), "\(replanned.stdout)")
         let listed = try workspace.run(["prune", job])
         #expect(listed.status == 0, "\(listed.stderr)")
@@ -75,7 +76,7 @@ struct WidthFormatBlockTests {
         #expect(try workspace.run(["prune", job, "--delete"]).status == 0)
         #expect(workspace.files(in: "site/img") == expected.filter { !$0.contains("-240.") }.sorted())
         let last = try workspace.run([job])
-        #expect(last.stdout.contains("0 done, 0 failed, 10 up to date"), "\(last.stdout)")
+        #expect(last.stdout.contains("4 done, 0 failed, 6 up to date"), "\(last.stdout)")
     }
 
     @Test("job-file errors name the exact key: widths, formats, format with formats, the tokens a block's path needs")
@@ -222,5 +223,101 @@ extension SiteManifestTests {
         let jsonl = try workspace.run(["manifest", job, "--jsonl", "--out", "site/images.jsonl"])
         #expect(jsonl.status == 0, "\(jsonl.stderr)")
         #expect(try check(workspace, ["site/images.jsonl"]) == "ok")
+    }
+}
+
+/// Issue 32, point 7: eleventy-img's rule. A block's width above the source's is not made when a
+/// narrower width already makes the source at its own width (the bytes would be the same).
+@Suite("Width blocks make no duplicate bytes above the source's width", .serialized)
+struct BlockWidthsAboveTheSourceTests {
+    /// `name` made from a real photo at exactly `width` x `height` (fig-bowl is 960x649).
+    private func photo(_ workspace: Workspace, _ name: String, _ width: Int, _ height: Int) throws {
+        try VipsCLI.run("vips", ["thumbnail", Fixtures.path("photos/fig-bowl.jpg"), workspace.path("in/" + name), "\(width)",
+                                 "--height", "\(height)", "--size", "force"])
+    }
+
+    private func writeJob(_ workspace: Workspace, widths: [Int]) throws -> String {
+        try workspace.writeJob("""
+            {"version": 1, "sources": [{"path": "in"}],
+             "outputs": [{"name": "hero", "path": "site/img/{stem}-{width}.{format}", "widths": \(widths), "formats": ["webp", "jpeg"], "chain": []}],
+             "manifest": {"path": "site/images.json"}, "state": "state/job.sqlite"}
+            """)
+    }
+
+    /// Each source's outputs in the manifest by name: state, width, reason; and its sets' widths per format.
+    private func manifest(_ workspace: Workspace) throws -> [String: (outputs: [String: [String: Any]], sets: [String: [Int]])] {
+        let data = try Data(contentsOf: URL(fileURLWithPath: workspace.path("site/images.json")))
+        let document = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        var sources: [String: (outputs: [String: [String: Any]], sets: [String: [Int]])] = [:]
+        for source in try #require(document["sources"] as? [[String: Any]]) {
+            let stem = try #require((source["key"] as? String).map { URL(fileURLWithPath: $0).deletingPathExtension().lastPathComponent })
+            let outputs = try #require(source["outputs"] as? [[String: Any]])
+            let formats = (source["sets"] as? [String: [[String: Any]]])?["hero"] ?? []
+            sources[stem] = (Dictionary(uniqueKeysWithValues: outputs.map { ($0["name"] as? String ?? "", $0) }),
+                             Dictionary(uniqueKeysWithValues: formats.map { format in
+                                 (format["format"] as? String ?? "", (format["images"] as? [[String: Any]] ?? []).map { $0["width"] as? Int ?? 0 })
+                             }))
+        }
+        return sources
+    }
+
+    @Test("800, 1000 and 2000 px sources and a turned one through widths 400/800/1600: what is made, skipped, listed, rerun and redone")
+    func skipsWidthsAboveTheSource() throws {
+        let workspace = try Workspace()
+        try FileManager.default.createDirectory(atPath: workspace.path("in"), withIntermediateDirectories: true)
+        try photo(workspace, "small.png", 800, 600)
+        try photo(workspace, "mid.jpg", 1000, 750)
+        try photo(workspace, "big.jpg", 2000, 1500)
+        // Stored 600 wide, shown 400 wide: the width that counts is the one the outputs show.
+        try photo(workspace, "turned.jpg", 600, 400)
+        try ExifTool.write(["-Orientation#=6"], into: workspace.path("in/turned.jpg"))
+
+        // Without 800, small's 1600 makes it at its own 800: nothing is skipped yet.
+        var job = try writeJob(workspace, widths: [400, 1600])
+        var run = try workspace.run([job])
+        // turned: 1600 holds what 400 does (shown 400 wide), so it is skipped in both formats.
+        #expect(run.status == 0 && run.stdout.contains("14 done, 0 failed, 0 up to date, 2 skipped (same bytes as a narrower output)"),
+                "\(run.stdout)\(run.stderr)")
+        #expect(ImageProbe.open(workspace.path("site/img/small-1600.webp"))?.width == 800)
+
+        // With 800: small's 1600 is the same bytes as its 800, so it is skipped and its file from before removed.
+        job = try writeJob(workspace, widths: [400, 800, 1600])
+        run = try workspace.run([job])
+        // The 800s are new and the 1600s' narrower widths changed: small's 1600 and turned's 800 and 1600 are skipped.
+        #expect(run.status == 0 && run.stdout.contains("10 done, 0 failed, 8 up to date, 6 skipped"), "\(run.stdout)\(run.stderr)")
+        var made: [String] = []
+        for (stem, widths) in [("small", [400, 800]), ("mid", [400, 800, 1600]), ("big", [400, 800, 1600]), ("turned", [400])] {
+            for width in widths { made += ["\(stem)-\(width).webp", "\(stem)-\(width).jpg"] }
+        }
+        #expect(workspace.files(in: "site/img") == made.sorted())
+        // The original's own width is made once, under the first width above it.
+        #expect(ImageProbe.open(workspace.path("site/img/mid-1600.webp"))?.width == 1000)
+        #expect(ImageProbe.open(workspace.path("site/img/big-1600.jpg"))?.width == 1600)
+        #expect(ImageProbe.open(workspace.path("site/img/turned-400.jpg")).map { [$0.width, $0.height] } == [400, 600])
+
+        var listed = try manifest(workspace)
+        let small = try #require(listed["small"])
+        #expect(small.outputs["hero-1600-webp"]?["state"] as? String == "skipped")
+        #expect(small.outputs["hero-1600-webp"]?["reason"] as? String == "same bytes as hero-800-webp: the source is 800 px wide")
+        #expect(small.outputs["hero-1600-jpeg"]?["reason"] as? String == "same bytes as hero-800-jpeg: the source is 800 px wide")
+        // srcset from the sets: each width once, the source's own the widest.
+        #expect(small.sets == ["webp": [400, 800], "jpeg": [400, 800]])
+        #expect(listed["mid"]?.sets == ["webp": [400, 800, 1000], "jpeg": [400, 800, 1000]])
+        #expect(listed["turned"]?.sets == ["webp": [400], "jpeg": [400]])
+        #expect(listed["turned"]?.outputs["hero-800-webp"]?["reason"] as? String == "same bytes as hero-400-webp: the source is 400 px wide")
+        let status = try workspace.run(["status", job])
+        #expect(status.stdout.contains("6 skipped"), "\(status.stdout)")
+
+        // Nothing changed: every item is up to date, the skipped ones without a file.
+        run = try workspace.run([job])
+        #expect(run.status == 0 && run.stdout.contains("0 done, 0 failed, 24 up to date"), "\(run.stdout)\(run.stderr)")
+
+        // small grows to 1200 px: its 1600 is made, at 1200.
+        try photo(workspace, "small.png", 1200, 900)
+        run = try workspace.run([job])
+        #expect(run.status == 0 && run.stdout.contains("6 done") && run.stdout.contains("18 up to date"), "\(run.stdout)\(run.stderr)")
+        #expect(ImageProbe.open(workspace.path("site/img/small-1600.webp"))?.width == 1200)
+        listed = try manifest(workspace)
+        #expect(listed["small"]?.sets == ["webp": [400, 800, 1200], "jpeg": [400, 800, 1200]])
     }
 }

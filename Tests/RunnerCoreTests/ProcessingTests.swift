@@ -21,10 +21,11 @@ struct Render {
             """, filePath: workspace.path("job.json"))
         outputPath = workspace.path("out/result.\(fileExtension)")
         let pipeline = ImagePipeline(outputs: job.outputs, limits: job.limits, stagingOwner: getpid())
-        switch pipeline.render(sourcePath: Fixtures.path(source), requests: [.init(outputIndex: 0, path: outputPath)]).outcomes[0] {
+        let outcome = pipeline.render(sourcePath: Fixtures.path(source), requests: [.init(outputIndex: 0, path: outputPath)]).outcomes[0]
+        switch outcome {
         case .done(let rendered, _): result = .success(rendered)
         case .failed(let failure, _): result = .failure(failure)
-        case .blocked(let reason): result = .failure(ItemFailure(.process, "blocked: \(reason)"))
+        case .blocked, .skipped: result = .failure(ItemFailure(.process, "not made: \(outcome.reason ?? "")"))
         }
         if case .success(let rendered) = result {
             #expect(AtomicFile.publish([.init(temporary: rendered.temporary, path: outputPath)]) == [nil])
