@@ -1,7 +1,5 @@
 import Support
-import Model
 import Keys
-import Imaging
 /// An output path such as `../out/thumbs/{dir}/{stem}.webp`.
 ///
 /// Tokens: `{stem}`, `{ext}` (the source's name without and its extension), `{dir}` (the source's

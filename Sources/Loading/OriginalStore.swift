@@ -1,9 +1,6 @@
 internal import CCurl
 internal import CSystem
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 import Support
 
 /// Starts an original's writeback as soon as it is written, before hashing: the disk works while

@@ -1,11 +1,7 @@
 import Foundation
 import Synchronization
-#if canImport(Glibc)
-import Glibc
-#endif
 import Support
 import Model
-import Keys
 import JobFile
 import Planning
 import State

@@ -1,6 +1,5 @@
 import Foundation
 import Model
-import JobFile
 import Planning
 
 /// A source ready for an image worker, with the bookkeeping the supervisor keeps for it.

@@ -1,12 +1,8 @@
 internal import CCurl
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 import Support
 import Model
 import JobFile
-import Planning
 
 /// One transfer in flight: owns its curl easy handle, header list, error buffer, and the body
 /// received so far (in memory, or spilled to the temporary file).

@@ -1,8 +1,5 @@
 package import CSystem
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 import Support
 
 /// Writes outputs so that no file under a final name is ever partial, in two steps.

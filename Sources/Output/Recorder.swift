@@ -1,8 +1,6 @@
 import Foundation
 import Synchronization
 import Model
-import Keys
-import JobFile
 import State
 
 /// Collects item events from the worker slots and writes them to the state database in batched

@@ -1,11 +1,6 @@
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 import Support
 import Model
-import Keys
-import Imaging
 import JobFile
 
 /// What the state database says about an item finished earlier: done, or failed for a reason

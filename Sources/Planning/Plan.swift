@@ -1,10 +1,6 @@
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 import Support
 import Model
-import JobFile
 
 /// How many items a plan has in each status.
 public struct PlanCounts: Sendable {

@@ -1,11 +1,7 @@
 internal import CSystem
 import Foundation
 import Synchronization
-#if canImport(Glibc)
-import Glibc
-#endif
 import Support
-import Model
 
 /// The sources a run will work on, written once by the planning pass and read back in order,
 /// so a run's memory does not grow with its length. The file sits beside the state database

@@ -1,11 +1,7 @@
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 import Support
 import Model
 import Keys
-import Imaging
 import JobFile
 
 /// A source found by expanding the job's `sources`: a local file or a remote address.

@@ -1,9 +1,5 @@
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 import Support
-import Imaging
 import JobFile
 
 /// A shard's last complete plan, kept by its state database (`StateStore.PlanningPass`): the own

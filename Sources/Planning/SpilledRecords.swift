@@ -1,8 +1,5 @@
 internal import CSystem
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 import Support
 
 /// A temporary file that could not be made, written or read back (a full or read-only disk).

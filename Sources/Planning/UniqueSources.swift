@@ -1,8 +1,5 @@
 internal import CSystem
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 import Support
 
 /// Passes each discovered source on once (the first time its key is seen), in memory that stops

@@ -1,8 +1,5 @@
 package import CVips
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 import Support
 import Model
 import Imaging

@@ -1,7 +1,6 @@
 import Foundation
 import Synchronization
 import Model
-import JobFile
 
 /// The supervisor's first message to a new worker.
 package struct WorkerHello: Codable, Sendable {

@@ -1,8 +1,5 @@
 import Foundation
 import Synchronization
-#if canImport(Glibc)
-import Glibc
-#endif
 import Support
 
 /// A supervised image worker: this same executable started as `runner worker`, fed tasks over

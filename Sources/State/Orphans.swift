@@ -1,10 +1,5 @@
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 import Support
-import Keys
-import JobFile
 import Planning
 
 /// A recorded item the job no longer plans at its recorded path: its source is gone, its output

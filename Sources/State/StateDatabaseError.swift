@@ -1,7 +1,6 @@
 import Foundation
 import GRDB
 import Support
-import Model
 
 /// The job's state database could not be used: runner says which file and why, and never
 /// replaces the file or starts the job over on its own.

@@ -1,8 +1,5 @@
 import Foundation
 import Synchronization
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// Newline-framed JSON messages over a pair of pipe descriptors: the wire between the
 /// supervisor and its worker processes. JSON never contains a raw newline, so one line is one message.

@@ -1,5 +1,4 @@
 internal import CVips
-import Model
 import Keys
 
 /// Cut a region: by box (`x`, `y`, `width`, `height`), by `width`/`height` placed with `gravity`,

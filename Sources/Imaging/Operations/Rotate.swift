@@ -1,5 +1,4 @@
 internal import CVips
-import Model
 import Keys
 
 /// Rotate clockwise by `angle` degrees. Multiples of 90 are lossless (no resampling); any other

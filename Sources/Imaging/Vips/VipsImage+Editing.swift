@@ -1,5 +1,4 @@
 package import CVips
-import Model
 
 /// Small building blocks the chain ops share: band bookkeeping, colours in the image's own
 /// range, constant layers and compositing. Each wraps one or two libvips calls.

@@ -1,6 +1,5 @@
 package import CVips
 import Foundation
-import Model
 import Synchronization
 
 /// The one Swift owner of a `VipsImage*`: `deinit` drops the reference it took.
