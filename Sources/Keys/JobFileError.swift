@@ -22,10 +22,7 @@ public struct JobFileError: Error, Equatable, CustomStringConvertible, Sendable 
     }
 
     package init(_ location: String, _ message: String, member: String?, position: Position? = nil) {
-        self.location = location
-        self.message = message
-        self.member = member
-        self.position = position
+        (self.location, self.message, self.member, self.position) = (location, message, member, position)
     }
 
     package init(syntax: JSONSyntaxError) {

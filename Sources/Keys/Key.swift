@@ -307,9 +307,7 @@ public struct TaggedShape: Sendable {
         package let shape: ObjectShape
 
         package init(names: [String], summary: String, shape: ObjectShape) {
-            self.names = names
-            self.summary = summary
-            self.shape = shape
+            (self.names, self.summary, self.shape) = (names, summary, shape)
         }
     }
 
@@ -320,10 +318,7 @@ public struct TaggedShape: Sendable {
     package let variants: [Variant]
 
     package init(tag: String, noun: String, summary: String, variants: [Variant]) {
-        self.tag = tag
-        self.noun = noun
-        self.summary = summary
-        self.variants = variants
+        (self.tag, self.noun, self.summary, self.variants) = (tag, noun, summary, variants)
     }
 
     /// The tag must be one of the variants' names; each variant's keys then apply (`if`/`then`, so

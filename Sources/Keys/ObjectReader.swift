@@ -20,8 +20,7 @@ public final class ObjectReader {
         guard case .object(let fields) = value else {
             throw JobFileError(path, "must be an object, not \(value.kindName)")
         }
-        self.path = path
-        self.fields = fields
+        (self.path, self.fields) = (path, fields)
     }
 
     package convenience init(_ value: JSONValue, path: String, shape: ObjectShape) throws {

@@ -38,8 +38,7 @@ final class Transfer {
          buffer: [UInt8]) throws(DownloadFailure) {
         self.request = request
         memory = buffer
-        self.attempt = attempt
-        self.host = host
+        (self.attempt, self.host) = (attempt, host)
         limit = settings.maxDownloadBytes
         timeout = settings.timeout
         guard let easy = curl_easy_init() else { throw DownloadFailure(reason: .local, detail: "curl_easy_init failed") }

@@ -30,8 +30,7 @@ package enum AtomicFile {
         package let path: String
 
         package init(temporary: String, path: String) {
-            self.temporary = temporary
-            self.path = path
+            (self.temporary, self.path) = (temporary, path)
         }
     }
 

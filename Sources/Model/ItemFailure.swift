@@ -29,8 +29,7 @@ public struct ItemFailure: Error, Sendable, Codable, Equatable, CustomStringConv
     public let message: String
 
     public init(_ kind: Kind, _ message: String) {
-        self.kind = kind
-        self.message = message
+        (self.kind, self.message) = (kind, message)
     }
 
     /// Worth another attempt within the same run: only a worker crash, which the same input

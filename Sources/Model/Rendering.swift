@@ -4,8 +4,7 @@ package struct OutputRequest: Sendable, Codable, Equatable {
     package let path: String
 
     package init(outputIndex: Int, path: String) {
-        self.outputIndex = outputIndex
-        self.path = path
+        (self.outputIndex, self.path) = (outputIndex, path)
     }
 }
 

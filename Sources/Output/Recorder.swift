@@ -25,10 +25,7 @@ package final class Recorder: Sendable {
     /// database was deleted), so the run stops rather than work on with nothing recorded.
     package init(store: StateStore, runID: Int64, onFailure: @escaping @Sendable (any Error) -> Void = { _ in },
          onCommitted: @escaping @Sendable ([ItemEvent]) -> Void) {
-        self.store = store
-        self.runID = runID
-        self.onFailure = onFailure
-        self.onCommitted = onCommitted
+        (self.store, self.runID, self.onFailure, self.onCommitted) = (store, runID, onFailure, onCommitted)
         let thread = Thread { [self] in flushLoop() }
         thread.name = "runner.recorder"
         thread.start()

@@ -12,9 +12,7 @@ package struct LedgerEntry: Sendable, Codable {
     package var failedUnder: String? = nil
 
     package init(fingerprint: String, outputPath: String, failureKind: ItemFailure.Kind? = nil, failedUnder: String? = nil) {
-        self.fingerprint = fingerprint
-        self.outputPath = outputPath
-        self.failureKind = failureKind
+        (self.fingerprint, self.outputPath, self.failureKind) = (fingerprint, outputPath, failureKind)
         self.failedUnder = failedUnder
     }
 }
@@ -39,10 +37,7 @@ package struct PlanningState: PlanningLookup, Sendable {
 
     package init(ledger: [String: LedgerEntry] = [:], originals: [String: CachedOriginal] = [:], blacklist: [String: BlacklistEntry] = [:],
                  derived: [String: DerivedLedger] = [:]) {
-        self.ledger = ledger
-        self.originals = originals
-        self.blacklist = blacklist
-        self.derived = derived
+        (self.ledger, self.originals, self.blacklist, self.derived) = (ledger, originals, blacklist, derived)
     }
 
     package func recorded(_ itemKey: String) -> LedgerEntry? { ledger[itemKey] }
@@ -64,8 +59,7 @@ package struct Classifier: Sendable {
     package let limitsDigest: String
 
     package init(job: Job, vipsVersion: String) {
-        self.job = job
-        self.vipsVersion = vipsVersion
+        (self.job, self.vipsVersion) = (job, vipsVersion)
         outputDigests = job.outputs.map { StableHash.hex($0.recipe, RunnerVersion.string, vipsVersion) }
         limitsDigest = StableHash.hex(job.limits.identifier, job.outputs.map { $0.frames.map(String.init) ?? "-" }.joined(separator: ","))
     }

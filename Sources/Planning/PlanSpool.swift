@@ -63,8 +63,7 @@ package final class PlannedSources: Sendable {
     package let count: Int
 
     fileprivate init(descriptor: Int32, count: Int) {
-        self.descriptor = descriptor
-        self.count = count
+        (self.descriptor, self.count) = (descriptor, count)
         channel = Mutex(LineChannel(input: descriptor, output: -1))
     }
 

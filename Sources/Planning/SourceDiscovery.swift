@@ -25,8 +25,7 @@ package struct SourceEntry: Sendable, Equatable, Codable {
     package let line: String?
 
     package init(spec: Int, line: String?) {
-        self.spec = spec
-        self.line = line
+        (self.spec, self.line) = (spec, line)
     }
 }
 

@@ -92,8 +92,7 @@ package struct WalkedPath: Equatable, Sendable {
     package let seen: Seen
 
     package init(path: String, seen: Seen) {
-        self.path = path
-        self.seen = seen
+        (self.path, self.seen) = (path, seen)
     }
 
     package init(_ path: String, folder identity: FileIdentity) {

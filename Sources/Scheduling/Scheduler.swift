@@ -52,13 +52,9 @@ package final class Scheduler: Sendable {
 
     package init(local: @escaping LocalSource, downloaded: TaskQueue, settings: Settings, launcher: WorkerLauncher,
                  control: RunControl, recorder: Recorder, reporter: Reporter) {
-        self.settings = settings
-        self.launcher = launcher
+        (self.settings, self.launcher) = (settings, launcher)
         hungrySlots = Atomic(settings.slots)
-        self.local = local
-        self.downloaded = downloaded
-        self.control = control
-        self.recorder = recorder
+        (self.local, self.downloaded, self.control, self.recorder) = (local, downloaded, control, recorder)
         self.reporter = reporter
     }
 

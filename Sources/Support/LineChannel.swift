@@ -14,8 +14,7 @@ package final class LineChannel {
     private var chunk = [UInt8](repeating: 0, count: 65_536)
 
     package init(input: Int32, output: Int32) {
-        self.input = input
-        self.output = output
+        (self.input, self.output) = (input, output)
     }
 
     /// The next message. Throws `closed` at end of stream (the peer exited or closed its end),

@@ -12,8 +12,7 @@ package final class VipsImageHandle {
 
     /// Takes ownership of a reference returned by a libvips call.
     package init(taking pointer: UnsafeMutablePointer<VipsImage>, retaining source: SourceBytes?) {
-        self.pointer = pointer
-        self.retainedSource = source
+        (self.pointer, self.retainedSource) = (pointer, source)
     }
 
     deinit { g_object_unref(UnsafeMutableRawPointer(pointer)) }
@@ -176,8 +175,7 @@ package struct VipsError: Error, CustomStringConvertible {
     package let message: String
 
     package init(operation: String, message: String) {
-        self.operation = operation
-        self.message = message
+        (self.operation, self.message) = (operation, message)
     }
 
     /// Reads and clears libvips' error buffer right after the failing call.
