@@ -26,6 +26,13 @@ extension DerivedValue {
     package static var keys: [any KeyDeclaration] { [] }
 }
 
+/// A value with no settings.
+package protocol PlainDerivedValue: DerivedValue { init() }
+
+extension PlainDerivedValue {
+    package init(reading settings: ObjectReader) throws { self.init() }
+}
+
 /// Every value `derive` may list, by name.
 package let derivedValueCatalogue: [any DerivedValue.Type] = [
     ThumbHash.self,
