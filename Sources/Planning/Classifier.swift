@@ -98,9 +98,7 @@ package struct Classifier: Sendable {
             } else {
                 entry.outputPath == source.items[index].outputPath
             }
-            if stands {
-                source.items[index].recorded = entry
-            }
+            if stands { source.items[index].recorded = entry }
         }
         switch source.identity {
         case .file, .content, .notRegular: break
