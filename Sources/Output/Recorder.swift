@@ -40,9 +40,7 @@ package final class Recorder: Sendable {
     /// Writes everything still queued and stops the flush thread.
     package func close() throws {
         stopped.withLock { $0 = true }
-        wake.lock()
-        wake.signal()
-        wake.unlock()
+        wake.withLock { wake.signal() }
         flushed.wait()
         if let error = failure.withLock({ $0 }) { throw error }
     }
@@ -67,9 +65,7 @@ package final class Recorder: Sendable {
                 if first { onFailure(error) }
             }
             if isStopping { break }
-            wake.lock()
-            _ = wake.wait(until: Date().addingTimeInterval(Self.flushInterval))
-            wake.unlock()
+            _ = wake.withLock { wake.wait(until: Date().addingTimeInterval(Self.flushInterval)) }
         }
         flushed.signal()
     }
