@@ -168,9 +168,7 @@ extension Job {
             } else {
                 // The exactlyOne rule leaves a URL.
                 let url = try source.read(Source.url)
-                guard RemoteURL(url) != nil else {
-                    throw source.error(Source.url, "must be an absolute http:// or https:// URL")
-                }
+                guard RemoteURL(url) != nil else { throw source.error(Source.url, "must be an absolute http:// or https:// URL") }
                 spec = .url(url, key: try source.optional(Source.key), headers: try source.read(Source.headers))
             }
             try source.finish()

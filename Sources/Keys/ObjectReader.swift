@@ -17,9 +17,7 @@ public final class ObjectReader {
 
     /// An object that declares its keys once it knows what it is (`declareChoice`).
     package init(_ value: JSONValue, path: String) throws {
-        guard case .object(let fields) = value else {
-            throw JobFileError(path, "must be an object, not \(value.kindName)")
-        }
+        guard case .object(let fields) = value else { throw JobFileError(path, "must be an object, not \(value.kindName)") }
         (self.path, self.fields) = (path, fields)
     }
 

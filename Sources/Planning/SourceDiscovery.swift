@@ -220,9 +220,7 @@ package struct SourceDiscovery {
     }
 
     private static func unlistable(_ path: String, location: String, errno code: Int32) -> JobFileError {
-        if code == ENOENT && Paths.hasUnnamableBytes(path) {
-            return JobFileError(location, "\(path): \(Paths.unnamable)")
-        }
+        if code == ENOENT && Paths.hasUnnamableBytes(path) { return JobFileError(location, "\(path): \(Paths.unnamable)") }
         return JobFileError(location, "\(path): \(String(cString: strerror(code))) (a folder runner cannot list: fix its permissions, or move it out of the source)")
     }
 

@@ -83,9 +83,7 @@ package struct DerivedValues: Sendable {
         let types = Dictionary(uniqueKeysWithValues: derivedValueCatalogue.map { ($0.name, $0) })
         switch element {
         case .string(let name):
-            guard let type = types[name] else {
-                throw JobFileError(path, Suggestion.unknown("value", name, known: types.keys))
-            }
+            guard let type = types[name] else { throw JobFileError(path, Suggestion.unknown("value", name, known: types.keys)) }
             return try type.init(reading: ObjectReader(.object([:]), path: path, shape: ObjectShape(type.keys)))
         case .object:
             let reader = try ObjectReader(element, path: path)
