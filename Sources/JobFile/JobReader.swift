@@ -262,10 +262,8 @@ extension Job {
                     throw JobFileError(place, Suggestion.unknown("format", written, known: encoderCatalogue.map { $0.type }))
                 }
                 return try readEncoder(try ObjectReader(JSONValue.object(["type": JSONValue.string(written)]), path: place))
-            case .object:
-                return try readEncoder(try ObjectReader(element, path: place))
-            default:
-                throw JobFileError(place, "must be a format object or a type, not \(element.kindName)")
+            case .object: return try readEncoder(try ObjectReader(element, path: place))
+            default: throw JobFileError(place, "must be a format object or a type, not \(element.kindName)")
             }
         }
     }

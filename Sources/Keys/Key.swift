@@ -242,8 +242,7 @@ public enum KeyRule: Sendable {
         case .atLeastOne(let keys):
             let listed = keys.dropLast().joined(separator: ", ") + " or \(keys.last ?? "")"
             return keys.contains(where: given) ? nil : JobFileError(location(keys[0]), "\(listed) is required")
-        case .onlyWith:
-            return nil
+        case .onlyWith: return nil
         }
     }
 }

@@ -215,8 +215,7 @@ private final class WorkerSlot {
         }
         var derived: [SourceDerivation.Value] = []
         switch reply.derivation {
-        case .computed(let derivation)? where task.derivation != nil:
-            derived = derivation.values
+        case .computed(let derivation)? where task.derivation != nil: derived = derivation.values
         case .failed(let failure)?:
             // Not stored: the next run tries again. A source whose outputs failed says so already.
             if !reply.outcomes.contains(where: { $0.failure != nil }) { scheduler.reporter.notice("derive: \(task.location): \(failure)") }

@@ -91,8 +91,7 @@ package struct DerivedValues: Sendable {
             let derived = try type.init(reading: reader)
             try reader.finish()
             return derived
-        default:
-            throw JobFileError(path, "must be a value's name or an object naming it in \"value\", not \(element.kindName)")
+        default: throw JobFileError(path, "must be a value's name or an object naming it in \"value\", not \(element.kindName)")
         }
     }
 }
