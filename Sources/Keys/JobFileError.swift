@@ -17,9 +17,7 @@ public struct JobFileError: Error, Equatable, CustomStringConvertible, Sendable 
         public let column: Int
     }
 
-    public init(_ location: String, _ message: String) {
-        self.init(location, message, member: nil)
-    }
+    public init(_ location: String, _ message: String) { self.init(location, message, member: nil) }
 
     package init(_ location: String, _ message: String, member: String?, position: Position? = nil) {
         (self.location, self.message, self.member, self.position) = (location, message, member, position)

@@ -252,9 +252,7 @@ public struct ObjectShape: Sendable {
     package let keys: [any KeyDeclaration]
     package let rules: [KeyRule]
 
-    package init(_ keys: [any KeyDeclaration], rules: [KeyRule] = []) {
-        (self.keys, self.rules) = (keys, rules)
-    }
+    package init(_ keys: [any KeyDeclaration], rules: [KeyRule] = []) { (self.keys, self.rules) = (keys, rules) }
 
     /// `extra` adds properties that are not keys of the shape (a tag such as `op`).
     package func schema(description: String, extra: [String: JSONValue] = [:], required extraRequired: [String] = []) -> [String: JSONValue] {

@@ -29,9 +29,7 @@ package enum AtomicFile {
         package let temporary: String
         package let path: String
 
-        package init(temporary: String, path: String) {
-            (self.temporary, self.path) = (temporary, path)
-        }
+        package init(temporary: String, path: String) { (self.temporary, self.path) = (temporary, path) }
     }
 
     /// The name a file is written under beside `path` until it is complete: hidden, and naming

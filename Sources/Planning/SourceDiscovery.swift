@@ -24,9 +24,7 @@ package struct SourceEntry: Sendable, Equatable, Codable {
     package let spec: Int
     package let line: String?
 
-    package init(spec: Int, line: String?) {
-        (self.spec, self.line) = (spec, line)
-    }
+    package init(spec: Int, line: String?) { (self.spec, self.line) = (spec, line) }
 }
 
 /// Expands the job's `sources` in a stable order, each spec through its kind's listing

@@ -91,25 +91,15 @@ package struct WalkedPath: Equatable, Sendable {
     package let path: String
     package let seen: Seen
 
-    package init(path: String, seen: Seen) {
-        (self.path, self.seen) = (path, seen)
-    }
+    package init(path: String, seen: Seen) { (self.path, self.seen) = (path, seen) }
 
-    package init(_ path: String, folder identity: FileIdentity) {
-        self.init(path: path, seen: .read(identity))
-    }
+    package init(_ path: String, folder identity: FileIdentity) { self.init(path: path, seen: .read(identity)) }
 
-    package init(missing path: String) {
-        self.init(path: path, seen: .missing)
-    }
+    package init(missing path: String) { self.init(path: path, seen: .missing) }
 
-    package init(absent path: String) {
-        self.init(path: path, seen: .absent)
-    }
+    package init(absent path: String) { self.init(path: path, seen: .absent) }
 
-    package init(_ path: String, entryIsFolder: Bool) {
-        self.init(path: path, seen: entryIsFolder ? .folder : .other)
-    }
+    package init(_ path: String, entryIsFolder: Bool) { self.init(path: path, seen: entryIsFolder ? .folder : .other) }
 
     /// Whether `path` is a folder, something else, or nothing, as `stat` (following symlinks) says now.
     package init(kindAt path: String) {

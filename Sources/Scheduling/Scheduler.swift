@@ -150,9 +150,7 @@ private final class WorkerSlot {
     /// never waits for the supervisor between images (that wait was ~10% of a small thumbnail's time).
     private static let tasksInFlight = 2
 
-    init(scheduler: Scheduler) {
-        self.scheduler = scheduler
-    }
+    init(scheduler: Scheduler) { self.scheduler = scheduler }
 
     func run() {
         defer {

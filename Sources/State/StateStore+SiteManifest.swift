@@ -3,9 +3,7 @@ import GRDB
 import Model
 
 extension SiteManifestItem: FetchableRecord {
-    package init(row: Row) throws {
-        self.init(item: try ItemRecord(row: row), url: row[CachedOriginal.Columns.url])
-    }
+    package init(row: Row) throws { self.init(item: try ItemRecord(row: row), url: row[CachedOriginal.Columns.url]) }
 }
 
 extension StateStore {

@@ -13,9 +13,7 @@ package final class LineChannel {
     private let encoder = JSONEncoder()
     private var chunk = [UInt8](repeating: 0, count: 65_536)
 
-    package init(input: Int32, output: Int32) {
-        (self.input, self.output) = (input, output)
-    }
+    package init(input: Int32, output: Int32) { (self.input, self.output) = (input, output) }
 
     /// The next message. Throws `closed` at end of stream (the peer exited or closed its end),
     /// `malformed` for a line that is not the expected message (a broken peer, not a dead one), and

@@ -174,9 +174,7 @@ package struct VipsError: Error, CustomStringConvertible {
     package let operation: String
     package let message: String
 
-    package init(operation: String, message: String) {
-        (self.operation, self.message) = (operation, message)
-    }
+    package init(operation: String, message: String) { (self.operation, self.message) = (operation, message) }
 
     /// Reads and clears libvips' error buffer right after the failing call.
     /// Each worker process runs one image at a time, so the buffer holds only this call's text.
