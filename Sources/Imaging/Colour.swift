@@ -1,5 +1,4 @@
 import Support
-import Model
 import Keys
 /// A colour written `#rgb`, `#rrggbb` or `#rrggbbaa` in a job file.
 package struct Colour: Sendable, Equatable {

@@ -79,10 +79,8 @@ extension ImageHeader {
             let shrink = Double(displayWidth) / Double(max(frame.width, 1))
             let factor = shrink >= 16 ? 8 : shrink >= 8 ? 4 : shrink >= 4 ? 2 : 1
             return full / (factor * factor) + full / 6
-        case .webp, .avif:
-            return min(full, 4 * frame.width * frame.height)
-        case .png, .gif, .tiff, .other:
-            return full
+        case .webp, .avif: return min(full, 4 * frame.width * frame.height)
+        case .png, .gif, .tiff, .other: return full
         }
     }
 }

@@ -53,9 +53,7 @@ package protocol LoadingOperation: ImageOperation {
 package struct OperationContext: Sendable {
     package let baseDirectory: String
 
-    package init(baseDirectory: String) {
-        self.baseDirectory = baseDirectory
-    }
+    package init(baseDirectory: String) { self.baseDirectory = baseDirectory }
 }
 
 /// Builds the canonical `name(key:value,...)` spelling of an op or encoder.
@@ -100,9 +98,7 @@ package let operationShape = TaggedShape(tag: "op", noun: "op", summary: "The op
 package struct OperationChain: Sendable {
     package let steps: [any ImageOperation]
 
-    package init(steps: [any ImageOperation]) {
-        self.steps = steps
-    }
+    package init(steps: [any ImageOperation]) { self.steps = steps }
 
     /// Kingfisher's `|>` join; empty for a chain that only re-encodes.
     package var identifier: String { steps.map(\.identifier).joined(separator: "|>") }

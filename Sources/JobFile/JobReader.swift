@@ -159,26 +159,16 @@ extension Job {
             let spec: SourceSpec
             // Only the key present is read: `finish()` lists what the source uses.
             if source.has(Source.path) {
-                let path = try source.read(Source.path)
-                try rejectURL(path, source.location(Source.path))
-                try rejectNUL(path, source.location(Source.path))
-                spec = .path(Paths.resolve(path, against: baseDirectory), recursive: try source.read(Source.recursive),
+                spec = .path(try path(source, Source.path, baseDirectory), recursive: try source.read(Source.recursive),
                              include: try source.read(Source.include), exclude: try source.read(Source.exclude))
             } else if source.has(Source.glob) {
-                let pattern = try source.read(Source.glob)
-                try rejectURL(pattern, source.location(Source.glob))
-                try rejectNUL(pattern, source.location(Source.glob))
-                spec = .glob(Paths.resolve(pattern, against: baseDirectory))
+                spec = .glob(try path(source, Source.glob, baseDirectory))
             } else if source.has(Source.list) {
-                let list = try source.read(Source.list)
-                try rejectNUL(list, source.location(Source.list))
-                spec = .list(Paths.resolve(list, against: baseDirectory))
+                spec = .list(try path(source, Source.list, baseDirectory, mayBeURL: true))
             } else {
                 // The exactlyOne rule leaves a URL.
                 let url = try source.read(Source.url)
-                guard RemoteURL(url) != nil else {
-                    throw source.error(Source.url, "must be an absolute http:// or https:// URL")
-                }
+                guard RemoteURL(url) != nil else { throw source.error(Source.url, "must be an absolute http:// or https:// URL") }
                 spec = .url(url, key: try source.optional(Source.key), headers: try source.read(Source.headers))
             }
             try source.finish()
@@ -189,14 +179,14 @@ extension Job {
     /// Patterns a folder source picks up when it names none (matched case-insensitively).
     package static let defaultImagePatterns = ["*.jpg", "*.jpeg", "*.png", "*.webp", "*.tif", "*.tiff", "*.gif", "*.heic", "*.heif", "*.avif"]
 
-    private static func rejectURL(_ text: String, _ location: String) throws {
-        if text.contains("://") { throw JobFileError(location, "is a URL; use a \"url\" source") }
-    }
-
-    /// The kernel ends a path at a NUL: "photos\u0000x" would read photos, and a recursive walk of
-    /// "\u0000" found the same folder under every name it listed, until the stack ran out.
-    private static func rejectNUL(_ text: String, _ location: String) throws {
-        if text.utf8.contains(0) { throw JobFileError(location, "must not contain a NUL character") }
+    /// The path `key` names, resolved. The kernel ends a path at a NUL: "photos\u0000x" would read
+    /// photos, and a recursive walk of "\u0000" found the same folder under every name it listed,
+    /// until the stack ran out.
+    private static func path(_ source: ObjectReader, _ key: Key<String>, _ baseDirectory: String, mayBeURL: Bool = false) throws -> String {
+        let path = try source.read(key)
+        if !mayBeURL && path.contains("://") { throw source.error(key, "is a URL; use a \"url\" source") }
+        if path.utf8.contains(0) { throw source.error(key, "must not contain a NUL character") }
+        return Paths.resolve(path, against: baseDirectory)
     }
 
     package enum Output {
@@ -272,10 +262,8 @@ extension Job {
                     throw JobFileError(place, Suggestion.unknown("format", written, known: encoderCatalogue.map { $0.type }))
                 }
                 return try readEncoder(try ObjectReader(JSONValue.object(["type": JSONValue.string(written)]), path: place))
-            case .object:
-                return try readEncoder(try ObjectReader(element, path: place))
-            default:
-                throw JobFileError(place, "must be a format object or a type, not \(element.kindName)")
+            case .object: return try readEncoder(try ObjectReader(element, path: place))
+            default: throw JobFileError(place, "must be a format object or a type, not \(element.kindName)")
             }
         }
     }

@@ -1,7 +1,5 @@
 import Support
-import Model
 import Keys
-import Imaging
 /// An output path such as `../out/thumbs/{dir}/{stem}.webp`.
 ///
 /// Tokens: `{stem}`, `{ext}` (the source's name without and its extension), `{dir}` (the source's
@@ -134,11 +132,7 @@ package struct PathTemplate: Sendable {
         package static func key(of sourceKey: String) -> String { String(StableHash.hex(sourceKey).prefix(12)) }
 
         package init(stem: String, ext: String, dir: String, name: String, key: String) {
-            self.stem = stem
-            self.ext = ext
-            self.dir = dir
-            self.name = name
-            self.key = key
+            (self.stem, self.ext, self.dir, self.name, self.key) = (stem, ext, dir, name, key)
         }
     }
 

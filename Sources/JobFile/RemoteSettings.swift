@@ -1,6 +1,5 @@
 import Foundation
 import Support
-import Model
 import Keys
 
 /// Everything about HTTP(S) sources, decoded once with its defaults (`RemoteSettings.Keys`).

@@ -21,10 +21,6 @@ package struct SiteManifestSettings: Sendable, Equatable {
     package let format: SiteManifestFormat
     package let naming: SourceNaming
 
-    package init(path: String, format: SiteManifestFormat, naming: SourceNaming = .path) {
-        (self.path, self.format, self.naming) = (path, format, naming)
-    }
-
     /// Where a run of `shard` writes its part (`images.shard-3-of-16.json`); the job's path without one.
     package func path(for shard: Shard?) -> String { shard?.partPath(of: path) ?? path }
 

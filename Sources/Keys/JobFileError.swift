@@ -17,15 +17,10 @@ public struct JobFileError: Error, Equatable, CustomStringConvertible, Sendable 
         public let column: Int
     }
 
-    public init(_ location: String, _ message: String) {
-        self.init(location, message, member: nil)
-    }
+    public init(_ location: String, _ message: String) { self.init(location, message, member: nil) }
 
     package init(_ location: String, _ message: String, member: String?, position: Position? = nil) {
-        self.location = location
-        self.message = message
-        self.member = member
-        self.position = position
+        (self.location, self.message, self.member, self.position) = (location, message, member, position)
     }
 
     package init(syntax: JSONSyntaxError) {

@@ -242,8 +242,7 @@ public enum KeyRule: Sendable {
         case .atLeastOne(let keys):
             let listed = keys.dropLast().joined(separator: ", ") + " or \(keys.last ?? "")"
             return keys.contains(where: given) ? nil : JobFileError(location(keys[0]), "\(listed) is required")
-        case .onlyWith:
-            return nil
+        case .onlyWith: return nil
         }
     }
 }
@@ -253,9 +252,7 @@ public struct ObjectShape: Sendable {
     package let keys: [any KeyDeclaration]
     package let rules: [KeyRule]
 
-    package init(_ keys: [any KeyDeclaration], rules: [KeyRule] = []) {
-        (self.keys, self.rules) = (keys, rules)
-    }
+    package init(_ keys: [any KeyDeclaration], rules: [KeyRule] = []) { (self.keys, self.rules) = (keys, rules) }
 
     /// `extra` adds properties that are not keys of the shape (a tag such as `op`).
     package func schema(description: String, extra: [String: JSONValue] = [:], required extraRequired: [String] = []) -> [String: JSONValue] {
@@ -307,9 +304,7 @@ public struct TaggedShape: Sendable {
         package let shape: ObjectShape
 
         package init(names: [String], summary: String, shape: ObjectShape) {
-            self.names = names
-            self.summary = summary
-            self.shape = shape
+            (self.names, self.summary, self.shape) = (names, summary, shape)
         }
     }
 
@@ -320,10 +315,7 @@ public struct TaggedShape: Sendable {
     package let variants: [Variant]
 
     package init(tag: String, noun: String, summary: String, variants: [Variant]) {
-        self.tag = tag
-        self.noun = noun
-        self.summary = summary
-        self.variants = variants
+        (self.tag, self.noun, self.summary, self.variants) = (tag, noun, summary, variants)
     }
 
     /// The tag must be one of the variants' names; each variant's keys then apply (`if`/`then`, so

@@ -17,11 +17,8 @@ public final class ObjectReader {
 
     /// An object that declares its keys once it knows what it is (`declareChoice`).
     package init(_ value: JSONValue, path: String) throws {
-        guard case .object(let fields) = value else {
-            throw JobFileError(path, "must be an object, not \(value.kindName)")
-        }
-        self.path = path
-        self.fields = fields
+        guard case .object(let fields) = value else { throw JobFileError(path, "must be an object, not \(value.kindName)") }
+        (self.path, self.fields) = (path, fields)
     }
 
     package convenience init(_ value: JSONValue, path: String, shape: ObjectShape) throws {
@@ -193,12 +190,9 @@ public enum Bound: Sendable {
     package func violation(_ value: Double, integer: Bool) -> String? {
         switch self {
         case .any: return nil
-        case .positive:
-            return value > 0 ? nil : (integer ? "must be a positive integer" : "must be > 0")
-        case .nonNegative:
-            return value >= 0 ? nil : "must be >= 0"
-        case .atLeast(let low):
-            return value >= low ? nil : "must be >= \(canonicalNumber(low))"
+        case .positive: return value > 0 ? nil : (integer ? "must be a positive integer" : "must be > 0")
+        case .nonNegative: return value >= 0 ? nil : "must be >= 0"
+        case .atLeast(let low): return value >= low ? nil : "must be >= \(canonicalNumber(low))"
         case .range(let low, let high):
             return (low...high).contains(value) ? nil
                 : "must be between \(canonicalNumber(low)) and \(canonicalNumber(high))"

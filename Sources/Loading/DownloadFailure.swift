@@ -8,15 +8,8 @@ package struct DownloadFailure: Error, Sendable, CustomStringConvertible {
     package enum Reason: Sendable, Equatable {
         /// A response's status, and what its source's kind says it means.
         case httpStatus(Int, ResponseMeaning)
-        case timedOut
-        case stalled
-        case hostNotFound
-        case connectionFailed
-        case connectionReset
-        case truncated
-        case tooManyRedirects
-        case forbiddenScheme
-        case malformedURL
+        case timedOut, stalled, hostNotFound, connectionFailed, connectionReset, truncated
+        case tooManyRedirects, forbiddenScheme, malformedURL
         case tooLarge(limit: Int)
         case notAnImage(contentType: String?)
         /// This machine failed, not the server: the body could not be stored (disk full, a folder
@@ -86,19 +79,18 @@ package struct DownloadFailure: Error, Sendable, CustomStringConvertible {
 
     /// Classifies a finished curl transfer that did not succeed at the transport level.
     static func transport(_ code: CURLcode, detail: String, elapsed: Double, timeout: Double, limit: Int) -> DownloadFailure {
-        let reason: Reason
-        switch code {
-        case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY: reason = .hostNotFound
-        case CURLE_COULDNT_CONNECT: reason = .connectionFailed
+        let reason: Reason = switch code {
+        case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY: .hostNotFound
+        case CURLE_COULDNT_CONNECT: .connectionFailed
         // The low-speed limit and the whole-transfer limit share one code; the clock tells them apart.
-        case CURLE_OPERATION_TIMEDOUT: reason = elapsed + 0.5 < timeout ? .stalled : .timedOut
-        case CURLE_PARTIAL_FILE: reason = .truncated
-        case CURLE_RECV_ERROR, CURLE_SEND_ERROR, CURLE_GOT_NOTHING: reason = .connectionReset
-        case CURLE_TOO_MANY_REDIRECTS: reason = .tooManyRedirects
-        case CURLE_UNSUPPORTED_PROTOCOL: reason = .forbiddenScheme
-        case CURLE_URL_MALFORMAT: reason = .malformedURL
-        case CURLE_FILESIZE_EXCEEDED: reason = .tooLarge(limit: limit)
-        default: reason = .other(code: Int(code.rawValue))
+        case CURLE_OPERATION_TIMEDOUT: elapsed + 0.5 < timeout ? .stalled : .timedOut
+        case CURLE_PARTIAL_FILE: .truncated
+        case CURLE_RECV_ERROR, CURLE_SEND_ERROR, CURLE_GOT_NOTHING: .connectionReset
+        case CURLE_TOO_MANY_REDIRECTS: .tooManyRedirects
+        case CURLE_UNSUPPORTED_PROTOCOL: .forbiddenScheme
+        case CURLE_URL_MALFORMAT: .malformedURL
+        case CURLE_FILESIZE_EXCEEDED: .tooLarge(limit: limit)
+        default: .other(code: Int(code.rawValue))
         }
         return DownloadFailure(reason: reason, detail: detail, retryAfter: nil)
     }

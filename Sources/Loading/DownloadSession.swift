@@ -85,8 +85,7 @@ final class DownloadSession {
             active[ObjectIdentifier(transfer)] = nil
             perHost[transfer.host, default: 1] -= 1
             switch transfer.finish(ccurl_message_result(message), httpDate: downloader.httpDate) {
-            case .ended(let result):
-                conclude(transfer.request, host: transfer.host, attempt: transfer.attempt, result)
+            case .ended(let result): conclude(transfer.request, host: transfer.host, attempt: transfer.attempt, result)
             case .store(let body):
                 storing += 1
                 store.submit(body)

@@ -1,8 +1,5 @@
 internal import CCurl
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 import Support
 import JobFile
 import Planning

@@ -1,9 +1,6 @@
 internal import CCurl
 internal import CSystem
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 import Support
 
 /// Starts an original's writeback as soon as it is written, before hashing: the disk works while
@@ -143,19 +140,15 @@ final class OriginalStore: @unchecked Sendable {
     }
 
     func submit(_ body: ReceivedBody) {
-        condition.lock()
-        queue.append(body)
-        condition.signal()
-        condition.unlock()
+        condition.withLock { queue.append(body); condition.signal() }
     }
 
     /// Bodies stored (or failed) since the last call.
     func collect() -> [ReceivedBody] {
-        condition.lock()
-        defer { condition.unlock() }
-        let finished = done
-        done.removeAll()
-        return finished
+        condition.withLock {
+            defer { done.removeAll() }
+            return done
+        }
     }
 
     /// Stores what was submitted, then ends the threads.

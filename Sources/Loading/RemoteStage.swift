@@ -1,11 +1,7 @@
 import Foundation
 import Synchronization
-#if canImport(Glibc)
-import Glibc
-#endif
 import Support
 import Model
-import Keys
 import JobFile
 import Planning
 import State
@@ -39,17 +35,9 @@ package final class RemoteStage: @unchecked Sendable {
     package init(job: Job, classifier: Classifier, sources: PlannedSources, repeatedURLs: DigestSet, store: StateStore,
          recorder: Recorder, handoff: TaskQueue, control: RunControl, retryFailed: Bool, downloadOnly: Bool,
          notice: @escaping @Sendable (String) -> Void) {
-        self.notice = notice
-        self.job = job
-        self.classifier = classifier
-        self.sources = sources
-        self.repeatedURLs = repeatedURLs
-        self.store = store
-        self.recorder = recorder
-        self.handoff = handoff
-        self.control = control
-        self.retryFailed = retryFailed
-        self.downloadOnly = downloadOnly
+        (self.notice, self.job, self.classifier, self.sources) = (notice, job, classifier, sources)
+        (self.repeatedURLs, self.store, self.recorder, self.handoff) = (repeatedURLs, store, recorder, handoff)
+        (self.control, self.retryFailed, self.downloadOnly) = (control, retryFailed, downloadOnly)
     }
 
     package var isEmpty: Bool { sources.count == 0 }

@@ -1,6 +1,5 @@
 import Foundation
 import Model
-import JobFile
 import Planning
 
 /// A source ready for an image worker, with the bookkeeping the supervisor keeps for it.
@@ -65,25 +64,14 @@ package final class TaskQueue: @unchecked Sendable {
     private var closed = false
     private var cancelled = false
 
-    package var count: Int {
-        condition.lock()
-        defer { condition.unlock() }
-        return items.count - head
-    }
+    package var count: Int { condition.withLock { items.count - head } }
 
     package func push(_ task: ScheduledTask) {
-        condition.lock()
-        items.append(task)
-        condition.signal()
-        condition.unlock()
+        condition.withLock { items.append(task); condition.signal() }
     }
 
     /// The next task without waiting, or nil.
-    package func tryPop() -> ScheduledTask? {
-        condition.lock()
-        defer { condition.unlock() }
-        return takeLocked()
-    }
+    package func tryPop() -> ScheduledTask? { condition.withLock { takeLocked() } }
 
     /// Waits for the next task; nil once the producers are done and the queue is empty, or on cancel.
     package func pop() -> ScheduledTask? {
@@ -99,18 +87,12 @@ package final class TaskQueue: @unchecked Sendable {
 
     /// No more tasks will be pushed.
     package func close() {
-        condition.lock()
-        closed = true
-        condition.broadcast()
-        condition.unlock()
+        condition.withLock { closed = true; condition.broadcast() }
     }
 
     /// Wakes every waiter with nothing: the run is stopping.
     package func cancel() {
-        condition.lock()
-        cancelled = true
-        condition.broadcast()
-        condition.unlock()
+        condition.withLock { cancelled = true; condition.broadcast() }
     }
 
     private func takeLocked() -> ScheduledTask? {

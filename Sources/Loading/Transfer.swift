@@ -1,12 +1,8 @@
 internal import CCurl
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 import Support
 import Model
 import JobFile
-import Planning
 
 /// One transfer in flight: owns its curl easy handle, header list, error buffer, and the body
 /// received so far (in memory, or spilled to the temporary file).
@@ -42,8 +38,7 @@ final class Transfer {
          buffer: [UInt8]) throws(DownloadFailure) {
         self.request = request
         memory = buffer
-        self.attempt = attempt
-        self.host = host
+        (self.attempt, self.host) = (attempt, host)
         limit = settings.maxDownloadBytes
         timeout = settings.timeout
         guard let easy = curl_easy_init() else { throw DownloadFailure(reason: .local, detail: "curl_easy_init failed") }

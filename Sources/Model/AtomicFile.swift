@@ -1,8 +1,5 @@
 package import CSystem
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 import Support
 
 /// Writes outputs so that no file under a final name is ever partial, in two steps.
@@ -32,10 +29,7 @@ package enum AtomicFile {
         package let temporary: String
         package let path: String
 
-        package init(temporary: String, path: String) {
-            self.temporary = temporary
-            self.path = path
-        }
+        package init(temporary: String, path: String) { (self.temporary, self.path) = (temporary, path) }
     }
 
     /// The name a file is written under beside `path` until it is complete: hidden, and naming

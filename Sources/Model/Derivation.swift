@@ -30,9 +30,7 @@ package struct SourceDerivation: Sendable, Codable, Equatable {
 
     package var values: [Value]
 
-    package init(values: [Value]) {
-        self.values = values
-    }
+    package init(values: [Value]) { self.values = values }
 }
 
 /// What a source is, as the worker that rendered an output of it or derived a value from it found

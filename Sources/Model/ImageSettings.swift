@@ -46,8 +46,6 @@ package struct DecodeSettings: Sendable, Equatable {
     package let colourSpace: ColourSpacePolicy
 
     package init(failOn: FailOn, autorotate: Bool, colourSpace: ColourSpacePolicy) {
-        self.failOn = failOn
-        self.autorotate = autorotate
-        self.colourSpace = colourSpace
+        (self.failOn, self.autorotate, self.colourSpace) = (failOn, autorotate, colourSpace)
     }
 }

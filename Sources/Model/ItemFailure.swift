@@ -28,10 +28,7 @@ public struct ItemFailure: Error, Sendable, Codable, Equatable, CustomStringConv
     public let kind: Kind
     public let message: String
 
-    public init(_ kind: Kind, _ message: String) {
-        self.kind = kind
-        self.message = message
-    }
+    public init(_ kind: Kind, _ message: String) { (self.kind, self.message) = (kind, message) }
 
     /// Worth another attempt within the same run: only a worker crash, which the same input
     /// need not reproduce. Everything else fails the same way until the source changes.

@@ -26,9 +26,7 @@ package struct RemoteURL: Sendable {
         components.scheme = scheme
         components.host = host
         components.fragment = nil
-        if (scheme == "http" && components.port == 80) || (scheme == "https" && components.port == 443) {
-            components.port = nil
-        }
+        if (scheme == "http" && components.port == 80) || (scheme == "https" && components.port == 443) { components.port = nil }
         // The encoded path: the decoded one is empty for bytes that are not UTF-8 (`/%FF`), and
         // setting it to "/" made every such URL of a host one key.
         if components.percentEncodedPath.isEmpty { components.percentEncodedPath = "/" }

@@ -3,10 +3,7 @@ package struct OutputRequest: Sendable, Codable, Equatable {
     package let outputIndex: Int
     package let path: String
 
-    package init(outputIndex: Int, path: String) {
-        self.outputIndex = outputIndex
-        self.path = path
-    }
+    package init(outputIndex: Int, path: String) { (self.outputIndex, self.path) = (outputIndex, path) }
 }
 
 /// A rendered output, staged complete under a temporary name for the supervisor to publish.

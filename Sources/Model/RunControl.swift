@@ -1,8 +1,5 @@
 import Foundation
 import Synchronization
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// Shared stop state of a run. The first SIGINT/SIGTERM, or the end of the time budget, drains
 /// (no new items; in-flight ones finish and are recorded); a second signal abandons (workers are

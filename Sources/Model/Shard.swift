@@ -11,8 +11,7 @@ public struct Shard: Sendable, Equatable, CustomStringConvertible {
 
     public init?(index: Int, count: Int) {
         guard count >= 1, (0..<count).contains(index) else { return nil }
-        self.index = index
-        self.count = count
+        (self.index, self.count) = (index, count)
     }
 
     /// "3/16".

@@ -1,7 +1,6 @@
 import Foundation
 import Synchronization
 import Model
-import Keys
 import JobFile
 import State
 
@@ -29,11 +28,8 @@ package final class Recorder: Sendable {
     /// database was deleted), so the run stops rather than work on with nothing recorded.
     package init(store: StateStore, runID: Int64, outputs: [OutputSpec] = [], onFailure: @escaping @Sendable (any Error) -> Void = { _ in },
          onCommitted: @escaping @Sendable ([ItemEvent]) -> Void) {
-        self.store = store
-        self.runID = runID
+        (self.store, self.runID, self.onFailure, self.onCommitted) = (store, runID, onFailure, onCommitted)
         hashed = Dictionary(outputs.compactMap { $0.template.hashSuffix == nil ? nil : ($0.name, $0.template) }, uniquingKeysWith: { first, _ in first })
-        self.onFailure = onFailure
-        self.onCommitted = onCommitted
         let thread = Thread { [self] in flushLoop() }
         thread.name = "runner.recorder"
         thread.start()
@@ -48,9 +44,7 @@ package final class Recorder: Sendable {
     /// Writes everything still queued and stops the flush thread.
     package func close() throws {
         stopped.withLock { $0 = true }
-        wake.lock()
-        wake.signal()
-        wake.unlock()
+        wake.withLock { wake.signal() }
         flushed.wait()
         if let error = failure.withLock({ $0 }) { throw error }
     }
@@ -76,9 +70,7 @@ package final class Recorder: Sendable {
                 if first { onFailure(error) }
             }
             if isStopping { break }
-            wake.lock()
-            _ = wake.wait(until: Date().addingTimeInterval(Self.flushInterval))
-            wake.unlock()
+            _ = wake.withLock { wake.wait(until: Date().addingTimeInterval(Self.flushInterval)) }
         }
         flushed.signal()
     }

@@ -1,11 +1,6 @@
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 import Support
 import Model
-import Keys
-import Imaging
 import JobFile
 
 /// What the state database says about an item finished earlier: done, skipped (no file: a
@@ -44,10 +39,7 @@ package struct PlanningState: PlanningLookup, Sendable {
 
     package init(ledger: [String: LedgerEntry] = [:], originals: [String: CachedOriginal] = [:], blacklist: [String: BlacklistEntry] = [:],
                  derived: [String: DerivedLedger] = [:]) {
-        self.ledger = ledger
-        self.originals = originals
-        self.blacklist = blacklist
-        self.derived = derived
+        (self.ledger, self.originals, self.blacklist, self.derived) = (ledger, originals, blacklist, derived)
     }
 
     package func recorded(_ itemKey: String) -> LedgerEntry? { ledger[itemKey] }
@@ -69,8 +61,7 @@ package struct Classifier: Sendable {
     package let limitsDigest: String
 
     package init(job: Job, vipsVersion: String) {
-        self.job = job
-        self.vipsVersion = vipsVersion
+        (self.job, self.vipsVersion) = (job, vipsVersion)
         outputDigests = job.outputs.map { StableHash.hex($0.recipe, RunnerVersion.string, vipsVersion) }
         limitsDigest = StableHash.hex(job.limits.identifier, job.outputs.map { $0.frames.map(String.init) ?? "-" }.joined(separator: ","))
     }
@@ -110,9 +101,7 @@ package struct Classifier: Sendable {
                 entry.outputPath == source.items[index].outputPath
                     || job.outputs[source.items[index].outputIndex].template.planned(from: entry.outputPath) == source.items[index].outputPath
             }
-            if stands {
-                source.items[index].recorded = entry
-            }
+            if stands { source.items[index].recorded = entry }
         }
         switch source.identity {
         case .file, .content, .notRegular: break

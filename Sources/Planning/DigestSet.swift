@@ -4,11 +4,9 @@ import Support
 /// (FNV-1a and the standard library's seeded SipHash): a false match needs both to collide at
 /// once, about n²/2¹²⁹ (10⁻²⁷ for a million strings).
 package struct DigestSet {
-
-    package init() {
-
-    }
     private var digests: Set<UInt128> = []
+
+    package init() {}
 
     /// True if `text` was not in the set yet.
     package mutating func insert(_ text: String) -> Bool {

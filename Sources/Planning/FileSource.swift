@@ -1,7 +1,4 @@
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 import Support
 
 /// A local file: read in place by a worker; its identity is its size and modification time.

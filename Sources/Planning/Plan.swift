@@ -1,10 +1,6 @@
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 import Support
 import Model
-import JobFile
 
 /// How many items a plan has in each status.
 public struct PlanCounts: Sendable {
@@ -64,28 +60,21 @@ public struct PlanCounts: Sendable {
 /// The counts by name, as `runner plan --json` and a run's `plan` event both write them: one
 /// spelling, so a count means the same in both (`pending`, a run's work, is `toRun` + `revalidate`).
 extension PlanCounts: Codable {
-    private enum CodingKeys: CodingKey { case toRun, revalidate, upToDate, blocked, knownFailures, toDerive, reusedSources }
+    /// The counts as written, in this order.
+    private struct Written: Codable {
+        let toRun, revalidate, upToDate, blocked, knownFailures, toDerive: Int
+        let reusedSources: Bool
+    }
 
     public init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
-        revalidate = try container.decode(Int.self, forKey: .revalidate)
-        pending = try container.decode(Int.self, forKey: .toRun) + revalidate
-        upToDate = try container.decode(Int.self, forKey: .upToDate)
-        blocked = try container.decode(Int.self, forKey: .blocked)
-        knownFailures = try container.decode(Int.self, forKey: .knownFailures)
-        toDerive = try container.decode(Int.self, forKey: .toDerive)
-        reusedSources = try container.decode(Bool.self, forKey: .reusedSources)
+        let written = try Written(from: decoder)
+        (pending, revalidate, upToDate, blocked) = (written.toRun + written.revalidate, written.revalidate, written.upToDate, written.blocked)
+        (knownFailures, toDerive, reusedSources) = (written.knownFailures, written.toDerive, written.reusedSources)
     }
 
     public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(toRun, forKey: .toRun)
-        try container.encode(revalidate, forKey: .revalidate)
-        try container.encode(upToDate, forKey: .upToDate)
-        try container.encode(blocked, forKey: .blocked)
-        try container.encode(knownFailures, forKey: .knownFailures)
-        try container.encode(toDerive, forKey: .toDerive)
-        try container.encode(reusedSources, forKey: .reusedSources)
+        try Written(toRun: toRun, revalidate: revalidate, upToDate: upToDate, blocked: blocked, knownFailures: knownFailures,
+                    toDerive: toDerive, reusedSources: reusedSources).encode(to: encoder)
     }
 }
 

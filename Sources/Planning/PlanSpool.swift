@@ -1,11 +1,7 @@
 internal import CSystem
 import Foundation
 import Synchronization
-#if canImport(Glibc)
-import Glibc
-#endif
 import Support
-import Model
 
 /// The sources a run will work on, written once by the planning pass and read back in order,
 /// so a run's memory does not grow with its length. The file sits beside the state database
@@ -67,8 +63,7 @@ package final class PlannedSources: Sendable {
     package let count: Int
 
     fileprivate init(descriptor: Int32, count: Int) {
-        self.descriptor = descriptor
-        self.count = count
+        (self.descriptor, self.count) = (descriptor, count)
         channel = Mutex(LineChannel(input: descriptor, output: -1))
     }
 

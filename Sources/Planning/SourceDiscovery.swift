@@ -1,11 +1,7 @@
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 import Support
 import Model
 import Keys
-import Imaging
 import JobFile
 
 /// A source found by expanding the job's `sources`: a local file or a remote address.
@@ -28,10 +24,7 @@ package struct SourceEntry: Sendable, Equatable, Codable {
     package let spec: Int
     package let line: String?
 
-    package init(spec: Int, line: String?) {
-        self.spec = spec
-        self.line = line
-    }
+    package init(spec: Int, line: String?) { (self.spec, self.line) = (spec, line) }
 }
 
 /// Expands the job's `sources` in a stable order, each spec through its kind's listing
@@ -225,9 +218,7 @@ package struct SourceDiscovery {
     }
 
     private static func unlistable(_ path: String, location: String, errno code: Int32) -> JobFileError {
-        if code == ENOENT && Paths.hasUnnamableBytes(path) {
-            return JobFileError(location, "\(path): \(Paths.unnamable)")
-        }
+        if code == ENOENT && Paths.hasUnnamableBytes(path) { return JobFileError(location, "\(path): \(Paths.unnamable)") }
         return JobFileError(location, "\(path): \(String(cString: strerror(code))) (a folder runner cannot list: fix its permissions, or move it out of the source)")
     }
 

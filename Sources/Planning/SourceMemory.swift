@@ -1,9 +1,5 @@
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 import Support
-import Imaging
 import JobFile
 
 /// A shard's last complete plan, kept by its state database (`StateStore.PlanningPass`): the own
@@ -95,26 +91,15 @@ package struct WalkedPath: Equatable, Sendable {
     package let path: String
     package let seen: Seen
 
-    package init(path: String, seen: Seen) {
-        self.path = path
-        self.seen = seen
-    }
+    package init(path: String, seen: Seen) { (self.path, self.seen) = (path, seen) }
 
-    package init(_ path: String, folder identity: FileIdentity) {
-        self.init(path: path, seen: .read(identity))
-    }
+    package init(_ path: String, folder identity: FileIdentity) { self.init(path: path, seen: .read(identity)) }
 
-    package init(missing path: String) {
-        self.init(path: path, seen: .missing)
-    }
+    package init(missing path: String) { self.init(path: path, seen: .missing) }
 
-    package init(absent path: String) {
-        self.init(path: path, seen: .absent)
-    }
+    package init(absent path: String) { self.init(path: path, seen: .absent) }
 
-    package init(_ path: String, entryIsFolder: Bool) {
-        self.init(path: path, seen: entryIsFolder ? .folder : .other)
-    }
+    package init(_ path: String, entryIsFolder: Bool) { self.init(path: path, seen: entryIsFolder ? .folder : .other) }
 
     /// Whether `path` is a folder, something else, or nothing, as `stat` (following symlinks) says now.
     package init(kindAt path: String) {

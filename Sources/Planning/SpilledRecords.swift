@@ -1,8 +1,5 @@
 internal import CSystem
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 import Support
 
 /// A temporary file that could not be made, written or read back (a full or read-only disk).
@@ -24,8 +21,7 @@ struct SpilledRecords<Record: BitwiseCopyable>: ~Copyable {
 
     /// Spills, when a partition outgrows its buffer, into `folder`, as `prefix` plus a random suffix.
     init(partitions: Int, spillingInto folder: String, prefix: String) {
-        self.folder = folder
-        self.prefix = prefix
+        (self.folder, self.prefix) = (folder, prefix)
         buffers = Array(repeating: [], count: partitions)
         files = Array(repeating: -1, count: partitions)
     }

@@ -1,8 +1,5 @@
 internal import CSystem
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 import Support
 
 /// Passes each discovered source on once (the first time its key is seen), in memory that stops
@@ -35,8 +32,7 @@ package struct UniqueSources: ~Copyable {
     /// `exactLimit` keys exactly (1M: ~40 MB with the set's slack), then a filter of `bloomBits`
     /// (2^28: 32 MiB, 7 probes: 1 false match in ~30,000 at 10M keys, 1 in 2 at 100M).
     package init(spillingInto folder: String, exactLimit: Int = 1_000_000, bloomBits: Int = 1 << 28) {
-        self.folder = folder
-        self.exactLimit = exactLimit
+        (self.folder, self.exactLimit) = (folder, exactLimit)
         self.bloomBits = max(64, bloomBits)
         passed = SpilledRecords(partitions: Self.partitionCount, spillingInto: folder, prefix: ".runner-keys-")
         waiting = SpilledRecords(partitions: Self.partitionCount, spillingInto: folder, prefix: ".runner-keys-")

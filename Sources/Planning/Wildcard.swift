@@ -31,9 +31,7 @@ package struct Wildcard {
     }
 
     /// Always by character: for comparing the two ways.
-    package init(matchingCharacters pattern: String) {
-        self.init(pattern, caseInsensitive: false, bytewise: false)
-    }
+    package init(matchingCharacters pattern: String) { self.init(pattern, caseInsensitive: false, bytewise: false) }
 
     private init(_ pattern: String, caseInsensitive: Bool, bytewise: Bool) {
         matcher = bytewise ? .bytes(pattern, flags: caseInsensitive ? (1 << 4) /* FNM_CASEFOLD */ : 0)

@@ -1,5 +1,4 @@
 import Foundation
-import Support
 import Model
 import Imaging
 

@@ -1,8 +1,5 @@
 package import CVips
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 import Support
 import Model
 import Imaging
@@ -398,9 +395,7 @@ package struct ImagePipeline {
         case (false, false): VIPS_INTERPRETATION_sRGB
         case (false, true): VIPS_INTERPRETATION_RGB16
         }
-        if image.interpretation != target {
-            image = try image.derive("colourspace") { cvips_colourspace($0, $1, target) }
-        }
+        if image.interpretation != target { image = try image.derive("colourspace") { cvips_colourspace($0, $1, target) } }
         if !encoder.supportsAlpha && image.hasAlpha {
             let white = image.values(of: Colour(red: 255, green: 255, blue: 255, alpha: 255), bands: image.colourBands)
             image = try image.derive("flatten") { input, output in
@@ -408,9 +403,7 @@ package struct ImagePipeline {
             }
         }
         let format = encoder.sixteenBit ? VIPS_FORMAT_USHORT : VIPS_FORMAT_UCHAR
-        if image.bandFormat != format {
-            image = try image.derive("cast") { cvips_cast($0, $1, format) }
-        }
+        if image.bandFormat != format { image = try image.derive("cast") { cvips_cast($0, $1, format) } }
         // Metadata edits go on a copy: the image may be a decode other outputs share.
         image = try image.derive("copy") { cvips_copy($0, $1) }
         if let frameHeight {

@@ -1,8 +1,5 @@
 import Foundation
 import Synchronization
-#if canImport(Glibc)
-import Glibc
-#endif
 import Support
 import Model
 import Output
@@ -55,13 +52,9 @@ package final class Scheduler: Sendable {
 
     package init(local: @escaping LocalSource, downloaded: TaskQueue, settings: Settings, launcher: WorkerLauncher,
                  control: RunControl, recorder: Recorder, reporter: Reporter) {
-        self.settings = settings
-        self.launcher = launcher
+        (self.settings, self.launcher) = (settings, launcher)
         hungrySlots = Atomic(settings.slots)
-        self.local = local
-        self.downloaded = downloaded
-        self.control = control
-        self.recorder = recorder
+        (self.local, self.downloaded, self.control, self.recorder) = (local, downloaded, control, recorder)
         self.reporter = reporter
     }
 
@@ -157,9 +150,7 @@ private final class WorkerSlot {
     /// never waits for the supervisor between images (that wait was ~10% of a small thumbnail's time).
     private static let tasksInFlight = 2
 
-    init(scheduler: Scheduler) {
-        self.scheduler = scheduler
-    }
+    init(scheduler: Scheduler) { self.scheduler = scheduler }
 
     func run() {
         defer {
@@ -222,8 +213,7 @@ private final class WorkerSlot {
         }
         var derived: [SourceDerivation.Value] = []
         switch reply.derivation {
-        case .computed(let derivation)? where task.derivation != nil:
-            derived = derivation.values
+        case .computed(let derivation)? where task.derivation != nil: derived = derivation.values
         case .failed(let failure)?:
             // Not stored: the next run tries again. A source whose outputs failed says so already.
             if !reply.outcomes.contains(where: { $0.failure != nil }) { scheduler.reporter.notice("derive: \(task.location): \(failure)") }

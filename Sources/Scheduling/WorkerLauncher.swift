@@ -1,6 +1,5 @@
 import Foundation
 import Synchronization
-import Support
 
 /// Starts worker processes, some of them ahead of need: while the supervisor is still planning,
 /// each prestarted worker loads its ~120 libraries and libvips, so the first sources do not wait

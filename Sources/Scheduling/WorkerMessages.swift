@@ -1,7 +1,6 @@
 import Foundation
 import Synchronization
 import Model
-import JobFile
 
 /// The supervisor's first message to a new worker.
 package struct WorkerHello: Codable, Sendable {
@@ -12,9 +11,7 @@ package struct WorkerHello: Codable, Sendable {
     package let supervisorPID: Int32
 
     package init(jobText: String, jobFilePath: String, threadsPerImage: Int, supervisorPID: Int32) {
-        self.jobText = jobText
-        self.jobFilePath = jobFilePath
-        self.threadsPerImage = threadsPerImage
+        (self.jobText, self.jobFilePath, self.threadsPerImage) = (jobText, jobFilePath, threadsPerImage)
         self.supervisorPID = supervisorPID
     }
 }
@@ -33,10 +30,7 @@ package struct WorkerTask: Codable, Sendable {
 
     package init(source: String, requests: [OutputRequest], derive: [Int] = [], hashContent: Bool = false) {
         id = Self.lastID.add(1, ordering: .relaxed).newValue
-        self.source = source
-        self.requests = requests
-        self.derive = derive
-        self.hashContent = hashContent
+        (self.source, self.requests, self.derive, self.hashContent) = (source, requests, derive, hashContent)
     }
 }
 

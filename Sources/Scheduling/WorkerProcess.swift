@@ -1,8 +1,5 @@
 import Foundation
 import Synchronization
-#if canImport(Glibc)
-import Glibc
-#endif
 import Support
 
 /// A supervised image worker: this same executable started as `runner worker`, fed tasks over
@@ -96,9 +93,7 @@ package final class WorkerProcess: @unchecked Sendable {
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
         reaped = true
         let signal = status & 0x7f
-        if signal != 0 {
-            return "was killed by signal \(signal) (\(String(cString: strsignal(signal))))"
-        }
+        if signal != 0 { return "was killed by signal \(signal) (\(String(cString: strsignal(signal))))" }
         return "exited with status \((status >> 8) & 0xff)"
     }
 }

@@ -1,9 +1,5 @@
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 import Support
-import Keys
 import JobFile
 import Planning
 

@@ -1,9 +1,5 @@
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 import Support
-import Model
 
 /// One run per state database: an exclusive `flock` on `STATE.lock`, holding the owner's pid.
 /// The kernel drops the lock when the process dies, however it dies, so a crash never leaves it stuck.

@@ -1,7 +1,6 @@
 import Foundation
 import GRDB
 import Support
-import Model
 
 /// The job's state database could not be used: runner says which file and why, and never
 /// replaces the file or starts the job over on its own.
@@ -50,8 +49,7 @@ public struct StateDatabaseError: ExitCoded, CustomStringConvertible {
         case .moved:
             summary + "; stopped: what this run recorded went with it, so the next run starts a new database and redoes "
                 + "those items (their outputs on disk are complete)"
-        case .newerRunner:
-            summary + "; runner leaves it as it is: use that runner or a newer one"
+        case .newerRunner: summary + "; runner leaves it as it is: use that runner or a newer one"
         case .olderRunner:
             summary + "; this command only reads: `runner migrate JOB` upgrades it (so does the next run of the job)"
         }

@@ -1,6 +1,5 @@
 import Foundation
 import GRDB
-import Support
 import Model
 import Planning
 

@@ -1,13 +1,7 @@
 import Foundation
 import GRDB
 import GRDBSQLite
-#if canImport(Glibc)
-import Glibc
-#endif
-import Support
 import Model
-import Imaging
-import JobFile
 import Planning
 
 private typealias Item = ItemRecord.Columns

@@ -1,13 +1,7 @@
 import Foundation
 import GRDB
-import GRDBSQLite
-#if canImport(Glibc)
-import Glibc
-#endif
 import Support
 import Model
-import Imaging
-import JobFile
 import Planning
 
 private typealias Item = ItemRecord.Columns
@@ -102,19 +96,16 @@ extension StateStore {
             let finished = try db.cachedStatement(sql: Self.finishedSQL)
             for event in events {
                 switch event {
-                case .started(let key, let fingerprint):
-                    try started.execute(arguments: [fingerprint, runID, now, key])
+                case .started(let key, let fingerprint): try started.execute(arguments: [fingerprint, runID, now, key])
                 case .unchanged(let key, let outputPath, let fingerprint), .notRevalidated(let key, let outputPath, let fingerprint):
                     try unchanged.execute(arguments: [fingerprint, outputPath, runID, now, key])
-                case .stillFailed:
-                    break  // the recorded failure stands as it is
+                case .stillFailed: break  // the recorded failure stands as it is
                 case .blacklisted(let url, let reason, let message):
                     let seen = Date(timeIntervalSince1970: now)
                     _ = try BlacklistEntry(url: url, kind: reason, httpStatus: reason.httpStatus, message: message, firstSeen: seen,
                                            lastSeen: seen, count: 1)
                         .upsertAndFetch(db, doUpdate: { _ in [BlacklistEntry.Columns.firstSeen.noOverwrite, BlacklistEntry.Columns.count += 1] })
-                case .unblocked(let url):
-                    try BlacklistEntry.filter(BlacklistEntry.Columns.url == url).deleteAll(db)
+                case .unblocked(let url): try BlacklistEntry.filter(BlacklistEntry.Columns.url == url).deleteAll(db)
                 case .source(let sourceKey, let location, let fingerprint, let facts, let derived):
                     try Self.recordSource(facts, derived: derived, of: sourceKey, location: location, fingerprint: fingerprint, at: now, in: db)
                 case .finished(let key, let outputPath, let outcome):

@@ -1,14 +1,6 @@
 import Foundation
 import GRDB
-import GRDBSQLite
-#if canImport(Glibc)
-import Glibc
-#endif
-import Support
 import Model
-import Imaging
-import JobFile
-import Planning
 
 private typealias Blacklist = BlacklistEntry.Columns
 private typealias Original = CachedOriginal.Columns

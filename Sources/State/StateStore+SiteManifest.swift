@@ -1,12 +1,9 @@
 import Foundation
 import GRDB
-import Support
 import Model
 
 extension SiteManifestItem: FetchableRecord {
-    package init(row: Row) throws {
-        self.init(item: try ItemRecord(row: row), url: row[CachedOriginal.Columns.url])
-    }
+    package init(row: Row) throws { self.init(item: try ItemRecord(row: row), url: row[CachedOriginal.Columns.url]) }
 }
 
 extension StateStore {

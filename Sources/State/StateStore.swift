@@ -1,14 +1,7 @@
 import Foundation
 import GRDB
-import GRDBSQLite
-#if canImport(Glibc)
-import Glibc
-#endif
 import Support
 import Model
-import Imaging
-import JobFile
-import Planning
 
 /// The job's state database: runs, items and (later) the failed-URL blacklist.
 ///

@@ -91,8 +91,7 @@ package struct HammingIndex {
         precondition((3...64).contains(count), "3 to 64 parts (at most 22 bits each)")
         let widths = (0..<count).map { 64 / count + ($0 < 64 % count ? 1 : 0) }
         self.parts = widths.indices.map { (widths[..<$0].reduce(0, +), widths[$0]) }
-        self.hashes = hashes
-        self.radius = radius
+        (self.hashes, self.radius) = (hashes, radius)
         flips = Self.patterns(bits: widths.max() ?? 0, weight: radius / count)
     }
 

@@ -5,9 +5,7 @@ public enum Durations {
     /// "7d", "12h", "30m", "90s", "2w" or a plain number of seconds; nil for anything else.
     public static func seconds(_ text: String) -> Double? {
         let units: [Character: Double] = ["s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604_800]
-        if let unit = text.last, let scale = units[unit], let value = Double(text.dropLast()), value >= 0 {
-            return value * scale
-        }
+        if let unit = text.last, let scale = units[unit], let value = Double(text.dropLast()), value >= 0 { return value * scale }
         return Double(text).flatMap { $0 >= 0 ? $0 : nil }
     }
 

@@ -1,7 +1,4 @@
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// What changes whenever a file or folder does: inode, size, and modification and change times in
 /// nanoseconds. A folder's times change whenever an entry is added, removed or renamed in it, and

@@ -1,7 +1,4 @@
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 import CSystem
 
 /// `stat` for paths that come folder by folder, as planning's sources and each output's paths do:

@@ -133,10 +133,8 @@ private struct JSONParser {
             case UInt8(ascii: "\\"):
                 index += 1
                 try escape(into: &text)
-            case 0x0A, 0x0D:
-                throw failure("expected '\"' to end the string before the end of the line")
-            case ..<0x20:
-                throw failure("control character in a string (write it as an escape such as \\t)")
+            case 0x0A, 0x0D: throw failure("expected '\"' to end the string before the end of the line")
+            case ..<0x20: throw failure("control character in a string (write it as an escape such as \\t)")
             default:
                 text.append(byte)
                 index += 1
@@ -251,8 +249,7 @@ private struct JSONParser {
                 guard rest.first == "[", let close = rest.firstIndex(of: "]"), let wanted = Int(rest[rest.index(after: rest.startIndex)..<close]),
                       try enterElement(wanted) else { return here }
                 rest = Self.dropping(String(rest[...close]), from: rest)
-            default:
-                return here
+            default: return here
             }
         }
     }

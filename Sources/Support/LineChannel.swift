@@ -1,8 +1,5 @@
 import Foundation
 import Synchronization
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// Newline-framed JSON messages over a pair of pipe descriptors: the wire between the
 /// supervisor and its worker processes. JSON never contains a raw newline, so one line is one message.
@@ -16,10 +13,7 @@ package final class LineChannel {
     private let encoder = JSONEncoder()
     private var chunk = [UInt8](repeating: 0, count: 65_536)
 
-    package init(input: Int32, output: Int32) {
-        self.input = input
-        self.output = output
-    }
+    package init(input: Int32, output: Int32) { (self.input, self.output) = (input, output) }
 
     /// The next message. Throws `closed` at end of stream (the peer exited or closed its end),
     /// `malformed` for a line that is not the expected message (a broken peer, not a dead one), and

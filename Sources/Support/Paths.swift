@@ -139,8 +139,7 @@ package enum Paths {
             case .error(let length):
                 for byte in bytes[offset..<offset + length] { name += "\u{FFFD}" + String(byte, radix: 16, uppercase: true) }
                 offset += length
-            case .emptyInput:
-                return name
+            case .emptyInput: return name
             }
         }
     }

@@ -1,6 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Foundation
 
 /// Test-only pause points (fail points, as in TiKV's `fail` or FreeBSD's fail(9)): a named place

@@ -26,6 +26,13 @@ extension DerivedValue {
     package static var keys: [any KeyDeclaration] { [] }
 }
 
+/// A value with no settings.
+package protocol PlainDerivedValue: DerivedValue { init() }
+
+extension PlainDerivedValue {
+    package init(reading settings: ObjectReader) throws { self.init() }
+}
+
 /// Every value `derive` may list, by name.
 package let derivedValueCatalogue: [any DerivedValue.Type] = [
     ThumbHash.self,
@@ -76,9 +83,7 @@ package struct DerivedValues: Sendable {
         let types = Dictionary(uniqueKeysWithValues: derivedValueCatalogue.map { ($0.name, $0) })
         switch element {
         case .string(let name):
-            guard let type = types[name] else {
-                throw JobFileError(path, Suggestion.unknown("value", name, known: types.keys))
-            }
+            guard let type = types[name] else { throw JobFileError(path, Suggestion.unknown("value", name, known: types.keys)) }
             return try type.init(reading: ObjectReader(.object([:]), path: path, shape: ObjectShape(type.keys)))
         case .object:
             let reader = try ObjectReader(element, path: path)
@@ -86,8 +91,7 @@ package struct DerivedValues: Sendable {
             let derived = try type.init(reading: reader)
             try reader.finish()
             return derived
-        default:
-            throw JobFileError(path, "must be a value's name or an object naming it in \"value\", not \(element.kindName)")
+        default: throw JobFileError(path, "must be a value's name or an object naming it in \"value\", not \(element.kindName)")
         }
     }
 }

@@ -5,13 +5,11 @@ import Keys
 /// (sharp's `stats().dominant`, which Gatsby's `dominantColor` uses), and the answer is the mean
 /// of the pixels in the fullest bin rather than the bin's centre, so it is a colour the picture
 /// has. Pixels less than half opaque are left out, unless there are only such pixels.
-package struct DominantColour: DerivedValue {
+package struct DominantColour: PlainDerivedValue {
     package static let name = "dominant"
     package static let summary = "The most common colour as #rrggbb: the mean of the fullest bin of a 16x16x16 sRGB histogram (pixels under half opacity left out)."
 
     private static let bins = 16
-
-    package init(reading settings: ObjectReader) throws {}
 
     package init() {}
 

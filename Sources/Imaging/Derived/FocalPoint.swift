@@ -6,15 +6,13 @@ import Keys
 /// Where the picture's interest is, as fractions of its width and height from the top-left: the
 /// centre of libvips' attention crop (what `"position": "attention"` crops around), so a site
 /// can crop on the client (CSS `object-position`) the way runner crops on the server.
-package struct FocalPoint: DerivedValue {
+package struct FocalPoint: PlainDerivedValue {
     package static let name = "focal"
     package static let summary = "The centre of libvips' attention crop, as {\"x\", \"y\"} fractions of width and height from the top-left."
 
     /// The crop asked for, as a fraction of each side: it sets how much libvips blurs its map of
     /// interest before taking the peak (libvips works on a 32 px copy, so the answer is as precise as that).
     private static let cropFraction = 0.5
-
-    package init(reading settings: ObjectReader) throws {}
 
     package init() {}
 

@@ -5,7 +5,7 @@ import Keys
 /// A 64-bit perceptual hash: near-identical pictures (resized, recompressed, slightly cropped)
 /// differ in few bits, different pictures in about half. Written as 16 hex digits, the first bit
 /// the highest, in `imagehash`'s order (row by row), so the two can be compared digit for digit.
-package protocol PerceptualHash: DerivedValue {
+package protocol PerceptualHash: PlainDerivedValue {
     func hash(of grey: GreyPlane) -> UInt64
 }
 
@@ -34,8 +34,6 @@ package struct DHash: PerceptualHash {
     /// (at least 6), over Debian's 49 wallpaper photos (docs/DESIGN.md, Derived values).
     package static let duplicateDistance = 5
 
-    package init(reading settings: ObjectReader) throws {}
-
     package init() {}
 
     package var identifier: String { canonicalIdentifier(Self.name, [("bits", "64"), ("frame", "\(DerivationFrame.side)")]) }
@@ -57,8 +55,6 @@ package struct PHash: PerceptualHash {
     private static let basis: [[Double]] = (0..<8).map { k in
         (0..<side).map { n in cos(Double.pi * Double(k) * Double(2 * n + 1) / Double(2 * side)) }
     }
-
-    package init(reading settings: ObjectReader) throws {}
 
     package init() {}
 

@@ -6,12 +6,10 @@ import Keys
 /// blurred placeholder (Next.js's `blurDataURL`, a CSS background) takes as it is, so a site
 /// needs no ThumbHash decoder of its own (PyPI's `thumbhash` 0.1.2 decodes wrongly). A browser
 /// scales it up smoothly; the hash holds no detail a larger picture would show.
-package struct PlaceholderDataURL: DerivedValue {
+package struct PlaceholderDataURL: PlainDerivedValue {
     package static let name = "placeholder"
     package static let summary = "The ThumbHash decoded to a PNG of at most 16x16 as a data URL (data:image/png;base64,...; well under 2 kB), "
         + "for a page's blurred placeholder."
-
-    package init(reading settings: ObjectReader) throws {}
 
     package init() {}
 

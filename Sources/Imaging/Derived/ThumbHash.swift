@@ -5,11 +5,9 @@ import Keys
 /// ThumbHash (Evan Wallace): a placeholder of about 25 bytes that keeps the aspect ratio and alpha,
 /// written in base64. A port of the reference `rgbaToThumbHash`, operation for operation, so the
 /// same pixels give the same bytes as the reference (and the PyPI port `thumbhash`).
-package struct ThumbHash: DerivedValue {
+package struct ThumbHash: PlainDerivedValue {
     package static let name = "thumbhash"
     package static let summary = "ThumbHash placeholder (base64, about 25 bytes; keeps aspect ratio and alpha), from the image scaled to fit 100x100."
-
-    package init(reading settings: ObjectReader) throws {}
 
     package init() {}
 

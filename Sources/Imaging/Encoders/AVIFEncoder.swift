@@ -3,7 +3,6 @@ import Foundation
 import Model
 import Keys
 
-/// AVIF through libvips' heifsave with AV1 compression (libheif + aom in this build).
 package struct AVIFEncoder: OutputEncoder {
     package static let type = "avif"
     package static let extensions: [String] = ["avif"]

@@ -3,7 +3,6 @@ import Foundation
 import Model
 import Keys
 
-/// GIF through libvips' cgif saver: quantised to a palette; alpha becomes 1-bit transparency.
 package struct GIFEncoder: OutputEncoder {
     package static let type = "gif"
     package static let extensions: [String] = ["gif"]

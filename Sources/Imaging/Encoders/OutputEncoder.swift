@@ -100,9 +100,7 @@ package enum Palette {
     /// libvips takes the bit depth, so 100 colours means 7 bits, written as 8 (sharp's rule). Nil
     /// when neither is given.
     package static func bitDepth(_ options: ObjectReader, colours: Key<Int>, bitdepth: Key<Int>, allowed: [Int]) throws -> Int? {
-        if options.has(colours) && options.has(bitdepth) {
-            throw options.error(bitdepth, "give colours or bitdepth, not both")
-        }
+        if options.has(colours) && options.has(bitdepth) { throw options.error(bitdepth, "give colours or bitdepth, not both") }
         if let bitdepth = try options.optional(bitdepth) { return bitdepth }
         guard let colours = try options.optional(colours) else { return nil }
         let bits = Int((log2(Double(colours))).rounded(.up))

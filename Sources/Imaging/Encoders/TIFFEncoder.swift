@@ -3,7 +3,6 @@ import Foundation
 import Model
 import Keys
 
-/// A single-image TIFF (no pyramid).
 package struct TIFFEncoder: OutputEncoder {
     package static let type = "tiff"
     package static let extensions: [String] = ["tif", "tiff"]

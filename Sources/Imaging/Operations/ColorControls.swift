@@ -1,9 +1,6 @@
 internal import CVips
 import Keys
 
-/// Core Image's CIColorControls as Kingfisher's ColorControlsProcessor uses it, on values in 0...1:
-/// saturation mixes each pixel with its luma (0 grey, 1 unchanged), then brightness is added,
-/// then contrast scales around mid-grey. Alpha is left alone.
 package struct ColorControls: ImageOperation {
     package static let name = "colorControls"
     package static let summary = "Kingfisher's ColorControlsProcessor (Core Image's CIColorControls) on sRGB values in 0...1: saturation mixes each pixel with its Rec. 709 luma, then brightness is added, then contrast scales around 0.5. Alpha is untouched."

@@ -1,7 +1,6 @@
 package import CVips
 import Foundation
 import Support
-import Model
 import Keys
 
 /// Lay another image (a watermark, a badge) over this one: placed by `gravity` and moved by

@@ -1,5 +1,4 @@
 internal import CVips
-import Model
 import Keys
 
 /// Cut a region: by box (`x`, `y`, `width`, `height`), by `width`/`height` placed with `gravity`,
@@ -107,8 +106,7 @@ package struct Crop: ImageOperation {
                 cvips_extract_area($0, $1, Int32(origin.x), Int32(origin.y),
                                    Int32(min(cropWidth, image.width - x)), Int32(min(cropHeight, image.height - y)))
             }
-        case .trim(let threshold, let background):
-            return try trim(image, threshold: threshold, background: background)
+        case .trim(let threshold, let background): return try trim(image, threshold: threshold, background: background)
         case .gravity(.attention), .gravity(.entropy):
             let interesting = placement == .gravity(.attention) ? VIPS_INTERESTING_ATTENTION : VIPS_INTERESTING_ENTROPY
             return try image.derive("smartcrop") { cvips_smartcrop($0, $1, Int32(cropWidth), Int32(cropHeight), interesting) }

@@ -1,5 +1,4 @@
 internal import CVips
-import Model
 import Keys
 
 /// Remove alpha by laying the image on an opaque `background` (white by default, the colour

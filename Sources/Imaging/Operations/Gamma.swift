@@ -1,8 +1,6 @@
 internal import CVips
 import Keys
 
-/// Gamma curve on the colour bands (libvips `gamma`): each value v in 0...1 becomes
-/// v^(1/exponent), so exponents above 1 brighten the mid-tones. Alpha is left alone.
 package struct Gamma: ImageOperation {
     package static let name = "gamma"
     package static let summary = "Gamma curve (libvips gamma): each value v in 0...1 becomes v^(1/exponent), so above 1 brightens the mid-tones. Alpha is untouched."

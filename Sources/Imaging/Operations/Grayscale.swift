@@ -1,7 +1,6 @@
 internal import CVips
 import Keys
 
-/// Convert to one band of lightness (alpha, if any, is kept).
 package struct Grayscale: ImageOperation {
     package static let name = "grayscale"
     package static let summary = "Convert to one band of lightness (alpha is kept)."

@@ -1,8 +1,6 @@
 internal import CVips
 import Keys
 
-/// Cover the image with `colour` at `opacity` (Kingfisher's OverlayImageProcessor, whose
-/// `fraction` is 1 - opacity). Only where the image is: transparent areas stay transparent.
 package struct Overlay: ImageOperation {
     package static let name = "overlay"
     package static let summary = "Cover the image with a colour at opacity x the colour's alpha, only where the image is opaque (Kingfisher's OverlayImageProcessor, whose fraction is 1 - opacity)."

@@ -1,5 +1,4 @@
 internal import CVips
-import Model
 import Keys
 
 /// Grow the canvas with `background`: to at least `width` x `height` with the image placed by

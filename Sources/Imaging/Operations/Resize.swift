@@ -94,15 +94,13 @@ package struct Resize: ImageOperation {
             resized = try image.derive("resize") { cvips_resize($0, $1, horizontal, vertical, kernel.vipsKernel) }
         }
         switch fit {
-        case .cover:
-            return try Crop(width: width!, height: height!, gravity: position).apply(to: resized)
+        case .cover: return try Crop(width: width!, height: height!, gravity: position).apply(to: resized)
         case .contain:
             let (width, height) = (max(width!, resized.width), max(height!, resized.height))
             guard width != resized.width || height != resized.height else { return resized }
             let origin = position.origin(spareX: width - resized.width, spareY: height - resized.height)
             return try resized.embedded(x: origin.x, y: origin.y, width: width, height: height, background: background)
-        case .fill, .inside, .outside:
-            return resized
+        case .fill, .inside, .outside: return resized
         }
     }
 }

@@ -1,9 +1,6 @@
 internal import CVips
-import Model
 import Keys
 
-/// Rotate clockwise by `angle` degrees. Multiples of 90 are lossless (no resampling); any other
-/// angle resamples and grows the canvas to hold the whole image, filled with `background`.
 package struct Rotate: ImageOperation {
     package static let name = "rotate"
     package static let summary = "Rotate clockwise. Multiples of 90 are lossless; other angles resample and grow the canvas to fit, filling the corners with background (a translucent one adds alpha)."

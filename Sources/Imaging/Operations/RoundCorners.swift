@@ -1,8 +1,6 @@
 internal import CVips
 import Keys
 
-/// Make the chosen `corners` transparent outside a quarter circle of `radius` pixels
-/// (Kingfisher's RoundCornerImageProcessor). The output gains an alpha band; edges are antialiased.
 package struct RoundCorners: ImageOperation {
     package static let name = "roundCorners"
     package static let summary = "Make the chosen corners transparent outside a quarter circle, antialiased; the output gains alpha (Kingfisher's RoundCornerImageProcessor). The radius is capped at half the shorter side."

@@ -71,8 +71,7 @@ package struct Thumbnail: LoadingOperation {
         let boxWidth = width.map(Int32.init) ?? unbounded
         let boxHeight = height.map(Int32.init) ?? unbounded
         switch fit {
-        case .inside, .contain:
-            return (boxWidth, boxHeight, size, VIPS_INTERESTING_NONE)
+        case .inside, .contain: return (boxWidth, boxHeight, size, VIPS_INTERESTING_NONE)
         case .fill:
             // Stretch to the box, unless that would enlarge an image the job said not to.
             let shrinksOnly = Int(boxWidth) <= sourceWidth && Int(boxHeight) <= sourceHeight

@@ -1,8 +1,6 @@
 internal import CVips
 import Keys
 
-/// Lay `colour` over the image by the colour's own alpha (Kingfisher's TintImageProcessor:
-/// a flat colour, source-over). `#ff000040` reddens a little; an opaque colour covers everything.
 package struct Tint: ImageOperation {
     package static let name = "tint"
     package static let summary = "Lay a colour over the image by the colour's alpha (Kingfisher's TintImageProcessor): #ff000040 reddens a little, an opaque colour covers everything."

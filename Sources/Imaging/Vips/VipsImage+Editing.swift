@@ -1,5 +1,4 @@
 package import CVips
-import Model
 
 /// Small building blocks the chain ops share: band bookkeeping, colours in the image's own
 /// range, constant layers and compositing. Each wraps one or two libvips calls.
@@ -125,8 +124,7 @@ extension VipsBlendMode {
         case VIPS_BLEND_MODE_CLEAR, VIPS_BLEND_MODE_SOURCE, VIPS_BLEND_MODE_IN, VIPS_BLEND_MODE_OUT,
              VIPS_BLEND_MODE_DEST_IN, VIPS_BLEND_MODE_DEST_OUT, VIPS_BLEND_MODE_DEST_ATOP, VIPS_BLEND_MODE_XOR:
             false
-        default:
-            true
+        default: true
         }
     }
 }

@@ -1,6 +1,5 @@
 package import CVips
 import Foundation
-import Model
 import Synchronization
 
 /// The one Swift owner of a `VipsImage*`: `deinit` drops the reference it took.
@@ -13,8 +12,7 @@ package final class VipsImageHandle {
 
     /// Takes ownership of a reference returned by a libvips call.
     package init(taking pointer: UnsafeMutablePointer<VipsImage>, retaining source: SourceBytes?) {
-        self.pointer = pointer
-        self.retainedSource = source
+        (self.pointer, self.retainedSource) = (pointer, source)
     }
 
     deinit { g_object_unref(UnsafeMutableRawPointer(pointer)) }
@@ -176,10 +174,7 @@ package struct VipsError: Error, CustomStringConvertible {
     package let operation: String
     package let message: String
 
-    package init(operation: String, message: String) {
-        self.operation = operation
-        self.message = message
-    }
+    package init(operation: String, message: String) { (self.operation, self.message) = (operation, message) }
 
     /// Reads and clears libvips' error buffer right after the failing call.
     /// Each worker process runs one image at a time, so the buffer holds only this call's text.
