@@ -311,7 +311,7 @@ extension Job {
                 guard member.set == nil || seen.insert(member.name).inserted else {
                     throw output.error(Output.name, "\(Quoted.value(member.name)), which this block makes, is used by another output")
                 }
-                let steps: [any ImageOperation] = member.set?.width.map { [Thumbnail(insideWidth: $0)] } ?? []
+                let steps: [any ImageOperation] = member.set?.width.map { [Thumbnail(inside: $0)] } ?? []
                 return OutputSpec(name: member.name, location: element.path, set: member.set, template: member.template,
                                   chain: OperationChain(steps: steps + chain.steps), encoder: member.encoder, autorotate: autorotate,
                                   metadata: metadata, colourSpace: colourSpace, frames: frames)

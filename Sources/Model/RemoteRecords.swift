@@ -20,7 +20,8 @@ public struct BlacklistEntry: Sendable, Codable {
 /// a download that failed for good (the server's doing), or a body that came down but is no usable
 /// image (bad image data). One value, so a download over `limits.maxDownloadBytes` is never read
 /// back as an image over `limits.maxPixels`.
-public enum BlacklistReason: Sendable, Hashable, Codable, CustomStringConvertible {
+/// Codable (and, in State, stored) through its spelling, `rawValue`.
+public enum BlacklistReason: Sendable, Hashable, Codable, RawRepresentable, CustomStringConvertible {
     case download(Download)
     /// The item failure every output of the body met (`ItemFailure.isBadImageData`: decode, too-large).
     case image(ItemFailure.Kind)
@@ -33,7 +34,7 @@ public enum BlacklistReason: Sendable, Hashable, Codable, CustomStringConvertibl
 
     /// The stored and shown spelling: an image's is its item failure kind. Before the two were told
     /// apart a download over the limit was also stored `too-large`; such an entry reads as an image's.
-    public var description: String {
+    public var rawValue: String {
         switch self {
         case .download(.httpStatus(let status)): "http-\(status)"
         case .download(.tooManyRedirects): "too-many-redirects"
@@ -48,12 +49,14 @@ public enum BlacklistReason: Sendable, Hashable, Codable, CustomStringConvertibl
     private static let fixed: [BlacklistReason] = [.tooManyRedirects, .forbiddenScheme, .malformedURL, .tooLarge, .notAnImage]
         .map(BlacklistReason.download) + ItemFailure.Kind.allCases.map(BlacklistReason.image)
 
+    public var description: String { rawValue }
+
     /// Reads a stored spelling; nil for one this version does not know.
-    public init?(_ spelling: String) {
+    public init?(rawValue spelling: String) {
         let httpPrefix = "http-"
         if spelling.hasPrefix(httpPrefix), let status = Int(spelling.dropFirst(httpPrefix.count)) {
             self = .download(.httpStatus(status))
-        } else if let reason = Self.fixed.first(where: { $0.description == spelling }) {
+        } else if let reason = Self.fixed.first(where: { $0.rawValue == spelling }) {
             self = reason
         } else {
             return nil
@@ -63,19 +66,6 @@ public enum BlacklistReason: Sendable, Hashable, Codable, CustomStringConvertibl
     public var httpStatus: Int? {
         if case .download(.httpStatus(let status)) = self { return status }
         return nil
-    }
-
-    public init(from decoder: any Decoder) throws {
-        let spelling = try decoder.singleValueContainer().decode(String.self)
-        guard let reason = BlacklistReason(spelling) else {
-            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "unknown blacklist kind \(spelling)"))
-        }
-        self = reason
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(description)
     }
 }
 

@@ -5,7 +5,6 @@ import Glibc
 #endif
 import Model
 import Keys
-import Imaging
 import JobFile
 import Planning
 import State
@@ -50,7 +49,7 @@ public enum JobRunner {
 
     private static func runJob(_ job: Job, options: RunOptions) throws -> RunSummary {
         let clock = Date()
-        let planner = Planner(job: job, vipsVersion: VipsRuntime.version)
+        let planner = Planner(job: job)
         // Later runs plan inside a transaction that a job-file error rolls back; a first run checks
         // the job before it creates the state database at all.
         if !FileManager.default.fileExists(atPath: job.statePath) { _ = try validate(job) }
@@ -185,7 +184,7 @@ public enum JobRunner {
     /// How the job's sources spread over `count` shards: sources per shard.
     public static func spread(_ job: Job, over count: Int) throws -> [Int] {
         var sources = [Int](repeating: 0, count: count)
-        try Planner(job: job, vipsVersion: VipsRuntime.version).forEachSource { source in
+        try Planner(job: job).forEachSource { source in
             sources[Shard.index(of: source.key, count: count)] += 1
         }
         return sources
@@ -209,7 +208,7 @@ public enum JobRunner {
     /// and output paths (missing folders, collisions, escapes). Returns the number of items.
     public static func validate(_ job: Job) throws -> Int {
         var items = 0
-        try Planner(job: job, vipsVersion: VipsRuntime.version).forEachSource { items += $0.items.count }
+        try Planner(job: job).forEachSource { items += $0.items.count }
         return items
     }
 
@@ -218,7 +217,7 @@ public enum JobRunner {
     @discardableResult
     public static func plan(_ job: Job, force: Bool = false, retryFailed: Bool = false,
                             _ visit: (PlannedSource) throws -> Void = { _ in }) throws -> (counts: PlanCounts, orphaned: Int) {
-        let planner = Planner(job: job, vipsVersion: VipsRuntime.version)
+        let planner = Planner(job: job)
         let others = job.stateLayout.otherLayouts(than: job.shard)
         guard let store = try StateStore.reading(at: job.statePath, readingAlso: others) else {
             // Never run under this layout: what other shard counts recorded is what the first run will find.

@@ -4,7 +4,6 @@ import Glibc
 #endif
 import Support
 import Model
-import Imaging
 import JobFile
 import Planning
 import Loading
@@ -50,7 +49,7 @@ public enum Preview {
     /// share a folder.
     public static func render(_ job: Job, source: String, output: String?, into folder: String,
                               verbose: Bool) throws -> [Rendered] {
-        let planner = Planner(job: job, vipsVersion: VipsRuntime.version)
+        let planner = Planner(job: job)
         let wanted = try output.map { name in
             guard let index = job.outputNames.firstIndex(of: name) else { throw Failure.unknownOutput(name, known: job.outputNames) }
             return index

@@ -1,5 +1,4 @@
 import Foundation
-import Imaging
 import JobFile
 import Planning
 import State
@@ -39,7 +38,7 @@ extension JobRunner {
         if delete { try stores.forEach { try $0.checkIntact() } }
         // The whole job is planned before anything is touched, so a job-file error changes nothing.
         var current = CurrentItems(outputs: job.outputs)
-        try Planner(job: job, vipsVersion: VipsRuntime.version).forEachSource { current.insert($0) }
+        try Planner(job: job).forEachSource { current.insert($0) }
         var counts = PruneCounts()
         for store in stores {
             try store.sweepItems { recorded in

@@ -11,7 +11,8 @@ extension JobRunner {
             // A writer: it holds the job as a run does, so it never edits a database under a running night.
             let lock = try RunLock(statePath: database.path)
             defer { withExtendedLifetime(lock) {} }
-            guard let store = try StateStore.existing(at: database.path) else { continue }
+            guard FileManager.default.fileExists(atPath: database.path) else { continue }
+            let store = try StateStore(path: database.path)
             defer { store.close() }
             removed.formUnion(try StateDatabaseError.naming(database.path) { try store.unblock(urls) })
         }

@@ -2,11 +2,12 @@ import Foundation
 import Support
 import Model
 
-/// How many items a plan has in each status.
-public struct PlanCounts: Sendable {
-    /// Items a run takes up: those to run and those to revalidate.
-    public var pending = 0
-    /// Of `pending`, the items a run only revalidates (`PlannedItem.Status.revalidate`).
+/// How many items a plan has in each status. Codable by these names, as `runner plan --json` and a
+/// run's `plan` event both write them: one spelling, so a count means the same in both.
+public struct PlanCounts: Sendable, Codable {
+    /// Items that run whatever servers answer.
+    public var toRun = 0
+    /// Items a run only revalidates (`PlannedItem.Status.revalidate`).
     public var revalidate = 0
     public var upToDate = 0
     public var blocked = 0
@@ -20,8 +21,8 @@ public struct PlanCounts: Sendable {
 
     public init() {}
 
-    /// Items that run whatever servers answer: `pending` without `revalidate`.
-    public var toRun: Int { pending - revalidate }
+    /// Items a run takes up: those to run and those to revalidate.
+    public var pending: Int { toRun + revalidate }
 
     /// The counts as `runner plan` and a run's first line say them, in the same words:
     /// `12 to run, 20 to revalidate, 300 up to date, 1 blocked, 2 known failures (…)`.
@@ -47,34 +48,13 @@ public struct PlanCounts: Sendable {
         toDerive += source.derivation?.values.count ?? 0
         for item in source.items {
             switch item.status {
-            case .pending: pending += 1
-            case .revalidate: pending += 1; revalidate += 1
+            case .pending: toRun += 1
+            case .revalidate: revalidate += 1
             case .upToDate: upToDate += 1
             case .blocked: blocked += 1
             case .knownFailure: knownFailures += 1
             }
         }
-    }
-}
-
-/// The counts by name, as `runner plan --json` and a run's `plan` event both write them: one
-/// spelling, so a count means the same in both (`pending`, a run's work, is `toRun` + `revalidate`).
-extension PlanCounts: Codable {
-    /// The counts as written, in this order.
-    private struct Written: Codable {
-        let toRun, revalidate, upToDate, blocked, knownFailures, toDerive: Int
-        let reusedSources: Bool
-    }
-
-    public init(from decoder: any Decoder) throws {
-        let written = try Written(from: decoder)
-        (pending, revalidate, upToDate, blocked) = (written.toRun + written.revalidate, written.revalidate, written.upToDate, written.blocked)
-        (knownFailures, toDerive, reusedSources) = (written.knownFailures, written.toDerive, written.reusedSources)
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        try Written(toRun: toRun, revalidate: revalidate, upToDate: upToDate, blocked: blocked, knownFailures: knownFailures,
-                    toDerive: toDerive, reusedSources: reusedSources).encode(to: encoder)
     }
 }
 

@@ -16,7 +16,8 @@ package struct Planner {
     /// How many source keys deduplication remembers exactly before its Bloom filter takes over.
     package var uniqueKeysInMemory = 1_000_000
 
-    package init(job: Job, vipsVersion: String) {
+    /// `vipsVersion` is the libvips this process runs on, but in tests.
+    package init(job: Job, vipsVersion: String = VipsRuntime.version) {
         self.job = job
         classifier = Classifier(job: job, vipsVersion: vipsVersion)
     }

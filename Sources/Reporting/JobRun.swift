@@ -10,11 +10,8 @@ public struct JobRun: Sendable, Encodable {
 
     public func encode(to encoder: any Encoder) throws {
         try run.encode(to: encoder)
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(shard, forKey: .shard)
+        try ["shard": shard].encode(to: encoder)
     }
-
-    private enum CodingKeys: String, CodingKey { case shard }
 
     /// `run 4` or `run 1 of shard 3/16`, as `status` prints it.
     public var name: String { "run \(run.id)" + (shard.map { " of shard \($0)" } ?? "") }

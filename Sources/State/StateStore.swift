@@ -166,11 +166,6 @@ public final class StateStore: Sendable {
         if let inode, FileIdentity(path: path)?.inode != inode { throw StateDatabaseError(path: path, kind: .moved, reason: "") }
     }
 
-    /// The job's database, to write, if a run has created it; nil otherwise, and nothing is created.
-    public static func existing(at path: String) throws -> StateStore? {
-        FileManager.default.fileExists(atPath: path) ? try StateStore(path: path) : nil
-    }
-
     private static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         // Frozen: shipped migrations are never edited; add new ones below.

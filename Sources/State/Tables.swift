@@ -116,14 +116,8 @@ extension BlacklistEntry: FetchableRecord, PersistableRecord {
     public static func databaseDateEncodingStrategy(for column: String) -> DatabaseDateEncodingStrategy { .timeIntervalSince1970 }
 }
 
-/// Stored by its spelling (`description`) in `blacklist.kind`.
-extension BlacklistReason: DatabaseValueConvertible {
-    public var databaseValue: DatabaseValue { description.databaseValue }
-
-    public static func fromDatabaseValue(_ value: DatabaseValue) -> BlacklistReason? {
-        String.fromDatabaseValue(value).flatMap(BlacklistReason.init)
-    }
-}
+/// Stored by its spelling (`rawValue`) in `blacklist.kind`.
+extension BlacklistReason: DatabaseValueConvertible {}
 
 extension CachedOriginal: FetchableRecord, PersistableRecord {
     package static let databaseTableName = "original"

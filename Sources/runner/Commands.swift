@@ -236,12 +236,9 @@ private struct PlanJSON: Encodable {
     let counts: PlanCounts
     let orphaned: Int
 
-    private enum CodingKeys: CodingKey { case orphaned }
-
     func encode(to encoder: any Encoder) throws {
         try counts.encode(to: encoder)
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(orphaned, forKey: .orphaned)
+        try ["orphaned": orphaned].encode(to: encoder)
     }
 }
 

@@ -43,15 +43,11 @@ package struct Thumbnail: LoadingOperation {
         }
     }
 
-    /// Fits inside `width` x `height` without enlarging (the derived values' own decode).
-    package init(inside width: Int, _ height: Int) {
+    /// Fits inside `width` x `height` without enlarging (the derived values' own decode); without a
+    /// height, a width of a block of `widths`, whose identifier is that of
+    /// `{"op": "thumbnail", "width": width, "fit": "inside"}`.
+    package init(inside width: Int, _ height: Int? = nil) {
         (self.width, self.height, fit, position, enlarge, background) = (width, height, .inside, .centre, false, .black)
-    }
-
-    /// Fits inside `width`, any height, without enlarging: a width of a block of `widths`, whose
-    /// identifier is that of `{"op": "thumbnail", "width": width, "fit": "inside"}`.
-    package init(insideWidth width: Int) {
-        (self.width, self.height, fit, position, enlarge, background) = (width, nil, .inside, .centre, false, .black)
     }
 
     package var identifier: String {
