@@ -31,6 +31,7 @@ package protocol ImageOperation: Sendable {
 }
 
 extension ImageOperation {
+    package static var keys: [any KeyDeclaration] { [] }
     package static var aliases: [String] { [] }
     package static var rules: [KeyRule] { [] }
     package var needsRandomAccess: Bool { false }

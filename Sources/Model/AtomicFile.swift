@@ -176,10 +176,7 @@ package enum AtomicFile {
                 }
                 try stage()
             }
-            if let failure = buffer.withUnsafeBytes({ FileDescriptor.writeAll(descriptor, $0) }) {
-                discard()
-                throw ItemFailure(.write, "\(path): \(String(cString: strerror(failure)))")
-            }
+            if let failure = buffer.withUnsafeBytes({ FileDescriptor.writeAll(descriptor, $0) }) { throw discarding(failure) }
         }
 
         /// Whether the existing file holds `buffer` at `matched`, a scratch buffer at a time.
@@ -205,21 +202,14 @@ package enum AtomicFile {
             let staged = try AtomicFile.stage(Data(), for: path, owner: getpid())
             temporary = staged.temporary
             descriptor = open(staged.temporary, O_WRONLY | O_APPEND | O_CLOEXEC)
-            guard descriptor >= 0 else {
-                let failure = systemFailure("cannot open \(staged.temporary)")
-                discard()
-                throw failure
-            }
+            guard descriptor >= 0 else { throw discarding(errno, "cannot open \(staged.temporary)") }
             var copied: Int64 = 0
             while copied < matched {
                 let count = Int(min(Int64(scratch.count), matched - copied))
                 // The old file is held open and never written in place: a short read is an I/O error.
                 let failure: Int32? = read(count, at: copied) != count ? EIO
                     : scratch.withUnsafeBytes { FileDescriptor.writeAll(descriptor, UnsafeRawBufferPointer(rebasing: $0[..<count])) }
-                if let failure {
-                    discard()
-                    throw ItemFailure(.write, "\(path): \(String(cString: strerror(failure)))")
-                }
+                if let failure { throw discarding(failure) }
                 copied += Int64(count)
             }
             if existing >= 0 { close(existing) }
@@ -241,6 +231,12 @@ package enum AtomicFile {
             temporary = nil
             if let failure = publish([staged])[0] { throw failure }
             return true
+        }
+
+        /// Discards what was written, for a failure part way: the file, or `what`, with errno `number`'s reason.
+        private func discarding(_ number: Int32, _ what: String? = nil) -> ItemFailure {
+            discard()
+            return ItemFailure(.write, "\(what ?? path): \(String(cString: strerror(number)))")
         }
 
         /// Removes the temporary file, if any (a failure part way).

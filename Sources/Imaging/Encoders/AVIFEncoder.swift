@@ -25,8 +25,6 @@ package struct AVIFEncoder: OutputEncoder {
         canonicalIdentifier(Self.type, [("quality", "\(quality)"), ("effort", "\(effort)"), ("lossless", "\(lossless)")])
     }
 
-    package var supportsAlpha: Bool { true }
-
     package func encode(_ image: VipsImageHandle, metadata: MetadataPolicy) throws(VipsError) -> Data {
         try image.encode("heifsave") {
             cvips_avifsave_buffer($0, $1, $2, Int32(quality), Int32(effort), lossless ? 1 : 0, metadata.saverKeep)

@@ -41,7 +41,6 @@ package struct AutoEncoder: OutputEncoder {
     }
 
     /// Either keeps alpha (PNG) or has none to keep (JPEG is picked only for opaque images).
-    package var supportsAlpha: Bool { true }
 
     package func resolved(for format: SourceFormat) -> any OutputEncoder {
         switch format {

@@ -28,7 +28,6 @@ package struct GIFEncoder: OutputEncoder {
         canonicalIdentifier(Self.type, [("bitdepth", "\(bitdepth)"), ("dither", dither.canonical), ("effort", "\(effort)")])
     }
 
-    package var supportsAlpha: Bool { true }
     package var canAnimate: Bool { true }
 
     package func encode(_ image: VipsImageHandle, metadata: MetadataPolicy) throws(VipsError) -> Data {

@@ -33,6 +33,7 @@ package protocol OutputEncoder: Sendable {
 }
 
 extension OutputEncoder {
+    package var supportsAlpha: Bool { true }
     package var canAnimate: Bool { false }
     package var sixteenBit: Bool { false }
     package var iptcContainer: IPTCContainer? { nil }

@@ -39,7 +39,6 @@ package struct PNGEncoder: OutputEncoder {
                             + (quantises ? [("dither", dither.canonical)] : []))
     }
 
-    package var supportsAlpha: Bool { true }
     package var sixteenBit: Bool { bitdepth == 16 }
 
     package func encode(_ image: VipsImageHandle, metadata: MetadataPolicy) throws(VipsError) -> Data {

@@ -33,7 +33,6 @@ package struct WebPEncoder: OutputEncoder {
                                         ("effort", "\(effort)"), ("alphaQuality", "\(alphaQuality)")])
     }
 
-    package var supportsAlpha: Bool { true }
     package var canAnimate: Bool { true }
 
     package func encode(_ image: VipsImageHandle, metadata: MetadataPolicy) throws(VipsError) -> Data {

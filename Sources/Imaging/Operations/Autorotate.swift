@@ -6,7 +6,6 @@ import Keys
 package struct Autorotate: ImageOperation {
     package static let name = "autorotate"
     package static let summary = "Apply the EXIF orientation at this point (for outputs with \"autorotate\": false)."
-    package static let keys: [any KeyDeclaration] = []
 
     package init(reading parameters: ObjectReader, context: OperationContext) throws {}
 

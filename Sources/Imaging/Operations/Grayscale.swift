@@ -4,7 +4,6 @@ import Keys
 package struct Grayscale: ImageOperation {
     package static let name = "grayscale"
     package static let summary = "Convert to one band of lightness (alpha is kept)."
-    package static let keys: [any KeyDeclaration] = []
 
     package init(reading parameters: ObjectReader, context: OperationContext) throws {}
 
