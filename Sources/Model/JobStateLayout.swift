@@ -53,9 +53,6 @@ public struct JobStateLayout: Sendable {
         databases.filter { $0.layout != (shard?.count ?? 0) }.map(\.path)
     }
 
-    /// The databases grouped by layout (0: unsharded).
-    public var layouts: [Int: [Database]] { Dictionary(grouping: databases, by: \.layout) }
-
     /// The databases that answer for the job now, those of the layout whose run started last
     /// (`lastStart` of each database), and those of earlier layouts, kept for planning lookups.
     public func current(lastStart: (Database) throws -> Date?) rethrows -> (current: [Database], earlier: [Database]) {

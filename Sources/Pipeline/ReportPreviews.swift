@@ -26,7 +26,7 @@ extension JobRunner {
             try VipsRuntime.start(threadsPerImage: 1, blockUntrusted: true)
         }
         let hello = WorkerHello(jobText: previewJobText, jobFilePath: job.filePath, threadsPerImage: 1, supervisorPID: getpid())
-        return try HTMLReport.write(job, options: options) { wanted in
+        return try HTMLReport(job: job, options: options).write { wanted in
             let tasks = wanted.map { WorkerTask(source: $0.output, requests: [OutputRequest(outputIndex: 0, path: $0.preview)]) }
             let outcomes = WorkerBatch.render(tasks, hello: hello, workers: job.concurrency.process,
                                               timeout: Double(job.limits.itemTimeout), verbose: false)

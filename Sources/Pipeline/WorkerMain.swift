@@ -34,14 +34,13 @@ public enum WorkerMain {
         let protocolOutput = dup(STDOUT_FILENO)
         dup2(STDERR_FILENO, STDOUT_FILENO)
         let channel = LineChannel(input: STDIN_FILENO, output: protocolOutput)
-        let pipeline: ImagePipeline
         do {
-            pipeline = try start(channel)
+            let pipeline = try start(channel)
+            return VipsRuntime.onLibvipsThread { serve(channel, pipeline) }
         } catch {
             FileDescriptor.writeLog("runner worker: \(error)\n", to: STDERR_FILENO)
             return 1
         }
-        return VipsRuntime.onLibvipsThread { serve(channel, pipeline) }
     }
 
     /// Reads the supervisor's hello and sets up libvips and the pipeline for its job.

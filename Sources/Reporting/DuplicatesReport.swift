@@ -80,8 +80,6 @@ public struct DuplicatesReport: Encodable, Sendable {
         }.map(group)
     }
 
-    public func json() throws -> String { try JSONEncoder.printing().text(self) }
-
     public func text() -> String {
         var lines = ["\(job): \(sources) source\(sources == 1 ? "" : "s") with a dHash; "
             + "\(exact.count) group\(exact.count == 1 ? "" : "s") of exact duplicates, "

@@ -41,14 +41,9 @@ public struct HTMLReport {
 
     package let job: Job
     package let options: Options
-    package let now: Date
+    package let now = Date()
 
-    /// `previews` makes the contact sheet's previews (`SheetPreviews`); the composition root
-    /// gives it worker processes.
-    package static func write(_ job: Job, options: Options = Options(), now: Date = Date(),
-                              previews: @escaping SheetPreviews.Maker) throws -> Outcome {
-        try HTMLReport(job: job, options: options, now: now).write(previews: previews)
-    }
+    package init(job: Job, options: Options) { (self.job, self.options) = (job, options) }
 
     /// Beside the state database, named after it (`state/thumbs.sqlite` -> `state/thumbs-report.html`):
     /// jobs that share a state folder each get their own report, and their pages never replace,
@@ -58,7 +53,9 @@ public struct HTMLReport {
         return Paths.directory(of: state) + "/" + Paths.splitExtension(Paths.lastComponent(state)).stem + "-report.html"
     }
 
-    private func write(previews maker: @escaping SheetPreviews.Maker) throws -> Outcome {
+    /// `maker` makes the contact sheet's previews (`SheetPreviews`); the composition root
+    /// gives it worker processes.
+    package func write(previews maker: @escaping SheetPreviews.Maker) throws -> Outcome {
         // The runs, each with its shard, and the shards: as `runner status` tells them.
         let databases = try JobDatabases(job: job, runs: options.runs)
         defer { databases.close() }

@@ -105,8 +105,6 @@ public struct StatusReport: Encodable, Sendable {
         (self.runs, self.shards, earlierLayouts) = (databases.runsInTimeOrder(limit: runs), shards, databases.earlier)
     }
 
-    public func json() throws -> String { try JSONEncoder.printing().text(self) }
-
     public func text() -> String {
         guard hasRun else { return notRunYet(job, state: state) }
         var lines = ["\(job) (\(state)\(shards.isEmpty ? "" : ", \(shards.count) shards"))"]

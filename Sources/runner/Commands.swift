@@ -262,7 +262,7 @@ struct Status: RunnerCommand {
 
     func execute() throws {
         let report = try StatusReport(job: try job.load(), runs: runs)
-        print(json ? try report.json() : report.text())
+        print(json ? try JSONEncoder.printing().text(report) : report.text())
     }
 }
 
@@ -377,7 +377,7 @@ struct Duplicates: RunnerCommand {
         try job.with { loaded in
             let report = try DuplicatesReport(job: loaded, distance: distance)
             guard report.hasRun else { return print(notRunYet(loaded.name, state: loaded.jobStatePath)) }
-            print(json ? try report.json() : report.text())
+            print(json ? try JSONEncoder.printing().text(report) : report.text())
         }
     }
 }
