@@ -378,12 +378,10 @@ extension Job {
     }
 
     private static func readConcurrency(_ section: ObjectReader) throws -> ConcurrencySettings {
-        ConcurrencySettings(process: try section.optional(Concurrency.process) ?? defaultWorkerCount,
+        ConcurrencySettings(process: try section.optional(Concurrency.process) ?? ProcessInfo.processInfo.activeProcessorCount,
                             threadsPerImage: try section.read(Concurrency.threadsPerImage),
                             recycleAfter: try section.read(Concurrency.recycleAfter))
     }
-
-    public static var defaultWorkerCount: Int { ProcessInfo.processInfo.activeProcessorCount }
 
     package enum Limit {
         /// sharp's `limitInputPixels` default: 16383 x 16383.
