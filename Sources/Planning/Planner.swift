@@ -134,16 +134,19 @@ package struct Planner {
     private func outputPaths(of discovered: DiscoveredSource) throws -> [String] {
         let (stem, ext) = Paths.splitExtension(discovered.fileName)
         let key = PathTemplate.Values.key(of: discovered.key)
-        return try job.outputs.enumerated().map { index, output in
-            let values = PathTemplate.Values(stem: stem, ext: ext, dir: discovered.relativeDirectory, name: output.name, key: key)
-            guard let outputPath = output.template.expand(values) else {
-                throw JobFileError("\(output.location).path", "\(discovered.key) would be written outside \(output.template.root)")
+        // By index, not by element: a copy of each output per source retains and releases its name,
+        // location, block, template, chain and encoder (most of a URL list plan's extra CPU over a62463e).
+        return try job.outputs.indices.map { index in
+            let template = job.outputs[index].template
+            let values = PathTemplate.Values(stem: stem, ext: ext, dir: discovered.relativeDirectory, name: job.outputs[index].name, key: key)
+            guard let outputPath = template.expand(values) else {
+                throw JobFileError("\(job.outputs[index].location).path", "\(discovered.key) would be written outside \(template.root)")
             }
             if let manifest = job.manifest, outputPath == manifest.path || outputPath == job.manifestPath {
-                throw JobFileError("manifest.path", "\(discovered.key)'s output \(output.name) would be written at the manifest's path \(outputPath)")
+                throw JobFileError("manifest.path", "\(discovered.key)'s output \(job.outputs[index].name) would be written at the manifest's path \(outputPath)")
             }
-            if output.template.extensionVaries, let mismatch = extensionMismatch(Paths.lastComponent(outputPath), for: output.encoder) {
-                throw JobFileError("\(output.location).path", "\(discovered.key) would be written as \(outputPath): \(mismatch)")
+            if template.extensionVaries, let mismatch = extensionMismatch(Paths.lastComponent(outputPath), for: job.outputs[index].encoder) {
+                throw JobFileError("\(job.outputs[index].location).path", "\(discovered.key) would be written as \(outputPath): \(mismatch)")
             }
             return outputPath
         }
