@@ -15,10 +15,13 @@ package struct Planner {
     package let classifier: Classifier
     /// How many source keys deduplication remembers exactly before its Bloom filter takes over.
     package var uniqueKeysInMemory = 1_000_000
+    /// Whether an output's path has `{key}`: a tenth of a URL list's plan hashes the keys otherwise.
+    private let namesKeys: Bool
 
     package init(job: Job, vipsVersion: String) {
         self.job = job
         classifier = Classifier(job: job, vipsVersion: vipsVersion)
+        namesKeys = job.outputs.contains { $0.template.namesKey }
     }
 
     /// Visits every source of the job (of its shard, when it has one) once, in order, with all its
@@ -133,7 +136,7 @@ package struct Planner {
     /// template's root is a `JobFileError`.
     private func outputPaths(of discovered: DiscoveredSource) throws -> [String] {
         let (stem, ext) = Paths.splitExtension(discovered.fileName)
-        let key = PathTemplate.Values.key(of: discovered.key)
+        let key = namesKeys ? PathTemplate.Values.key(of: discovered.key) : ""
         // By index, not by element: a copy of each output per source retains and releases its name,
         // location, block, template, chain and encoder (most of a URL list plan's extra CPU over a62463e).
         return try job.outputs.indices.map { index in
