@@ -52,6 +52,9 @@ package struct PathTemplate: Sendable {
     /// `{hash}` itself, and published at `named(_:hash:)`.
     package let hashSuffix: String?
 
+    /// Whether it has `{key}`: planning hashes a source's key for it only then.
+    package var namesKey: Bool { pieces.contains { if case .key = $0 { true } else { false } } }
+
     /// The digits `{hash}` stands for: `OutputFacts.shortHash`.
     package static let hashDigits = 8
 

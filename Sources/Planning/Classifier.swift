@@ -84,7 +84,7 @@ package struct Classifier: Sendable {
             }
             source.cachedOriginal = try state.original(source.key)
             // Where planning knows nothing of the content (a URL's), a fresh cached original says.
-            if source.identity == .unknown, let original = source.cachedOriginal, !needsRevalidation(original, now: now) {
+            if case .unknown = source.identity, let original = source.cachedOriginal, !needsRevalidation(original, now: now) {
                 source.identity = fetched.identity(of: original)
                 for index in source.items.indices {
                     source.items[index].fingerprint = fingerprint(source.identity, output: source.items[index].outputIndex)

@@ -15,11 +15,14 @@ package struct Planner {
     package let classifier: Classifier
     /// How many source keys deduplication remembers exactly before its Bloom filter takes over.
     package var uniqueKeysInMemory = 1_000_000
+    /// Whether an output's path has `{key}`: a tenth of a URL list's plan hashes the keys otherwise.
+    private let namesKeys: Bool
 
     /// `vipsVersion` is the libvips this process runs on, but in tests.
     package init(job: Job, vipsVersion: String = VipsRuntime.version) {
         self.job = job
         classifier = Classifier(job: job, vipsVersion: vipsVersion)
+        namesKeys = job.outputs.contains { $0.template.namesKey }
     }
 
     /// Visits every source of the job (of its shard, when it has one) once, in order, with all its
@@ -134,17 +137,20 @@ package struct Planner {
     /// template's root is a `JobFileError`.
     private func outputPaths(of discovered: DiscoveredSource) throws -> [String] {
         let (stem, ext) = Paths.splitExtension(discovered.fileName)
-        let key = PathTemplate.Values.key(of: discovered.key)
-        return try job.outputs.enumerated().map { index, output in
-            let values = PathTemplate.Values(stem: stem, ext: ext, dir: discovered.relativeDirectory, name: output.name, key: key)
-            guard let outputPath = output.template.expand(values) else {
-                throw JobFileError("\(output.location).path", "\(discovered.key) would be written outside \(output.template.root)")
+        let key = namesKeys ? PathTemplate.Values.key(of: discovered.key) : ""
+        // By index, not by element: a copy of each output per source retains and releases its name,
+        // location, block, template, chain and encoder (most of a URL list plan's extra CPU over a62463e).
+        return try job.outputs.indices.map { index in
+            let template = job.outputs[index].template
+            let values = PathTemplate.Values(stem: stem, ext: ext, dir: discovered.relativeDirectory, name: job.outputs[index].name, key: key)
+            guard let outputPath = template.expand(values) else {
+                throw JobFileError("\(job.outputs[index].location).path", "\(discovered.key) would be written outside \(template.root)")
             }
             if let manifest = job.manifest, outputPath == manifest.path || outputPath == job.manifestPath {
-                throw JobFileError("manifest.path", "\(discovered.key)'s output \(output.name) would be written at the manifest's path \(outputPath)")
+                throw JobFileError("manifest.path", "\(discovered.key)'s output \(job.outputs[index].name) would be written at the manifest's path \(outputPath)")
             }
-            if output.template.extensionVaries, let mismatch = extensionMismatch(Paths.lastComponent(outputPath), for: output.encoder) {
-                throw JobFileError("\(output.location).path", "\(discovered.key) would be written as \(outputPath): \(mismatch)")
+            if template.extensionVaries, let mismatch = extensionMismatch(Paths.lastComponent(outputPath), for: job.outputs[index].encoder) {
+                throw JobFileError("\(job.outputs[index].location).path", "\(discovered.key) would be written as \(outputPath): \(mismatch)")
             }
             return outputPath
         }
