@@ -131,9 +131,9 @@ public enum JobRunner {
         var summary = committed
         summary.planned = planned.pending
         summary.blocked = planned.blocked
-        // Every planned item ends done, failed, revalidated unchanged (up to date or still failed), or not started.
-        summary.notStarted = planned.pending - summary.done - summary.failed - summary.upToDate - summary.knownFailures
-            - summary.notRevalidated
+        // Every planned item ends done, failed, skipped, revalidated unchanged (up to date or still failed), or not started.
+        summary.notStarted = planned.pending - summary.done - summary.failed - summary.skipped - summary.upToDate
+            - summary.knownFailures - summary.notRevalidated
         summary.upToDate += planned.upToDate
         summary.knownFailures += planned.knownFailures
         summary.strict = options.strict
