@@ -28,10 +28,11 @@ extension Job {
     }
 
     public static func parse(text: String, filePath: String) throws -> Job {
-        try checkNesting(text)
         let document: JSONValue
         do {
             document = try JSONValue(parsing: text)
+        } catch where error.message == JSONSyntaxError.tooDeep {
+            throw JobFileError("", "not valid JSON: " + error.message)
         } catch {
             throw JobFileError(syntax: error)
         }
@@ -65,30 +66,6 @@ extension Job {
 
         return Job(name: name, filePath: filePath, text: text, baseDirectory: baseDirectory, sources: sources,
                    outputs: outputs, derive: derive, manifest: manifest, concurrency: concurrency, limits: limits, statePath: statePath, remote: remote)
-    }
-
-    /// Deepest nesting of arrays and objects a job file may have (a job needs six or so).
-    package static let maxNesting = 32
-
-    /// Decoding into `JSONValue` costs time in proportion to the square of the nesting depth (each
-    /// level tries the scalar types first, and each failed try carries the whole coding path): a
-    /// 200 KB file of arrays 400 deep took 100 s. One pass over the bytes refuses such files first.
-    private static func checkNesting(_ text: String) throws {
-        var depth = 0, inString = false, escaped = false
-        for byte in text.utf8 {
-            if inString {
-                if escaped { escaped = false } else if byte == UInt8(ascii: "\\") { escaped = true } else if byte == UInt8(ascii: "\"") { inString = false }
-                continue
-            }
-            switch byte {
-            case UInt8(ascii: "\""): inString = true
-            case UInt8(ascii: "["), UInt8(ascii: "{"):
-                depth += 1
-                if depth > maxNesting { throw JobFileError("", "not valid JSON: nested more than \(maxNesting) levels deep") }
-            case UInt8(ascii: "]"), UInt8(ascii: "}"): depth -= 1
-            default: break
-            }
-        }
     }
 
     /// Every key of a version 1 job file. The reader reads through these declarations and

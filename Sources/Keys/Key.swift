@@ -167,19 +167,13 @@ extension Key where Value: RawRepresentable & CaseIterable, Value.RawValue == St
         let missing = "is required (" + names.dropLast().joined(separator: ", ") + " or \(names.last ?? ""))"
         return Key(name, presence, summary, schema: ["type": "string", "enum": .array(names.map(JSONValue.string))],
                    missing: missing, written: { .string($0.rawValue) }) { value, location in
-            try decodeChoice(value, location)
+            let text = try decodeString(value, location)
+            guard let picked = Value(rawValue: text) else {
+                throw JobFileError(location, "must be one of \(names.joined(separator: ", ")), not \(Quoted.value(text))")
+            }
+            return picked
         }
     }
-}
-
-private func decodeChoice<Choice: RawRepresentable & CaseIterable>(_ value: JSONValue, _ location: String) throws -> Choice
-where Choice.RawValue == String {
-    let text = try decodeString(value, location)
-    guard let picked = Choice(rawValue: text) else {
-        let names = Choice.allCases.map(\.rawValue).joined(separator: ", ")
-        throw JobFileError(location, "must be one of \(names), not \(Quoted.value(text))")
-    }
-    return picked
 }
 
 extension Key {

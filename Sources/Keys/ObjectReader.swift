@@ -167,7 +167,6 @@ public enum Bound: Sendable {
     case any
     case positive                    // > 0
     case nonNegative                 // >= 0
-    case atLeast(Double)
     case range(Double, Double)       // inclusive
     case oneOf([Double])
     /// Image sides, offsets and margins in pixels: libvips takes them as 32-bit integers and makes
@@ -192,7 +191,6 @@ public enum Bound: Sendable {
         case .any: return nil
         case .positive: return value > 0 ? nil : (integer ? "must be a positive integer" : "must be > 0")
         case .nonNegative: return value >= 0 ? nil : "must be >= 0"
-        case .atLeast(let low): return value >= low ? nil : "must be >= \(canonicalNumber(low))"
         case .range(let low, let high):
             return (low...high).contains(value) ? nil
                 : "must be between \(canonicalNumber(low)) and \(canonicalNumber(high))"
@@ -222,7 +220,6 @@ public enum Bound: Sendable {
         case .any: break
         case .positive: if integer { schema["minimum"] = 1 } else { schema["exclusiveMinimum"] = 0 }
         case .nonNegative: schema["minimum"] = 0
-        case .atLeast(let low): schema["minimum"] = .number(low)
         case .range(let low, let high): (schema["minimum"], schema["maximum"]) = (.number(low), .number(high))
         case .oneOf(let allowed): schema["enum"] = .array(allowed.map(JSONValue.number))
         case .pixels(let kind): (schema["minimum"], schema["maximum"]) = (.number(pixelRange(kind).0), .number(pixelRange(kind).1))

@@ -3,6 +3,9 @@ public struct JSONSyntaxError: Error, Equatable, Sendable {
     public let line: Int
     public let column: Int
     public let message: String
+
+    /// Arrays and objects nested deeper than `JSONValue(parsing:)` reads: a fault of the text as a whole.
+    public static let tooDeep = "nested more than \(JSONParser.maxDepth) levels deep"
 }
 
 extension JSONValue {
@@ -34,8 +37,8 @@ private struct JSONParser {
     var index = 0
     var depth = 0
 
-    /// Deep enough for any job file; bounded so a hostile file cannot exhaust the stack.
-    static let maxDepth = 512
+    /// Deep enough for any job file (six levels or so); bounded so a hostile file cannot exhaust the stack.
+    static let maxDepth = 32
 
     init(bytes: [UInt8]) {
         self.bytes = bytes
@@ -116,7 +119,7 @@ private struct JSONParser {
 
     /// Steps over the opening bracket.
     private mutating func enter() throws(JSONSyntaxError) {
-        guard depth < Self.maxDepth else { throw failure("nested more than \(Self.maxDepth) deep") }
+        guard depth < Self.maxDepth else { throw failure(JSONSyntaxError.tooDeep) }
         depth += 1
         index += 1
     }
