@@ -31,7 +31,7 @@ extension Job {
         let document: JSONValue
         do {
             document = try JSONValue(parsing: text)
-        } catch where error.message == JSONSyntaxError.tooDeep {
+        } catch where error.isTooDeep {
             throw JobFileError("", "not valid JSON: " + error.message)
         } catch {
             throw JobFileError(syntax: error)

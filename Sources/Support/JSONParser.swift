@@ -3,9 +3,9 @@ public struct JSONSyntaxError: Error, Equatable, Sendable {
     public let line: Int
     public let column: Int
     public let message: String
-
-    /// Arrays and objects nested deeper than `JSONValue(parsing:)` reads: a fault of the text as a whole.
-    public static let tooDeep = "nested more than \(JSONParser.maxDepth) levels deep"
+    /// Arrays and objects nested deeper than `JSONValue(parsing:)` reads: a fault of the text as a
+    /// whole, whose place says nothing.
+    public var isTooDeep = false
 }
 
 extension JSONValue {
@@ -119,7 +119,11 @@ private struct JSONParser {
 
     /// Steps over the opening bracket.
     private mutating func enter() throws(JSONSyntaxError) {
-        guard depth < Self.maxDepth else { throw failure(JSONSyntaxError.tooDeep) }
+        guard depth < Self.maxDepth else {
+            var tooDeep = failure("nested more than \(Self.maxDepth) levels deep")
+            tooDeep.isTooDeep = true
+            throw tooDeep
+        }
         depth += 1
         index += 1
     }

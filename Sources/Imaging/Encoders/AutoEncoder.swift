@@ -40,8 +40,6 @@ package struct AutoEncoder: OutputEncoder {
         return canonicalIdentifier(Self.type, formats.map { (Swift.type(of: $0).type, $0.identifier) })
     }
 
-    /// Either keeps alpha (PNG) or has none to keep (JPEG is picked only for opaque images).
-
     package func resolved(for format: SourceFormat) -> any OutputEncoder {
         switch format {
         case .jpeg: jpeg
