@@ -70,12 +70,12 @@ let package = Package(
         .target(name: "Support", dependencies: ["CSystem"]),
         // S3-compatible stores: SigV4 signing and the credentials chain, below every stage that
         // lists, fetches, writes or records in a bucket.
-        .target(name: "ObjectStore", dependencies: ["CCurl", "CCrypto"]),
+        .target(name: "ObjectStore", dependencies: ["Support", "CCurl", "CCrypto"]),
         .target(name: "Model", dependencies: ["Support"]),
         .target(name: "Keys", dependencies: ["Support"]),
         .target(name: "Imaging", dependencies: ["Keys", "Model", "CVips"]),
-        .target(name: "JobFile", dependencies: ["Imaging"]),
-        .target(name: "Planning", dependencies: ["JobFile"]),
+        .target(name: "JobFile", dependencies: ["Imaging", "ObjectStore"]),
+        .target(name: "Planning", dependencies: ["JobFile", "ObjectStore"]),
         .target(name: "State", dependencies: ["Planning", .product(name: "GRDB", package: "GRDB.swift"),
                                               .product(name: "GRDBSQLite", package: "GRDB.swift")]),
         .target(name: "Output", dependencies: ["State"]),

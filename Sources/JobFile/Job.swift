@@ -1,6 +1,7 @@
 import Foundation
 import Model
 import Imaging
+import ObjectStore
 
 /// A job file, decoded once into a fully defaulted value (swift-format's `Configuration`).
 /// Every relative path in it resolves against the job file's own folder, so cron can run it from anywhere.
@@ -58,6 +59,8 @@ package enum SourceSpec: Sendable, Equatable {
     case list(String)
     /// An HTTP(S) URL, with an optional explicit source key and headers of its own.
     case url(String, key: String?, headers: [String: String])
+    /// The objects below a prefix of a bucket whose keys match `include` and not `exclude`.
+    case bucket(S3Endpoint, bucket: String, prefix: String, include: [String], exclude: [String])
 }
 
 package struct OutputSpec: Sendable {

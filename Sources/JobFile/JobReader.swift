@@ -1,5 +1,6 @@
 import Foundation
 import Support
+import ObjectStore
 import Model
 import Keys
 import Imaging
@@ -125,8 +126,20 @@ extension Job {
         package static let key = Key.text("key", .optional("the normalized URL"), "The URL source's key in the state database.")
         package static let headers = Key.headers("headers", "Headers sent for this URL, on top of http.headers.")
 
-        package static let shape = ObjectShape([path, recursive, include, exclude, glob, list, url, key, headers], rules: [
-            .exactlyOne(path, glob, list, url), .onlyWith(path, recursive, include, exclude), .onlyWith(url, key, headers),
+        package static let s3 = Key.text("s3", .optional(),
+            "A bucket and key prefix in an S3-compatible store, s3://BUCKET/PREFIX: each object below it whose key matches include "
+                + "and no exclude pattern is a source (credentials from the environment, never the job file).")
+        package static let endpoint = Key.text("endpoint", .optional("AWS's endpoint for the region"),
+            "The store's URL with its scheme: https://s3.eu-west-1.amazonaws.com, http://127.0.0.1:8333, https://ACCOUNT.r2.cloudflarestorage.com.")
+        package static let region = Key.text("region", .defaults("us-east-1"), "The region requests are signed for (R2: auto).")
+        package static let addressing = Key.choice("addressing", .optional("virtual without an endpoint, path with one"),
+            "path: http://host/BUCKET/KEY (MinIO, SeaweedFS, Ceph); virtual: https://BUCKET.host/KEY (AWS's own).")
+            as Key<S3Endpoint.Addressing>
+
+        package static let shape = ObjectShape([path, recursive, include, exclude, glob, list, url, key, headers, s3, endpoint, region,
+                                                addressing], rules: [
+            .exactlyOne(path, glob, list, url, s3), .onlyWith(path, recursive), .onlyWith([path.name, s3.name], [include.name, exclude.name]),
+            .onlyWith(url, key, headers), .onlyWith(s3, endpoint, region, addressing),
         ])
     }
 
@@ -142,6 +155,8 @@ extension Job {
                 spec = .glob(try path(source, Source.glob, baseDirectory))
             } else if source.has(Source.list) {
                 spec = .list(try path(source, Source.list, baseDirectory, mayBeURL: true))
+            } else if source.has(Source.s3) {
+                spec = try bucket(source)
             } else {
                 // The exactlyOne rule leaves a URL.
                 let url = try source.read(Source.url)
@@ -151,6 +166,30 @@ extension Job {
             try source.finish()
             return spec
         }
+    }
+
+    /// An `s3` source: its bucket and prefix, and the store it is in.
+    private static func bucket(_ source: ObjectReader) throws -> SourceSpec {
+        let location = try source.read(Source.s3)
+        let path = location.hasPrefix("s3://") ? location.dropFirst(5) : ""
+        let bucket = String(path.prefix { $0 != "/" })
+        guard !bucket.isEmpty else { throw source.error(Source.s3, "must be s3://BUCKET/PREFIX (the prefix may be empty), not \(Quoted.value(location))") }
+        let region = try source.read(Source.region)
+        guard !region.isEmpty else { throw source.error(Source.region, "must not be empty") }
+        let store: S3Endpoint
+        if let url = try source.optional(Source.endpoint) {
+            guard let endpoint = S3Endpoint(url: url, region: region, addressing: try source.optional(Source.addressing) ?? .path) else {
+                throw source.error(Source.endpoint, "must be the store's URL with its scheme, http:// or https:// and a host (and port), "
+                                   + "such as https://s3.eu-west-1.amazonaws.com, not \(Quoted.value(url))")
+            }
+            store = endpoint
+        } else {
+            let aws = S3Endpoint.aws(region: region)
+            store = S3Endpoint(url: "\(aws.scheme)://\(aws.authority)", region: region,
+                               addressing: try source.optional(Source.addressing) ?? .virtualHosted) ?? aws
+        }
+        return .bucket(store, bucket: bucket, prefix: String(path.dropFirst(bucket.count + 1)), include: try source.read(Source.include),
+                       exclude: try source.read(Source.exclude))
     }
 
     /// Patterns a folder source picks up when it names none (matched case-insensitively).

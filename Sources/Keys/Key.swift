@@ -220,13 +220,13 @@ public enum KeyRule: Sendable {
     case exactlyOne([String])
     /// At least one of these keys is given (a box's width or height).
     case atLeastOne([String])
-    /// These keys apply only alongside `key`. The reader rejects them through `finish()`, which
-    /// catches every key left unread; the schema says it up front.
-    case onlyWith(String, [String])
+    /// These keys apply only alongside one of `keys` (a folder's or a bucket's filters). The reader
+    /// rejects them through `finish()`, which catches every key left unread; the schema says it up front.
+    case onlyWith([String], [String])
 
     package static func exactlyOne(_ keys: any KeyDeclaration...) -> KeyRule { .exactlyOne(keys.map(\.name)) }
     package static func atLeastOne(_ keys: any KeyDeclaration...) -> KeyRule { .atLeastOne(keys.map(\.name)) }
-    package static func onlyWith(_ key: any KeyDeclaration, _ keys: any KeyDeclaration...) -> KeyRule { .onlyWith(key.name, keys.map(\.name)) }
+    package static func onlyWith(_ key: any KeyDeclaration, _ keys: any KeyDeclaration...) -> KeyRule { .onlyWith([key.name], keys.map(\.name)) }
 
     /// The problem with an object that has `given` keys, at `path` or at the key it concerns.
     package func violation(given: (String) -> Bool, path: String, location: (String) -> String) -> JobFileError? {
@@ -280,7 +280,10 @@ public struct ObjectShape: Sendable {
             switch rule {
             case .exactlyOne(let names): alternatives.append(["oneOf": .array(names.map { ["required": [.string($0)]] })])
             case .atLeastOne(let names): alternatives.append(["anyOf": .array(names.map { ["required": [.string($0)]] })])
-            case .onlyWith(let key, let names): for name in names { dependents[name] = ["required": [.string(key)]] }
+            case .onlyWith(let keys, let names):
+                let required: JSONValue = keys.count == 1 ? ["required": [.string(keys[0])]]
+                    : ["anyOf": .array(keys.map { ["required": [.string($0)]] })]
+                for name in names { dependents[name] = required }
             }
         }
         if !alternatives.isEmpty { schema["allOf"] = .array(alternatives) }

@@ -47,6 +47,7 @@ package struct DownloadFailure: Error, Sendable, CustomStringConvertible {
     package var blacklistReason: BlacklistReason? {
         guard !isTransient else { return nil }
         return switch reason {
+        case .httpStatus(_, .refused): nil
         case .httpStatus(let status, _): .download(.httpStatus(status))
         case .tooManyRedirects: .download(.tooManyRedirects)
         case .forbiddenScheme: .download(.forbiddenScheme)

@@ -135,6 +135,8 @@ package final class RemoteStage: @unchecked Sendable {
         let content: CachedOriginal
         switch result {
         case .failed(let failure, let attempts):
+            // The store refuses the run as set up: one message ends it; the items are tried next run.
+            if case .httpStatus(_, .refused(let refusal)) = failure.reason { return fail(refusal) }
             let (stale, failing) = staleIfError(failure, sources: sources, now: now)
             if !stale.isEmpty { serveStale(fetched, stale, failure) }
             guard !failing.isEmpty else { return }

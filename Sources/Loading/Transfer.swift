@@ -65,7 +65,7 @@ final class Transfer {
         _ = ccurl_set_pointer(easy, CURLOPT_HEADERDATA, context)
         _ = ccurl_set_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer)
         _ = ccurl_set_long(easy, CURLOPT_NOSIGNAL, 1)
-        _ = ccurl_set_long(easy, CURLOPT_FOLLOWLOCATION, 1)
+        _ = ccurl_set_long(easy, CURLOPT_FOLLOWLOCATION, request.source.followsRedirects ? 1 : 0)
         _ = ccurl_set_long(easy, CURLOPT_MAXREDIRS, settings.maxRedirects)
         // Only http and https, for the first request and every redirect.
         _ = ccurl_set_string(easy, CURLOPT_PROTOCOLS_STR, "http,https")
@@ -161,7 +161,7 @@ final class Transfer {
         }
         if status == 304 && (request.etag != nil || request.lastModified != nil) { return .ended(.notModified) }
         guard (200..<300).contains(status) else {
-            var failure = DownloadFailure(reason: .httpStatus(status, request.source.meaning(ofStatus: status)), detail: "")
+            var failure = DownloadFailure(reason: .httpStatus(status, request.source.meaning(ofStatus: status, body: memory)), detail: "")
             failure.retryAfter = headers["retry-after"].flatMap { retryAfter($0, httpDate: httpDate) }
             return .ended(.failed(failure, attempts: attempt))
         }

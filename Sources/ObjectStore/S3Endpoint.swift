@@ -2,10 +2,13 @@ import Foundation
 
 /// An S3-compatible server and how its buckets are addressed: what a request to one of its
 /// objects is signed and sent as.
-package struct S3Endpoint: Sendable, Equatable {
+package struct S3Endpoint: Sendable, Equatable, Codable {
     /// `path`: `http://host/bucket/key` (MinIO, SeaweedFS, most local servers). `virtualHosted`:
     /// `https://bucket.host/key` (AWS's default; a bucket name with dots breaks a TLS wildcard).
-    package enum Addressing: Sendable, Equatable { case path, virtualHosted }
+    package enum Addressing: String, Sendable, Equatable, Codable, CaseIterable {
+        case path
+        case virtualHosted = "virtual"
+    }
 
     package let scheme: String
     /// Host and port as the `Host` header carries them: lower case, no default port.
@@ -34,10 +37,7 @@ package struct S3Endpoint: Sendable, Equatable {
     package func signed(_ method: String, bucket: String, key: String = "", query: [String: String] = [:],
                         headers: [String: String] = [:], payloadHash: String = SigV4.unsignedPayload,
                         credentials: AWSCredentials, at date: Date = Date()) -> SignedRequest {
-        let bucketName = SigV4.encoded(bucket, keepingSlashes: false)
-        let host = addressing == .virtualHosted ? "\(bucketName).\(authority)" : authority
-        var path = addressing == .path ? "/" + bucketName : ""
-        if !key.isEmpty || path.isEmpty { path += "/" + SigV4.encoded(key, keepingSlashes: true) }
+        let (host, path) = hostAndPath(bucket: bucket, key: key)
         let canonicalQuery = SigV4.canonicalQuery(query)
         var sent = headers
         sent["x-amz-date"] = SigV4.amzDate(date)
@@ -48,6 +48,29 @@ package struct S3Endpoint: Sendable, Equatable {
             payloadHash: payloadHash, credentials: credentials, region: region, service: "s3", amzDate: sent["x-amz-date"]!)
         return SignedRequest(method: method, url: "\(scheme)://\(host)\(path)" + (canonicalQuery.isEmpty ? "" : "?" + canonicalQuery),
                              headers: sent)
+    }
+}
+
+extension S3Endpoint {
+    /// AWS's own endpoint for `region`, virtual-hosted as AWS addresses buckets by default.
+    package static func aws(region: String) -> S3Endpoint {
+        S3Endpoint(url: "https://s3.\(region).amazonaws.com" + (region.hasPrefix("cn-") ? ".cn" : ""), region: region,
+                   addressing: .virtualHosted)!
+    }
+
+    /// The object's URL, as `signed` sends it without a query: what a download names.
+    package func url(bucket: String, key: String) -> String {
+        let (host, path) = hostAndPath(bucket: bucket, key: key)
+        return "\(scheme)://\(host)\(path)"
+    }
+
+    /// The `Host` and the canonical path (the key percent-encoded, its slashes kept) of a request.
+    private func hostAndPath(bucket: String, key: String) -> (host: String, path: String) {
+        let bucketName = SigV4.encoded(bucket, keepingSlashes: false)
+        let host = addressing == .virtualHosted ? "\(bucketName).\(authority)" : authority
+        var path = addressing == .path ? "/" + bucketName : ""
+        if !key.isEmpty || path.isEmpty { path += "/" + SigV4.encoded(key, keepingSlashes: true) }
+        return (host, path)
     }
 }
 

@@ -80,6 +80,7 @@ public enum JobRunner {
             reporter.notice("\((named as? StateDatabaseError)?.summary ?? "\(named)"): stopping, finishing items in flight")
         }, onCommitted: committed.add)
         reporter.planned(plan.counts, sweep: plan.sweep)
+        if let notice = S3Source.credentialsNotice(job) { reporter.notice(notice) }
         let downloads = RemoteStage(job: job, classifier: planner.classifier, sources: plan.remote, repeatedURLs: plan.repeatedURLs,
                                     store: store, recorder: recorder, handoff: handoff, control: control,
                                     retryFailed: options.retryFailed, downloadOnly: options.downloadOnly,
@@ -157,7 +158,7 @@ public enum JobRunner {
                     let started = source.items.map { ItemEvent.started(key: $0.key, fingerprint: $0.fingerprint) }
                     recorder.record(started + source.finished(.failed(ItemFailure(.unreadable, message), seconds: 0)))
                     continue
-                case .file, .content, .unknown: break
+                case .file, .content, .etag, .unknown: break
                 }
                 return ScheduledTask(file: source.location, items: source.items, of: source,
                                      fingerprint: classifier.derivationFingerprint(source.identity), derivation: source.derivation)

@@ -104,7 +104,7 @@ package struct Classifier: Sendable {
             if stands { source.items[index].recorded = entry }
         }
         switch source.identity {
-        case .file, .content, .notRegular: break
+        case .file, .content, .etag, .notRegular: break
         case .unknown:
             // A stale cached original: the items made from it stand if the server finds it unchanged.
             guard let cached = source.cachedIdentity else { return }
@@ -142,7 +142,7 @@ package struct Classifier: Sendable {
         guard !job.derive.values.isEmpty else { return nil }
         switch identity {
         case .missing, .notRegular: return nil
-        case .file, .content, .unknown: break
+        case .file, .content, .etag, .unknown: break
         }
         let fingerprint = derivationFingerprint(identity)
         let ledger = source.derivedLedger
@@ -185,6 +185,7 @@ package struct Classifier: Sendable {
         switch identity {
         case .file(let size, let modified): "file:\(size):\(modified)"
         case .content(let digest): "content:\(digest)"
+        case .etag(let etag): "etag:\(etag)"
         case .unknown: "unknown"
         case .missing: "missing"
         case .notRegular(let type, _): "not-regular:\(type)"

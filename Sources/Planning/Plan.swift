@@ -100,6 +100,8 @@ package enum SourceIdentity: Sendable, Equatable, Codable {
     case file(size: Int64, modifiedNanoseconds: Int64)
     /// A downloaded original: a hash of its bytes.
     case content(String)
+    /// An object as its store's listing identifies it: its ETag.
+    case etag(String)
     /// A remote source not downloaded yet: nothing can be up to date.
     case unknown
     /// A local file that cannot be read, and why.

@@ -1,6 +1,7 @@
 import Support
 import Model
 import JobFile
+import ObjectStore
 
 /// One kind of source (a local file, an HTTP(S) URL; the object stores that come next): everything
 /// planning and the run ask of a source that depends on its kind, in one type. `SourceOrigin` stores
@@ -30,11 +31,18 @@ package protocol FetchedSource: SourceKind {
     /// The request's headers, asked for as each attempt starts (so a kind that signs its requests
     /// signs each as it is sent); the validators are added to them. Never logged or stored.
     func headers(_ settings: RemoteSettings) -> [String: String]
-    /// What a response other than success (or not-modified, to a conditional request) means.
-    func meaning(ofStatus status: Int) -> ResponseMeaning
+    /// What a response other than success (or not-modified, to a conditional request) means; `body`
+    /// is its start (an S3 error document names its code).
+    func meaning(ofStatus status: Int, body: [UInt8]) -> ResponseMeaning
     /// The content of a fetched original, as items made from it are fingerprinted: what the next
     /// plan will know of it (a URL's: its bytes' hash, taken from the cached original).
     func identity(of original: CachedOriginal) -> SourceIdentity
+    /// Whether a redirect is followed (as `http.maxRedirects` allows).
+    var followsRedirects: Bool { get }
+}
+
+extension FetchedSource {
+    package var followsRedirects: Bool { true }
 }
 
 /// What a failed response means for the source, as its kind reads it.
@@ -44,6 +52,9 @@ package enum ResponseMeaning: Sendable, Equatable {
     case transient
     /// The source fails for good (gone, refused): blacklisted.
     case permanent
+    /// The store refuses the run as it is set up (credentials, access, region), why and what to
+    /// fix: the run stops, says it once, and blacklists nothing.
+    case refused(ObjectStoreError)
 }
 
 /// How one spec of the job's `sources` names sources: its kind's listing (a folder walk, a glob, a
@@ -74,6 +85,8 @@ extension SourceSpec {
         case .glob(let pattern): SourceDiscovery.Glob(pattern)
         case .list(let path): SourceDiscovery.ListFile(path: path)
         case .url(let url, let key, let headers): HTTPSource.Named(url: url, key: key, headers: headers)
+        case .bucket(let endpoint, let bucket, let prefix, let include, let exclude):
+            S3Source.Listing(endpoint: endpoint, bucket: bucket, prefix: prefix, include: include, exclude: exclude)
         }
     }
 }
@@ -82,11 +95,13 @@ extension SourceSpec {
 package enum SourceOrigin: Sendable, Equatable, Codable {
     case file(String)
     case http(HTTPSource)
+    case s3(S3Source)
 
     package var kind: any SourceKind {
         switch self {
         case .file(let path): FileSource(path: path)
         case .http(let source): source
+        case .s3(let source): source
         }
     }
 }

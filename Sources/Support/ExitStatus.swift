@@ -19,6 +19,11 @@ public enum ExitStatus {
     public static let internalFailure: Int32 = 70
     /// EX_CANTCREAT: the run ended but its `--metrics` file or its site manifest could not be written.
     public static let runFileUnwritable: Int32 = 73
+    /// EX_CONFIG: an object store refused the run's requests as configured (credentials, access,
+    /// region, bucket), or no credentials could be had; said once with what to fix.
+    public static let storeConfiguration: Int32 = 78
+    /// EX_UNAVAILABLE: an object store could not be reached to list a source, through the retries.
+    public static let storeUnavailable: Int32 = 69
     /// The time budget ran out with work left (GNU timeout's code for "time ran out"); run again to continue.
     public static let budgetExhausted: Int32 = 124
 

@@ -1,0 +1,124 @@
+import Foundation
+#if canImport(FoundationXML)
+import FoundationXML
+#endif
+
+/// One object a listing names: its key, and what identifies its content without fetching it.
+package struct ListedObject: Sendable, Equatable {
+    package let key: String
+    /// As the store gives it, quotes included (what `If-None-Match` sends back).
+    package let etag: String
+    package let size: Int64
+}
+
+/// ListObjectsV2 over a prefix, page by page (at most `pageSize` keys each, in the store's key
+/// order), each page handed on before the next is asked for: memory holds one page whatever the
+/// bucket's size. A page that fails for now (5xx, throttling, a dropped connection) is asked again
+/// with backoff; a refusal stops the listing with what to fix.
+package struct BucketListing: Sendable {
+    package let endpoint: S3Endpoint
+    package let bucket: String
+    package let prefix: String
+    package var pageSize = 1_000
+    /// Tries per page before the store counts as unreachable, and the first pause between them.
+    package var attempts = 5
+    package var firstBackoff = 0.5
+
+    package init(endpoint: S3Endpoint, bucket: String, prefix: String) {
+        (self.endpoint, self.bucket, self.prefix) = (endpoint, bucket, prefix)
+    }
+
+    /// Where the listing is, for messages: `s3://bucket/prefix`.
+    package var location: String { "s3://\(bucket)/\(prefix)" }
+
+    package func objects(credentials: () throws(ObjectStoreError) -> AWSCredentials,
+                         _ visit: (ListedObject) throws -> Void) throws {
+        var token: String?
+        repeat {
+            var query = ["list-type": "2", "max-keys": String(pageSize), "encoding-type": "url"]
+            if !prefix.isEmpty { query["prefix"] = prefix }
+            if let token { query["continuation-token"] = token }
+            let page = try fetchPage(query, credentials: credentials)
+            for object in page.objects { try visit(object) }
+            token = page.next
+        } while token != nil
+    }
+
+    private func fetchPage(_ query: [String: String], credentials: () throws(ObjectStoreError) -> AWSCredentials) throws -> ListPage {
+        var pause = firstBackoff
+        for attempt in 1...attempts {
+            let signer = try credentials()
+            let request = endpoint.signed("GET", bucket: bucket, query: query, credentials: signer)
+            let failure: String
+            do {
+                let response = try HTTPExchange.perform(request.method, request.url, headers: request.headers)
+                if response.status == 200 { return try ListPage(response.body, location: location) }
+                let code = response.errorCode
+                if response.status < 500 && response.status != 429 {
+                    let fix = ObjectStoreError.fix(status: response.status, code: code, bucket: bucket, region: endpoint.region,
+                                                   bucketRegion: response.headers["x-amz-bucket-region"], credentials: signer)
+                    throw ObjectStoreError.refused(location: location, status: response.status, code: code,
+                                                   fix: fix ?? "the listing was refused")
+                }
+                failure = "HTTP \(response.status)" + (code.map { " \($0)" } ?? "")
+            } catch let error as HTTPExchange.Failure {
+                failure = error.description
+            }
+            if attempt == attempts { throw ObjectStoreError.unreachable(location: location, detail: "\(failure) (after \(attempts) attempts)") }
+            Thread.sleep(forTimeInterval: pause)
+            pause *= 2
+        }
+        preconditionFailure("the loop returns or throws")
+    }
+}
+
+/// One ListObjectsV2 answer: its objects (keys decoded from `encoding-type=url`, so any bytes
+/// survive XML) and the token of the next page, if there is one.
+private struct ListPage {
+    var objects: [ListedObject] = []
+    var next: String?
+
+    init(_ document: [UInt8], location: String) throws {
+        let reader = Reader()
+        let parser = XMLParser(data: Data(document))
+        parser.delegate = reader
+        guard parser.parse() else {
+            throw ObjectStoreError.unreachable(location: location, detail: "a listing page that is not XML")
+        }
+        objects = reader.objects
+        next = reader.truncated ? reader.next : nil
+    }
+
+    private final class Reader: NSObject, XMLParserDelegate {
+        var objects: [ListedObject] = []
+        var truncated = false
+        var next: String?
+        private var fields: [String: String] = [:]
+        private var text = ""
+        private var inContents = false
+
+        func parser(_ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?,
+                    attributes: [String: String] = [:]) {
+            if name == "Contents" { (inContents, fields) = (true, [:]) }
+            text = ""
+        }
+
+        func parser(_ parser: XMLParser, foundCharacters string: String) { text += string }
+
+        func parser(_ parser: XMLParser, didEndElement name: String, namespaceURI: String?, qualifiedName: String?) {
+            switch name {
+            case "Contents":
+                inContents = false
+                // A key ending in / is a folder marker, not an object.
+                // `encoding-type=url` encodes as a form does (a space is +), as botocore decodes it.
+                if let key = fields["Key"]?.replacingOccurrences(of: "+", with: " ").removingPercentEncoding, !key.hasSuffix("/") {
+                    objects.append(ListedObject(key: key, etag: fields["ETag"] ?? "", size: Int64(fields["Size"] ?? "") ?? 0))
+                }
+            case "Key", "ETag", "Size": if inContents { fields[name] = text }
+            case "IsTruncated": truncated = text == "true"
+            case "NextContinuationToken": next = text
+            default: break
+            }
+        }
+    }
+}
