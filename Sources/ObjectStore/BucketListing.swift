@@ -19,7 +19,8 @@ package struct BucketListing: Sendable {
     package let endpoint: S3Endpoint
     package let bucket: String
     package let prefix: String
-    package var pageSize = 1_000
+    /// S3's own (and largest) page; the tests ask for small pages through `RUNNER_TEST_LIST_PAGE`.
+    package var pageSize = ProcessInfo.processInfo.environment["RUNNER_TEST_LIST_PAGE"].flatMap { Int($0) } ?? 1_000
     /// Tries per page before the store counts as unreachable, and the first pause between them.
     package var attempts = 5
     package var firstBackoff = 0.5

@@ -13,6 +13,10 @@ package struct S3Source: FetchedSource, Equatable, Codable {
     /// What the listing said; nil for a source made again from its entry, until its cached original says.
     package let etag: String?
 
+    package init(endpoint: S3Endpoint, bucket: String, key: String, etag: String?) {
+        (self.endpoint, self.bucket, self.key, self.etag) = (endpoint, bucket, key, etag)
+    }
+
     package var location: String { "s3://\(bucket)/\(key)" }
     package var url: String { endpoint.url(bucket: bucket, key: key) }
     package var fetched: (any FetchedSource)? { self }
@@ -32,7 +36,7 @@ package struct S3Source: FetchedSource, Equatable, Codable {
     package func meaning(ofStatus status: Int, body: [UInt8]) -> ResponseMeaning {
         if status == 408 || status == 429 || status >= 500 { return .transient }
         let code = XMLFields.first(of: ["Code"], in: body)["Code"]
-        guard status != 404, code != "NoSuchKey",
+        guard status != 404 || code == "NoSuchBucket",
               let fix = ObjectStoreError.fix(status: status, code: code, bucket: bucket, region: endpoint.region, bucketRegion: nil,
                                              credentials: try? SharedCredentials.current()) else { return .permanent }
         return .refused(ObjectStoreError.refused(location: location, status: status, code: code, fix: fix))

@@ -10,13 +10,14 @@ public final class HTTPTestServer: @unchecked Sendable {
     public let port: Int
 
     /// `port`: listen there (a server started again where an earlier one stood); 0: any free port.
-    public init(image: String = Fixtures.path("extra/ladybird.jpg"), port: Int = 0) throws {
+    /// `upstream` (`127.0.0.1:PORT`): a counting proxy in front of that server, `/_` paths aside.
+    public init(image: String = Fixtures.path("extra/ladybird.jpg"), port: Int = 0, upstream: String? = nil) throws {
         let script = (Fixtures.root as NSString).deletingLastPathComponent + "/Tests/http-server/server.py"
         let portFile = NSTemporaryDirectory() + "runner-http-\(UUID().uuidString)"
         defer { unlink(portFile) }
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["python3", script, "--image", image, "--port-file", portFile,
-                             "--variant", "other=" + Fixtures.path("extra/yellow-flower.jpg"), "--port", String(port)]
+                             "--variant", "other=" + Fixtures.path("extra/yellow-flower.jpg"), "--port", String(port)] + (upstream.map { ["--upstream", $0] } ?? [])
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()

@@ -10,6 +10,7 @@
 @_exported import Output
 @_exported import Reporting
 @_exported import Loading
+@_exported import ObjectStore
 @_exported import Processing
 @_exported import Scheduling
 @_exported import Pipeline

@@ -4,6 +4,7 @@ source can have. Prints its port on the first line of stdout. Counts requests pe
 (and conditional ones) at /_stats. Standard library only."""
 import argparse
 import email.utils
+import http.client
 import json
 import os
 import threading
@@ -25,6 +26,7 @@ class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     image = b""
     variants = {}
+    upstream = None
 
     def log_message(self, *args):
         pass
@@ -62,6 +64,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_GET(self):
         path = self.path.split("?")[0]
+        if self.upstream and not path.startswith("/_"):
+            return self.forward()
         if path == "/_stats":
             with LOCK:
                 body = json.dumps({"counts": COUNTS, "conditional": CONDITIONAL, "headers": HEADERS,
@@ -167,6 +171,34 @@ class Handler(BaseHTTPRequestHandler):
             return self.send(200, self.image[:200] + b"\0" * 5000)
         return self.send(404, b"no such endpoint", "text/html")
 
+    do_PUT = do_DELETE = do_HEAD = do_POST = lambda self: self.forward()
+
+    def forward(self):
+        """--upstream: counted, then sent on as it came (Host too, so a signature still holds), or
+        an object request (no query: a listing has one) answered 503 SlowDown while /_outage/503 is on."""
+        self.count()
+        if OUTAGE["mode"] == "503" and "?" not in self.path:
+            return self.send(503, b"<Error><Code>SlowDown</Code><Message>Reduce your request rate.</Message></Error>",
+                             "application/xml")
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else None
+        connection = http.client.HTTPConnection(self.upstream, timeout=60)
+        try:
+            connection.request(self.command, self.path, body=body, headers=dict(self.headers.items()))
+            answer = connection.getresponse()
+            data = answer.read()
+        except OSError as error:
+            return self.send(502, ("upstream: %s" % error).encode(), "text/plain")
+        self.send_response(answer.status)
+        for key, value in answer.getheaders():
+            if key.lower() not in ("content-length", "transfer-encoding", "connection"):
+                self.send_header(key, value)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
+        connection.close()
+
     def send_big(self):
         self.send_response(200)
         self.send_header("Content-Type", "image/jpeg")
@@ -185,7 +217,9 @@ def main():
     parser.add_argument("--variant", action="append", default=[], help="NAME=PATH served at /img/NAME/...")
     parser.add_argument("--port-file", help="also write the port to this file (atomically)")
     parser.add_argument("--port", type=int, default=0, help="listen here (0: any free port)")
+    parser.add_argument("--upstream", help="HOST:PORT: every path but /_... is forwarded there, counted")
     arguments = parser.parse_args()
+    Handler.upstream = arguments.upstream
     with open(arguments.image, "rb") as handle:
         Handler.image = handle.read()
     for variant in arguments.variant:

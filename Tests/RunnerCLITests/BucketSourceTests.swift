@@ -1,0 +1,125 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// `s3` sources against SeaweedFS started by each test, through the counting proxy of
+/// Tests/http-server (which forwards requests as signed), so that what a night sends is counted.
+@Suite("Bucket sources")
+struct BucketSourceTests {
+    static let accessKey = "runnerbucketkey"
+    static let secret = "bucket+secret/KEY=x%"
+    static let credentials = ["AWS_ACCESS_KEY_ID": accessKey, "AWS_SECRET_ACCESS_KEY": secret, "RUNNER_TEST_LIST_PAGE": "2"]
+    /// The objects under originals/ (the text file is left out by the default include, skip.jpg by
+    /// the job's exclude), and one outside the prefix.
+    static let objects = ["originals/a.jpg", "originals/notes.txt", "originals/skip.jpg", "originals/sub/b.jpg",
+                          "originals/with space+plus=%.jpg", "originals/日本/写真.jpg", "other/x.jpg"]
+    static let rendered = ["a.webp", "sub/b.webp", "with space+plus=%.webp", "日本/写真.webp"]
+
+    /// SeaweedFS with a bucket holding `objects`, and the proxy in front of it.
+    static func store() throws -> (ObjectStoreServer, HTTPTestServer) {
+        let server = try ObjectStoreServer.seaweedFS(accessKey: accessKey, secretKey: secret)
+        try put(server, Self.objects.map { ($0, Fixtures.path("extra/ladybird.jpg")) }, createBucket: true)
+        return (server, try HTTPTestServer(upstream: "127.0.0.1:\(server.port)"))
+    }
+
+    /// Uploads (key, file) pairs with boto3: a second client, as a user's own tools would.
+    static func put(_ server: ObjectStoreServer, _ objects: [(String, String)], createBucket: Bool = false) throws {
+        let result = try server.python("""
+            client = boto("s3", sys.argv[1], sys.argv[2])
+            if sys.argv[3] == "create": client.create_bucket(Bucket="photos")
+            for key, path in zip(sys.argv[4::2], sys.argv[5::2]): client.upload_file(path, "photos", key)
+            """, [accessKey, secret, createBucket ? "create" : "-"] + objects.flatMap { [$0.0, $0.1] })
+        #expect(result.status == 0, "\(result.stderr)")
+    }
+
+    func job(_ workspace: Workspace, endpoint: String) throws -> String {
+        try workspace.writeJob("""
+        {"version": 1, "name": "bucket",
+         "sources": [{"s3": "s3://photos/originals/", "endpoint": "\(endpoint)", "exclude": ["skip*"]}],
+         "outputs": [{"name": "t", "path": "out/{dir}/{stem}.webp",
+                      "chain": [{"op": "thumbnail", "width": 64, "height": 64, "fit": "inside"}], "format": {"type": "webp"}}],
+         "retry": {"initialDelay": 0.05, "maxDelay": 0.2},
+         "state": "state.sqlite"}
+        """)
+    }
+
+    /// Requests the proxy saw: listing pages (a query on the bucket) and object requests by key path.
+    func requests(_ proxy: HTTPTestServer) throws -> (listings: Int, objects: [String: Int], conditional: [String: Int]) {
+        let stats = try proxy.stats()
+        let objects = stats.counts.filter { !$0.key.contains("?") }
+        return (stats.counts.filter { $0.key.contains("?") }.values.reduce(0, +), objects, stats.conditional)
+    }
+
+    @Test("listed in pages and fetched once; an unchanged object gets no request beyond the listing, a changed one a conditional GET; no secret in any file")
+    func nights() throws {
+        let (server, proxy) = try Self.store()
+        let workspace = try Workspace()
+        let job = try job(workspace, endpoint: proxy.url(""))
+        let first = try workspace.run([job], environment: Self.credentials)
+        #expect(first.status == 0, "\(first.stdout)\(first.stderr)")
+        #expect(first.stdout.contains("4 done, 0 failed"), "\(first.stdout)")
+        #expect(Set(workspace.files(in: "out")) == Set(Self.rendered))
+        #expect(first.stderr.contains("object store: credentials from environment, access key ****tkey"), "\(first.stderr)")
+        var seen = try requests(proxy)
+        #expect(seen.objects.count == 4 && seen.objects.values.allSatisfy { $0 == 1 }, "each object fetched once: \(seen.objects)")
+
+        try proxy.reset()
+        let second = try workspace.run([job], environment: Self.credentials)
+        #expect(second.status == 0 && second.stdout.contains("0 done, 0 failed, 4 up to date"), "\(second.stdout)\(second.stderr)")
+        seen = try requests(proxy)
+        // Six keys under the prefix, two a page.
+        #expect(seen.listings == 3 && seen.objects.isEmpty, "an unchanged night costs the listing alone: \(seen)")
+
+        let before = try Data(contentsOf: URL(fileURLWithPath: workspace.path("out/a.webp")))
+        try Self.put(server, [("originals/a.jpg", Fixtures.path("extra/yellow-flower.jpg"))])
+        try proxy.reset()
+        let third = try workspace.run([job], environment: Self.credentials)
+        #expect(third.status == 0 && third.stdout.contains("1 done, 0 failed, 3 up to date"), "\(third.stdout)\(third.stderr)")
+        seen = try requests(proxy)
+        #expect(seen.objects == ["/photos/originals/a.jpg": 1] && seen.conditional == ["/photos/originals/a.jpg": 1],
+                "the changed object alone, asked for with its cached ETag: \(seen)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: workspace.path("out/a.webp"))) != before, "the new bytes were rendered")
+
+        for file in workspace.files(in: ".") {
+            let bytes = try Data(contentsOf: URL(fileURLWithPath: workspace.path(file)))
+            #expect(bytes.range(of: Data(Self.secret.utf8)) == nil, "\(file) holds the secret")
+        }
+        for text in [first, second, third].flatMap({ [$0.stdout, $0.stderr] }) { #expect(!text.contains(Self.secret)) }
+    }
+
+    @Test("a wrong secret stops the run once with what to fix (exit 78), blacklisting nothing; throttling is retried, never blacklisted")
+    func refusals() throws {
+        let (server, proxy) = try Self.store()
+        defer { withExtendedLifetime(server) {} }
+        let workspace = try Workspace()
+        let job = try job(workspace, endpoint: proxy.url(""))
+        var wrong = Self.credentials
+        wrong["AWS_SECRET_ACCESS_KEY"] = "not-the-secret"
+        let refused = try workspace.run([job], environment: wrong)
+        #expect(refused.status == 78, "\(refused.stdout)\(refused.stderr)")
+        #expect(refused.stderr.contains("s3://photos/originals/: the object store refused: HTTP 403 SignatureDoesNotMatch")
+                && refused.stderr.contains("check AWS_SECRET_ACCESS_KEY"), "\(refused.stderr)")
+        #expect(!refused.stderr.contains("not-the-secret"))
+
+        // Listing works, every object answers 503 SlowDown: retried, failed for now, tried next run.
+        try proxy.outage("503")
+        let throttled = try workspace.run([job], environment: Self.credentials)
+        #expect(throttled.status == 1 && throttled.stdout.contains("0 done, 4 failed"), "\(throttled.stdout)\(throttled.stderr)")
+        let items = try StateDatabase(path: workspace.path("state.sqlite"))
+        let messages = try items.rows("SELECT error_message FROM item").map { $0[0] }
+        #expect(messages.allSatisfy { $0.hasPrefix("HTTP 503") && $0.hasSuffix("retried next run)") }, "\(messages)")
+        #expect(try items.scalar("SELECT count(*) FROM blacklist") as Int? == 0)
+        try proxy.outage("none")
+        let back = try workspace.run([job], environment: Self.credentials)
+        #expect(back.status == 0 && back.stdout.contains("4 done, 0 failed"), "\(back.stdout)\(back.stderr)")
+    }
+
+    @Test("an endpoint without a scheme is a job-file error naming the key, before any request")
+    func schemelessEndpoint() throws {
+        let workspace = try Workspace()
+        let job = try job(workspace, endpoint: "127.0.0.1:9")
+        let result = try workspace.run(["validate", job])
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("sources[0].endpoint: must be the store's URL with its scheme"), "\(result.stderr)")
+    }
+}
