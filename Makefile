@@ -36,7 +36,7 @@ INSTALLED := $(DESTDIR)$(PREFIX)/bin/runner $(DESTDIR)$(PREFIX)/share/man/man1/r
 	$(DESTDIR)$(PREFIX)/share/zsh/site-functions/_runner \
 	$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/runner.fish
 
-.PHONY: deps build run test test-slurm bench bench-quick bench-sharded bench-compare bench-duplicates crash-test fuzz clean install uninstall
+.PHONY: deps build run test test-slurm bench bench-quick bench-sharded bench-buckets bench-compare bench-duplicates crash-test fuzz clean install uninstall
 
 # Installs the Debian packages when pkg-config is missing them, or the CLIs the tests compare against
 # (vipsthumbnail; curl, the quick benchmark's downloads reference; exiftool, the metadata tests' reader,
@@ -119,6 +119,11 @@ bench-quick: build
 # databases under bench/cache/sharded-reads (~25 minutes on 2 busy cores); then a few minutes.
 bench-sharded: build
 	python3 bench/sharded-reads.py --runner $(SCRATCH)/release/runner --write BENCHMARKS.md
+# Bucket sources against SeaweedFS on 127.0.0.1: listing and planning 100,000 objects, the up-to-date
+# night over them (requests counted), and downloads against `aws s3 cp --recursive`, for BENCHMARKS.md's
+# "Bucket sources". Fills the store once (bench/cache/buckets, a few minutes), then about 15 minutes.
+bench-buckets: build
+	python3 bench/buckets.py --runner $(SCRATCH)/release/runner --write BENCHMARKS.md
 # Not slower (issue 34): this build against BASE's in alternating rounds, CPU seconds of the large,
 # small and responsive sets, the 100,000-file up-to-date rerun, the 1M-URL plan and a 10M-URL shard's
 # plan, into BENCHMARKS.md's "Not slower than a62463e" (bench/compare.py). BASE is built once in

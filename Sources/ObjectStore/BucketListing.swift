@@ -35,24 +35,26 @@ package struct BucketListing: Sendable {
     package func objects(credentials: () throws(ObjectStoreError) -> AWSCredentials,
                          _ visit: (ListedObject) throws -> Void) throws {
         var token: String?
+        let connection = try HTTPExchange.Connection()
         repeat {
             var query = ["list-type": "2", "max-keys": String(pageSize), "encoding-type": "url"]
             if !prefix.isEmpty { query["prefix"] = prefix }
             if let token { query["continuation-token"] = token }
-            let page = try fetchPage(query, credentials: credentials)
+            let page = try fetchPage(query, on: connection, credentials: credentials)
             for object in page.objects { try visit(object) }
             token = page.next
         } while token != nil
     }
 
-    private func fetchPage(_ query: [String: String], credentials: () throws(ObjectStoreError) -> AWSCredentials) throws -> ListPage {
+    private func fetchPage(_ query: [String: String], on connection: HTTPExchange.Connection,
+                           credentials: () throws(ObjectStoreError) -> AWSCredentials) throws -> ListPage {
         var pause = firstBackoff
         for attempt in 1...attempts {
             let signer = try credentials()
             let request = endpoint.signed("GET", bucket: bucket, query: query, credentials: signer)
             let failure: String
             do {
-                let response = try HTTPExchange.perform(request.method, request.url, headers: request.headers)
+                let response = try connection.perform(request.method, request.url, headers: request.headers)
                 if response.status == 200 { return try ListPage(response.body, location: location) }
                 let code = response.errorCode
                 if response.status < 500 && response.status != 429 {

