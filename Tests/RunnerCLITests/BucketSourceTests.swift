@@ -114,6 +114,25 @@ struct BucketSourceTests {
         #expect(back.status == 0 && back.stdout.contains("4 done, 0 failed"), "\(back.stdout)\(back.stderr)")
     }
 
+    @Test("stale-if-error as for HTTP: a changed object whose GET fails for now keeps its outputs from the cached original; rendered once the store answers")
+    func staleIfError() throws {
+        let (server, proxy) = try Self.store()
+        let workspace = try Workspace()
+        let job = try job(workspace, endpoint: proxy.url(""))
+        #expect(try workspace.run([job], environment: Self.credentials).status == 0)
+        let before = try Data(contentsOf: URL(fileURLWithPath: workspace.path("out/a.webp")))
+        try Self.put(server, [("originals/a.jpg", Fixtures.path("extra/yellow-flower.jpg"))])
+        try proxy.outage("503")
+        let down = try workspace.run([job], environment: Self.credentials)
+        #expect(down.status == 0 && down.stdout.contains("0 done, 0 failed, 3 up to date, 1 not revalidated"), "\(down.stdout)\(down.stderr)")
+        #expect(down.stderr.contains("its cached originals serve unrevalidated"), "\(down.stderr)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: workspace.path("out/a.webp"))) == before)
+        try proxy.outage("none")
+        let back = try workspace.run([job], environment: Self.credentials)
+        #expect(back.status == 0 && back.stdout.contains("1 done, 0 failed, 3 up to date"), "\(back.stdout)\(back.stderr)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: workspace.path("out/a.webp"))) != before)
+    }
+
     @Test("a Kubernetes service account's web identity: the run says it used it, and its session token signs what moto checks")
     func webIdentity() throws {
         let server = try ObjectStoreServer.moto()
