@@ -43,10 +43,7 @@ package final class WorkerLauncher: Sendable {
     }
 
     /// A prestarted worker if one is waiting, else a new one.
-    package func take() throws -> WorkerProcess {
-        if let ready = state.withLock({ $0.waiting.popLast() }) { return ready }
-        return try spawn()
-    }
+    package func take() throws -> WorkerProcess { try state.withLock({ $0.waiting.popLast() }) ?? spawn() }
 
     /// Ends the workers no slot took (their end of input closes; each exits and is reaped), then the
     /// launcher's thread, once no worker it started is still running. Safe to call more than once.

@@ -62,10 +62,7 @@ package final class VipsImageHandle {
     }
 
     /// EXIF orientation 1...8 (1 when absent).
-    package var orientation: Int {
-        guard let value = int("orientation"), (1...8).contains(value) else { return 1 }
-        return value
-    }
+    package var orientation: Int { int("orientation").flatMap { (1...8).contains($0) ? $0 : nil } ?? 1 }
 
     /// Runs one libvips operation that produces a new image from this one.
     package func derive(
