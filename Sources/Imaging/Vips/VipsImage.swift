@@ -254,12 +254,7 @@ package enum VipsWarnings {
 
     static func clear() { recent.withLock { $0.removeAll() } }
 
-    static func take() -> [String] {
-        recent.withLock { lines in
-            defer { lines.removeAll() }
-            return lines
-        }
-    }
+    static func take() -> [String] { recent.withLock { exchange(&$0, with: []) } }
 }
 
 /// Process-wide libvips set-up for a batch worker.
