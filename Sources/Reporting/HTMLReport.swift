@@ -302,7 +302,8 @@ public struct HTMLReport {
             } else {
                 html += "A sample of \(Format.count(shown)): every \(Format.ordinal(stride)) of \(Format.count(total)) items, failed first, then newest first."
             }
-            return html + "</p>" + navigation(page: page) + "<div class=\"sheet\">" + tiles + "</div>" + navigation(page: page) + "</section>"
+            return html + "</p>" + navigation(page: page) + "<div class=\"sheet\">" + tiles + "</div>"
+                + navigation(page: page) + "</section>"
         }
 
         package func navigation(page: Int) -> String {
