@@ -43,16 +43,10 @@ public struct Key<Value: Sendable>: KeyDeclaration {
         (self.missing, self.written, self.decode) = (missing, written, decode)
     }
 
-    public var isRequired: Bool {
-        if case .required = presence { return true }
-        return false
-    }
+    public var isRequired: Bool { if case .required = presence { true } else { false } }
 
     /// The value used when the key is absent, if there is one.
-    package var fallback: Value? {
-        if case .defaults(let value) = presence { return value }
-        return nil
-    }
+    package var fallback: Value? { if case .defaults(let value) = presence { value } else { nil } }
 
     public var schema: JSONValue {
         var schema = valueSchema

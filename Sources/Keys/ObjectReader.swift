@@ -77,8 +77,7 @@ public final class ObjectReader {
     private func value(_ key: String) -> JSONValue? {
         assertDeclared(key)
         consumed.insert(key)
-        guard let value = fields[key], value != .null else { return nil }
-        return value
+        return fields[key] == .null ? nil : fields[key]
     }
 
     /// Declares the keys of an object whose tag (`op`, `type`) picks what it is, and returns the
@@ -97,10 +96,7 @@ public final class ObjectReader {
         return choice
     }
 
-    private func peekString(_ key: String) -> String? {
-        if case .string(let text)? = fields[key] { return text }
-        return nil
-    }
+    private func peekString(_ key: String) -> String? { if case .string(let text)? = fields[key] { text } else { nil } }
 
     public func error(_ key: any KeyDeclaration, _ message: String) -> JobFileError { error(named: key.name, message) }
 
@@ -124,18 +120,15 @@ public final class ObjectReader {
 
     /// The key's value; nil when absent, for the caller to decide what that means.
     package func optional<Value>(_ key: Key<Value>) throws -> Value? {
-        guard let value = value(key.name) else { return nil }
-        return try key.decode(value, location(key))
+        try value(key.name).map { try key.decode($0, location(key)) }
     }
 
     /// A nested object, declared with its shape (a tagged one is left for `declareChoice`). An
     /// absent optional object reads as empty, so its keys' defaults apply.
     package func object(_ key: ObjectKey) throws -> ObjectReader {
-        guard let value = value(key.name) else {
-            if key.isRequired { throw error(key, "is required") }
-            return try Self.object(.object([:]), key, path: location(key))
-        }
-        return try Self.object(value, key, path: location(key))
+        let given = value(key.name)
+        if given == nil && key.isRequired { throw error(key, "is required") }
+        return try Self.object(given ?? .object([:]), key, path: location(key))
     }
 
     private static func object(_ value: JSONValue, _ key: ObjectKey, path: String) throws -> ObjectReader {

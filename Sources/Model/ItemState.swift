@@ -50,10 +50,7 @@ public enum ItemOutcome: Sendable, Codable, Equatable {
         }
     }
 
-    public var failure: ItemFailure? {
-        if case .failed(let failure, _) = self { return failure }
-        return nil
-    }
+    public var failure: ItemFailure? { if case .failed(let failure, _) = self { failure } else { nil } }
 
     package var seconds: Double {
         switch self {
@@ -72,8 +69,5 @@ public enum ItemOutcome: Sendable, Codable, Equatable {
     }
 
     /// What the item should say though it rendered (an ignored ICC profile).
-    package var warning: String? {
-        if case .done(let rendered, _) = self { return rendered.warning }
-        return nil
-    }
+    package var warning: String? { if case .done(let rendered, _) = self { rendered.warning } else { nil } }
 }

@@ -63,10 +63,7 @@ public enum BlacklistReason: Sendable, Hashable, Codable, RawRepresentable, Cust
         }
     }
 
-    public var httpStatus: Int? {
-        if case .download(.httpStatus(let status)) = self { return status }
-        return nil
-    }
+    public var httpStatus: Int? { if case .download(.httpStatus(let status)) = self { status } else { nil } }
 }
 
 /// A downloaded original in the cache folder, with the validators for conditional requests.

@@ -52,10 +52,7 @@ package final class Recorder: Sendable {
     private func flushLoop() {
         while true {
             let isStopping = stopped.withLock { $0 }
-            let batch = Self.publishingStagedOutputs(pending.withLock { pending in
-                defer { pending = [] }
-                return pending
-            })
+            let batch = Self.publishingStagedOutputs(pending.withLock { exchange(&$0, with: []) })
             do {
                 try removeReplacedFiles(batch)
                 // Records written to a database that is no longer at its path would be lost unseen.

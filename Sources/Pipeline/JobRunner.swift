@@ -246,8 +246,5 @@ public enum JobRunner {
 }
 
 extension Result {
-    fileprivate var failure: Failure? {
-        if case .failure(let error) = self { return error }
-        return nil
-    }
+    fileprivate var failure: Failure? { if case .failure(let error) = self { error } else { nil } }
 }

@@ -77,8 +77,7 @@ public enum Preview {
             case .blocked(let reason): .failure(ItemFailure(.download, reason))
             case .skipped: .success((0, 0, 0))
             }
-            var path = request.path
-            if case .done(let image, _) = result, let named = image.path { path = named }
+            let path = if case .done(let image, _) = result, let named = image.path { named } else { request.path }
             return Rendered(output: item.outputName, path: path, result: rendered, seconds: result.seconds,
                             skipped: result.state == .skipped ? result.reason : nil)
         }

@@ -160,8 +160,7 @@ package struct Classifier: Sendable {
     }
 
     private func isExpired(_ entry: BlacklistEntry, now: Double) -> Bool {
-        guard let ttl = job.remote.blacklistTTL else { return false }
-        return entry.lastSeen.timeIntervalSince1970 + ttl < now
+        job.remote.blacklistTTL.map { entry.lastSeen.timeIntervalSince1970 + $0 < now } ?? false
     }
 
     private func needsRevalidation(_ original: CachedOriginal, now: Double) -> Bool {
@@ -175,10 +174,7 @@ package struct Classifier: Sendable {
     /// Covers the source's identity, the output's whole recipe (chain, format, load options) and
     /// the versions of runner and libvips: change any of them and the item runs again.
     package func fingerprint(_ identity: SourceIdentity, output: Int) -> String {
-        var hash = StableHash()
-        hash.combine(Self.identityText(identity))
-        hash.combine(outputDigests[output])
-        return hash.hex
+        StableHash.hex(Self.identityText(identity), outputDigests[output])
     }
 
     private static func identityText(_ identity: SourceIdentity) -> String {

@@ -148,8 +148,7 @@ public struct PlannedItem: Sendable, Codable {
     /// Where the item's file is: where it was recorded done (a `{hash}` output's name has its
     /// bytes' digits where `outputPath` says `{hash}`), else `outputPath`.
     package var currentPath: String {
-        guard let recorded, recorded.failureKind == nil else { return outputPath }
-        return recorded.outputPath
+        recorded.flatMap { $0.failureKind == nil ? $0.outputPath : nil } ?? outputPath
     }
 
     /// Up to date: recorded done with this fingerprint, and the output is still there: a regular
@@ -162,8 +161,5 @@ public struct PlannedItem: Sendable, Codable {
     }
 
     /// Failed before on the same source content and recipe, for a reason the content decides.
-    package var isKnownFailure: Bool {
-        guard let recorded, recorded.failureKind != nil else { return false }
-        return recorded.fingerprint == fingerprint
-    }
+    package var isKnownFailure: Bool { recorded?.failureKind != nil && recorded?.fingerprint == fingerprint }
 }

@@ -164,13 +164,11 @@ package struct SourceDiscovery {
         let folder = relative.isEmpty ? root : root + "/" + relative
         guard let (entries, id) = try listSourceFolder(folder, walk), !ancestors.contains(id) else { return }
         for entry in entries where !entry.name.hasPrefix(".") {
-            if entry.isDirectory {
-                if recursive {
-                    try walkFolder(root, relative: relative.isEmpty ? entry.name : relative + "/" + entry.name,
-                                   recursive: true, walk, ancestors: ancestors.union([id]), visit)
-                }
-            } else {
+            if !entry.isDirectory {
                 try visit(entry.name, relative)
+            } else if recursive {
+                try walkFolder(root, relative: relative.isEmpty ? entry.name : relative + "/" + entry.name,
+                               recursive: true, walk, ancestors: ancestors.union([id]), visit)
             }
         }
     }

@@ -111,10 +111,7 @@ package struct WalkedPath: Equatable, Sendable {
     package var isMissing: Bool { seen == .missing }
 
     /// A folder's latest modification or change time (ns), for the racy rule; nil for the others.
-    package var latestChange: Int64? {
-        if case .read(let identity) = seen { return identity.latestChange }
-        return nil
-    }
+    package var latestChange: Int64? { if case .read(let identity) = seen { identity.latestChange } else { nil } }
 
     /// Whether a walk would see the same at `path` now: one `stat`.
     package var isUnchanged: Bool {

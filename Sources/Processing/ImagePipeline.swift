@@ -94,8 +94,7 @@ package struct ImagePipeline {
             }
             if !derive.isEmpty { derivation = self.derivation(derive, source: source) }
             // A source that rendered or derived something is recorded as what it is; one that only failed is not.
-            var derived = false
-            if case .computed? = derivation { derived = true }
+            let derived = if case .computed? = derivation { true } else { false }
             if derived || !skipped.isEmpty || results.contains(where: { (try? $0.get()) != nil }) {
                 facts = Self.facts(of: source, hashContent: hashContent || hashesSources)
             }
@@ -104,11 +103,10 @@ package struct ImagePipeline {
             if !derive.isEmpty { derivation = .failed(error) }
         }
         let common = Double(clock() - started - own.reduce(0, +)) / Double(max(requests.count, 1))
-        let outcomes = zip(results, own).enumerated().map { index, rendered in
-            let (result, own) = rendered
+        let outcomes = results.indices.map { index in
             if let skipped = skipped[index] { return skipped }
-            let seconds = (Double(own) + common) / 1e9
-            switch result {
+            let seconds = (Double(own[index]) + common) / 1e9
+            switch results[index] {
             case .success(let rendered): return ItemOutcome.done(rendered, seconds: seconds)
             case .failure(let failure): return ItemOutcome.failed(failure, seconds: seconds)
             }
@@ -134,11 +132,8 @@ package struct ImagePipeline {
         // Render before encoding: pixels are decoded lazily, so damage in the source shows up
         // here, as a decode failure, rather than inside the encoder.
         let pixels = try decodeStep { () throws(VipsError) in try image.copiedToMemory() }
-        let data: Data
-        do throws(VipsError) {
-            data = try plan.encoder.encode(pixels, metadata: output.metadata)
-        } catch {
-            throw ItemFailure(.encode, error.message)
+        let data = try decodeStep(failingAs: .encode) { () throws(VipsError) in
+            try plan.encoder.encode(pixels, metadata: output.metadata)
         }
         let staged = try AtomicFile.stage(data, for: request.path, owner: stagingOwner)
         TestPause.at(TestPause.workerStaged, subject: request.path)
@@ -419,8 +414,9 @@ package struct ImagePipeline {
         return image
     }
 
-    func decodeStep<Value>(_ body: () throws(VipsError) -> Value) throws(ItemFailure) -> Value {
-        do { return try body() } catch { throw ItemFailure(.decode, error.message) }
+    func decodeStep<Value>(failingAs kind: ItemFailure.Kind = .decode,
+                           _ body: () throws(VipsError) -> Value) throws(ItemFailure) -> Value {
+        do { return try body() } catch { throw ItemFailure(kind, error.message) }
     }
 
     func processStep<Value>(_ name: String, _ body: () throws(VipsError) -> Value) throws(ItemFailure) -> Value {

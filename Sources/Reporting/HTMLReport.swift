@@ -176,8 +176,7 @@ public struct HTMLReport {
             html += "<tr class=\"run\" data-run=\"\(run.id)\"\(shard.map { " data-shard=\"\(esc($0))\"" } ?? "")><td class=\"num\">#\(run.id)</td>"
                 + (sharded ? "<td class=\"num\">\(esc(shard ?? "–"))</td>" : "") + runCells(run) + "<td>\(esc(run.vipsVersion))</td></tr>"
         }
-        html += "</tbody></table></section>"
-        return html
+        return html + "</tbody></table></section>"
     }
 
     /// A run's cells from its start to its exit code.
@@ -303,8 +302,8 @@ public struct HTMLReport {
             } else {
                 html += "A sample of \(Format.count(shown)): every \(Format.ordinal(stride)) of \(Format.count(total)) items, failed first, then newest first."
             }
-            html += "</p>" + navigation(page: page) + "<div class=\"sheet\">" + tiles + "</div>" + navigation(page: page) + "</section>"
-            return html
+            return html + "</p>" + navigation(page: page) + "<div class=\"sheet\">" + tiles + "</div>"
+                + navigation(page: page) + "</section>"
         }
 
         package func navigation(page: Int) -> String {

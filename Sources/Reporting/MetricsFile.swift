@@ -33,7 +33,7 @@ package struct MetricsFile {
             lines.append("# TYPE \(name) gauge")
             for sample in samples {
                 let labels = ([("job", job.name)] + sample.labels).map { "\($0.0)=\"\(Self.escaped($0.1))\"" }
-                lines.append("\(name){\(labels.joined(separator: ","))} \(Self.number(sample.value))")
+                lines.append("\(name){\(labels.joined(separator: ","))} \(canonicalNumber(sample.value))")
             }
         }
         let states = try store.stateCounts()
@@ -68,10 +68,6 @@ package struct MetricsFile {
     private static func escaped(_ value: String) -> String {
         value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
             .replacingOccurrences(of: "\n", with: "\\n")
-    }
-
-    private static func number(_ value: Double) -> String {
-        value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)
     }
 }
 

@@ -125,14 +125,11 @@ package final class Reporter: Sendable {
             if summary.notStarted > 0 { line += ", \(summary.notStarted) not started" }
             if summary.derived > 0 { line += ", \(Self.plural(summary.derived, "derived value"))" }
             line += String(format: " in %.1fs", summary.elapsedSeconds)
-            if summary.done > 0 && summary.elapsedSeconds > 0 {
-                line += String(format: " (%.1f items/s)", summary.itemsPerSecond)
-            }
+            if summary.done > 0 && summary.elapsedSeconds > 0 { line += String(format: " (%.1f items/s)", summary.itemsPerSecond) }
             if let signal = summary.interrupted { line += "; interrupted by \(String(cString: strsignal(signal)))" }
             if summary.stoppedByBudget { line += "; stopped by the time budget, run again to continue" }
             if let failure = summary.failure {
-                line += failure.afterTheWork ? "; then failed: \(failure)" : "; stopped: \(failure)"
-                line += " (exit \(failure.exitCode))"
+                line += (failure.afterTheWork ? "; then failed: " : "; stopped: ") + "\(failure) (exit \(failure.exitCode))"
             }
             let carriedOver = [(summary.knownFailures, "known failure"), (summary.blocked, "blocked item")].filter { $0.0 > 0 }
             if !carriedOver.isEmpty {

@@ -80,10 +80,7 @@ package final class Scheduler: Sendable {
 
     /// The next task, waiting for a download when nothing else is ready; nil when the work is done
     /// or the run is stopping.
-    func nextTask() -> ScheduledTask? {
-        guard takingWork else { return nil }
-        return readyTask() ?? downloaded.pop()
-    }
+    func nextTask() -> ScheduledTask? { takingWork ? readyTask() ?? downloaded.pop() : nil }
 
     private var takingWork: Bool { control.phase == .running && fatalError.withLock { $0 == nil } }
 

@@ -43,18 +43,12 @@ package final class WorkerLauncher: Sendable {
     }
 
     /// A prestarted worker if one is waiting, else a new one.
-    package func take() throws -> WorkerProcess {
-        if let ready = state.withLock({ $0.waiting.popLast() }) { return ready }
-        return try spawn()
-    }
+    package func take() throws -> WorkerProcess { try state.withLock({ $0.waiting.popLast() }) ?? spawn() }
 
     /// Ends the workers no slot took (their end of input closes; each exits and is reaped), then the
     /// launcher's thread, once no worker it started is still running. Safe to call more than once.
     package func close() {
-        let (unused, first) = state.withLock { state in
-            defer { (state.waiting, state.closed) = ([], true) }
-            return (state.waiting, !state.closed)
-        }
+        let (unused, first) = state.withLock { (exchange(&$0.waiting, with: []), !exchange(&$0.closed, with: true)) }
         for worker in unused { worker.finish() }
         guard first else { return }
         wake.signal()

@@ -24,8 +24,7 @@ package struct ItemRecord: Sendable {
 
     /// Why a failed item failed; nil for any other.
     package var failure: ItemFailure? {
-        guard state == .failed, let errorKind else { return nil }
-        return ItemFailure(errorKind, errorMessage ?? "")
+        state == .failed ? errorKind.map { ItemFailure($0, errorMessage ?? "") } : nil
     }
 }
 

@@ -116,6 +116,5 @@ extension JSONValue {
 /// Canonical spelling of a number inside identifiers: integers without a fraction,
 /// everything else in Swift's shortest round-trip form, so `1`, `1.0` and `1e0` agree.
 package func canonicalNumber(_ value: Double) -> String {
-    if value == value.rounded(), abs(value) < 1e15 { return String(Int64(value)) }
-    return "\(value)"
+    value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : "\(value)"
 }

@@ -36,12 +36,10 @@ package enum Paths {
     /// Planning checks every output path, and most are already normal.
     private static func isNormal(_ path: String) -> Bool {
         var path = path
-        return path.withUTF8 { isNormal($0) }
-    }
-
-    private static func isNormal(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-        guard bytes.first == slash else { return false }
-        return bytes.count == 1 || componentsAreNormal(UnsafeBufferPointer(rebasing: bytes.dropFirst()), allowingNUL: true)
+        return path.withUTF8 { bytes in
+            guard bytes.first == slash else { return false }
+            return bytes.count == 1 || componentsAreNormal(UnsafeBufferPointer(rebasing: bytes.dropFirst()), allowingNUL: true)
+        }
     }
 
     /// Relative, with no empty, `.` or `..` component, no leading or trailing slash and no NUL (or

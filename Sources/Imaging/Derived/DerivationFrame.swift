@@ -103,15 +103,9 @@ private struct LanczosWeights {
         }
     }
 
-    private static func lanczos(_ x: Double) -> Double {
-        guard -3 <= x, x < 3 else { return 0 }
-        return sinc(x) * sinc(x / 3)
-    }
+    private static func lanczos(_ x: Double) -> Double { -3 <= x && x < 3 ? sinc(x) * sinc(x / 3) : 0 }
 
-    private static func sinc(_ x: Double) -> Double {
-        guard x != 0 else { return 1 }
-        return sin(Double.pi * x) / (Double.pi * x)
-    }
+    private static func sinc(_ x: Double) -> Double { x == 0 ? 1 : sin(Double.pi * x) / (Double.pi * x) }
 
     /// One output value from the input values `value(i)`, rounded and clipped to 8 bits.
     func apply(_ position: Int, _ value: (Int) -> UInt8) -> UInt8 {

@@ -93,17 +93,13 @@ package struct Crop: ImageOperation {
     package func apply(to image: VipsImageHandle) throws(VipsError) -> VipsImageHandle {
         let cropWidth = min(width, image.width)
         let cropHeight = min(height, image.height)
-        let spareX = image.width - cropWidth
-        let spareY = image.height - cropHeight
-        let origin: (x: Int, y: Int)
         switch placement {
         case .box(let x, let y):
             guard x < image.width, y < image.height else {
                 throw VipsError(operation: "crop", message: "crop origin \(x),\(y) lies outside the \(image.width)x\(image.height) image")
             }
-            origin = (x, y)
             return try image.derive("extract_area") {
-                cvips_extract_area($0, $1, Int32(origin.x), Int32(origin.y),
+                cvips_extract_area($0, $1, Int32(x), Int32(y),
                                    Int32(min(cropWidth, image.width - x)), Int32(min(cropHeight, image.height - y)))
             }
         case .trim(let threshold, let background): return try trim(image, threshold: threshold, background: background)
@@ -111,7 +107,7 @@ package struct Crop: ImageOperation {
             let interesting = placement == .gravity(.attention) ? VIPS_INTERESTING_ATTENTION : VIPS_INTERESTING_ENTROPY
             return try image.derive("smartcrop") { cvips_smartcrop($0, $1, Int32(cropWidth), Int32(cropHeight), interesting) }
         case .gravity(let gravity):
-            origin = gravity.origin(spareX: spareX, spareY: spareY)
+            let origin = gravity.origin(spareX: image.width - cropWidth, spareY: image.height - cropHeight)
             return try image.derive("extract_area") {
                 cvips_extract_area($0, $1, Int32(origin.x), Int32(origin.y), Int32(cropWidth), Int32(cropHeight))
             }

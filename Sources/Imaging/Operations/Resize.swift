@@ -71,8 +71,7 @@ package struct Resize: ImageOperation {
         let boxWidth = width.map(Double.init)
         let boxHeight = height.map(Double.init)
         let limit = enlarge ? Double.infinity : 1
-        var horizontal: Double
-        var vertical: Double
+        var horizontal: Double, vertical: Double
         switch fit {
         case .fill:
             horizontal = min(boxWidth! / sourceWidth, limit)

@@ -46,8 +46,7 @@ extension VipsImageHandle {
     }
 
     package func withOpaqueAlpha() throws(VipsError) -> VipsImageHandle {
-        guard !hasAlpha else { return self }
-        return try derive("bandjoin_const") { cvips_bandjoin_const1($0, $1, maxValue) }
+        hasAlpha ? self : try derive("bandjoin_const") { cvips_bandjoin_const1($0, $1, maxValue) }
     }
 
     /// Grey images become RGB, so a colour drawn on them stays a colour.

@@ -62,10 +62,7 @@ package final class VipsImageHandle {
     }
 
     /// EXIF orientation 1...8 (1 when absent).
-    package var orientation: Int {
-        guard let value = int("orientation"), (1...8).contains(value) else { return 1 }
-        return value
-    }
+    package var orientation: Int { int("orientation").flatMap { (1...8).contains($0) ? $0 : nil } ?? 1 }
 
     /// Runs one libvips operation that produces a new image from this one.
     package func derive(
@@ -257,12 +254,7 @@ package enum VipsWarnings {
 
     static func clear() { recent.withLock { $0.removeAll() } }
 
-    static func take() -> [String] {
-        recent.withLock { lines in
-            defer { lines.removeAll() }
-            return lines
-        }
-    }
+    static func take() -> [String] { recent.withLock { exchange(&$0, with: []) } }
 }
 
 /// Process-wide libvips set-up for a batch worker.
