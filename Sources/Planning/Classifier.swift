@@ -174,7 +174,11 @@ package struct Classifier: Sendable {
     /// Covers the source's identity, the output's whole recipe (chain, format, load options) and
     /// the versions of runner and libvips: change any of them and the item runs again.
     package func fingerprint(_ identity: SourceIdentity, output: Int) -> String {
-        StableHash.hex(Self.identityText(identity), outputDigests[output])
+        // Not StableHash.hex: its variadic array is an allocation per item on the plan's hot path.
+        var hash = StableHash()
+        hash.combine(Self.identityText(identity))
+        hash.combine(outputDigests[output])
+        return hash.hex
     }
 
     private static func identityText(_ identity: SourceIdentity) -> String {
