@@ -11,6 +11,10 @@
     python3 bench/buckets.py [--runner .build/release/runner] [--objects 100000] [--downloads 1000]
                              [--rounds 3] [--write BENCHMARKS.md]
 
+4. listing and planning 1,000,000 keys (and 100,000, to show memory flat in the number of keys)
+   from a synthetic ListObjectsV2 server in this script (pages made on the fly, signatures not
+   checked): what a million-key bucket costs a plan without filling a store with a million objects.
+
 Works under bench/cache/buckets (gitignored); the store is filled once per size (kept in its folder).
 """
 import argparse
@@ -22,7 +26,10 @@ import socket
 import subprocess
 import sys
 import time
+import threading
 from concurrent.futures import ThreadPoolExecutor
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlparse
 
 from fixedcost import write_section
 
@@ -75,6 +82,50 @@ def start_proxy(endpoint):
     return process, "http://127.0.0.1:" + open(port_file).read()
 
 
+class SyntheticListing(BaseHTTPRequestHandler):
+    """ListObjectsV2 of `keys` objects k/NNNNNNN.jpg, a page of max-keys at a time."""
+    keys = 0
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        query = parse_qs(urlparse(self.path).query)
+        start = int(query.get("continuation-token", ["0"])[0])
+        end = min(start + int(query.get("max-keys", ["1000"])[0]), self.keys)
+        contents = "".join("<Contents><Key>k/%07d.jpg</Key><ETag>&quot;%032x&quot;</ETag><Size>1000</Size></Contents>" % (n, n)
+                           for n in range(start, end))
+        more = "<IsTruncated>true</IsTruncated><NextContinuationToken>%d</NextContinuationToken>" % end if end < self.keys \
+            else "<IsTruncated>false</IsTruncated>"
+        body = ('<?xml version="1.0" encoding="UTF-8"?><ListBucketResult><Name>bench</Name>%s%s</ListBucketResult>'
+                % (more, contents)).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/xml")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def synthetic_plan(runner, keys):
+    """(seconds, peak RSS) of `runner plan` over a synthetic bucket of `keys` keys."""
+    SyntheticListing.keys = keys
+    server = ThreadingHTTPServer(("127.0.0.1", 0), SyntheticListing)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        name = "synthetic-%d" % keys
+        job = write_job(name, "http://127.0.0.1:%d" % server.server_address[1], "k/")
+        for leftover in ["state.sqlite", "state.sqlite-wal", "state.sqlite-shm"]:
+            target = os.path.join(WORK, name, leftover)
+            if os.path.exists(target):
+                os.unlink(target)
+        seconds, rss, result, cpu = timed([runner, "plan", job])
+        assert "%s to run" % keys in result.stdout.replace(",", ""), result.stdout
+        return seconds, rss, cpu
+    finally:
+        server.shutdown()
+
+
 def client(endpoint):
     import boto3, botocore.config
     return boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1", aws_access_key_id=KEY,
@@ -104,14 +155,15 @@ def fill(endpoint, prefix, count, body):
 
 
 def timed(arguments, **kwargs):
-    """(seconds, peak RSS in MB, completed process) of a command under /usr/bin/time -v."""
+    """(seconds, peak RSS in MB, completed process, CPU seconds) of a command under /usr/bin/time -v."""
     started = time.time()
     result = subprocess.run(["/usr/bin/time", "-v"] + arguments, capture_output=True, text=True, env=ENV, **kwargs)
     seconds = time.time() - started
     rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", result.stderr).group(1)) / 1024
+    cpu = sum(float(re.search(name + r": ([\d.]+)", result.stderr).group(1)) for name in ["User time \\(seconds\\)", "System time \\(seconds\\)"])
     if result.returncode != 0:
         sys.exit("%s failed (%d): %s %s" % (arguments, result.returncode, result.stdout[-2000:], result.stderr[-2000:]))
-    return seconds, rss, result
+    return seconds, rss, result, cpu
 
 
 def write_job(name, endpoint, prefix, width=32):
@@ -154,20 +206,24 @@ def main():
         fill(endpoint, "photos/", arguments.downloads, photo)
 
         rows = []
+        # Planned with no state (its own folder), then run and measured up to date in one kept from
+        # an earlier invocation (the first renders every object: most of the script's time).
+        fresh = write_job("many-plan", proxied, "many/")
+        for leftover in ["state.sqlite", "state.sqlite-wal", "state.sqlite-shm"]:
+            target = os.path.join(WORK, "many-plan", leftover)
+            if os.path.exists(target):
+                os.unlink(target)
         many = write_job("many", proxied, "many/")
-        for leftover in ["state.sqlite", "state.sqlite-wal", "state.sqlite-shm", "out", "cache"]:
-            target = os.path.join(WORK, "many", leftover)
-            shutil.rmtree(target, ignore_errors=True) if os.path.isdir(target) else (os.path.exists(target) and os.unlink(target))
         requests(proxied)
-        seconds, rss, _ = timed([runner, "plan", many])
+        seconds, rss, _, cpu = timed([runner, "plan", fresh])
         listings, objects = requests(proxied)
-        rows.append(("listing and planning %s objects (`runner plan`)" % format(arguments.objects, ","), seconds, rss, listings, objects))
-        timed([runner, many])
+        rows.append(("listing and planning %s objects (`runner plan`)" % format(arguments.objects, ","), seconds, cpu, rss, listings, objects))
+        timed([runner, many])  # the first night renders them all
         requests(proxied)
-        seconds, rss, result = timed([runner, many])
+        seconds, rss, result, cpu = timed([runner, many])
         assert "%s up to date" % arguments.objects in result.stdout or " 0 done" in result.stdout, result.stdout
         listings, objects = requests(proxied)
-        rows.append(("up-to-date night over %s objects (`runner JOB`)" % format(arguments.objects, ","), seconds, rss, listings, objects))
+        rows.append(("up-to-date night over %s objects (`runner JOB`)" % format(arguments.objects, ","), seconds, cpu, rss, listings, objects))
 
         photos = write_job("photos", endpoint, "photos/")
         best = {"runner": [], "aws": []}
@@ -175,23 +231,28 @@ def main():
             for leftover in ["state.sqlite", "state.sqlite-wal", "state.sqlite-shm", "cache", "out"]:
                 target = os.path.join(WORK, "photos", leftover)
                 shutil.rmtree(target, ignore_errors=True) if os.path.isdir(target) else (os.path.exists(target) and os.unlink(target))
-            seconds, _, _ = timed([runner, photos, "--download-only"])
+            seconds, _, _, _ = timed([runner, photos, "--download-only"])
             best["runner"].append(seconds)
             copy = os.path.join(WORK, "aws-copy")
             shutil.rmtree(copy, ignore_errors=True)
-            seconds, _, _ = timed(["aws", "--endpoint-url", endpoint, "s3", "cp", "--recursive", "--quiet", "s3://bench/photos/", copy])
+            seconds, _, _, _ = timed(["aws", "--endpoint-url", endpoint, "s3", "cp", "--recursive", "--quiet", "s3://bench/photos/", copy])
             best["aws"].append(seconds)
         runner_best, aws_best = min(best["runner"]), min(best["aws"])
         size = len(photo) * arguments.downloads / 1e6
+        for keys in [100_000, 1_000_000]:
+            seconds, rss, cpu = synthetic_plan(runner, keys)
+            rows.append(("listing and planning %s keys of a synthetic listing server (`runner plan`)" % format(keys, ","),
+                         seconds, cpu, rss, keys // 1000, 0))
     finally:
         proxy.kill()
         weed.kill()
 
     lines = ["Bucket sources against SeaweedFS 4.48 (`weed mini`) on 127.0.0.1, release build, %s (`make bench-buckets`;"
              " requests counted by a proxy in front of the store):" % datetime.date.today().isoformat(), "",
-             "| what | seconds | peak RSS | listing requests | object requests |", "| --- | ---: | ---: | ---: | ---: |"]
-    for name, seconds, rss, listings, objects in rows:
-        lines.append("| %s | %.1f | %.0f MB | %d | %d |" % (name, seconds, rss, listings, objects))
+             "| what | seconds | runner CPU s | peak RSS | listing requests | object requests |",
+             "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    for name, seconds, cpu, rss, listings, objects in rows:
+        lines.append("| %s | %.1f | %.1f | %.0f MB | %d | %d |" % (name, seconds, cpu, rss, listings, objects))
     lines += ["", "Downloads of %s objects (%.0f MB) into the originals cache, best of %d alternating rounds:" %
               (format(arguments.downloads, ","), size, arguments.rounds), "",
               "| client | seconds | ratio |", "| --- | ---: | ---: |",

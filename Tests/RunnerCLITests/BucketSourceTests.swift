@@ -73,13 +73,17 @@ struct BucketSourceTests {
         let before = try Data(contentsOf: URL(fileURLWithPath: workspace.path("out/a.webp")))
         try Self.put(server, [("originals/a.jpg", Fixtures.path("extra/yellow-flower.jpg"))])
         try proxy.reset()
-        let third = try workspace.run([job], environment: Self.credentials)
-        #expect(third.status == 0 && third.stdout.contains("1 done, 0 failed, 3 up to date"), "\(third.stdout)\(third.stderr)")
+        let third = try workspace.run([job, "--metrics", workspace.path("job.prom"), "--log-format", "json"], environment: Self.credentials)
+        #expect(third.status == 0 && third.stdout.contains("\"done\":1,") && third.stdout.contains("\"upToDate\":3"), "\(third.stdout)\(third.stderr)")
         seen = try requests(proxy)
         #expect(seen.objects == ["/photos/originals/a.jpg": 1] && seen.conditional == ["/photos/originals/a.jpg": 1],
                 "the changed object alone, asked for with its cached ETag: \(seen)")
         #expect(try Data(contentsOf: URL(fileURLWithPath: workspace.path("out/a.webp"))) != before, "the new bytes were rendered")
 
+        let report = try workspace.run(["report", job], environment: Self.credentials)
+        #expect(report.status == 0, "\(report.stderr)")
+        // Every file the runs wrote: outputs, the state, the originals cache, the metrics, the report.
+        #expect(workspace.files(in: ".").contains("job.prom") && workspace.files(in: ".").contains { $0.hasSuffix("report.html") })
         for file in workspace.files(in: ".") {
             let bytes = try Data(contentsOf: URL(fileURLWithPath: workspace.path(file)))
             #expect(bytes.range(of: Data(Self.secret.utf8)) == nil, "\(file) holds the secret")
