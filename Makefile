@@ -36,7 +36,7 @@ INSTALLED := $(DESTDIR)$(PREFIX)/bin/runner $(DESTDIR)$(PREFIX)/share/man/man1/r
 	$(DESTDIR)$(PREFIX)/share/zsh/site-functions/_runner \
 	$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/runner.fish
 
-.PHONY: deps build run test test-slurm bench bench-quick bench-sharded bench-buckets bench-compare bench-duplicates crash-test fuzz clean install uninstall
+.PHONY: deps build run test test-slurm image test-image bench bench-quick bench-sharded bench-buckets bench-compare bench-duplicates crash-test fuzz clean install uninstall
 
 # Installs the Debian packages when pkg-config is missing them, or the CLIs the tests compare against
 # (vipsthumbnail; curl, the quick benchmark's downloads reference; exiftool, the metadata tests' reader,
@@ -119,6 +119,20 @@ bench-quick: build
 # databases under bench/cache/sharded-reads (~25 minutes on 2 busy cores); then a few minutes.
 bench-sharded: build
 	python3 bench/sharded-reads.py --runner $(SCRATCH)/release/runner --write BENCHMARKS.md
+# runner's OCI image, with no registry and no Docker engine (deploy/image/build.sh): Debian 12
+# minbase, the Debian packages that own the libraries runner and its libvips load, runner and the
+# libraries no package has (the Swift runtime, libvips 8.16 and its modules); imported into podman
+# as runner:VERSION. Needs root; the first build runs debootstrap (a few minutes). test-image runs
+# runner from the image's root filesystem against SeaweedFS on 127.0.0.1 (CI runs it).
+IMAGE_ROOTFS = $(SCRATCH)/image-rootfs
+IMAGE_TAG ?= runner:$(shell git describe --always --dirty)
+image: build
+	@command -v debootstrap >/dev/null && command -v podman >/dev/null || { $(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq debootstrap podman; }
+	$(SUDO) deploy/image/build.sh $(SCRATCH)/release/runner $(IMAGE_ROOTFS) $(IMAGE_TAG)
+test-image: image
+	$(SUDO) deploy/image/test.sh $(IMAGE_ROOTFS) $(IMAGE_TAG) $(SEAWEEDFS_DIR)/bin/weed
+
 # Bucket sources against SeaweedFS on 127.0.0.1: listing and planning 100,000 objects, the up-to-date
 # night over them (requests counted), and downloads against `aws s3 cp --recursive`, for BENCHMARKS.md's
 # "Bucket sources". Fills the store once (bench/cache/buckets, a few minutes), then about 15 minutes.
