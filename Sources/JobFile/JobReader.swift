@@ -85,7 +85,7 @@ extension Job {
         }
         package static let name = Key.text("name", .optional("the job file's name without .json"), "Shown in progress lines and reports.")
         package static let sources = ListKey("sources", of: .fixed(Source.shape), nonEmpty: "source",
-                                     "Where images come from: each source has exactly one of path, glob, list, url.")
+                                     "Where images come from: each source has exactly one of path, glob, list, url, s3.")
         package static let outputs = ListKey("outputs", of: .fixed(Output.shape), nonEmpty: "output", "What to make of each source.")
         package static let derive = DerivedValues.key("derive",
             "Values computed per source from its pixels: thumbhash, blurhash (with x and y components), dhash, phash, dominant, focal. "

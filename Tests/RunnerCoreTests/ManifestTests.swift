@@ -75,7 +75,7 @@ struct ManifestTests {
 
     @Test("errors name the exact location", arguments: [
         (#"{"version": 1, "sources": [], "outputs": []}"#, "sources: must list at least one source"),
-        (#"{"version": 1, "sources": [{"path": "a", "glob": "b"}], "outputs": []}"#, "sources[0]: must have exactly one of path, glob, list, url"),
+        (#"{"version": 1, "sources": [{"path": "a", "glob": "b"}], "outputs": []}"#, "sources[0]: must have exactly one of path, glob, list, url, s3"),
         (#"{"version": 1, "sources": [{"path": "a", "recursive": "yes"}], "outputs": []}"#, "sources[0].recursive: must be true or false, not a string"),
         (#"{"version": 1, "sources": [{"path": "a"}], "outputs": [{"name": "t", "path": "o/{stem}.jpg", "chain": [{"op": "rotate", "angle": "45"}], "format": {"type": "jpeg"}}]}"#,
          "outputs[0].chain[0].angle: must be a number, not a string"),
