@@ -1,4 +1,5 @@
 import Foundation
+import Support
 #if canImport(FoundationXML)
 import FoundationXML
 #endif
@@ -57,7 +58,7 @@ package struct BucketListing: Sendable {
                 let response = try connection.perform(request.method, request.url, headers: request.headers)
                 if response.status == 200 { return try ListPage(response.body, location: location) }
                 let code = response.errorCode
-                if response.status < 500 && response.status != 429 {
+                if !HTTPStatus.isTransient(response.status) {
                     let fix = ObjectStoreError.fix(status: response.status, code: code, bucket: bucket, region: endpoint.region,
                                                    bucketRegion: response.headers["x-amz-bucket-region"], credentials: signer)
                     throw ObjectStoreError.refused(location: location, status: response.status, code: code,

@@ -19,7 +19,7 @@ package struct HTTPSource: FetchedSource, Equatable, Codable {
 
     /// A request timeout, throttling and a server error fail for now; any other status for good.
     package func meaning(ofStatus status: Int, body: [UInt8]) -> ResponseMeaning {
-        status == 408 || status == 429 || status >= 500 ? .transient : .permanent
+        HTTPStatus.isTransient(status) ? .transient : .permanent
     }
 
     package func identity(of original: CachedOriginal) -> SourceIdentity { .content(original.contentHash) }

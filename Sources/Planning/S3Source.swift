@@ -34,7 +34,7 @@ package struct S3Source: FetchedSource, Equatable, Codable {
     /// No such key fails the object for good; throttling (503 SlowDown) and server errors for now;
     /// a refusal of the credentials, the access or the region stops the whole run.
     package func meaning(ofStatus status: Int, body: [UInt8]) -> ResponseMeaning {
-        if status == 408 || status == 429 || status >= 500 { return .transient }
+        if HTTPStatus.isTransient(status) { return .transient }
         let code = XMLFields.first(of: ["Code"], in: body)["Code"]
         guard status != 404 || code == "NoSuchBucket",
               let fix = ObjectStoreError.fix(status: status, code: code, bucket: bucket, region: endpoint.region, bucketRegion: nil,
