@@ -176,17 +176,15 @@ extension Job {
         guard !bucket.isEmpty else { throw source.error(Source.s3, "must be s3://BUCKET/PREFIX (the prefix may be empty), not \(Quoted.value(location))") }
         let region = try source.read(Source.region)
         guard !region.isEmpty else { throw source.error(Source.region, "must not be empty") }
-        let store: S3Endpoint
-        if let url = try source.optional(Source.endpoint) {
-            guard let endpoint = S3Endpoint(url: url, region: region, addressing: try source.optional(Source.addressing) ?? .path) else {
+        let addressing = try source.optional(Source.addressing)
+        let url = try source.optional(Source.endpoint)
+        guard let store = url.map({ S3Endpoint(url: $0, region: region, addressing: addressing ?? .path) })
+                ?? S3Endpoint.aws(region: region, addressing: addressing ?? .virtualHosted) else {
+            if let url {
                 throw source.error(Source.endpoint, "must be the store's URL with its scheme, http:// or https:// and a host (and port), "
                                    + "such as https://s3.eu-west-1.amazonaws.com, not \(Quoted.value(url))")
             }
-            store = endpoint
-        } else {
-            let aws = S3Endpoint.aws(region: region)
-            store = S3Endpoint(url: "\(aws.scheme)://\(aws.authority)", region: region,
-                               addressing: try source.optional(Source.addressing) ?? .virtualHosted) ?? aws
+            throw source.error(Source.region, "makes no AWS host name: \(Quoted.value(region))")
         }
         return .bucket(store, bucket: bucket, prefix: String(path.dropFirst(bucket.count + 1)), include: try source.read(Source.include),
                        exclude: try source.read(Source.exclude))

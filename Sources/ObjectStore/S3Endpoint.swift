@@ -52,10 +52,10 @@ package struct S3Endpoint: Sendable, Equatable, Codable {
 }
 
 extension S3Endpoint {
-    /// AWS's own endpoint for `region`, virtual-hosted as AWS addresses buckets by default.
-    package static func aws(region: String) -> S3Endpoint {
-        S3Endpoint(url: "https://s3.\(region).amazonaws.com" + (region.hasPrefix("cn-") ? ".cn" : ""), region: region,
-                   addressing: .virtualHosted)!
+    /// AWS's own endpoint for `region`, virtual-hosted (as AWS addresses buckets) unless told otherwise;
+    /// nil for a region that makes no host name.
+    package static func aws(region: String, addressing: Addressing = .virtualHosted) -> S3Endpoint? {
+        S3Endpoint(url: "https://s3.\(region).amazonaws.com" + (region.hasPrefix("cn-") ? ".cn" : ""), region: region, addressing: addressing)
     }
 
     /// The object's URL, as `signed` sends it without a query: what a download names.

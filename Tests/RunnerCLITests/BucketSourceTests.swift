@@ -175,5 +175,9 @@ struct BucketSourceTests {
         let result = try workspace.run(["validate", job])
         #expect(result.status == 2)
         #expect(result.stderr.contains("sources[0].endpoint: must be the store's URL with its scheme"), "\(result.stderr)")
+        // Without an endpoint the region names AWS's host: one that cannot is an error, not a trap.
+        try workspace.write(#"{"version": 1, "sources": [{"s3": "s3://photos/", "region": "eu west"}], "outputs": []}"#, to: "aws.json")
+        let region = try workspace.run(["validate", workspace.path("aws.json")])
+        #expect(region.status == 2 && region.stderr.contains("sources[0].region: makes no AWS host name: \"eu west\""), "\(region.stderr)")
     }
 }
