@@ -36,6 +36,9 @@ public struct Job: Sendable {
 
     public var outputNames: [String] { outputs.map(\.name) }
 
+    /// Where outputs bound for a bucket wait, rendered, to be uploaded: beside the originals.
+    package var uploadFolder: String { remote.cacheDirectory + "/uploads" }
+
     /// Every state database of the job as it is on disk now.
     public var stateLayout: JobStateLayout { JobStateLayout(jobStatePath: jobStatePath) }
 
@@ -78,13 +81,15 @@ package struct OutputSpec: Sendable {
     package let colourSpace: ColourSpacePolicy
     /// Most frames an animated output may have; the job's `limits.frames` when not set here.
     package let frames: Int?
+    /// Where and how its objects are written when its path is `s3://`; nil for files.
+    package let bucket: BucketOutput?
 
     /// Everything about how this output renders a source; part of each item's fingerprint. A block's
     /// next narrower width decides whether it is made (`sameBytes`), so it is part of it too: a width
     /// added or removed below redoes the one above it.
     package var recipe: String {
         "\(chain.identifier)=>\(encoder.identifier);autorotate:\(autorotate);metadata:\(metadata.identifier);colorspace:\(colourSpace.rawValue)"
-            + (set?.narrower.map { ";narrower:\($0)" } ?? "")
+            + (set?.narrower.map { ";narrower:\($0)" } ?? "") + (bucket?.identifier ?? "")
     }
 
     /// eleventy-img's rule for a block's widths (docs/JOB-FILE.md, Width and format blocks): a width
@@ -96,6 +101,21 @@ package struct OutputSpec: Sendable {
         return outputs.filter { $0.set?.block == set.block && $0.set?.formatIndex == set.formatIndex && $0.set?.width ?? 0 >= sourceWidth }
             .min { $0.set?.width ?? 0 < $1.set?.width ?? 0 }
     }
+}
+
+/// Where an output with an `s3://` path writes its objects, and what they are written with.
+package struct BucketOutput: Sendable {
+    package static let immutable = "public, max-age=31536000, immutable"
+    package static let revalidated = "public, max-age=86400"
+
+    package let endpoint: S3Endpoint
+    package let cacheControl: String
+    /// An object larger than this goes up in parts of this size.
+    package let partSize: Int
+
+    /// What an item's fingerprint holds of it: objects written to another store, or with another
+    /// `Cache-Control`, are written again. The part size changes no object.
+    package var identifier: String { ";store:\(endpoint.scheme)://\(endpoint.authority)/\(endpoint.addressing.rawValue);cacheControl:\(cacheControl)" }
 }
 
 /// One output of a block of `widths` × `formats` (docs/JOB-FILE.md, Width and format blocks): which

@@ -171,23 +171,44 @@ extension Job {
     /// An `s3` source: its bucket and prefix, and the store it is in.
     private static func bucket(_ source: ObjectReader) throws -> SourceSpec {
         let location = try source.read(Source.s3)
-        let path = location.hasPrefix("s3://") ? location.dropFirst(5) : ""
-        let bucket = String(path.prefix { $0 != "/" })
-        guard !bucket.isEmpty else { throw source.error(Source.s3, "must be s3://BUCKET/PREFIX (the prefix may be empty), not \(Quoted.value(location))") }
-        let region = try source.read(Source.region)
-        guard !region.isEmpty else { throw source.error(Source.region, "must not be empty") }
-        let addressing = try source.optional(Source.addressing)
-        let url = try source.optional(Source.endpoint)
+        guard let place = ObjectURL(location) else {
+            throw source.error(Source.s3, "must be s3://BUCKET/PREFIX (the prefix may be empty), not \(Quoted.value(location))")
+        }
+        return .bucket(try store(source), bucket: place.bucket, prefix: place.key, include: try source.read(Source.include),
+                       exclude: try source.read(Source.exclude))
+    }
+
+    /// The store a source's or an output's `endpoint`, `region` and `addressing` name.
+    private static func store(_ reader: ObjectReader) throws -> S3Endpoint {
+        let region = try reader.read(Source.region)
+        guard !region.isEmpty else { throw reader.error(Source.region, "must not be empty") }
+        let addressing = try reader.optional(Source.addressing)
+        let url = try reader.optional(Source.endpoint)
         guard let store = url.map({ S3Endpoint(url: $0, region: region, addressing: addressing ?? .path) })
                 ?? S3Endpoint.aws(region: region, addressing: addressing ?? .virtualHosted) else {
             if let url {
-                throw source.error(Source.endpoint, "must be the store's URL with its scheme, http:// or https:// and a host (and port), "
+                throw reader.error(Source.endpoint, "must be the store's URL with its scheme, http:// or https:// and a host (and port), "
                                    + "such as https://s3.eu-west-1.amazonaws.com, not \(Quoted.value(url))")
             }
-            throw source.error(Source.region, "makes no AWS host name: \(Quoted.value(region))")
+            throw reader.error(Source.region, "makes no AWS host name: \(Quoted.value(region))")
         }
-        return .bucket(store, bucket: bucket, prefix: String(path.dropFirst(bucket.count + 1)), include: try source.read(Source.include),
-                       exclude: try source.read(Source.exclude))
+        return store
+    }
+
+    /// Where an output with an `s3://` path is written: its store, `cacheControl` and `partSize`;
+    /// nil for a file output, which may give none of those keys.
+    private static func bucketOutput(_ output: ObjectReader, written: String) throws -> BucketOutput? {
+        guard ObjectURL.names(written) else {
+            let storeKeys: [any KeyDeclaration] = [Source.endpoint, Source.region, Source.addressing, Output.cacheControl, Output.partSize]
+            if let given = storeKeys.first(where: { output.has($0) }) {
+                throw output.error(given, "is only for an output whose path is s3://BUCKET/...")
+            }
+            return nil
+        }
+        let hashed = written.contains("{hash}")
+        return BucketOutput(endpoint: try store(output),
+                            cacheControl: try output.optional(Output.cacheControl) ?? (hashed ? BucketOutput.immutable : BucketOutput.revalidated),
+                            partSize: try output.read(Output.partSize))
     }
 
     /// Patterns a folder source picks up when it names none (matched case-insensitively).
@@ -265,7 +286,13 @@ extension Job {
             "srgb converts to sRGB; keep leaves RGB and grey pixels in the source's colour space (use with keepIcc). CMYK is converted either way.")
         package static let frames = Key.integer("frames", .positive, .optional("limits.frames"), "This output's frame limit for animations.")
 
-        package static let shape = ObjectShape([name, path, chain, format, formats, widths, autorotate, keepMetadata, keepIcc, metadata, colorspace, frames],
+        package static let cacheControl = Key.text("cacheControl", .optional("\(BucketOutput.immutable) with {hash} in the path, else \(BucketOutput.revalidated)"),
+            "The Cache-Control an s3:// output's objects are written with.")
+        package static let partSize = Key.integer("partSize", .range(5_242_880, 5_368_709_120), .defaults(16_777_216),
+            "An s3:// output larger than this many bytes is uploaded in parts of this size (S3's multipart upload; 5 MiB at least).")
+
+        package static let shape = ObjectShape([name, path, chain, format, formats, widths, autorotate, keepMetadata, keepIcc, metadata, colorspace, frames,
+                                                Source.endpoint, Source.region, Source.addressing, cacheControl, partSize],
                                                rules: [.exactlyOne(format, formats)])
 
         /// One element of `formats`: a format object, or a type string for that type with its defaults.
@@ -319,6 +346,7 @@ extension Job {
             let metadata = try readMetadata(output)
             let colourSpace = try output.read(Output.colorspace)
             let frames = try output.optional(Output.frames)
+            let bucket = try bucketOutput(output, written: written)
             try output.finish()
             return try block.members.map { member in
                 // The block's outputs are named after it; a name taken elsewhere is the block's error.
@@ -328,7 +356,7 @@ extension Job {
                 let steps: [any ImageOperation] = member.set?.width.map { [Thumbnail(inside: $0)] } ?? []
                 return OutputSpec(name: member.name, location: element.path, set: member.set, template: member.template,
                                   chain: OperationChain(steps: steps + chain.steps), encoder: member.encoder, autorotate: autorotate,
-                                  metadata: metadata, colourSpace: colourSpace, frames: frames)
+                                  metadata: metadata, colourSpace: colourSpace, frames: frames, bucket: bucket)
             }
         }
     }

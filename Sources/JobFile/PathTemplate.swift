@@ -6,10 +6,24 @@ import Keys
 /// folder relative to its source root), `{name}` (the output's name), `{key}` (a short stable hash
 /// of the source key), `{hash}` (a short hash of the output's bytes: see `hashSuffix`). Token values are sanitized and the result must stay inside `root`, the
 /// folder the template's literal prefix names, so no source name can write elsewhere.
+///
+/// An `s3://BUCKET/...` template names objects: it is planned as the absolute path `/BUCKET/...`
+/// (the same rules keep a source's name inside its root) and its paths carry the scheme again.
 package struct PathTemplate: Sendable {
     package let root: String
+    /// `s3:/` for an object template, before the `/BUCKET/...` it plans; empty for files.
+    private let scheme: String
 
     package init(_ written: String, baseDirectory: String, location: String) throws {
+        var written = written
+        if let object = ObjectURL(written) {
+            guard !object.key.isEmpty else { throw JobFileError(location, "must name an object below s3://\(object.bucket)/") }
+            (scheme, written) = ("s3:/", "/" + written.dropFirst(ObjectURL.scheme.count))
+        } else if ObjectURL.names(written) {
+            throw JobFileError(location, "must be s3://BUCKET/KEY for an object, not \(Quoted.value(written))")
+        } else {
+            scheme = ""
+        }
         let parsed = try Self.pieces(of: written, location: location)
         guard !written.hasSuffix("/") else { throw JobFileError(location, "must name a file, not a folder") }
         // The kernel would stop at a NUL: the file would land somewhere else than the root says.
@@ -34,7 +48,8 @@ package struct PathTemplate: Sendable {
         } else {
             hashSuffix = nil
         }
-        root = Paths.normalize(Paths.directory(of: leading + (rest.isEmpty ? "" : "x")))
+        plannedRoot = Paths.normalize(Paths.directory(of: leading + (rest.isEmpty ? "" : "x")))
+        root = scheme + plannedRoot
         // `{stem}.webp` and `a/b` end in text that fixes the extension (or its absence); `{stem}.{ext}`
         // and `{stem}_small` do not (a stem may hold a dot).
         if case .literal(let tail) = pieces.last, Paths.lastComponent(tail).utf8.count < tail.utf8.count || tail.contains(".") {
@@ -82,11 +97,16 @@ package struct PathTemplate: Sendable {
     /// The template made absolute against the job's folder, parsed once so that planning does not
     /// scan it again for every item.
     private let pieces: [Piece]
+    /// `root` without the scheme: what an expanded path must stay inside.
+    private let plannedRoot: String
+
+    /// Whether it names objects in a bucket rather than files.
+    package var namesObjects: Bool { !scheme.isEmpty }
 
     /// The template as it expands, written out: two templates with one identifier name every
     /// source's output alike (a `{` in text always opens a token, so tokens and text cannot blur).
     package var identifier: String {
-        pieces.map { piece in
+        scheme + pieces.map { piece in
             switch piece {
             case .literal(let text): text
             case .stem: "{stem}"
@@ -154,8 +174,8 @@ package struct PathTemplate: Sendable {
             }
         }
         let path = Paths.normalize(result)
-        guard let inside = Paths.relative(path, to: root), !inside.isEmpty else { return nil }
-        return path
+        guard let inside = Paths.relative(path, to: plannedRoot), !inside.isEmpty else { return nil }
+        return scheme + path
     }
 
     /// One path component: no separators or NULs, never `.` or `..`. On bytes (see `Paths`).

@@ -31,48 +31,29 @@ package struct BucketListing: Sendable {
     }
 
     /// Where the listing is, for messages: `s3://bucket/prefix`.
-    package var location: String { "s3://\(bucket)/\(prefix)" }
+    package var location: String { ObjectURL(bucket: bucket, key: prefix).description }
 
-    package func objects(credentials: () throws(ObjectStoreError) -> AWSCredentials,
-                         _ visit: (ListedObject) throws -> Void) throws {
+    package func objects(_ visit: (ListedObject) throws -> Void) throws {
         var token: String?
         let connection = try HTTPExchange.Connection()
         repeat {
             var query = ["list-type": "2", "max-keys": String(pageSize), "encoding-type": "url"]
             if !prefix.isEmpty { query["prefix"] = prefix }
             if let token { query["continuation-token"] = token }
-            let page = try fetchPage(query, on: connection, credentials: credentials)
+            let page = try fetchPage(query, on: connection)
             for object in page.objects { try visit(object) }
             token = page.next
         } while token != nil
     }
 
-    private func fetchPage(_ query: [String: String], on connection: HTTPExchange.Connection,
-                           credentials: () throws(ObjectStoreError) -> AWSCredentials) throws -> ListPage {
-        var pause = firstBackoff
-        for attempt in 1...attempts {
-            let signer = try credentials()
-            let request = endpoint.signed("GET", bucket: bucket, query: query, credentials: signer)
-            let failure: String
-            do {
-                let response = try connection.perform(request.method, request.url, headers: request.headers)
-                if response.status == 200 { return try ListPage(response.body, location: location) }
-                let code = response.errorCode
-                if !HTTPStatus.isTransient(response.status) {
-                    let fix = ObjectStoreError.fix(status: response.status, code: code, bucket: bucket, region: endpoint.region,
-                                                   bucketRegion: response.headers["x-amz-bucket-region"], credentials: signer)
-                    throw ObjectStoreError.refused(location: location, status: response.status, code: code,
-                                                   fix: fix ?? "the listing was refused")
-                }
-                failure = "HTTP \(response.status)" + (code.map { " \($0)" } ?? "")
-            } catch let error as HTTPExchange.Failure {
-                failure = error.description
-            }
-            if attempt == attempts { throw ObjectStoreError.unreachable(location: location, detail: "\(failure) (after \(attempts) attempts)") }
-            Thread.sleep(forTimeInterval: pause)
-            pause *= 2
+    private func fetchPage(_ query: [String: String], on connection: HTTPExchange.Connection) throws -> ListPage {
+        var request = StoreRequest(endpoint: endpoint, bucket: bucket, location: location)
+        (request.attempts, request.firstBackoff) = (attempts, firstBackoff)
+        let response = try request.send(on: connection) { endpoint.signed("GET", bucket: bucket, query: query, credentials: $0) }
+        guard response.status == 200 else {
+            throw ObjectStoreError.refused(location: location, status: response.status, code: response.errorCode, fix: "the listing was refused")
         }
-        preconditionFailure("the loop returns or throws")
+        return try ListPage(response.body, location: location)
     }
 }
 

@@ -35,9 +35,10 @@ package enum HTTPExchange {
         try Connection().perform(method, url, headers: headers, body: body, timeout: timeout)
     }
 
-    /// One easy handle for a series of requests (a listing's pages), so they share its connection
-    /// (and TLS session) rather than open one each.
-    package final class Connection {
+    /// One easy handle for a series of requests (a listing's pages, a writer's changes), so they
+    /// share its connection (and TLS session) rather than open one each. Used by one thread at a
+    /// time: a writer hands its connections from thread to thread through a lock.
+    package final class Connection: @unchecked Sendable {
         private let easy: UnsafeMutableRawPointer
 
         package init() throws(Failure) {

@@ -37,7 +37,7 @@ package enum ObjectStoreError: Error, Equatable, ExitCoded, CustomStringConverti
         case (_, "NoSuchBucket"?): return "there is no bucket \(bucket) at this endpoint"
         case (_, "AuthorizationHeaderMalformed"?), (_, "PermanentRedirect"?), (301, _), (_, "IllegalLocationConstraintException"?):
             let actual = bucketRegion.map { "the bucket is in \($0)" } ?? "the bucket is in another region"
-            return "\(actual), not \(region): set the source's region (and endpoint) to the bucket's"
+            return "\(actual), not \(region): set region (and endpoint) to the bucket's"
         case (403, _):
             return "access denied to bucket \(bucket) (\(who)): allow s3:ListBucket and s3:GetObject (s3:PutObject, s3:DeleteObject to write)"
         case (400, _), (401, _): return "the request was refused as malformed or unauthenticated (\(who))"

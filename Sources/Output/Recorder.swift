@@ -1,8 +1,10 @@
 import Foundation
 import Synchronization
+import Support
 import Model
 import JobFile
 import State
+import ObjectStore
 
 /// Collects item events from the worker slots and writes them to the state database in batched
 /// transactions, so bookkeeping stays a small part of a run. Outputs the workers staged are
@@ -14,6 +16,9 @@ package final class Recorder: Sendable {
     private let runID: Int64
     /// `{hash}` outputs by name: an item's file of other bytes goes once the new one is published.
     private let hashed: [String: PathTemplate]
+    /// Outputs written to a bucket, by name, and what writes them.
+    private let buckets: [String: BucketOutput]
+    private let writer: ObjectWriter?
     private let pending = Mutex<[ItemEvent]>([])
     private let wake = NSCondition()
     private let stopped = Mutex(false)
@@ -26,10 +31,13 @@ package final class Recorder: Sendable {
 
     /// `onFailure` hears of the first batch that could not be recorded (the disk is full, the
     /// database was deleted), so the run stops rather than work on with nothing recorded.
-    package init(store: StateStore, runID: Int64, outputs: [OutputSpec] = [], onFailure: @escaping @Sendable (any Error) -> Void = { _ in },
-         onCommitted: @escaping @Sendable ([ItemEvent]) -> Void) {
+    /// `uploads` is how many objects go up at once.
+    package init(store: StateStore, runID: Int64, outputs: [OutputSpec] = [], uploads: Int = 1,
+                 onFailure: @escaping @Sendable (any Error) -> Void = { _ in }, onCommitted: @escaping @Sendable ([ItemEvent]) -> Void) {
         (self.store, self.runID, self.onFailure, self.onCommitted) = (store, runID, onFailure, onCommitted)
         hashed = Dictionary(outputs.compactMap { $0.template.hashSuffix == nil ? nil : ($0.name, $0.template) }, uniquingKeysWith: { first, _ in first })
+        buckets = Dictionary(outputs.compactMap { output in output.bucket.map { (output.name, $0) } }, uniquingKeysWith: { first, _ in first })
+        writer = buckets.isEmpty ? nil : ObjectWriter(parallel: uploads)
         let thread = Thread { [self] in flushLoop() }
         thread.name = "runner.recorder"
         thread.start()
@@ -52,7 +60,7 @@ package final class Recorder: Sendable {
     private func flushLoop() {
         while true {
             let isStopping = stopped.withLock { $0 }
-            let batch = Self.publishingStagedOutputs(pending.withLock { exchange(&$0, with: []) })
+            let batch = Self.publishingStagedOutputs(uploadingObjects(pending.withLock { exchange(&$0, with: []) }))
             do {
                 try removeReplacedFiles(batch)
                 // Records written to a database that is no longer at its path would be lost unseen.
@@ -60,16 +68,21 @@ package final class Recorder: Sendable {
                 try store.record(batch, runID: runID)
                 onCommitted(batch)
             } catch {
-                let first = failure.withLock { recorded in
-                    defer { recorded = recorded ?? error }
-                    return recorded == nil
-                }
-                if first { onFailure(error) }
+                fail(error)
             }
             if isStopping { break }
             _ = wake.withLock { wake.wait(until: Date().addingTimeInterval(Self.flushInterval)) }
         }
         flushed.signal()
+    }
+
+    /// Stops the run on the first error only.
+    private func fail(_ error: any Error) {
+        let first = failure.withLock { recorded in
+            defer { recorded = recorded ?? error }
+            return recorded == nil
+        }
+        if first { onFailure(error) }
     }
 }
 
@@ -79,15 +92,15 @@ extension Recorder {
     /// source was wider is removed first: no manifest names it, and a crash before the record only
     /// makes the next run skip it again.
     static func publishingStagedOutputs(_ events: [ItemEvent]) -> [ItemEvent] {
-        for case .finished(_, let path, .skipped) in events { unlink(path) }
+        for case .finished(_, let path, .skipped) in events where !ObjectURL.names(path) { unlink(path) }
         let staged = events.compactMap { event -> AtomicFile.Staged? in
-            guard case .finished(_, let path, .done(let rendered, _)) = event else { return nil }
+            guard case .finished(_, let path, .done(let rendered, _)) = event, !ObjectURL.names(path) else { return nil }
             return AtomicFile.Staged(temporary: rendered.temporary, path: path)
         }
         guard !staged.isEmpty else { return events }
         var failures = AtomicFile.publish(staged).makeIterator()
         return events.map { event in
-            guard case .finished(let key, let path, .done(_, let seconds)) = event else { return event }
+            guard case .finished(let key, let path, .done(_, let seconds)) = event, !ObjectURL.names(path) else { return event }
             guard let failure = failures.next() ?? nil else { return event }
             return .finished(key: key, outputPath: path, outcome: .failed(failure, seconds: seconds))
         }
@@ -103,7 +116,51 @@ extension Recorder {
         for case .finished(let key, let path, .done) in events {
             guard let template = hashed[ItemKey.split(key).output], let planned = template.planned(from: path),
                   let old = try store.recordedOutputPath(key), old != path, template.planned(from: old) == planned else { continue }
-            unlink(old)
+            if let object = ObjectURL(old), let bucket = buckets[ItemKey.split(key).output] {
+                if case .store(let error)? = writer?.perform([.delete(object, endpoint: bucket.endpoint)]).first ?? nil { throw error }
+            } else {
+                unlink(old)
+            }
         }
+    }
+}
+
+extension Recorder {
+    /// Uploads the staged outputs of `done` events bound for a bucket and deletes a skipped item's
+    /// object, in parallel, before the batch is recorded: an item is recorded done only once the
+    /// store confirmed its object, and a crash in between costs one repeated PUT of the same bytes.
+    /// An object the store refused fails its item (`write`); an item whose object was not written
+    /// because the store refused the run or stayed unreachable is left out of the batch (it runs
+    /// again next time) and the run stops.
+    private func uploadingObjects(_ events: [ItemEvent]) -> [ItemEvent] {
+        guard let writer else { return events }
+        var changes: [ObjectWriter.Change] = [], places: [Int] = []
+        for (index, event) in events.enumerated() {
+            guard case .finished(let key, let path, let outcome) = event, let object = ObjectURL(path),
+                  let bucket = buckets[ItemKey.split(key).output] else { continue }
+            switch outcome {
+            case .done(let rendered, _):
+                changes.append(.put(object, endpoint: bucket.endpoint, file: rendered.temporary,
+                                    mediaType: rendered.facts?.mediaType ?? "application/octet-stream",
+                                    cacheControl: bucket.cacheControl, partSize: bucket.partSize))
+            case .skipped: changes.append(.delete(object, endpoint: bucket.endpoint))
+            default: continue
+            }
+            places.append(index)
+        }
+        guard !changes.isEmpty else { return events }
+        var batch: [ItemEvent?] = events
+        for (index, failure) in zip(places, writer.perform(changes)) {
+            guard case .finished(let key, let path, let outcome) = events[index] else { continue }
+            if case .done(let rendered, _) = outcome { unlink(rendered.temporary) }
+            switch failure {
+            case nil: TestPause.at(TestPause.recorderUploaded, subject: path)
+            case .object(let reason)?: batch[index] = .finished(key: key, outputPath: path, outcome: .failed(ItemFailure(.write, "\(path): \(reason)"), seconds: outcome.seconds))
+            case .store(let error)?:
+                batch[index] = nil
+                fail(error)
+            }
+        }
+        return batch.compactMap { $0 }
     }
 }

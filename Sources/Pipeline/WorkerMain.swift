@@ -52,7 +52,7 @@ public enum WorkerMain {
         capAddressSpace(job.limits.workerAddressSpace(threadsPerImage: hello.threadsPerImage))
         try VipsRuntime.start(threadsPerImage: hello.threadsPerImage, blockUntrusted: job.limits.blockUntrustedLoaders)
         return ImagePipeline(outputs: job.outputs, limits: job.limits, derive: job.derive, stagingOwner: hello.supervisorPID,
-                             hashesSources: job.manifest != nil)
+                             uploadFolder: job.uploadFolder, hashesSources: job.manifest != nil)
     }
 
     /// Renders tasks until the supervisor closes the pipe; 1 if it sent something unreadable.

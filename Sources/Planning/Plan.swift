@@ -156,6 +156,8 @@ public struct PlannedItem: Sendable, Codable {
     package func isUpToDate(statting stats: FolderStat) -> Bool {
         guard let recorded, recorded.failureKind == nil, recorded.fingerprint == fingerprint else { return false }
         if recorded.skipped { return true }
+        // An object is trusted as recorded: a night with nothing changed sends no request per output.
+        if ObjectURL.names(recorded.outputPath) { return true }
         var info = stat()
         return stats.stat(recorded.outputPath, &info) && (info.st_mode & S_IFMT) == S_IFREG && info.st_size > 0
     }

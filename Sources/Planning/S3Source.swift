@@ -17,7 +17,7 @@ package struct S3Source: FetchedSource, Equatable, Codable {
         (self.endpoint, self.bucket, self.key, self.etag) = (endpoint, bucket, key, etag)
     }
 
-    package var location: String { "s3://\(bucket)/\(key)" }
+    package var location: String { ObjectURL(bucket: bucket, key: key).description }
     package var url: String { endpoint.url(bucket: bucket, key: key) }
     package var fetched: (any FetchedSource)? { self }
     /// A redirect from a store is a wrong region or endpoint, and would carry the session token to another host.
@@ -56,7 +56,7 @@ extension S3Source {
     /// Which credentials a job with buckets signs with, said at the start of its run (a pod that
     /// fell back to a broader identity shows it); nil for a job without one.
     package static func credentialsNotice(_ job: Job) -> String? {
-        guard job.sources.contains(where: { $0.listing is Listing }) else { return nil }
+        guard job.sources.contains(where: { $0.listing is Listing }) || job.outputs.contains(where: { $0.bucket != nil }) else { return nil }
         return (try? SharedCredentials.current()).map { "object store: \($0)" }
     }
 
@@ -75,9 +75,7 @@ extension S3Source {
 
         func discover(spec: Int, walked: SourceDiscovery.WalkObserver?, _ visit: SourceDiscovery.Visitor) throws {
             let include = include.map { Wildcard($0, caseInsensitive: true) }, exclude = exclude.map { Wildcard($0, caseInsensitive: true) }
-            try BucketListing(endpoint: endpoint, bucket: bucket, prefix: prefix).objects(credentials: { () throws(ObjectStoreError) in
-                try SharedCredentials.current()
-            }) { object in
+            try BucketListing(endpoint: endpoint, bucket: bucket, prefix: prefix).objects { object in
                 let below = String(object.key.dropFirst(folder.count))
                 let name = Paths.lastComponent(below)
                 guard include.contains(where: { $0.matches(name) }), !exclude.contains(where: { $0.matches(name) || $0.matches(below) })
@@ -96,7 +94,7 @@ extension S3Source {
         private func made(key: String, etag: String?) -> DiscoveredSource {
             let below = String(key.dropFirst(folder.count))
             let relative = below.lastIndex(of: "/").map { String(below[..<$0]) } ?? ""
-            return DiscoveredSource(key: "s3://\(bucket)/\(key)",
+            return DiscoveredSource(key: ObjectURL(bucket: bucket, key: key).description,
                                     origin: .s3(S3Source(endpoint: endpoint, bucket: bucket, key: key, etag: etag)),
                                     relativeDirectory: relative, fileName: Paths.lastComponent(key))
         }

@@ -17,6 +17,8 @@ package struct ImagePipeline {
     package let derive: DerivedValues
     /// The supervisor, which publishes the staged outputs (see `AtomicFile`).
     package let stagingOwner: pid_t
+    /// Where outputs bound for a bucket are staged for the supervisor to upload (`Job.uploadFolder`).
+    package let uploadFolder: String
 
     /// What one output needs from the source, decided from the header before any pixel is read.
     private struct OutputRoute {
@@ -51,8 +53,10 @@ package struct ImagePipeline {
     /// MB, up to a sixth of a plain thumbnail's, so only for a job that writes a site manifest.
     package let hashesSources: Bool
 
-    package init(outputs: [OutputSpec], limits: Limits, derive: DerivedValues = .none, stagingOwner: pid_t, hashesSources: Bool = false) {
+    package init(outputs: [OutputSpec], limits: Limits, derive: DerivedValues = .none, stagingOwner: pid_t, uploadFolder: String = "",
+                 hashesSources: Bool = false) {
         (self.outputs, self.limits, self.derive, self.stagingOwner, self.hashesSources) = (outputs, limits, derive, stagingOwner, hashesSources)
+        self.uploadFolder = uploadFolder
     }
 
     /// Renders every request from the source at `sourcePath`: one outcome per request, in order,
@@ -135,7 +139,7 @@ package struct ImagePipeline {
         let data = try decodeStep(failingAs: .encode) { () throws(VipsError) in
             try plan.encoder.encode(pixels, metadata: output.metadata)
         }
-        let staged = try AtomicFile.stage(data, for: request.path, owner: stagingOwner)
+        let staged = try AtomicFile.stage(data, for: AtomicFile.stagingPath(for: request.path, uploads: uploadFolder), owner: stagingOwner)
         TestPause.at(TestPause.workerStaged, subject: request.path)
         var rendered = RenderedOutput(width: pixels.width, height: pixels.height, bytes: data.count,
                                       temporary: staged.temporary, warning: source.header.warning)

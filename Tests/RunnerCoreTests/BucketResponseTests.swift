@@ -18,7 +18,7 @@ struct BucketResponseTests {
         #expect(source.meaning(ofStatus: 503, body: Self.error("SlowDown")) == .transient)
         #expect(source.meaning(ofStatus: 500, body: []) == .transient)
         for (status, code, fix) in [(403, "SignatureDoesNotMatch", "check AWS_SECRET_ACCESS_KEY"), (403, "AccessDenied", "allow s3:ListBucket"),
-                                    (400, "AuthorizationHeaderMalformed", "not eu-west-1: set the source's region"),
+                                    (400, "AuthorizationHeaderMalformed", "not eu-west-1: set region (and endpoint)"),
                                     (301, "PermanentRedirect", "not eu-west-1"), (404, "NoSuchBucket", "no bucket photos")] {
             guard case .refused(let refusal) = source.meaning(ofStatus: status, body: Self.error(code)) else {
                 Issue.record("\(status) \(code) must refuse the run")

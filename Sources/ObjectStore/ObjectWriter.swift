@@ -1,0 +1,183 @@
+import Foundation
+import Synchronization
+import Support
+
+/// Writes and deletes a run's objects (rendered outputs, the manifest, pruned orphans) a batch at
+/// a time, over up to `parallel` connections at once that stay open from batch to batch. Each
+/// request is retried as `StoreRequest` does. An object larger than its part size goes up as a
+/// multipart upload, a part at a time from its file; any other body is read whole.
+package final class ObjectWriter: Sendable {
+    package enum Change: Sendable {
+        /// Writes the file at `file` as the object, with its media type and `Cache-Control`.
+        case put(ObjectURL, endpoint: S3Endpoint, file: String, mediaType: String, cacheControl: String, partSize: Int)
+        case delete(ObjectURL, endpoint: S3Endpoint)
+
+        var object: ObjectURL { switch self { case .put(let object, _, _, _, _, _), .delete(let object, _): object } }
+        var endpoint: S3Endpoint { switch self { case .put(_, let endpoint, _, _, _, _), .delete(_, let endpoint): endpoint } }
+    }
+
+    /// Why a change was not made: this object alone (the store refused it, or its file could not be
+    /// read), or the store for the whole run (`ObjectStoreError`).
+    package enum Failure: Error, Equatable, CustomStringConvertible {
+        case object(String)
+        case store(ObjectStoreError)
+
+        package var description: String {
+            switch self {
+            case .object(let reason): reason
+            case .store(let error): error.description
+            }
+        }
+    }
+
+    private let parallel: Int
+    private let idle = Mutex<[HTTPExchange.Connection]>([])
+
+    package init(parallel: Int) { self.parallel = max(parallel, 1) }
+
+    /// Makes every change, in parallel; one result per change, in order.
+    package func perform(_ changes: [Change]) -> [Failure?] {
+        let results = Mutex([Failure?](repeating: nil, count: changes.count))
+        let next = Atomic(0)
+        let group = DispatchGroup()
+        for _ in 0..<min(parallel, changes.count) {
+            group.enter()
+            Thread { [self] in
+                defer { group.leave() }
+                while case let index = next.add(1, ordering: .relaxed).oldValue, index < changes.count {
+                    let failure = make(changes[index])
+                    results.withLock { $0[index] = failure }
+                }
+            }.start()
+        }
+        group.wait()
+        return results.withLock { $0 }
+    }
+
+    private func make(_ change: Change) -> Failure? {
+        let connection: HTTPExchange.Connection
+        if let kept = idle.withLock({ $0.popLast() }) {
+            connection = kept
+        } else {
+            do throws(HTTPExchange.Failure) {
+                connection = try HTTPExchange.Connection()
+            } catch {
+                return .store(.unreachable(location: change.object.description, detail: error.description))
+            }
+        }
+        defer { idle.withLock { $0.append(connection) } }
+        let request = StoreRequest(endpoint: change.endpoint, bucket: change.object.bucket, location: change.object.description)
+        do throws(Failure) {
+            switch change {
+            case .put(let object, _, let file, let mediaType, let cacheControl, let partSize):
+                let headers = ["Content-Type": mediaType, "Cache-Control": cacheControl]
+                let body = try FileBody(file)
+                if body.size > partSize {
+                    try MultipartUpload(request: request, object: object, headers: headers, connection: connection).send(body, partSize: partSize)
+                } else {
+                    try Self.expectSuccess(try Self.send(request, on: connection, body: try body.read(0, body.size)) { endpoint, credentials, bytes in
+                        endpoint.signed("PUT", bucket: object.bucket, key: object.key, headers: headers,
+                                        payloadHash: SigV4.payloadHash(of: bytes), credentials: credentials)
+                    })
+                }
+            case .delete(let object, _):
+                // Deleting a key that is already gone succeeds (204): pruning twice is harmless.
+                let response = try Self.send(request, on: connection) { endpoint, credentials, _ in
+                    endpoint.signed("DELETE", bucket: object.bucket, key: object.key, credentials: credentials)
+                }
+                if response.status != 404 { try Self.expectSuccess(response) }
+            }
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    /// `request.send` with its errors as this writer's.
+    fileprivate static func send(_ request: StoreRequest, on connection: HTTPExchange.Connection, body: [UInt8]? = nil,
+                          _ sign: (S3Endpoint, AWSCredentials, [UInt8]) -> SignedRequest) throws(Failure) -> HTTPExchange.Response {
+        do {
+            return try request.send(on: connection, body: body) { sign(request.endpoint, $0, body ?? []) }
+        } catch {
+            throw .store(error)
+        }
+    }
+
+    /// A refusal of this object alone, in the store's words; S3 can answer a completion 200 and
+    /// still fail it, in an error document.
+    fileprivate static func expectSuccess(_ response: HTTPExchange.Response) throws(Failure) {
+        guard !(200..<300).contains(response.status) || response.errorCode != nil else { return }
+        let fields = XMLFields.first(of: ["Code", "Message"], in: response.body)
+        throw .object("the object store refused it: HTTP \(response.status)" + (fields["Code"].map { " \($0)" } ?? "")
+                      + (fields["Message"].map { ": \($0)" } ?? ""))
+    }
+}
+
+/// A staged file read by range, for a body or a part.
+private final class FileBody {
+    let descriptor: Int32
+    let size: Int
+    let path: String
+
+    init(_ path: String) throws(ObjectWriter.Failure) {
+        self.path = path
+        descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        var info = stat()
+        guard descriptor >= 0, fstat(descriptor, &info) == 0 else {
+            let reason = String(cString: strerror(errno))
+            if descriptor >= 0 { close(descriptor) }
+            throw .object("cannot read \(path): \(reason)")
+        }
+        size = Int(info.st_size)
+    }
+
+    deinit { close(descriptor) }
+
+    func read(_ offset: Int, _ count: Int) throws(ObjectWriter.Failure) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: count)
+        let read = bytes.withUnsafeMutableBytes { FileDescriptor.readAll(descriptor, $0, at: Int64(offset)) }
+        guard read == count else { throw .object("cannot read \(path): it changed while being uploaded") }
+        return bytes
+    }
+}
+
+/// S3's multipart upload of one object: create, a part at a time, complete; aborted on failure
+/// so the store keeps no parts.
+private struct MultipartUpload {
+    let request: StoreRequest
+    let object: ObjectURL
+    let headers: [String: String]
+    let connection: HTTPExchange.Connection
+
+    func send(_ body: FileBody, partSize: Int) throws(ObjectWriter.Failure) {
+        let created = try signedSend("POST", query: ["uploads": ""], headers: headers)
+        guard let uploadID = XMLFields.first(of: ["UploadId"], in: created.body)["UploadId"] else {
+            throw .object("the object store started no multipart upload: HTTP \(created.status)")
+        }
+        do throws(ObjectWriter.Failure) {
+            var parts: [String] = []
+            for (number, offset) in stride(from: 0, to: body.size, by: partSize).enumerated() {
+                let bytes = try body.read(offset, min(partSize, body.size - offset))
+                let answer = try signedSend("PUT", query: ["partNumber": String(number + 1), "uploadId": uploadID], body: bytes)
+                guard let etag = answer.headers["etag"] else { throw .object("the object store gave part \(number + 1) no ETag") }
+                parts.append("<Part><PartNumber>\(number + 1)</PartNumber><ETag>\(etag)</ETag></Part>")
+            }
+            let document = "<CompleteMultipartUpload>\(parts.joined())</CompleteMultipartUpload>"
+            _ = try signedSend("POST", query: ["uploadId": uploadID], body: Array(document.utf8))
+        } catch {
+            _ = try? signedSend("DELETE", query: ["uploadId": uploadID])
+            throw error
+        }
+    }
+
+    /// One signed request of the upload, a success or this object's failure.
+    private func signedSend(_ method: String, query: [String: String], headers: [String: String] = [:],
+                            body: [UInt8]? = nil) throws(ObjectWriter.Failure) -> HTTPExchange.Response {
+        let response = try ObjectWriter.send(request, on: connection, body: body) { endpoint, credentials, bytes in
+            endpoint.signed(method, bucket: object.bucket, key: object.key, query: query, headers: headers,
+                            payloadHash: SigV4.payloadHash(of: bytes), credentials: credentials)
+        }
+        try ObjectWriter.expectSuccess(response)
+        return response
+    }
+}

@@ -1,0 +1,51 @@
+import Foundation
+import Support
+
+/// One request to a bucket, signed anew for each attempt with the run's current credentials and
+/// sent until the store answers other than for now (5xx, throttling, a dropped connection), with
+/// backoff: what a listing page, an upload and a delete share.
+package struct StoreRequest {
+    package let endpoint: S3Endpoint
+    package let bucket: String
+    /// Where it is, for messages: `s3://bucket/key`.
+    package let location: String
+    package var attempts = 5
+    package var firstBackoff = 0.5
+
+    package init(endpoint: S3Endpoint, bucket: String, location: String) {
+        (self.endpoint, self.bucket, self.location) = (endpoint, bucket, location)
+    }
+
+    /// The store's answer, a success or a refusal of this request alone (its caller reads which);
+    /// throws `refused` for a refusal of the whole run (credentials, access, region, bucket) with
+    /// what to fix, and `unreachable` once the attempts are spent.
+    package func send(on connection: HTTPExchange.Connection, body: [UInt8]? = nil,
+                      _ sign: (AWSCredentials) -> SignedRequest) throws(ObjectStoreError) -> HTTPExchange.Response {
+        var pause = firstBackoff
+        for attempt in 1...attempts {
+            let credentials = try SharedCredentials.current()
+            let request = sign(credentials)
+            let failure: String
+            do {
+                let response = try connection.perform(request.method, request.url, headers: request.headers, body: body)
+                if !HTTPStatus.isTransient(response.status) {
+                    if !(200..<300).contains(response.status),
+                       let fix = ObjectStoreError.fix(status: response.status, code: response.errorCode, bucket: bucket, region: endpoint.region,
+                                                      bucketRegion: response.headers["x-amz-bucket-region"], credentials: credentials) {
+                        throw ObjectStoreError.refused(location: location, status: response.status, code: response.errorCode, fix: fix)
+                    }
+                    return response
+                }
+                failure = "HTTP \(response.status)" + (response.errorCode.map { " \($0)" } ?? "")
+            } catch let error as HTTPExchange.Failure {
+                failure = error.description
+            } catch {
+                throw error as! ObjectStoreError
+            }
+            if attempt == attempts { throw .unreachable(location: location, detail: "\(failure) (after \(attempts) attempts)") }
+            Thread.sleep(forTimeInterval: pause)
+            pause *= 2
+        }
+        preconditionFailure("the loop returns or throws")
+    }
+}
