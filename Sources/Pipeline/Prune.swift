@@ -43,13 +43,15 @@ extension JobRunner {
         for store in stores {
             try store.sweepItems { recorded in
                 guard !current.plans(recorded) else { return false }
-                let orphan = current.orphan(recorded, delete: delete)
+                let orphan = try current.orphan(recorded, delete: delete)
                 counts.orphans += 1
                 if orphan.keptBecause == nil { counts.files += 1 }
                 try visit(orphan)
-                if case .failed = orphan.keptBecause {
+                switch orphan.keptBecause {
+                case .failed?, .refused?:
                     counts.failed += 1
                     return false
+                default: break
                 }
                 return delete
             }

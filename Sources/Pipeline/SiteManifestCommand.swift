@@ -32,6 +32,6 @@ extension JobRunner {
             try writer.write { try output.write(contentsOf: Data($0.utf8)) }
             return .printed
         }
-        return .written(path, changed: try writer.write(to: path))
+        return .written(path, changed: try writer.write(to: path, of: job))
     }
 }

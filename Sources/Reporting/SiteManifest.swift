@@ -3,6 +3,7 @@ import Support
 import Model
 import JobFile
 import State
+import ObjectStore
 
 /// The site manifest (docs/JOB-FILE.md, Site manifest): every source of the job with its outputs, for a
 /// site build's `srcset` and `<picture>`; read from state databases alone, in a stable order
@@ -35,7 +36,48 @@ package struct SiteManifestWriter {
     package static func writeJobManifest(_ job: Job, stores: [StateStore], shard: Shard?) throws {
         guard let settings = job.manifest else { return }
         let path = settings.path(for: shard)
-        try SiteManifestWriter(job: job, stores: stores, base: Paths.directory(of: path), format: settings.format, shard: shard).write(to: path)
+        try SiteManifestWriter(job: job, stores: stores, base: Paths.directory(of: path), format: settings.format, shard: shard).write(to: path, of: job)
+    }
+
+    /// Writes the manifest to `path`: a file, or an object (`s3://`) in the store of the job's outputs
+    /// in its bucket. An object's bytes are written first to its copy in the job's upload folder
+    /// (left alone when unchanged), then PUT unless the copy is still the one the store confirmed
+    /// last (its `FileIdentity`, noted beside it after each PUT): a quiet night sends nothing, and a
+    /// crash before the PUT leaves a copy the next run sends. Written last, after the outputs it names.
+    @discardableResult
+    package func write(to path: String, of job: Job) throws -> Bool {
+        guard let object = ObjectURL(path) else { return try write(to: path) }
+        guard let store = job.outputs.lazy.compactMap({ output in
+            output.bucket.flatMap { ObjectURL(output.template.root)?.bucket == object.bucket ? $0.endpoint : nil }
+        }).first else {
+            throw RunFileUnwritable(file: "the manifest", path: path, reason: "no output of the job writes to bucket \(object.bucket)")
+        }
+        let copy = AtomicFile.stagingPath(for: path, uploads: job.uploadFolder)
+        let noted = copy + ".uploaded"
+        try write(to: copy)
+        guard let identity = FileIdentity(path: copy) else { throw RunFileUnwritable(file: "the manifest", path: copy, reason: "it vanished") }
+        if (try? String(contentsOfFile: noted, encoding: .utf8)) == identity.description { return false }
+        let mediaType = format == .json ? "application/json" : "application/x-ndjson"
+        switch ObjectWriter(parallel: 1).perform([.put(object, endpoint: store, file: copy, mediaType: mediaType, cacheControl: "no-cache",
+                                                       partSize: 16 << 20)])[0] {
+        case nil: break
+        case .object(let reason)?: throw RunFileUnwritable(file: "the manifest", path: path, reason: reason)
+        case .store(let error)?: throw error
+        }
+        do { try AtomicFile.write(Data(identity.description.utf8), to: noted) } catch {
+            throw RunFileUnwritable(file: "the manifest's upload note", path: noted, reason: error.message)
+        }
+        return true
+    }
+
+    /// How the manifest names an output: relative to the manifest's folder; an object by its URL,
+    /// or relative to a manifest in the same bucket.
+    static func reference(to outputPath: String, from base: String) -> String {
+        switch (ObjectURL(outputPath), ObjectURL(base)) {
+        case (let object?, let folder?) where object.bucket == folder.bucket: Paths.relative("/" + object.key, from: "/" + folder.key)
+        case (.some, _): outputPath
+        default: Paths.relative(outputPath, from: base)
+        }
     }
 
     /// Writes the manifest to `path` atomically, unless the file there has the same bytes
@@ -146,7 +188,7 @@ package struct SiteManifestWriter {
     /// (with `quoting`: the messages may name the source's path or URL).
     static func output(_ item: SiteManifestItem, base: String, quoting: Bool) -> JSONValue {
         var object: [String: JSONValue] = ["name": .string(item.outputName), "state": .string(item.state.rawValue),
-                                           "path": .string(Paths.relative(item.outputPath, from: base))]
+                                           "path": .string(reference(to: item.outputPath, from: base))]
         switch item.state {
         case .done:
             object["width"] = item.width.map { .number(Double($0)) }

@@ -36,7 +36,7 @@ package struct SiteManifestSets: Sendable {
             return first.outputPath.utf8.lexicographicallyPrecedes(second.outputPath.utf8)
         }
         let images: [JSONValue] = ordered.map { item in
-            var image: [String: JSONValue] = ["path": .string(Paths.relative(item.outputPath, from: base)),
+            var image: [String: JSONValue] = ["path": .string(SiteManifestWriter.reference(to: item.outputPath, from: base)),
                                               "width": .number(Double(item.width!)), "height": .number(Double(item.height!)),
                                               "bytes": .number(Double(item.bytes!))]
             image["hash"] = item.contentHash.map { .string(String($0.prefix(SiteManifestWriter.shortHashDigits))) }

@@ -2,6 +2,7 @@ import Foundation
 import Support
 import JobFile
 import Planning
+import ObjectStore
 
 /// A recorded item the job no longer plans at its recorded path: its source is gone, its output
 /// left the job, or its output path changed.
@@ -17,6 +18,10 @@ public struct Orphan: Sendable {
         case notRegularFile
         /// The file could not be checked or deleted (errno).
         case failed(Int32)
+        /// The object store refused to delete the object (its words).
+        case refused(String)
+        /// An object in a bucket no output of the job writes to now: which store holds it is not known.
+        case unknownStore
 
         public var description: String {
             switch self {
@@ -25,6 +30,8 @@ public struct Orphan: Sendable {
             case .missing: "no file"
             case .notRegularFile: "not a regular file"
             case .failed(let number): "cannot delete it: \(String(cString: strerror(number)))"
+            case .refused(let reason): "cannot delete it: \(reason)"
+            case .unknownStore: "no output of the job writes to its bucket now, so its store is not known"
             }
         }
     }
@@ -42,8 +49,18 @@ package struct CurrentItems {
     /// `{hash}` outputs by name: their items are planned at a path with `{hash}` in it.
     private let hashed: [String: PathTemplate]
 
+    /// The store of each output written to a bucket, by output name, and by bucket for an orphan
+    /// of an output the job has dropped; and what deletes their objects.
+    private let stores: [String: S3Endpoint]
+    private let bucketStores: [String: S3Endpoint]
+    private let writer = ObjectWriter(parallel: 1)
+
     package init(outputs: [OutputSpec]) {
         hashed = Dictionary(outputs.compactMap { $0.template.hashSuffix == nil ? nil : ($0.name, $0.template) }, uniquingKeysWith: { first, _ in first })
+        stores = Dictionary(outputs.compactMap { output in output.bucket.map { (output.name, $0.endpoint) } }, uniquingKeysWith: { first, _ in first })
+        bucketStores = Dictionary(outputs.compactMap { output in
+            output.bucket.flatMap { bucket in ObjectURL(output.template.root).map { ($0.bucket, bucket.endpoint) } }
+        }, uniquingKeysWith: { first, _ in first })
     }
 
     /// The path `recorded` was planned at: a `{hash}` output's with `{hash}` in place of its digits.
@@ -73,16 +90,31 @@ package struct CurrentItems {
     }
 
     /// `recorded` as an orphan, its file deleted first when `delete` is set and runner wrote it:
-    /// recorded done at that path, still a regular file there, and no current item's output.
-    package func orphan(_ recorded: ItemRecord, delete: Bool) -> Orphan {
+    /// recorded done at that path, still a regular file there (an object: deleted from its store),
+    /// and no current item's output. Throws when the store refuses the run or cannot be reached.
+    package func orphan(_ recorded: ItemRecord, delete: Bool) throws(ObjectStoreError) -> Orphan {
         let kept: Orphan.KeptBecause? = if paths.contains(StableHash.value(plannedPath(recorded))) {
             .writtenByJob
         } else if recorded.state != .done {
             .notDone
+        } else if let object = ObjectURL(recorded.outputPath) {
+            try removeObject(object, output: recorded.outputName, really: delete)
         } else {
             Self.removeRegularFile(recorded.outputPath, really: delete)
         }
         return Orphan(key: recorded.key, outputPath: recorded.outputPath, keptBecause: kept)
+    }
+
+    /// With `really`, deletes the object from the store its output (or another output in its
+    /// bucket) writes to; S3 answers a key already gone as deleted.
+    private func removeObject(_ object: ObjectURL, output: String, really: Bool) throws(ObjectStoreError) -> Orphan.KeptBecause? {
+        guard let endpoint = stores[output] ?? bucketStores[object.bucket] else { return .unknownStore }
+        guard really else { return nil }
+        switch writer.perform([.delete(object, endpoint: endpoint)])[0] {
+        case nil: return nil
+        case .object(let reason)?: return .refused(reason)
+        case .store(let error)?: throw error
+        }
     }
 
     /// Checks that `path` is a regular file, not following a symlink, and with `really` deletes it.
