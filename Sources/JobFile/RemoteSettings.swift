@@ -1,6 +1,7 @@
 import Foundation
 import Support
 import Keys
+import ObjectStore
 
 /// Everything about HTTP(S) sources, decoded once with its defaults (`RemoteSettings.Keys`).
 public struct RemoteSettings: Sendable {
@@ -40,6 +41,11 @@ public struct RemoteSettings: Sendable {
 }
 
 /// Exponential backoff with full jitter, honouring Retry-After (capped at `maxDelay`).
+extension RemoteSettings {
+    /// `retry` as an object store's writes follow it.
+    package var storeRetry: StoreRetry { StoreRetry(attempts: retry.attempts, firstBackoff: retry.initialDelay, maxBackoff: retry.maxDelay) }
+}
+
 public struct RetryPolicy: Sendable {
     public var attempts: Int
     public var initialDelay: Double

@@ -31,9 +31,10 @@ package final class ObjectWriter: Sendable {
     }
 
     private let parallel: Int
+    private let retry: StoreRetry
     private let idle = Mutex<[HTTPExchange.Connection]>([])
 
-    package init(parallel: Int) { self.parallel = max(parallel, 1) }
+    package init(parallel: Int, retry: StoreRetry = StoreRetry()) { (self.parallel, self.retry) = (max(parallel, 1), retry) }
 
     /// Makes every change, in parallel; one result per change, in order.
     package func perform(_ changes: [Change]) -> [Failure?] {
@@ -66,7 +67,7 @@ package final class ObjectWriter: Sendable {
             }
         }
         defer { idle.withLock { $0.append(connection) } }
-        let request = StoreRequest(endpoint: change.endpoint, bucket: change.object.bucket, location: change.object.description)
+        let request = StoreRequest(endpoint: change.endpoint, bucket: change.object.bucket, location: change.object.description, retry: retry)
         do throws(Failure) {
             switch change {
             case .put(let object, _, let file, let mediaType, let cacheControl, let partSize):

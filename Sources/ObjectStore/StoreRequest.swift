@@ -1,6 +1,19 @@
 import Foundation
 import Support
 
+/// How a request to a store that fails for now is sent again: the job's `retry` for writes,
+/// these defaults for listings.
+package struct StoreRetry: Sendable {
+    package var attempts = 5
+    package var firstBackoff = 0.5
+    package var maxBackoff = 30.0
+
+    package init() {}
+    package init(attempts: Int, firstBackoff: Double, maxBackoff: Double) {
+        (self.attempts, self.firstBackoff, self.maxBackoff) = (max(attempts, 1), firstBackoff, maxBackoff)
+    }
+}
+
 /// One request to a bucket, signed anew for each attempt with the run's current credentials and
 /// sent until the store answers other than for now (5xx, throttling, a dropped connection), with
 /// backoff: what a listing page, an upload and a delete share.
@@ -9,11 +22,10 @@ package struct StoreRequest {
     package let bucket: String
     /// Where it is, for messages: `s3://bucket/key`.
     package let location: String
-    package var attempts = 5
-    package var firstBackoff = 0.5
+    package var retry: StoreRetry
 
-    package init(endpoint: S3Endpoint, bucket: String, location: String) {
-        (self.endpoint, self.bucket, self.location) = (endpoint, bucket, location)
+    package init(endpoint: S3Endpoint, bucket: String, location: String, retry: StoreRetry = StoreRetry()) {
+        (self.endpoint, self.bucket, self.location, self.retry) = (endpoint, bucket, location, retry)
     }
 
     /// The store's answer, a success or a refusal of this request alone (its caller reads which);
@@ -21,8 +33,8 @@ package struct StoreRequest {
     /// what to fix, and `unreachable` once the attempts are spent.
     package func send(on connection: HTTPExchange.Connection, body: [UInt8]? = nil,
                       _ sign: (AWSCredentials) -> SignedRequest) throws(ObjectStoreError) -> HTTPExchange.Response {
-        var pause = firstBackoff
-        for attempt in 1...attempts {
+        var pause = retry.firstBackoff
+        for attempt in 1...retry.attempts {
             let credentials = try SharedCredentials.current()
             let request = sign(credentials)
             let failure: String
@@ -42,9 +54,9 @@ package struct StoreRequest {
             } catch {
                 throw error as! ObjectStoreError
             }
-            if attempt == attempts { throw .unreachable(location: location, detail: "\(failure) (after \(attempts) attempts)") }
+            if attempt == retry.attempts { throw .unreachable(location: location, detail: "\(failure) (after \(attempt) attempts)") }
             Thread.sleep(forTimeInterval: pause)
-            pause *= 2
+            pause = min(pause * 2, retry.maxBackoff)
         }
         preconditionFailure("the loop returns or throws")
     }

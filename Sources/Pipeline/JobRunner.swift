@@ -72,7 +72,8 @@ public enum JobRunner {
         let committed = CommittedItems(reporter: reporter)
         let control = RunControl()
         let handoff = TaskQueue()
-        let recorder = Recorder(store: store, runID: plan.runID, outputs: job.outputs, uploads: job.remote.downloads, onFailure: { error in
+        let recorder = Recorder(store: store, runID: plan.runID, outputs: job.outputs, uploads: job.remote.downloads,
+                                retry: job.remote.storeRetry, onFailure: { error in
             // Nothing more can be recorded: stop handing out work; the error ends the run.
             control.stop(for: .failure(StateDatabaseError.naming(job.statePath, error)))
             handoff.cancel()

@@ -58,7 +58,7 @@ package struct SiteManifestWriter {
         guard let identity = FileIdentity(path: copy) else { throw RunFileUnwritable(file: "the manifest", path: copy, reason: "it vanished") }
         if (try? String(contentsOfFile: noted, encoding: .utf8)) == identity.description { return false }
         let mediaType = format == .json ? "application/json" : "application/x-ndjson"
-        switch ObjectWriter(parallel: 1).perform([.put(object, endpoint: store, file: copy, mediaType: mediaType, cacheControl: "no-cache",
+        switch ObjectWriter(parallel: 1, retry: job.remote.storeRetry).perform([.put(object, endpoint: store, file: copy, mediaType: mediaType, cacheControl: "no-cache",
                                                        partSize: 16 << 20)])[0] {
         case nil: break
         case .object(let reason)?: throw RunFileUnwritable(file: "the manifest", path: path, reason: reason)

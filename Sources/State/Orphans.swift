@@ -53,9 +53,10 @@ package struct CurrentItems {
     /// of an output the job has dropped; and what deletes their objects.
     private let stores: [String: S3Endpoint]
     private let bucketStores: [String: S3Endpoint]
-    private let writer = ObjectWriter(parallel: 1)
+    private let writer: ObjectWriter
 
-    package init(outputs: [OutputSpec]) {
+    package init(outputs: [OutputSpec], retry: StoreRetry = StoreRetry()) {
+        writer = ObjectWriter(parallel: 1, retry: retry)
         hashed = Dictionary(outputs.compactMap { $0.template.hashSuffix == nil ? nil : ($0.name, $0.template) }, uniquingKeysWith: { first, _ in first })
         stores = Dictionary(outputs.compactMap { output in output.bucket.map { (output.name, $0.endpoint) } }, uniquingKeysWith: { first, _ in first })
         bucketStores = Dictionary(outputs.compactMap { output in

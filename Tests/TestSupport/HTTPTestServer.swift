@@ -52,6 +52,8 @@ public final class HTTPTestServer: @unchecked Sendable {
         public let headers: [String: [String: String]]
         /// Most /busy/ requests the server had in flight at once.
         public let maxInFlight: Int
+        /// Requests per method and path (`PUT /photos/a.webp`, queries included).
+        public let methods: [String: Int]
     }
 
     public func stats() throws -> Stats {
@@ -60,7 +62,7 @@ public final class HTTPTestServer: @unchecked Sendable {
         return Stats(counts: object["counts"] as? [String: Int] ?? [:],
                      conditional: object["conditional"] as? [String: Int] ?? [:],
                      headers: object["headers"] as? [String: [String: String]] ?? [:],
-                     maxInFlight: object["maxInFlight"] as? Int ?? 0)
+                     maxInFlight: object["maxInFlight"] as? Int ?? 0, methods: object["methods"] as? [String: Int] ?? [:])
     }
 
     public func reset() throws { _ = try get("/_reset") }

@@ -14,6 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 LOCK = threading.Lock()
 COUNTS = {}
 CONDITIONAL = {}
+METHODS = {}       # "METHOD path" -> requests, for an upstream's writes
 HEADERS = {}
 IN_FLIGHT = {"now": 0, "max": 0}
 OUTAGE = {"mode": "none"}   # /_outage/<none|503|hang|html>: how /img/ answers while the origin is "down"
@@ -34,6 +35,7 @@ class Handler(BaseHTTPRequestHandler):
     def count(self):
         with LOCK:
             COUNTS[self.path] = COUNTS.get(self.path, 0) + 1
+            METHODS[self.command + " " + self.path] = METHODS.get(self.command + " " + self.path, 0) + 1
             if self.headers.get("If-None-Match") or self.headers.get("If-Modified-Since"):
                 CONDITIONAL[self.path] = CONDITIONAL.get(self.path, 0) + 1
             HEADERS[self.path] = {k: v for k, v in self.headers.items()}
@@ -68,12 +70,12 @@ class Handler(BaseHTTPRequestHandler):
             return self.forward()
         if path == "/_stats":
             with LOCK:
-                body = json.dumps({"counts": COUNTS, "conditional": CONDITIONAL, "headers": HEADERS,
+                body = json.dumps({"counts": COUNTS, "conditional": CONDITIONAL, "headers": HEADERS, "methods": METHODS,
                                    "maxInFlight": IN_FLIGHT["max"]}).encode()
             return self.send(200, body, "application/json")
         if path == "/_reset":
             with LOCK:
-                COUNTS.clear(); CONDITIONAL.clear(); HEADERS.clear(); IN_FLIGHT.update(now=0, max=0)
+                COUNTS.clear(); CONDITIONAL.clear(); METHODS.clear(); HEADERS.clear(); IN_FLIGHT.update(now=0, max=0)
             return self.send(200, b"{}", "application/json")
         if path.startswith("/_outage/"):
             OUTAGE["mode"] = path.split("/")[2]
@@ -177,11 +179,11 @@ class Handler(BaseHTTPRequestHandler):
         """--upstream: counted, then sent on as it came (Host too, so a signature still holds), or
         an object request (no query: a listing has one) answered 503 SlowDown while /_outage/503 is on."""
         self.count()
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else None
         if OUTAGE["mode"] == "503" and "?" not in self.path:
             return self.send(503, b"<Error><Code>SlowDown</Code><Message>Reduce your request rate.</Message></Error>",
                              "application/xml")
-        length = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(length) if length else None
         connection = http.client.HTTPConnection(self.upstream, timeout=60)
         try:
             connection.request(self.command, self.path, body=body, headers=dict(self.headers.items()))
