@@ -1,4 +1,5 @@
 import Foundation
+import Support
 import Model
 import Imaging
 import ObjectStore
@@ -25,6 +26,8 @@ public struct Job: Sendable {
     /// This run's state database: the job's own, or with a shard, the shard's (`JobStateLayout.path`).
     public internal(set) var statePath: String
     public let remote: RemoteSettings
+    /// Where the state database is kept between runs, when not on this machine's disk alone.
+    package var stateBucket: StateBucketSettings? = nil
     /// The part of the job this run does (`--shard K/N`); nil for the whole job.
     public internal(set) var shard: Shard? = nil
     /// The job's state database without a shard: every shard's database sits beside it.
@@ -100,6 +103,20 @@ package struct OutputSpec: Sendable {
         guard let set, let narrower = set.narrower, narrower >= sourceWidth else { return nil }
         return outputs.filter { $0.set?.block == set.block && $0.set?.formatIndex == set.formatIndex && $0.set?.width ?? 0 >= sourceWidth }
             .min { $0.set?.width ?? 0 < $1.set?.width ?? 0 }
+    }
+}
+
+/// The job's `stateBucket`: the bucket folder each run's state database is kept in between runs.
+package struct StateBucketSettings: Sendable {
+    package let endpoint: S3Endpoint
+    /// `s3://BUCKET/PREFIX/`, the prefix empty or ending in `/`.
+    package let folder: ObjectURL
+    /// Seconds between copies written while a run goes on.
+    package let checkpoint: Double
+
+    /// The object that keeps the database at `statePath`: its file name in the folder.
+    package func object(for statePath: String) -> ObjectURL {
+        ObjectURL(bucket: folder.bucket, key: folder.key + Paths.lastComponent(statePath))
     }
 }
 

@@ -57,6 +57,7 @@ extension Job {
         let manifest = try SiteManifestSettings.read(root, jobFile: filePath, baseDirectory: baseDirectory,
                                                      roots: outputs.map { ($0.location, $0.template.root) },
                                                      statePath: statePath)
+        let stateBucket = try readStateBucket(root)
         // The kernel stops a path at a NUL: the database and the cache would land beside the named place.
         for (key, path) in [(Keys.state, statePath), (RemoteSettings.Keys.cache, remote.cacheDirectory)] where path.utf8.contains(0) {
             throw root.error(key, "must not contain a NUL character")
@@ -66,7 +67,32 @@ extension Job {
         try root.finish()
 
         return Job(name: name, filePath: filePath, text: text, baseDirectory: baseDirectory, sources: sources,
-                   outputs: outputs, derive: derive, manifest: manifest, concurrency: concurrency, limits: limits, statePath: statePath, remote: remote)
+                   outputs: outputs, derive: derive, manifest: manifest, concurrency: concurrency, limits: limits, statePath: statePath, remote: remote, stateBucket: stateBucket)
+    }
+
+    package enum StateBucketKeys {
+        package static let s3 = Key.text("s3", .required,
+            "Where the run's state database is kept between runs, s3://BUCKET/PREFIX/: the database's own file name below it (a shard's its own).")
+        package static let checkpoint = Key.integer("checkpoint", .positive, .defaults(300),
+            "Seconds between copies written to the bucket while a run goes on; a pod killed in between loses only the records since the last.")
+        package static let key = ObjectKey("stateBucket", .fixed(ObjectShape([s3, Source.endpoint, Source.region, Source.addressing, checkpoint])),
+            "Keep the state database in a bucket (a Kubernetes pod without a persistent volume): fetched before a run (unless the local copy "
+                + "is the one last written there), written back at checkpoints and at the end, only over the version fetched: of two runs "
+                + "of one shard, the second to write stops with exit 75.")
+    }
+
+    private static func readStateBucket(_ root: ObjectReader) throws -> StateBucketSettings? {
+        guard root.has(StateBucketKeys.key) else { return nil }
+        let section = try root.object(StateBucketKeys.key)
+        let written = try section.read(StateBucketKeys.s3)
+        guard let place = ObjectURL(written) else {
+            throw section.error(StateBucketKeys.s3, "must be s3://BUCKET/PREFIX/ (the prefix may be empty), not \(Quoted.value(written))")
+        }
+        let folder = place.key.isEmpty || place.key.hasSuffix("/") ? place.key : place.key + "/"
+        let settings = StateBucketSettings(endpoint: try store(section), folder: ObjectURL(bucket: place.bucket, key: folder),
+                                           checkpoint: Double(try section.read(StateBucketKeys.checkpoint)))
+        try section.finish()
+        return settings
     }
 
     /// Every key of a version 1 job file. The reader reads through these declarations and
@@ -104,7 +130,7 @@ extension Job {
 
     /// The top level of a job file.
     package static let shape = ObjectShape([
-        Keys.schema, Keys.version, Keys.name, Keys.sources, Keys.outputs, Keys.derive, SiteManifestSettings.key, Keys.state,
+        Keys.schema, Keys.version, Keys.name, Keys.sources, Keys.outputs, Keys.derive, SiteManifestSettings.key, Keys.state, StateBucketKeys.key,
         Keys.concurrency, Keys.limits,
         RemoteSettings.Keys.http, RemoteSettings.Keys.retry, RemoteSettings.Keys.blacklist,
         RemoteSettings.Keys.cache, RemoteSettings.Keys.cacheMaxBytes,

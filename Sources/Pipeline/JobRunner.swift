@@ -52,9 +52,11 @@ public enum JobRunner {
         let planner = Planner(job: job)
         // Later runs plan inside a transaction that a job-file error rolls back; a first run checks
         // the job before it creates the state database at all.
-        if !FileManager.default.fileExists(atPath: job.statePath) { _ = try validate(job) }
         let lock = try RunLock(statePath: job.statePath)
         defer { withExtendedLifetime(lock) {} }
+        let mirror = StateMirror(job)
+        try mirror?.pull()
+        if !FileManager.default.fileExists(atPath: job.statePath) { _ = try validate(job) }
         // Planning reads the job's state databases of other shard layouts too.
         let store = try StateStore(path: job.statePath, readingAlso: job.stateLayout.otherLayouts(than: job.shard))
         defer { store.close() }
@@ -72,14 +74,16 @@ public enum JobRunner {
         let committed = CommittedItems(reporter: reporter)
         let control = RunControl()
         let handoff = TaskQueue()
-        let recorder = Recorder(store: store, runID: plan.runID, outputs: job.outputs, uploads: job.remote.downloads,
-                                retry: job.remote.storeRetry, onFailure: { error in
-            // Nothing more can be recorded: stop handing out work; the error ends the run.
+        let stopRecording: @Sendable (any Error) -> Void = { error in
+            // Nothing more can be recorded (or kept): stop handing out work; the error ends the run.
             control.stop(for: .failure(StateDatabaseError.naming(job.statePath, error)))
             handoff.cancel()
             let named = StateDatabaseError.naming(job.statePath, error)
             reporter.notice("\((named as? StateDatabaseError)?.summary ?? "\(named)"): stopping, finishing items in flight")
-        }, onCommitted: committed.add)
+        }
+        let recorder = Recorder(store: store, runID: plan.runID, outputs: job.outputs, uploads: job.remote.downloads,
+                                retry: job.remote.storeRetry, onFailure: stopRecording, onCommitted: committed.add)
+        let checkpoints = mirror?.checkpoints(store, onFailure: stopRecording)
         reporter.planned(plan.counts, sweep: plan.sweep)
         if let notice = S3Source.credentialsNotice(job) { reporter.notice(notice) }
         let downloads = RemoteStage(job: job, classifier: planner.classifier, sources: plan.remote, repeatedURLs: plan.repeatedURLs,
@@ -97,20 +101,22 @@ public enum JobRunner {
         if case .failure(let error) = workers { control.stop(for: .failure(error)) }
         let downloadsResult = Result { try downloads.wait() }
         let recorded = Result { try recorder.close() }
+        checkpoints?.cancel()
         let trimmed = Result { try trimCache(job, store: store) }
         var summary = summarize(committed.summary, plan: plan.counts, control: control, workers: workers,
                                 options: options, elapsed: Date().timeIntervalSince(clock))
         // The first failure of the run's own decides its outcome and exit code, printed, recorded and returned alike.
         let failure = [control.failure, workers.failure, downloadsResult.failure, recorded.failure, trimmed.failure].lazy.compactMap { $0 }.first
         summary.failure = failure.map { RunFailure(StateDatabaseError.naming(job.statePath, $0)) }
-        finish(&summary, job, runID: plan.runID, store: store, metricsPath: options.metricsPath, reporter: reporter)
+        finish(&summary, job, runID: plan.runID, store: store, mirror: mirror, metricsPath: options.metricsPath, reporter: reporter)
         return summary
     }
 
-    /// Writes the metrics and the site manifest, records the run's end and prints its summary; a
-    /// failure of any becomes the run's own, unless it already has one.
-    private static func finish(_ summary: inout RunSummary, _ job: Job, runID: Int64, store: StateStore, metricsPath: String?,
-                               reporter: Reporter) {
+    /// Writes the metrics and the site manifest, records the run's end, keeps the state in its
+    /// bucket and prints the run's summary; a failure of any becomes the run's own, unless it
+    /// already has one.
+    private static func finish(_ summary: inout RunSummary, _ job: Job, runID: Int64, store: StateStore, mirror: StateMirror?,
+                               metricsPath: String?, reporter: Reporter) {
         var files: [() throws -> Void] = []
         if let metricsPath { files.append { [summary] in try MetricsFile(job: job, summary: summary, store: store).write(to: metricsPath) } }
         if job.manifest != nil { files.append { try SiteManifestWriter.writeJobManifest(job, stores: [store], shard: job.shard) } }
@@ -124,6 +130,9 @@ public enum JobRunner {
             // Unrecorded: the next run closes this one as interrupted.
             summary.failure = RunFailure(StateDatabaseError.naming(job.statePath, error))
         } catch {}  // the run's own failure is what could not be recorded; it says more
+        do { try mirror?.push(store) } catch {
+            if summary.failure == nil { summary.failure = RunFailure(error) } else { reporter.notice("\(error)") }
+        }
         reporter.finished(summary)
     }
 

@@ -389,3 +389,13 @@ enum DeadRun {
         try ItemRecord.filter(ItemRecord.Columns.state == ItemState.running).updateAll(db, ItemRecord.Columns.state.set(to: state))
     }
 }
+
+extension StateStore {
+    /// A consistent copy of the database at `path`, replacing any file there: every committed
+    /// record, compacted into one file with no WAL beside it (SQLite's `VACUUM INTO`), for the
+    /// bucket that keeps it between runs.
+    package func snapshot(to path: String) throws {
+        unlink(path)
+        try database.named { try database.queue.writeWithoutTransaction { try $0.execute(sql: "VACUUM INTO ?", arguments: [path]) } }
+    }
+}

@@ -1,0 +1,103 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// A shard's state database kept in a bucket (`stateBucket`), as a Kubernetes pod with no
+/// persistent volume runs: each workspace here is a pod's empty disk, SeaweedFS the bucket.
+@Suite("State in a bucket")
+struct BucketStateTests {
+    static let credentials = BucketSourceTests.credentials
+    static let stateKey = "runner-state/site.shard-1-of-2.sqlite"
+
+    func job(_ workspace: Workspace, endpoint: String, checkpoint: Int = 300) throws -> String {
+        try workspace.writeJob("""
+        {"version": 1, "name": "site",
+         "sources": [{"path": "\(Fixtures.path("photos"))", "recursive": true}],
+         "outputs": [{"name": "t", "path": "s3://site/thumbs/{dir}/{stem}.webp", "endpoint": "\(endpoint)",
+                      "chain": [{"op": "thumbnail", "width": 64, "height": 64, "fit": "inside"}], "format": {"type": "webp"}}],
+         "stateBucket": {"s3": "s3://site/runner-state/", "endpoint": "\(endpoint)", "checkpoint": \(checkpoint)},
+         "concurrency": {"process": 1},
+         "retry": {"initialDelay": 0.05, "maxDelay": 0.2},
+         "state": "state/site.sqlite"}
+        """)
+    }
+
+    /// The items recorded done in the bucket's copy of shard 1/2's database, nil while there is none.
+    func doneInBucket(_ server: ObjectStoreServer, _ workspace: Workspace) throws -> Int? {
+        let copy = workspace.path("fetched.sqlite")
+        let fetched = try server.python("""
+            import botocore.exceptions
+            try: boto("s3", sys.argv[1], sys.argv[2]).download_file("site", sys.argv[3], sys.argv[4])
+            except botocore.exceptions.ClientError: sys.exit(3)
+            """, [BucketSourceTests.accessKey, BucketSourceTests.secret, Self.stateKey, copy])
+        guard fetched.status == 0 else { return nil }
+        return try StateDatabase(path: copy).count(state: "done")
+    }
+
+    @Test("a pod with an empty disk fetches its shard's state and finds everything up to date, sending no request for any output")
+    func emptyDiskPicksUp() throws {
+        let (server, proxy) = try BucketOutputTests.store()
+        let first = try Workspace(), second = try Workspace()
+        var done = 0
+        for shard in ["0/2", "1/2"] {
+            let run = try first.run([try job(first, endpoint: proxy.url("")), "--shard", shard, "--log-format", "json"], environment: Self.credentials)
+            #expect(run.status == 0, "\(run.stdout)\(run.stderr)")
+            done += (try #require(summaryEvent(run.stdout))["done"] as? Int) ?? 0
+        }
+        #expect(done == 8)
+        try proxy.reset()
+        for shard in ["0/2", "1/2"] {
+            let run = try second.run([try job(second, endpoint: proxy.url("")), "--shard", shard], environment: Self.credentials)
+            #expect(run.status == 0 && run.stdout.contains("0 done, 0 failed"), "\(run.stdout)\(run.stderr)")
+        }
+        let sent = try proxy.stats().methods
+        #expect(sent.keys.allSatisfy { $0.contains("/site/runner-state/") }, "only the state was read and written: \(sent)")
+        #expect(sent.filter { $0.key.hasPrefix("GET ") }.count == 2 && sent.filter { $0.key.hasPrefix("PUT ") }.count == 2, "\(sent)")
+        withExtendedLifetime(server) {}
+    }
+
+    @Test("two runs of one shard from the same state: the second to write it stops with exit 75 and the first's state stands")
+    func secondWriterLoses() throws {
+        let (server, proxy) = try BucketOutputTests.store()
+        let slow = try Workspace(), fast = try Workspace(), later = try Workspace()
+        let pauses = try Pauses("worker.task", in: slow)
+        let held = try slow.start([try job(slow, endpoint: proxy.url("")), "--shard", "1/2"], environment: Self.credentials.merging(pauses.environment) { $1 })
+        // Held with its state fetched (there was none) and its first source in hand.
+        #expect(pauses.wait(for: "worker.task", of: held).count == 1, "\(held.stdoutSoFar)\(held.stderrSoFar)")
+        let winner = try fast.run([try job(fast, endpoint: proxy.url("")), "--shard", "1/2"], environment: Self.credentials)
+        #expect(winner.status == 0, "\(winner.stdout)\(winner.stderr)")
+        try pauses.releaseAll()
+        let loser = held.wait()
+        #expect(loser.status == 75, "\(loser.stdout)\(loser.stderr)")
+        #expect(loser.stderr.contains("s3://site/\(Self.stateKey): another run of this shard wrote the state here since this run fetched it"),
+                "\(loser.stderr)")
+        let picked = try later.run([try job(later, endpoint: proxy.url("")), "--shard", "1/2"], environment: Self.credentials)
+        #expect(picked.status == 0 && picked.stdout.contains("0 done, 0 failed"), "the winner's records stand: \(picked.stdout)\(picked.stderr)")
+        withExtendedLifetime(server) {}
+    }
+
+    @Test("a pod killed between checkpoints: the next pod resumes from the last checkpoint, redoing only what came after it")
+    func killAfterCheckpoint() throws {
+        let (server, proxy) = try BucketOutputTests.store()
+        let killed = try Workspace(), next = try Workspace()
+        // Shard 1/2 of the photos, in plan order: hold the worker at its last source.
+        let planned = try killed.run(["plan", try job(killed, endpoint: proxy.url("")), "--shard", "1/2", "--list"], environment: Self.credentials)
+        // `pending<TAB>SOURCE@OUTPUT<TAB>PATH`: the sources' file names.
+        let sources = planned.stdout.split(separator: "\n").compactMap { line -> String? in
+            let fields = line.split(separator: "\t")
+            return fields.count == 3 ? ((String(fields[1].prefix { $0 != "@" }) as NSString).lastPathComponent) : nil
+        }
+        try #require(sources.count >= 2, "\(planned.stdout)\(planned.stderr)")
+        let last = sources.last!
+        let pauses = try Pauses("worker.task@\(last)", in: killed)
+        let run = try killed.start([try job(killed, endpoint: proxy.url(""), checkpoint: 1), "--shard", "1/2"],
+                                   environment: Self.credentials.merging(pauses.environment) { $1 })
+        #expect(pauses.wait(for: "worker.task", of: run).count == 1, "\(run.stdoutSoFar)\(run.stderrSoFar)")
+        let before = sources.count - 1
+        #expect(eventually(timeout: 60) { (try? doneInBucket(server, killed)) == before }, "a checkpoint carried the \(before) items done")
+        run.signal(SIGKILL)
+        _ = run.wait()
+        let resumed = try next.run([try job(next, endpoint: proxy.url("")), "--shard", "1/2"], environment: Self.credentials)
+        #expect(resumed.status == 0 && resumed.stdout.contains("1 done, 0 failed, \(before) up to date"), "\(resumed.stdout)\(resumed.stderr)")
+    }
+}
