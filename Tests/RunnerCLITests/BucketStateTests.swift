@@ -100,4 +100,55 @@ struct BucketStateTests {
         let resumed = try next.run([try job(next, endpoint: proxy.url("")), "--shard", "1/2"], environment: Self.credentials)
         #expect(resumed.status == 0 && resumed.stdout.contains("1 done, 0 failed, \(before) up to date"), "\(resumed.stdout)\(resumed.stderr)")
     }
+
+    @Test("the Kubernetes example without a shared volume runs as written, shard by shard on empty disks, with SeaweedFS for AWS")
+    func kubernetesExample() throws {
+        let (server, proxy) = try BucketOutputTests.store()
+        let manifest = (Fixtures.root as NSString).deletingLastPathComponent + "/deploy/kubernetes/indexed-job-bucket.yaml"
+        let photos = BucketOutputTests.photos.map { ($0, Fixtures.path("photos/\($0)") + (["bird-lamp": ".png", "wine": ".webp"][$0] ?? ".jpg")) }
+        let checked = try server.python("""
+            import yaml
+            docs = list(yaml.safe_load_all(open(sys.argv[3])))
+            config = next(d for d in docs if d["kind"] == "ConfigMap")
+            spec = next(d for d in docs if d["kind"] == "Job")["spec"]
+            pod = spec["template"]["spec"]
+            assert next(d for d in docs if d["kind"] == "ServiceAccount")["metadata"]["name"] == pod["serviceAccountName"]
+            assert not any("persistentVolumeClaim" in v for v in pod["volumes"]), "no shared volume"
+            work = next(v for v in pod["volumes"] if "emptyDir" in v)["name"]
+            container = pod["containers"][0]
+            assert next(m for m in container["volumeMounts"] if m["name"] == work)["mountPath"] == "/var/lib/runner"
+            rules = spec["podFailurePolicy"]["rules"]
+            assert [r["onExitCodes"]["values"] for r in rules if r["action"] == "FailIndex"] == [[2, 78]], rules
+            s3 = boto("s3", sys.argv[1], sys.argv[2])
+            s3.create_bucket(Bucket="example-photos")
+            s3.create_bucket(Bucket="example-site")
+            for key, path in zip(sys.argv[4::2], sys.argv[5::2]): s3.upload_file(path, "example-photos", "originals/" + key)
+            print(config["data"]["thumbs.json"])
+            """, [BucketSourceTests.accessKey, BucketSourceTests.secret, manifest] + photos.flatMap { [$0.0 + ".jpg", $0.1] })
+        try #require(checked.status == 0, "\(checked.stderr)")
+        // A pod per index on a fresh disk, twice: the second night's pods find everything done.
+        for pod in ["first", "second"] {
+            let workspace = try Workspace()
+            let text = checked.stdout.replacingOccurrences(of: #""https://s3.eu-west-1.amazonaws.com", "addressing": "virtual""#,
+                                                           with: #""\#(proxy.url(""))", "addressing": "path""#)
+                .replacingOccurrences(of: "/var/lib/runner", with: workspace.path("pod"))
+            let job = try workspace.writeJob(text)
+            var done = 0
+            for index in ["0", "1"] {
+                let run = try workspace.run([job, "--log-format", "json"],
+                                            environment: Self.credentials.merging(["RUNNER_SHARDS": "2", "JOB_COMPLETION_INDEX": index]) { $1 })
+                #expect(run.status == 0, "\(pod) pod, index \(index): \(run.stdout)\(run.stderr)")
+                done += (summaryEvent(run.stdout)?["done"] as? Int) ?? -100
+            }
+            #expect(done == (pod == "first" ? 8 : 0), "\(pod) pods: \(done) done")
+        }
+        let listed = try server.python("""
+            s3 = boto("s3", sys.argv[1], sys.argv[2])
+            print("\\n".join(o["Key"] for o in s3.list_objects_v2(Bucket="example-site")["Contents"]))
+            """, [BucketSourceTests.accessKey, BucketSourceTests.secret])
+        let keys = Set(listed.stdout.split(separator: "\n").map(String.init))
+        #expect(keys.isSuperset(of: BucketOutputTests.photos.map { "thumbs/\($0).webp" }), "\(keys)")
+        #expect(keys.isSuperset(of: ["runner-state/thumbs.shard-0-of-2.sqlite", "runner-state/thumbs.shard-1-of-2.sqlite",
+                                     "thumbs.shard-0-of-2.json", "thumbs.shard-1-of-2.json"]), "\(keys)")
+    }
 }
