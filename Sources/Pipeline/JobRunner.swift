@@ -50,19 +50,9 @@ public enum JobRunner {
     private static func runJob(_ job: Job, options: RunOptions) throws -> RunSummary {
         let clock = Date()
         let planner = Planner(job: job)
-        // Later runs plan inside a transaction that a job-file error rolls back; a first run checks
-        // the job before it creates the state database at all.
-        let lock = try RunLock(statePath: job.statePath)
+        let (lock, mirror, store) = try openState(job)
         defer { withExtendedLifetime(lock) {} }
-        let mirror = StateMirror(job)
-        try mirror?.pull()
-        if !FileManager.default.fileExists(atPath: job.statePath) { _ = try validate(job) }
-        // Planning reads the job's state databases of other shard layouts too.
-        let store = try StateStore(path: job.statePath, readingAlso: job.stateLayout.otherLayouts(than: job.shard))
         defer { store.close() }
-        try store.checkIntact()
-        // Holding the lock proves that a run still marked running was killed.
-        try store.closeAbandonedRuns()
         let launcher = workerLauncher(job, options)
         defer { launcher.close() }
         let plan = try RunPlan(job, planner: planner, store: store, options: options) { sourcesToDo in
@@ -110,6 +100,28 @@ public enum JobRunner {
         summary.failure = failure.map { RunFailure(StateDatabaseError.naming(job.statePath, $0)) }
         finish(&summary, job, runID: plan.runID, store: store, mirror: mirror, metricsPath: options.metricsPath, reporter: reporter)
         return summary
+    }
+
+    /// Takes the run lock, brings the state from its bucket if the job keeps it there, and opens
+    /// it, closing a killed run's records.
+    private static func openState(_ job: Job) throws -> (RunLock, StateMirror?, StateStore) {
+        let lock = try RunLock(statePath: job.statePath)
+        let mirror = StateMirror(job)
+        try mirror?.pull()
+        // Later runs plan inside a transaction that a job-file error rolls back; a first run checks
+        // the job before it creates the state database at all.
+        if !FileManager.default.fileExists(atPath: job.statePath) { _ = try validate(job) }
+        // Planning reads the job's state databases of other shard layouts too.
+        let store = try StateStore(path: job.statePath, readingAlso: job.stateLayout.otherLayouts(than: job.shard))
+        do {
+            try store.checkIntact()
+            // Holding the lock proves that a run still marked running was killed.
+            try store.closeAbandonedRuns()
+        } catch {
+            store.close()
+            throw error
+        }
+        return (lock, mirror, store)
     }
 
     /// Writes the metrics and the site manifest, records the run's end, keeps the state in its
