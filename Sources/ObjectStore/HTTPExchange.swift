@@ -1,5 +1,6 @@
 internal import CCurl
 import Foundation
+import Support
 #if canImport(FoundationXML)
 import FoundationXML
 #endif
@@ -16,6 +17,16 @@ package enum HTTPExchange {
 
         /// The `<Code>` of an S3 or STS error document (`SignatureDoesNotMatch`, `AccessDenied`, ...).
         package var errorCode: String? { XMLFields.first(of: ["Code"], in: body)["Code"] }
+    }
+
+    /// A request body read from a file as it is sent (an output, a part of one, the state),
+    /// never held in memory whole.
+    package struct FileRange: Sendable {
+        package let descriptor: Int32
+        package let offset: Int64
+        package let length: Int
+
+        package init(descriptor: Int32, offset: Int64, length: Int) { (self.descriptor, self.offset, self.length) = (descriptor, offset, length) }
     }
 
     /// The transfer failed before an answer: curl's code and message.
@@ -49,14 +60,15 @@ package enum HTTPExchange {
 
         deinit { curl_easy_cleanup(easy) }
 
-        /// `HTTPExchange.perform` on this connection.
+        /// `HTTPExchange.perform` on this connection; the body from `upload` instead of `body`, and a
+        /// successful (2xx) answer's body written to `saveTo` instead of kept.
         package func perform(_ method: String, _ url: String, headers: [String: String] = [:], body: [UInt8]? = nil,
-                             timeout: Double = 60) throws(Failure) -> Response {
+                             upload: FileRange? = nil, saveTo: Int32? = nil, timeout: Double = 60) throws(Failure) -> Response {
             curl_easy_reset(easy)
             var lines: UnsafeMutablePointer<curl_slist>?
             defer { curl_slist_free_all(lines) }
             var sent = headers.map { "\($0.key): \($0.value)" } + ["Expect:"]
-            if body != nil && !headers.keys.contains(where: { $0.lowercased() == "content-type" }) { sent.append("Content-Type:") }
+            if (body != nil || upload != nil) && !headers.keys.contains(where: { $0.lowercased() == "content-type" }) { sent.append("Content-Type:") }
             for line in sent { lines = curl_slist_append(lines, line) }
             _ = ccurl_set_headers(easy, lines)
             _ = ccurl_set_string(easy, CURLOPT_URL, url)
@@ -75,7 +87,11 @@ package enum HTTPExchange {
                 _ = ccurl_set_offset(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.count))
                 _ = (body + [0]).withUnsafeBytes { ccurl_set_pointer(easy, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: $0.baseAddress)) }
             }
-            let received = Received()
+            let received = Received(upload: upload, saveTo: saveTo)
+            if let upload {
+                _ = ccurl_set_long(easy, CURLOPT_UPLOAD, 1)
+                _ = ccurl_set_offset(easy, CURLOPT_INFILESIZE_LARGE, curl_off_t(upload.length))
+            }
             return try received.perform(easy)
         }
     }
@@ -85,14 +101,28 @@ package enum HTTPExchange {
     private final class Received {
         var headers: [String: String] = [:]
         var body: [UInt8] = []
+        let upload: FileRange?
+        let saveTo: Int32?
+        var sent = 0
+        var status = 0
+        var saveFailed = false
+        var easy: UnsafeMutableRawPointer?
+
+        init(upload: FileRange?, saveTo: Int32?) { (self.upload, self.saveTo) = (upload, saveTo) }
 
         func perform(_ easy: UnsafeMutableRawPointer) throws(Failure) -> Response {
+            self.easy = easy
             let context = Unmanaged.passUnretained(self).toOpaque()
             _ = ccurl_set_callback(easy, CURLOPT_WRITEFUNCTION) { data, size, count, context in
-                Unmanaged<Received>.fromOpaque(context!).takeUnretainedValue().body += UnsafeRawBufferPointer(start: data, count: size * count)
-                return size * count
+                Unmanaged<Received>.fromOpaque(context!).takeUnretainedValue().received(UnsafeRawBufferPointer(start: data, count: size * count))
             }
             _ = ccurl_set_pointer(easy, CURLOPT_WRITEDATA, context)
+            if upload != nil {
+                _ = ccurl_set_callback(easy, CURLOPT_READFUNCTION) { data, size, count, context in
+                    Unmanaged<Received>.fromOpaque(context!).takeUnretainedValue().read(into: UnsafeMutableRawBufferPointer(start: data, count: size * count))
+                }
+                _ = ccurl_set_pointer(easy, CURLOPT_READDATA, context)
+            }
             _ = ccurl_set_callback(easy, CURLOPT_HEADERFUNCTION) { data, size, count, context in
                 Unmanaged<Received>.fromOpaque(context!).takeUnretainedValue().header(UnsafeRawBufferPointer(start: data, count: size * count))
                 return size * count
@@ -105,9 +135,32 @@ package enum HTTPExchange {
                 return (code, String(cString: buffer.baseAddress!))
             }
             guard code == CURLE_OK else {
-                throw Failure(code: Int(code.rawValue), description: message.isEmpty ? String(cString: curl_easy_strerror(code)) : message)
+                let reason = saveFailed ? "cannot write the answer: \(String(cString: strerror(errno)))" : message.isEmpty ? String(cString: curl_easy_strerror(code)) : message
+                throw Failure(code: Int(code.rawValue), description: reason)
             }
             return Response(status: ccurl_info_long(easy, CURLINFO_RESPONSE_CODE), headers: headers, body: body)
+        }
+
+        /// A piece of the answer's body: to `saveTo` for a success, else kept (an error document).
+        private func received(_ piece: UnsafeRawBufferPointer) -> Int {
+            if status == 0, let easy { status = ccurl_info_long(easy, CURLINFO_RESPONSE_CODE) }
+            guard let saveTo, (200..<300).contains(status) else {
+                body += piece
+                return piece.count
+            }
+            if FileDescriptor.writeAll(saveTo, piece) != nil { saveFailed = true; return 0 }
+            return piece.count
+        }
+
+        /// The next piece of `upload`'s range, read where it stands in the file.
+        private func read(into buffer: UnsafeMutableRawBufferPointer) -> Int {
+            guard let upload else { return 0 }
+            let wanted = min(buffer.count, upload.length - sent)
+            guard wanted > 0 else { return 0 }
+            guard let count = FileDescriptor.readAll(upload.descriptor, UnsafeMutableRawBufferPointer(rebasing: buffer[..<wanted]),
+                                                     at: upload.offset + Int64(sent)), count > 0 else { return Int(CURL_READFUNC_ABORT) }
+            sent += count
+            return count
         }
 
         private func header(_ line: UnsafeRawBufferPointer) {

@@ -4,7 +4,7 @@ import Support
 /// One local file kept in a bucket as one object, and written there only over the version it was
 /// last read or written as (S3's conditional writes, `If-Match` and `If-None-Match: *`): of two
 /// writers that started from one version, the second finds the object changed and loses. The
-/// body goes in one request, read whole: for files of up to a few hundred MB, a shard's state.
+/// body goes in one request (up to S3's 5 GB), streamed from and to the file.
 package struct ObjectMirror: Sendable {
     package let endpoint: S3Endpoint
     package let object: ObjectURL
@@ -29,11 +29,14 @@ package struct ObjectMirror: Sendable {
         case conflict
     }
 
-    /// GETs the object into `path` (written whole, then renamed over it) unless it is still the
-    /// version `known` names.
+    /// GETs the object into `path` (streamed to a file beside it, then renamed over it) unless it
+    /// is still the version `known` names.
     package func fetch(into path: String, unless known: String?) throws -> Fetched {
+        let partial = path + ".partial"
+        let file = try Self.open(partial, O_WRONLY | O_CREAT | O_TRUNC)
+        defer { close(file); unlink(partial) }
         let request = StoreRequest(endpoint: endpoint, bucket: object.bucket, location: object.description, retry: retry)
-        let response = try request.send(on: try HTTPExchange.Connection()) { credentials in
+        let response = try request.send(on: try HTTPExchange.Connection(), saveTo: file) { credentials in
             endpoint.signed("GET", bucket: object.bucket, key: object.key, headers: known.map { ["If-None-Match": $0] } ?? [:],
                             credentials: credentials)
         }
@@ -42,21 +45,26 @@ package struct ObjectMirror: Sendable {
         case 404: return .absent
         case 200:
             guard let etag = response.headers["etag"] else { throw refusal(response, "it has no ETag") }
-            try Data(response.body).write(to: URL(fileURLWithPath: path), options: .atomic)
+            guard fsync(file) == 0, rename(partial, path) == 0 else { throw ObjectMirrorFileError(path: path, number: errno) }
             return .fetched(etag: etag)
         default: throw refusal(response, "it could not be read")
         }
     }
 
     /// PUTs the file at `path` over the version `etag` names, or with none only where there is no
-    /// object yet.
+    /// object yet. The body is sent from the file, its hash taken where it is mapped.
     package func store(from path: String, over etag: String?) throws -> Stored {
-        let body = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
+        let file = try Self.open(path, O_RDONLY)
+        defer { close(file) }
+        var info = stat()
+        guard fstat(file, &info) == 0 else { throw ObjectMirrorFileError(path: path, number: errno) }
+        let body = HTTPExchange.FileRange(descriptor: file, offset: 0, length: Int(info.st_size))
+        guard let hash = SigV4.payloadHash(of: body) else { throw ObjectMirrorFileError(path: path, number: errno) }
         let request = StoreRequest(endpoint: endpoint, bucket: object.bucket, location: object.description, retry: retry)
         let condition = etag.map { ["If-Match": $0] } ?? ["If-None-Match": "*"]
-        let response = try request.send(on: try HTTPExchange.Connection(), body: body) { credentials in
+        let response = try request.send(on: try HTTPExchange.Connection(), upload: body) { credentials in
             endpoint.signed("PUT", bucket: object.bucket, key: object.key, headers: condition.merging(["Content-Type": "application/vnd.sqlite3"]) { $1 },
-                            payloadHash: SigV4.payloadHash(of: body), credentials: credentials)
+                            payloadHash: hash, credentials: credentials)
         }
         switch response.status {
         case 200..<300:
@@ -68,7 +76,20 @@ package struct ObjectMirror: Sendable {
         }
     }
 
+    private static func open(_ path: String, _ flags: Int32) throws -> Int32 {
+        let file = Glibc.open(path, flags | O_CLOEXEC, 0o644)
+        guard file >= 0 else { throw ObjectMirrorFileError(path: path, number: errno) }
+        return file
+    }
+
     private func refusal(_ response: HTTPExchange.Response, _ what: String) -> ObjectStoreError {
         .refused(location: object.description, status: response.status, code: response.errorCode, fix: what)
     }
+}
+
+/// The local side of a mirrored file failed: its path and errno.
+package struct ObjectMirrorFileError: Error, CustomStringConvertible {
+    package let path: String
+    package let number: Int32
+    package var description: String { "\(path): \(String(cString: strerror(number)))" }
 }

@@ -5,7 +5,7 @@ import Support
 /// Writes and deletes a run's objects (rendered outputs, the manifest, pruned orphans) a batch at
 /// a time, over up to `parallel` connections at once that stay open from batch to batch. Each
 /// request is retried as `StoreRequest` does. An object larger than its part size goes up as a
-/// multipart upload, a part at a time from its file; any other body is read whole.
+/// multipart upload, a part at a time; bodies are read from their files as they are sent.
 package final class ObjectWriter: Sendable {
     package enum Change: Sendable {
         /// Writes the file at `file` as the object, with its media type and `Cache-Control`.
@@ -76,14 +76,14 @@ package final class ObjectWriter: Sendable {
                 if body.size > partSize {
                     try MultipartUpload(request: request, object: object, headers: headers, connection: connection).send(body, partSize: partSize)
                 } else {
-                    try Self.expectSuccess(try Self.send(request, on: connection, body: try body.read(0, body.size)) { endpoint, credentials, bytes in
-                        endpoint.signed("PUT", bucket: object.bucket, key: object.key, headers: headers,
-                                        payloadHash: SigV4.payloadHash(of: bytes), credentials: credentials)
+                    let whole = try body.range(0, body.size)
+                    try Self.expectSuccess(try Self.send(request, on: connection, upload: whole.range) { endpoint, credentials in
+                        endpoint.signed("PUT", bucket: object.bucket, key: object.key, headers: headers, payloadHash: whole.hash, credentials: credentials)
                     })
                 }
             case .delete(let object, _):
                 // Deleting a key that is already gone succeeds (204): pruning twice is harmless.
-                let response = try Self.send(request, on: connection) { endpoint, credentials, _ in
+                let response = try Self.send(request, on: connection) { endpoint, credentials in
                     endpoint.signed("DELETE", bucket: object.bucket, key: object.key, credentials: credentials)
                 }
                 if response.status != 404 { try Self.expectSuccess(response) }
@@ -96,9 +96,10 @@ package final class ObjectWriter: Sendable {
 
     /// `request.send` with its errors as this writer's.
     fileprivate static func send(_ request: StoreRequest, on connection: HTTPExchange.Connection, body: [UInt8]? = nil,
-                          _ sign: (S3Endpoint, AWSCredentials, [UInt8]) -> SignedRequest) throws(Failure) -> HTTPExchange.Response {
+                                 upload: HTTPExchange.FileRange? = nil,
+                                 _ sign: (S3Endpoint, AWSCredentials) -> SignedRequest) throws(Failure) -> HTTPExchange.Response {
         do {
-            return try request.send(on: connection, body: body) { sign(request.endpoint, $0, body ?? []) }
+            return try request.send(on: connection, body: body, upload: upload) { sign(request.endpoint, $0) }
         } catch {
             throw .store(error)
         }
@@ -134,11 +135,11 @@ private final class FileBody {
 
     deinit { close(descriptor) }
 
-    func read(_ offset: Int, _ count: Int) throws(ObjectWriter.Failure) -> [UInt8] {
-        var bytes = [UInt8](repeating: 0, count: count)
-        let read = bytes.withUnsafeMutableBytes { FileDescriptor.readAll(descriptor, $0, at: Int64(offset)) }
-        guard read == count else { throw .object("cannot read \(path): it changed while being uploaded") }
-        return bytes
+    /// `count` bytes from `offset`, to be sent from the file, and their payload hash.
+    func range(_ offset: Int, _ count: Int) throws(ObjectWriter.Failure) -> (range: HTTPExchange.FileRange, hash: String) {
+        let range = HTTPExchange.FileRange(descriptor: descriptor, offset: Int64(offset), length: count)
+        guard let hash = SigV4.payloadHash(of: range) else { throw .object("cannot read \(path): \(String(cString: strerror(errno)))") }
+        return (range, hash)
     }
 }
 
@@ -158,8 +159,8 @@ private struct MultipartUpload {
         do throws(ObjectWriter.Failure) {
             var parts: [String] = []
             for (number, offset) in stride(from: 0, to: body.size, by: partSize).enumerated() {
-                let bytes = try body.read(offset, min(partSize, body.size - offset))
-                let answer = try signedSend("PUT", query: ["partNumber": String(number + 1), "uploadId": uploadID], body: bytes)
+                let part = try body.range(offset, min(partSize, body.size - offset))
+                let answer = try signedSend("PUT", query: ["partNumber": String(number + 1), "uploadId": uploadID], upload: part)
                 guard let etag = answer.headers["etag"] else { throw .object("the object store gave part \(number + 1) no ETag") }
                 parts.append("<Part><PartNumber>\(number + 1)</PartNumber><ETag>\(etag)</ETag></Part>")
             }
@@ -172,11 +173,12 @@ private struct MultipartUpload {
     }
 
     /// One signed request of the upload, a success or this object's failure.
-    private func signedSend(_ method: String, query: [String: String], headers: [String: String] = [:],
-                            body: [UInt8]? = nil) throws(ObjectWriter.Failure) -> HTTPExchange.Response {
-        let response = try ObjectWriter.send(request, on: connection, body: body) { endpoint, credentials, bytes in
+    private func signedSend(_ method: String, query: [String: String], headers: [String: String] = [:], body: [UInt8]? = nil,
+                            upload part: (range: HTTPExchange.FileRange, hash: String)? = nil) throws(ObjectWriter.Failure) -> HTTPExchange.Response {
+        let payloadHash = part?.hash ?? SigV4.payloadHash(of: body ?? [])
+        let response = try ObjectWriter.send(request, on: connection, body: body, upload: part?.range) { endpoint, credentials in
             endpoint.signed(method, bucket: object.bucket, key: object.key, query: query, headers: headers,
-                            payloadHash: SigV4.payloadHash(of: bytes), credentials: credentials)
+                            payloadHash: payloadHash, credentials: credentials)
         }
         try ObjectWriter.expectSuccess(response)
         return response

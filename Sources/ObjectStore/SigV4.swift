@@ -66,6 +66,19 @@ package enum SigV4 {
         hex(body.withUnsafeBytes { sha256($0) })
     }
 
+    /// The hex SHA-256 of a body sent from a file, hashed where the file is mapped (never copied
+    /// into memory); nil when the file cannot be mapped.
+    package static func payloadHash(of range: HTTPExchange.FileRange) -> String? {
+        guard range.length > 0 else { return payloadHash(of: [UInt8]()) }
+        let page = Int64(sysconf(Int32(_SC_PAGESIZE)))
+        let start = range.offset / page * page
+        let lead = Int(range.offset - start)
+        guard let mapped = mmap(nil, lead + range.length, PROT_READ, MAP_PRIVATE, range.descriptor, off_t(start)),
+              mapped != MAP_FAILED else { return nil }
+        defer { munmap(mapped, lead + range.length) }
+        return hex(sha256(UnsafeRawBufferPointer(start: mapped + lead, count: range.length)))
+    }
+
     static func sha256(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
         var digest = [UInt8](repeating: 0, count: Int(SHA256_DIGEST_LENGTH))
         _ = SHA256(bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count, &digest)

@@ -31,15 +31,18 @@ package struct StoreRequest {
     /// The store's answer, a success or a refusal of this request alone (its caller reads which);
     /// throws `refused` for a refusal of the whole run (credentials, access, region, bucket) with
     /// what to fix, and `unreachable` once the attempts are spent.
-    package func send(on connection: HTTPExchange.Connection, body: [UInt8]? = nil,
-                      _ sign: (AWSCredentials) -> SignedRequest) throws(ObjectStoreError) -> HTTPExchange.Response {
+    package func send(on connection: HTTPExchange.Connection, body: [UInt8]? = nil, upload: HTTPExchange.FileRange? = nil,
+                      saveTo: Int32? = nil, _ sign: (AWSCredentials) -> SignedRequest) throws(ObjectStoreError) -> HTTPExchange.Response {
         var pause = retry.firstBackoff
         for attempt in 1...retry.attempts {
             let credentials = try SharedCredentials.current()
             let request = sign(credentials)
             let failure: String
             do {
-                let response = try connection.perform(request.method, request.url, headers: request.headers, body: body)
+                // A retry after part of a saved answer was written starts the file over.
+                if let saveTo { _ = ftruncate(saveTo, 0); _ = lseek(saveTo, 0, SEEK_SET) }
+                let response = try connection.perform(request.method, request.url, headers: request.headers, body: body, upload: upload,
+                                                      saveTo: saveTo)
                 if !HTTPStatus.isTransient(response.status) {
                     if !(200..<300).contains(response.status),
                        let fix = ObjectStoreError.fix(status: response.status, code: response.errorCode, bucket: bucket, region: endpoint.region,
