@@ -14,6 +14,10 @@
 4. listing and planning 1,000,000 keys (and 100,000, to show memory flat in the number of keys)
    from a synthetic ListObjectsV2 server in this script (pages made on the fly, signatures not
    checked): what a million-key bucket costs a plan without filling a store with a million objects.
+5. uploads (`--uploads-only` runs just this part, into its own section): U local photos made into
+   thumbnails written to the bucket (`s3://` outputs) against the same job writing files, and
+   against files then `aws s3 cp --recursive` of them, alternating, best of --rounds; then the
+   unchanged night of the bucket job.
 
 Works under bench/cache/buckets (gitignored); the store is filled once per size (kept in its folder).
 """
@@ -40,6 +44,7 @@ WEED = os.path.join(ROOT, ".build", "object-store-servers", "bin", "weed")
 KEY, SECRET = "benchkey", "bench+secret/KEY"
 ENV = dict(os.environ, AWS_ACCESS_KEY_ID=KEY, AWS_SECRET_ACCESS_KEY=SECRET, AWS_DEFAULT_REGION="us-east-1")
 BEGIN, END = "<!-- buckets:begin -->", "<!-- buckets:end -->"
+UPLOADS_BEGIN, UPLOADS_END = "<!-- bucket-outputs:begin -->", "<!-- bucket-outputs:end -->"
 
 
 def free_ports(count):
@@ -186,12 +191,67 @@ def requests(proxy):
     return listings, sum(stats.values()) - listings
 
 
+def clear(folder, names):
+    for name in names:
+        target = os.path.join(folder, name)
+        shutil.rmtree(target, ignore_errors=True) if os.path.isdir(target) else (os.path.exists(target) and os.unlink(target))
+
+
+def uploads(runner, endpoint, count, rounds):
+    """The upload benchmark's lines: thumbnails of `count` local photos to a bucket, against files and files + aws s3 cp."""
+    source = os.path.join(WORK, "upload-src")
+    if len(os.listdir(source) if os.path.isdir(source) else []) != count:
+        shutil.rmtree(source, ignore_errors=True)
+        os.makedirs(source)
+        for n in range(count):
+            shutil.copyfile(os.path.join(ROOT, "fixtures", "extra", "ladybird.jpg"), os.path.join(source, "%05d.jpg" % n))
+    jobs = {}
+    for name, path, extra in [("to-files", "out/{stem}.jpg", ""),
+                              ("to-bucket", "s3://bench/uploaded/{stem}.jpg", ', "endpoint": "%s"' % endpoint)]:
+        folder = os.path.join(WORK, name)
+        os.makedirs(folder, exist_ok=True)
+        jobs[name] = os.path.join(folder, "job.json")
+        with open(jobs[name], "w") as job:
+            job.write('{"version": 1, "name": "%s", "sources": [{"path": "%s"}],\n'
+                      ' "outputs": [{"name": "t", "path": "%s"%s,\n'
+                      '   "chain": [{"op": "thumbnail", "width": 256, "height": 256}], "format": {"type": "jpeg"}}],\n'
+                      ' "state": "state.sqlite"}\n' % (name, source, path, extra))
+    best = {"files": [], "aws": [], "bucket": []}
+    cpu = {"files": [], "bucket": []}
+    for _ in range(rounds):
+        for name in jobs:
+            clear(os.path.dirname(jobs[name]), ["state.sqlite", "state.sqlite-wal", "state.sqlite-shm", "state.cache", "out"])
+        seconds, _, _, used = timed([runner, jobs["to-files"]])
+        best["files"].append(seconds)
+        cpu["files"].append(used)
+        out = os.path.join(os.path.dirname(jobs["to-files"]), "out")
+        copied, _, _, _ = timed(["aws", "--endpoint-url", endpoint, "s3", "cp", "--recursive", "--quiet", out, "s3://bench/awscopy/"])
+        best["aws"].append(seconds + copied)
+        seconds, _, _, used = timed([runner, jobs["to-bucket"]])
+        best["bucket"].append(seconds)
+        cpu["bucket"].append(used)
+    night, rss, result, night_cpu = timed([runner, jobs["to-bucket"]])
+    assert "%d up to date" % count in result.stdout, result.stdout
+    files, aws, bucket = min(best["files"]), min(best["aws"]), min(best["bucket"])
+    return ["Bucket outputs against SeaweedFS 4.48 on 127.0.0.1, release build, %s (`make bench-buckets`): %s photos "
+            "(fixtures/extra/ladybird.jpg, 500x375) made into 256 px JPEG thumbnails, best of %d alternating rounds:"
+            % (datetime.date.today().isoformat(), format(count, ","), rounds), "",
+            "| how | seconds | runner CPU s | ratio to files + `aws s3 cp` |", "| --- | ---: | ---: | ---: |",
+            "| `runner JOB` writing files (no upload) | %.1f | %.1f | |" % (files, min(cpu["files"])),
+            "| `runner JOB` writing files, then `aws s3 cp --recursive` of them (awscli 1) | %.1f | | 1.00 |" % aws,
+            "| `runner JOB` writing to the bucket (`s3://` outputs) | %.1f | %.1f | %.2fx |" % (bucket, min(cpu["bucket"]), aws / bucket),
+            "", "The unchanged night of the bucket job: %.2f s, %.2f s of CPU, %.0f MB peak, and no request to the store "
+            "(BucketOutputTests counts them: none)." % (night, night_cpu, rss)]
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--runner", default=os.path.join(ROOT, ".build", "release", "runner"))
     parser.add_argument("--objects", type=int, default=100_000)
     parser.add_argument("--downloads", type=int, default=1_000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--uploads", type=int, default=1_000)
+    parser.add_argument("--uploads-only", action="store_true")
     parser.add_argument("--write")
     arguments = parser.parse_args()
     runner = os.path.abspath(arguments.runner)
@@ -199,6 +259,17 @@ def main():
     weed, endpoint = start_weed(os.path.join(WORK, "store"))
     proxy, proxied = start_proxy(endpoint)
     try:
+        try:
+            client(endpoint).create_bucket(Bucket="bench")
+        except Exception:
+            pass
+        upload_lines = uploads(runner, endpoint, arguments.uploads, arguments.rounds)
+        print("\n".join(upload_lines), flush=True)
+        if arguments.write:
+            write_section(arguments.write, UPLOADS_BEGIN + "\n" + "\n".join(upload_lines) + "\n" + UPLOADS_END, "## Bucket outputs",
+                          UPLOADS_BEGIN, UPLOADS_END)
+        if arguments.uploads_only:
+            return
         subprocess.run(["vips", "black", os.path.join(WORK, "small.jpg"), "64", "48"], check=True)
         small = open(os.path.join(WORK, "small.jpg"), "rb").read()
         fill(endpoint, "many/", arguments.objects, small)
