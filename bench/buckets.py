@@ -234,7 +234,7 @@ def uploads(runner, endpoint, count, rounds):
     assert "%d up to date" % count in result.stdout, result.stdout
     files, aws, bucket = min(best["files"]), min(best["aws"]), min(best["bucket"])
     return ["Bucket outputs against SeaweedFS 4.48 on 127.0.0.1, release build, %s (`make bench-buckets`): %s photos "
-            "(fixtures/extra/ladybird.jpg, 500x375) made into 256 px JPEG thumbnails, best of %d alternating rounds:"
+            "(fixtures/extra/ladybird.jpg, 480x300) made into 256 px JPEG thumbnails, best of %d alternating rounds:"
             % (datetime.date.today().isoformat(), format(count, ","), rounds), "",
             "| how | seconds | runner CPU s | ratio to files + `aws s3 cp` |", "| --- | ---: | ---: | ---: |",
             "| `runner JOB` writing files (no upload) | %.1f | %.1f | |" % (files, min(cpu["files"])),
