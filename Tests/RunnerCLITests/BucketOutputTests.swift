@@ -9,6 +9,8 @@ import TestSupport
 struct BucketOutputTests {
     static let credentials = BucketSourceTests.credentials
     static let photos = ["aitzgorri", "bird-lamp", "fig-bowl", "friends", "nested/life", "nested/sunset", "picos-de-europa", "wine"]
+    /// Names whose keys a signature must encode: a space, `+`, `=`, `%`, non-ASCII.
+    static let awkward = ["with space+plus=%", "日本/写真"]
 
     /// SeaweedFS with an empty bucket `site`, and the proxy in front of it.
     static func store() throws -> (ObjectStoreServer, HTTPTestServer) {
@@ -63,7 +65,7 @@ struct BucketOutputTests {
         """)
     }
 
-    @Test("each output PUT once with its media type and Cache-Control, the manifest after them naming them by key; an unchanged night sends no request; no secret in any file")
+    @Test("each output PUT once with its media type and Cache-Control (keys with spaces, +, =, % and non-ASCII too), the manifest after them naming them by key; an unchanged night sends no request; no secret in any file")
     func nights() throws {
         let (server, proxy) = try Self.store()
         let workspace = try Workspace()
@@ -74,16 +76,22 @@ struct BucketOutputTests {
               {"name": "c", "path": "s3://site/custom/{stem}.png", "endpoint": "\(endpoint)", "cacheControl": "private, no-store",
                "chain": [{"op": "thumbnail", "width": 16, "height": 16, "fit": "inside"}], "format": {"type": "png"}}
             """, manifest: true)
+        for name in Self.awkward {
+            try FileManager.default.createDirectory(atPath: workspace.path("in/" + (name as NSString).deletingLastPathComponent),
+                                                    withIntermediateDirectories: true)
+            try FileManager.default.copyItem(atPath: Fixtures.path("photos/friends.jpg"), toPath: workspace.path("in/\(name).jpg"))
+        }
+        let names = Self.photos + Self.awkward
         let first = try workspace.run([job], environment: Self.credentials)
-        #expect(first.status == 0 && first.stdout.contains("24 done, 0 failed"), "\(first.stdout)\(first.stderr)")
+        #expect(first.status == 0 && first.stdout.contains("30 done, 0 failed"), "\(first.stdout)\(first.stderr)")
         #expect(first.stderr.contains("object store: credentials from environment"), "\(first.stderr)")
         let puts = try proxy.stats().methods.filter { $0.key.hasPrefix("PUT ") }
-        #expect(puts.count == 25 && puts.values.allSatisfy { $0 == 1 }, "each object and the manifest once: \(puts)")
+        #expect(puts.count == 31 && puts.values.allSatisfy { $0 == 1 }, "each object and the manifest once: \(puts)")
 
         let stored = try Self.objects(server)
-        #expect(Set(stored.keys) == Set(Self.photos.map { "thumbs/\($0).webp" } + Self.photos.map { "custom/\(($0 as NSString).lastPathComponent).png" })
+        #expect(Set(stored.keys) == Set(names.map { "thumbs/\($0).webp" } + names.map { "custom/\(($0 as NSString).lastPathComponent).png" })
             .union(stored.keys.filter { $0.hasPrefix("hashed/") }).union(["manifest.json"]))
-        #expect(stored.keys.filter { $0.hasPrefix("hashed/") }.count == 8)
+        #expect(stored.keys.filter { $0.hasPrefix("hashed/") }.count == 10)
         for (key, object) in stored {
             let expected: (String, String, String) = switch key.prefix(while: { $0 != "/" }) {
             case "thumbs": ("image/webp", "public, max-age=86400", "52494646")  // RIFF
@@ -101,7 +109,7 @@ struct BucketOutputTests {
 
         try proxy.reset()
         let second = try workspace.run([job], environment: Self.credentials)
-        #expect(second.status == 0 && second.stdout.contains("0 done, 0 failed, 24 up to date"), "\(second.stdout)\(second.stderr)")
+        #expect(second.status == 0 && second.stdout.contains("0 done, 0 failed, 30 up to date"), "\(second.stdout)\(second.stderr)")
         #expect(try proxy.stats().methods.isEmpty, "nothing changed, nothing sent")
 
         for file in workspace.files(in: ".") {
