@@ -166,7 +166,7 @@ package final class RemoteStage: @unchecked Sendable {
             guard let original = primary.cachedOriginal else { return }
             content = original
         }
-        if retryFailed && firstTime { recorder.record([.unblocked(url: url)]) }
+        if (retryFailed || primary.retriesBlacklisted) && firstTime { recorder.record([.unblocked(url: url)]) }
         for source in sources {
             let file = cacheFile(for: source.key)
             do {

@@ -10,6 +10,14 @@ package struct ListedObject: Sendable, Equatable {
     /// As the store gives it, quotes included (what `If-None-Match` sends back).
     package let etag: String
     package let size: Int64
+    /// When the object was last written, as the store's clock says (ISO 8601, as the listing gives
+    /// it: read only when asked, `ListedObject.date`); nil when the listing has no date.
+    package var modified: String? = nil
+
+    /// An ISO 8601 time, with or without fractional seconds (`2026-11-27T08:37:36.000Z`).
+    package static func date(_ text: String) -> Date? {
+        (try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(text)) ?? (try? Date.ISO8601FormatStyle().parse(text))
+    }
 }
 
 /// ListObjectsV2 over a prefix, page by page (at most `pageSize` keys each, in the store's key
@@ -95,9 +103,10 @@ private struct ListPage {
                 // A key ending in / is a folder marker, not an object.
                 // `encoding-type=url` encodes as a form does (a space is +), as botocore decodes it.
                 if let key = fields["Key"]?.replacingOccurrences(of: "+", with: " ").removingPercentEncoding, !key.hasSuffix("/") {
-                    objects.append(ListedObject(key: key, etag: fields["ETag"] ?? "", size: Int64(fields["Size"] ?? "") ?? 0))
+                    objects.append(ListedObject(key: key, etag: fields["ETag"] ?? "", size: Int64(fields["Size"] ?? "") ?? 0,
+                                                modified: fields["LastModified"]))
                 }
-            case "Key", "ETag", "Size": if inContents { fields[name] = text }
+            case "Key", "ETag", "Size", "LastModified": if inContents { fields[name] = text }
             case "IsTruncated": truncated = text == "true"
             case "NextContinuationToken": next = text
             default: break

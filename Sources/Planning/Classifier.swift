@@ -78,9 +78,14 @@ package struct Classifier: Sendable {
                   now: Double = Date().timeIntervalSince1970, statting outputStats: FolderStat = FolderStat()) throws {
         if let fetched = source.kind.fetched {
             if !retryFailed, let entry = try state.blacklistEntry(fetched.location), !isExpired(entry, now: now) {
-                source.blockedReason = "blacklisted since \(ISO8601DateFormatter().string(from: entry.firstSeen)): \(entry.message)"
-                for index in source.items.indices { source.items[index].status = .blocked }
-                return
+                // Written again since it was blacklisted (a corrupt photo replaced): tried, and unblocked if it loads.
+                if let changed = fetched.changedAt, changed > entry.lastSeen {
+                    source.retriesBlacklisted = true
+                } else {
+                    source.blockedReason = "blacklisted since \(ISO8601DateFormatter().string(from: entry.firstSeen)): \(entry.message)"
+                    for index in source.items.indices { source.items[index].status = .blocked }
+                    return
+                }
             }
             source.cachedOriginal = try state.original(source.key)
             // Where planning knows nothing of the content (a URL's), a fresh cached original says.

@@ -72,6 +72,9 @@ public struct PlannedSource: Sendable, Codable {
     package var cachedIdentity: SourceIdentity? { cachedOriginal.flatMap { kind.fetched?.identity(of: $0) } }
     /// Why a blocked source's URL is blacklisted.
     package var blockedReason: String?
+    /// On the blacklist, but written again since (`FetchedSource.changedAt`): a fetch that
+    /// succeeds takes it off, as `--retry-failed` does.
+    package var retriesBlacklisted = false
     /// What the state database holds of the source's derived values, and which of them to compute.
     package var derivedLedger = DerivedLedger()
     package var derivation: PlannedDerivation?

@@ -1,3 +1,4 @@
+import Foundation
 import Support
 import Model
 import JobFile
@@ -12,10 +13,14 @@ package struct S3Source: FetchedSource, Equatable, Codable {
     package let key: String
     /// What the listing said; nil for a source made again from its entry, until its cached original says.
     package let etag: String?
+    /// When the listing says the object was last written, as it says it.
+    package let modified: String?
 
-    package init(endpoint: S3Endpoint, bucket: String, key: String, etag: String?) {
-        (self.endpoint, self.bucket, self.key, self.etag) = (endpoint, bucket, key, etag)
+    package init(endpoint: S3Endpoint, bucket: String, key: String, etag: String?, modified: String? = nil) {
+        (self.endpoint, self.bucket, self.key, self.etag, self.modified) = (endpoint, bucket, key, etag, modified)
     }
+
+    package var changedAt: Date? { modified.flatMap(ListedObject.date) }
 
     package var location: String { ObjectURL(bucket: bucket, key: key).description }
     package var url: String { endpoint.url(bucket: bucket, key: key) }
@@ -80,7 +85,7 @@ extension S3Source {
                 let name = Paths.lastComponent(below)
                 guard include.contains(where: { $0.matches(name) }), !exclude.contains(where: { $0.matches(name) || $0.matches(below) })
                 else { return }
-                var source = made(key: object.key, etag: object.etag)
+                var source = made(key: object.key, etag: object.etag, modified: object.modified)
                 source.entry = SourceEntry(spec: spec, line: object.key)
                 try visit(source)
             }
@@ -91,11 +96,11 @@ extension S3Source {
         /// Only listing again tells what a bucket holds.
         func addInputs(to hash: inout StableHash, latestChange: inout Int64) -> Bool { false }
 
-        private func made(key: String, etag: String?) -> DiscoveredSource {
+        private func made(key: String, etag: String?, modified: String? = nil) -> DiscoveredSource {
             let below = String(key.dropFirst(folder.count))
             let relative = below.lastIndex(of: "/").map { String(below[..<$0]) } ?? ""
             return DiscoveredSource(key: ObjectURL(bucket: bucket, key: key).description,
-                                    origin: .s3(S3Source(endpoint: endpoint, bucket: bucket, key: key, etag: etag)),
+                                    origin: .s3(S3Source(endpoint: endpoint, bucket: bucket, key: key, etag: etag, modified: modified)),
                                     relativeDirectory: relative, fileName: Paths.lastComponent(key))
         }
     }

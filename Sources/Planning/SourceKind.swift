@@ -1,3 +1,4 @@
+import Foundation
 import Support
 import Model
 import JobFile
@@ -39,10 +40,14 @@ package protocol FetchedSource: SourceKind {
     func identity(of original: CachedOriginal) -> SourceIdentity
     /// Whether a redirect is followed (as `http.maxRedirects` allows).
     var followsRedirects: Bool { get }
+    /// When the source was last written, if planning knows (a bucket's listing does): one written
+    /// after its blacklisting is tried again.
+    var changedAt: Date? { get }
 }
 
 extension FetchedSource {
     package var followsRedirects: Bool { true }
+    package var changedAt: Date? { nil }
 }
 
 /// What a failed response means for the source, as its kind reads it.

@@ -118,6 +118,28 @@ struct BucketSourceTests {
         #expect(back.status == 0 && back.stdout.contains("4 done, 0 failed"), "\(back.stdout)\(back.stderr)")
     }
 
+    @Test("a corrupt object is blacklisted and not fetched again, until it is written again: then it is tried, and unblocked once it renders")
+    func replacedAfterBlacklisting() throws {
+        let (server, proxy) = try Self.store()
+        let workspace = try Workspace()
+        let job = try job(workspace, endpoint: proxy.url(""))
+        try Self.put(server, [("originals/a.jpg", Fixtures.path("broken/html.jpg"))])
+        let broken = try workspace.run([job], environment: Self.credentials)
+        #expect(broken.status == 1 && broken.stdout.contains("3 done, 1 failed"), "\(broken.stdout)\(broken.stderr)")
+        let state = try StateDatabase(path: workspace.path("state.sqlite"))
+        #expect(try state.scalar("SELECT count(*) FROM blacklist") as Int? == 1)
+        try proxy.reset()
+        let blocked = try workspace.run([job], environment: Self.credentials)
+        #expect(blocked.stdout.contains("0 done, 0 failed, 3 up to date, 1 blocked"), "\(blocked.stdout)\(blocked.stderr)")
+        #expect(try requests(proxy).objects.isEmpty, "a blacklisted object is not fetched")
+        // The listing's LastModified may have whole seconds: the new one is a clock tick past the blacklisting.
+        Thread.sleep(forTimeInterval: 1.1)
+        try Self.put(server, [("originals/a.jpg", Fixtures.path("extra/ladybird.jpg"))])
+        let replaced = try workspace.run([job], environment: Self.credentials)
+        #expect(replaced.status == 0 && replaced.stdout.contains("1 done, 0 failed, 3 up to date"), "\(replaced.stdout)\(replaced.stderr)")
+        #expect(try state.scalar("SELECT count(*) FROM blacklist") as Int? == 0, "unblocked once it rendered")
+    }
+
     @Test("stale-if-error as for HTTP: a changed object whose GET fails for now keeps its outputs from the cached original; rendered once the store answers")
     func staleIfError() throws {
         let (server, proxy) = try Self.store()
