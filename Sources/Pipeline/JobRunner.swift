@@ -105,12 +105,15 @@ public enum JobRunner {
     /// Takes the run lock, brings the state from its bucket if the job keeps it there, and opens
     /// it, closing a killed run's records.
     private static func openState(_ job: Job) throws -> (RunLock, StateMirror?, StateStore) {
-        let lock = try RunLock(statePath: job.statePath)
-        let mirror = StateMirror(job)
-        try mirror?.pull()
         // Later runs plan inside a transaction that a job-file error rolls back; a first run checks
-        // the job before it creates the state database at all.
-        if !FileManager.default.fileExists(atPath: job.statePath) { _ = try validate(job) }
+        // the job before it creates anything (with the state kept in a bucket, once the bucket has
+        // none either).
+        let mirror = StateMirror(job)
+        let isFirst = { !FileManager.default.fileExists(atPath: job.statePath) }
+        if mirror == nil, isFirst() { _ = try validate(job) }
+        let lock = try RunLock(statePath: job.statePath)
+        try mirror?.pull()
+        if mirror != nil, isFirst() { _ = try validate(job) }
         // Planning reads the job's state databases of other shard layouts too.
         let store = try StateStore(path: job.statePath, readingAlso: job.stateLayout.otherLayouts(than: job.shard))
         do {
