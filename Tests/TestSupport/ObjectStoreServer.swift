@@ -20,6 +20,19 @@ public final class ObjectStoreServer: @unchecked Sendable {
 
     /// SeaweedFS with one identity, `accessKey`/`secretKey`, allowed everything.
     public static func seaweedFS(accessKey: String, secretKey: String) throws -> ObjectStoreServer {
+        // A port free when picked can be taken before weed binds it (another test's connection got
+        // it from the same ephemeral range): weed says so and exits, and starts again on others.
+        for attempt in 1... {
+            do {
+                return try startSeaweedFS(accessKey: accessKey, secretKey: secretKey)
+            } catch let error as Unavailable where attempt < 5 && error.description.contains("Port allocation failed") {
+                continue
+            }
+        }
+        preconditionFailure("the loop returns or throws")
+    }
+
+    private static func startSeaweedFS(accessKey: String, secretKey: String) throws -> ObjectStoreServer {
         let weed = try SeaweedFS.binary.get()
         let ports = freePorts(10)
         let names = ["s3.port", "master.port", "master.port.grpc", "volume.port", "volume.port.grpc", "filer.port",
