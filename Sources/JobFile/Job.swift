@@ -106,6 +106,14 @@ package struct OutputSpec: Sendable {
     }
 }
 
+extension [OutputSpec] {
+    /// How the first output that writes to `bucket` writes there: the store a manifest or an
+    /// orphan in that bucket goes through.
+    package func bucketOutput(writingTo bucket: String) -> BucketOutput? {
+        lazy.compactMap { output in output.bucket.flatMap { ObjectURL(output.template.root)?.bucket == bucket ? $0 : nil } }.first
+    }
+}
+
 /// The job's `stateBucket`: the bucket folder each run's state database is kept in between runs.
 package struct StateBucketSettings: Sendable {
     package let endpoint: S3Endpoint

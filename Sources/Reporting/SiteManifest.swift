@@ -47,9 +47,7 @@ package struct SiteManifestWriter {
     @discardableResult
     package func write(to path: String, of job: Job) throws -> Bool {
         guard let object = ObjectURL(path) else { return try write(to: path) }
-        guard let store = job.outputs.lazy.compactMap({ output in
-            output.bucket.flatMap { ObjectURL(output.template.root)?.bucket == object.bucket ? $0.endpoint : nil }
-        }).first else {
+        guard let store = job.outputs.bucketOutput(writingTo: object.bucket) else {
             throw RunFileUnwritable(file: "the manifest", path: path, reason: "no output of the job writes to bucket \(object.bucket)")
         }
         let copy = AtomicFile.stagingPath(for: path, uploads: job.uploadFolder)
@@ -58,8 +56,9 @@ package struct SiteManifestWriter {
         guard let identity = FileIdentity(path: copy) else { throw RunFileUnwritable(file: "the manifest", path: copy, reason: "it vanished") }
         if (try? String(contentsOfFile: noted, encoding: .utf8)) == identity.description { return false }
         let mediaType = format == .json ? "application/json" : "application/x-ndjson"
-        switch ObjectWriter(parallel: 1, retry: job.remote.storeRetry).perform([.put(object, endpoint: store, file: copy, mediaType: mediaType, cacheControl: "no-cache",
-                                                       partSize: 16 << 20)])[0] {
+        let put = ObjectWriter.Change.put(object, endpoint: store.endpoint, file: copy, mediaType: mediaType, cacheControl: "no-cache",
+                                          partSize: store.partSize)
+        switch ObjectWriter(parallel: 1, retry: job.remote.storeRetry).perform([put])[0] {
         case nil: break
         case .object(let reason)?: throw RunFileUnwritable(file: "the manifest", path: path, reason: reason)
         case .store(let error)?: throw error

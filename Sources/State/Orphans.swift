@@ -49,19 +49,16 @@ package struct CurrentItems {
     /// `{hash}` outputs by name: their items are planned at a path with `{hash}` in it.
     private let hashed: [String: PathTemplate]
 
-    /// The store of each output written to a bucket, by output name, and by bucket for an orphan
-    /// of an output the job has dropped; and what deletes their objects.
+    /// The store of each output written to a bucket, by output name; and what deletes their objects.
     private let stores: [String: S3Endpoint]
-    private let bucketStores: [String: S3Endpoint]
+    private let outputs: [OutputSpec]
     private let writer: ObjectWriter
 
     package init(outputs: [OutputSpec], retry: StoreRetry = StoreRetry()) {
         writer = ObjectWriter(parallel: 1, retry: retry)
         hashed = Dictionary(outputs.compactMap { $0.template.hashSuffix == nil ? nil : ($0.name, $0.template) }, uniquingKeysWith: { first, _ in first })
         stores = Dictionary(outputs.compactMap { output in output.bucket.map { (output.name, $0.endpoint) } }, uniquingKeysWith: { first, _ in first })
-        bucketStores = Dictionary(outputs.compactMap { output in
-            output.bucket.flatMap { bucket in ObjectURL(output.template.root).map { ($0.bucket, bucket.endpoint) } }
-        }, uniquingKeysWith: { first, _ in first })
+        self.outputs = outputs
     }
 
     /// The path `recorded` was planned at: a `{hash}` output's with `{hash}` in place of its digits.
@@ -109,7 +106,7 @@ package struct CurrentItems {
     /// With `really`, deletes the object from the store its output (or another output in its
     /// bucket) writes to; S3 answers a key already gone as deleted.
     private func removeObject(_ object: ObjectURL, output: String, really: Bool) throws(ObjectStoreError) -> Orphan.KeptBecause? {
-        guard let endpoint = stores[output] ?? bucketStores[object.bucket] else { return .unknownStore }
+        guard let endpoint = stores[output] ?? outputs.bucketOutput(writingTo: object.bucket)?.endpoint else { return .unknownStore }
         guard really else { return nil }
         switch writer.perform([.delete(object, endpoint: endpoint)])[0] {
         case nil: return nil
