@@ -59,6 +59,11 @@ package enum AtomicFile {
         return folder + "/" + StableHash.hex(path) + "." + Paths.splitExtension(Paths.lastComponent(path)).ext
     }
 
+    /// The folder `stagingPath` stages in, without naming the file (planning asks it of every item).
+    package static func stagingFolder(for path: String, uploads folder: String) -> String {
+        ObjectURL.names(path) ? folder : Paths.directory(of: path)
+    }
+
     /// Writes `data` beside `path` under a temporary name that names `owner`, the process that
     /// will publish it (while it lives, no other run removes the file).
     package static func stage(_ data: Data, for path: String, owner: pid_t) throws(ItemFailure) -> Staged {
