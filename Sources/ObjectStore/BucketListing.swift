@@ -30,8 +30,6 @@ package struct BucketListing: Sendable {
     package let prefix: String
     /// S3's own (and largest) page; the tests ask for small pages through `RUNNER_TEST_LIST_PAGE`.
     package var pageSize = ProcessInfo.processInfo.environment["RUNNER_TEST_LIST_PAGE"].flatMap { Int($0) } ?? 1_000
-    /// Tries per page before the store counts as unreachable, and the pauses between them.
-    package var retry = StoreRetry()
 
     package init(endpoint: S3Endpoint, bucket: String, prefix: String) {
         (self.endpoint, self.bucket, self.prefix) = (endpoint, bucket, prefix)
@@ -54,7 +52,7 @@ package struct BucketListing: Sendable {
     }
 
     private func fetchPage(_ query: [String: String], on connection: HTTPExchange.Connection) throws -> ListPage {
-        let request = StoreRequest(endpoint: endpoint, bucket: bucket, location: location, retry: retry)
+        let request = StoreRequest(endpoint: endpoint, bucket: bucket, location: location)
         let response = try request.send(on: connection) { endpoint.signed("GET", bucket: bucket, query: query, credentials: $0) }
         guard response.status == 200 else {
             throw ObjectStoreError.refused(location: location, status: response.status, code: response.errorCode, fix: "the listing was refused")

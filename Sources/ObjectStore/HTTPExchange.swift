@@ -87,12 +87,12 @@ package enum HTTPExchange {
                 _ = ccurl_set_offset(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.count))
                 _ = (body + [0]).withUnsafeBytes { ccurl_set_pointer(easy, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: $0.baseAddress)) }
             }
-            let received = Received(upload: upload, saveTo: saveTo)
+            let received = Received(easy, upload: upload, saveTo: saveTo)
             if let upload {
                 _ = ccurl_set_long(easy, CURLOPT_UPLOAD, 1)
                 _ = ccurl_set_offset(easy, CURLOPT_INFILESIZE_LARGE, curl_off_t(upload.length))
             }
-            return try received.perform(easy)
+            return try received.perform()
         }
     }
 
@@ -105,13 +105,13 @@ package enum HTTPExchange {
         let saveTo: Int32?
         var sent = 0
         var status = 0
-        var saveFailed = false
-        var easy: UnsafeMutableRawPointer?
+        /// The errno of a failed write to `saveTo`.
+        var saveError: Int32?
+        let easy: UnsafeMutableRawPointer
 
-        init(upload: FileRange?, saveTo: Int32?) { (self.upload, self.saveTo) = (upload, saveTo) }
+        init(_ easy: UnsafeMutableRawPointer, upload: FileRange?, saveTo: Int32?) { (self.easy, self.upload, self.saveTo) = (easy, upload, saveTo) }
 
-        func perform(_ easy: UnsafeMutableRawPointer) throws(Failure) -> Response {
-            self.easy = easy
+        func perform() throws(Failure) -> Response {
             let context = Unmanaged.passUnretained(self).toOpaque()
             _ = ccurl_set_callback(easy, CURLOPT_WRITEFUNCTION) { data, size, count, context in
                 Unmanaged<Received>.fromOpaque(context!).takeUnretainedValue().received(UnsafeRawBufferPointer(start: data, count: size * count))
@@ -135,7 +135,8 @@ package enum HTTPExchange {
                 return (code, String(cString: buffer.baseAddress!))
             }
             guard code == CURLE_OK else {
-                let reason = saveFailed ? "cannot write the answer: \(String(cString: strerror(errno)))" : message.isEmpty ? String(cString: curl_easy_strerror(code)) : message
+                let reason = saveError.map { "cannot write the answer: \(String(cString: strerror($0)))" }
+                    ?? (message.isEmpty ? String(cString: curl_easy_strerror(code)) : message)
                 throw Failure(code: Int(code.rawValue), description: reason)
             }
             return Response(status: ccurl_info_long(easy, CURLINFO_RESPONSE_CODE), headers: headers, body: body)
@@ -143,12 +144,13 @@ package enum HTTPExchange {
 
         /// A piece of the answer's body: to `saveTo` for a success, else kept (an error document).
         private func received(_ piece: UnsafeRawBufferPointer) -> Int {
-            if status == 0, let easy { status = ccurl_info_long(easy, CURLINFO_RESPONSE_CODE) }
+            if status == 0 { status = ccurl_info_long(easy, CURLINFO_RESPONSE_CODE) }
             guard let saveTo, (200..<300).contains(status) else {
                 body += piece
                 return piece.count
             }
-            if FileDescriptor.writeAll(saveTo, piece) != nil { saveFailed = true; return 0 }
+            saveError = FileDescriptor.writeAll(saveTo, piece)
+            if saveError != nil { return 0 }
             return piece.count
         }
 

@@ -37,25 +37,21 @@ package struct StoreRequest {
         for attempt in 1...retry.attempts {
             let credentials = try SharedCredentials.current()
             let request = sign(credentials)
+            // A retry after part of a saved answer was written starts the file over.
+            if let saveTo { _ = ftruncate(saveTo, 0); _ = lseek(saveTo, 0, SEEK_SET) }
             let failure: String
-            do {
-                // A retry after part of a saved answer was written starts the file over.
-                if let saveTo { _ = ftruncate(saveTo, 0); _ = lseek(saveTo, 0, SEEK_SET) }
-                let response = try connection.perform(request.method, request.url, headers: request.headers, body: body, upload: upload,
-                                                      saveTo: saveTo)
-                if !HTTPStatus.isTransient(response.status) {
-                    if !(200..<300).contains(response.status),
-                       let fix = ObjectStoreError.fix(status: response.status, code: response.errorCode, bucket: bucket, region: endpoint.region,
-                                                      bucketRegion: response.headers["x-amz-bucket-region"], credentials: credentials) {
-                        throw ObjectStoreError.refused(location: location, status: response.status, code: response.errorCode, fix: fix)
-                    }
-                    return response
+            switch Result(catching: { () throws(HTTPExchange.Failure) in
+                try connection.perform(request.method, request.url, headers: request.headers, body: body, upload: upload, saveTo: saveTo)
+            }) {
+            case .success(let response) where !HTTPStatus.isTransient(response.status):
+                if !(200..<300).contains(response.status),
+                   let fix = ObjectStoreError.fix(status: response.status, code: response.errorCode, bucket: bucket, region: endpoint.region,
+                                                  bucketRegion: response.headers["x-amz-bucket-region"], credentials: credentials) {
+                    throw .refused(location: location, status: response.status, code: response.errorCode, fix: fix)
                 }
-                failure = "HTTP \(response.status)" + (response.errorCode.map { " \($0)" } ?? "")
-            } catch let error as HTTPExchange.Failure {
-                failure = error.description
-            } catch {
-                throw error as! ObjectStoreError
+                return response
+            case .success(let response): failure = "HTTP \(response.status)" + (response.errorCode.map { " \($0)" } ?? "")
+            case .failure(let error): failure = error.description
             }
             if attempt == retry.attempts { throw .unreachable(location: location, detail: "\(failure) (after \(attempt) attempts)") }
             Thread.sleep(forTimeInterval: pause)
