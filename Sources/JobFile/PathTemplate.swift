@@ -100,9 +100,6 @@ package struct PathTemplate: Sendable {
     /// `root` without the scheme: what an expanded path must stay inside.
     private let plannedRoot: String
 
-    /// Whether it names objects in a bucket rather than files.
-    package var namesObjects: Bool { !scheme.isEmpty }
-
     /// The template as it expands, written out: two templates with one identifier name every
     /// source's output alike (a `{` in text always opens a token, so tokens and text cannot blur).
     package var identifier: String {

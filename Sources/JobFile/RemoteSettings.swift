@@ -40,12 +40,12 @@ public struct RemoteSettings: Sendable {
     }
 }
 
-/// Exponential backoff with full jitter, honouring Retry-After (capped at `maxDelay`).
 extension RemoteSettings {
     /// `retry` as an object store's writes follow it.
     package var storeRetry: StoreRetry { StoreRetry(attempts: retry.attempts, firstBackoff: retry.initialDelay, maxBackoff: retry.maxDelay) }
 }
 
+/// Exponential backoff with full jitter, honouring Retry-After (capped at `maxDelay`).
 public struct RetryPolicy: Sendable {
     public var attempts: Int
     public var initialDelay: Double

@@ -22,7 +22,8 @@ public enum ExitStatus {
     /// EX_CONFIG: an object store refused the run's requests as configured (credentials, access,
     /// region, bucket), or no credentials could be had; said once with what to fix.
     public static let storeConfiguration: Int32 = 78
-    /// EX_UNAVAILABLE: an object store could not be reached to list a source, through the retries.
+    /// EX_UNAVAILABLE: an object store could not be reached, through the retries, to list a source
+    /// or to write an output or the state.
     public static let storeUnavailable: Int32 = 69
     /// The time budget ran out with work left (GNU timeout's code for "time ran out"); run again to continue.
     public static let budgetExhausted: Int32 = 124
