@@ -49,15 +49,13 @@ package struct CurrentItems {
     /// `{hash}` outputs by name: their items are planned at a path with `{hash}` in it.
     private let hashed: [String: PathTemplate]
 
-    /// The store of each output written to a bucket, by output name; and what deletes their objects.
-    private let stores: [String: S3Endpoint]
+    /// The outputs, for the store of an orphan's bucket; and what deletes their objects.
     private let outputs: [OutputSpec]
     private let writer: ObjectWriter
 
     package init(outputs: [OutputSpec], retry: StoreRetry = StoreRetry()) {
         writer = ObjectWriter(parallel: 1, retry: retry)
         hashed = Dictionary(outputs.compactMap { $0.template.hashSuffix == nil ? nil : ($0.name, $0.template) }, uniquingKeysWith: { first, _ in first })
-        stores = Dictionary(outputs.compactMap { output in output.bucket.map { (output.name, $0.endpoint) } }, uniquingKeysWith: { first, _ in first })
         self.outputs = outputs
     }
 
@@ -96,17 +94,18 @@ package struct CurrentItems {
         } else if recorded.state != .done {
             .notDone
         } else if let object = ObjectURL(recorded.outputPath) {
-            try removeObject(object, output: recorded.outputName, really: delete)
+            try removeObject(object, really: delete)
         } else {
             Self.removeRegularFile(recorded.outputPath, really: delete)
         }
         return Orphan(key: recorded.key, outputPath: recorded.outputPath, keptBecause: kept)
     }
 
-    /// With `really`, deletes the object from the store its output (or another output in its
-    /// bucket) writes to; S3 answers a key already gone as deleted.
-    private func removeObject(_ object: ObjectURL, output: String, really: Bool) throws(ObjectStoreError) -> Orphan.KeptBecause? {
-        guard let endpoint = stores[output] ?? outputs.bucketOutput(writingTo: object.bucket)?.endpoint else { return .unknownStore }
+    /// With `really`, deletes the object through the store the job's outputs write its bucket
+    /// with now (an output moved to another bucket may write another store); S3 answers a key
+    /// already gone as deleted.
+    private func removeObject(_ object: ObjectURL, really: Bool) throws(ObjectStoreError) -> Orphan.KeptBecause? {
+        guard let endpoint = outputs.bucketOutput(writingTo: object.bucket)?.endpoint else { return .unknownStore }
         guard really else { return nil }
         switch writer.perform([.delete(object, endpoint: endpoint)])[0] {
         case nil: return nil
