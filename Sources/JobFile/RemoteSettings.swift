@@ -41,25 +41,6 @@ public struct RemoteSettings: Sendable {
 }
 
 extension RemoteSettings {
-    /// `retry` as an object store's writes follow it.
-    package var storeRetry: StoreRetry { StoreRetry(attempts: retry.attempts, firstBackoff: retry.initialDelay, maxBackoff: retry.maxDelay) }
-}
-
-/// Exponential backoff with full jitter, honouring Retry-After (capped at `maxDelay`).
-public struct RetryPolicy: Sendable {
-    public var attempts: Int
-    public var initialDelay: Double
-    public var maxDelay: Double
-
-    /// The wait before attempt `attempt` + 1 (attempt counts from 1).
-    package func delay(after attempt: Int, retryAfter: Double?) -> Double {
-        if let retryAfter { return min(max(retryAfter, 0), maxDelay) }
-        let ceiling = min(maxDelay, initialDelay * pow(2, Double(attempt - 1)))
-        return Double.random(in: ceiling / 2...ceiling)
-    }
-}
-
-extension RemoteSettings {
     /// The job file's keys for HTTP(S) sources (`Job.Keys` places them).
     package enum Keys {
         /// SDWebImage's and Kingfisher's 15 s.

@@ -84,7 +84,7 @@ final class DownloadSession {
             curl_multi_remove_handle(downloader.multi, easy)
             active[ObjectIdentifier(transfer)] = nil
             perHost[transfer.host, default: 1] -= 1
-            switch transfer.finish(ccurl_message_result(message), httpDate: downloader.httpDate) {
+            switch transfer.finish(ccurl_message_result(message)) {
             case .ended(let result): conclude(transfer.request, host: transfer.host, attempt: transfer.attempt, result)
             case .store(let body):
                 storing += 1
@@ -97,7 +97,7 @@ final class DownloadSession {
     /// Stopped (or done): transfers in flight are abandoned; bodies already received finish
     /// storing and stored ones are delivered; failed ones are not retried.
     func stop() {
-        for transfer in active.values { curl_multi_remove_handle(downloader.multi, transfer.easy) }
+        for transfer in active.values { curl_multi_remove_handle(downloader.multi, transfer.connection.easy) }
         store.close()
         for body in store.collect() {
             if case .fetched = body.result { deliver(body.request, body.result) }
@@ -110,7 +110,7 @@ final class DownloadSession {
                                         userAgent: downloader.userAgent, buffer: spareBuffers.popLast() ?? [])
             active[ObjectIdentifier(transfer)] = transfer
             perHost[host, default: 0] += 1
-            curl_multi_add_handle(downloader.multi, transfer.easy)
+            curl_multi_add_handle(downloader.multi, transfer.connection.easy)
         } catch {
             deliver(request, .failed(error, attempts: attempt))
         }

@@ -34,8 +34,6 @@ package enum DownloadResult: Sendable {
 package final class Downloader {
     /// Bodies up to this size are buffered in memory until their transfer ends.
     package static let memoryLimit = 1 << 20
-    /// libcurl's receive buffer per transfer (its default is 16 KiB): fewer, larger reads.
-    package static let receiveBuffer = 256 << 10
     /// Threads that write, hash, fsync and rename finished bodies.
     package static let storeThreads = 4
     /// Most bodies a store thread takes at once: they are hashed together (see `StableHash.contentHashes`).
@@ -45,22 +43,13 @@ package final class Downloader {
     let userAgent: String
     /// The multi handle every transfer of a `run` is added to: its connection pool.
     let multi: UnsafeMutableRawPointer
-    let httpDate: DateFormatter
-
-    /// curl_global_init is not thread-safe: done once, before any download thread starts.
-    package static let globalInit: Bool = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK
 
     package init(settings: RemoteSettings) {
-        _ = Self.globalInit
         self.settings = settings
         userAgent = "runner/\(RunnerVersion.string)"
         multi = curl_multi_init()
         _ = ccurl_multi_set_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, settings.perHost)
         _ = ccurl_multi_set_long(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, settings.downloads)
-        httpDate = DateFormatter()
-        httpDate.locale = Locale(identifier: "en_US_POSIX")
-        httpDate.timeZone = TimeZone(identifier: "GMT")
-        httpDate.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
     }
 
     deinit { curl_multi_cleanup(multi) }

@@ -78,7 +78,7 @@ final class ReceivedBody: @unchecked Sendable {
 
     /// Hashes a spilled body, read back from the page cache.
     private func hashReadingBack() {
-        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: Downloader.receiveBuffer, alignment: 16)
+        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 << 10, alignment: 16)
         defer { chunk.deallocate() }
         var hash = StableHash()
         var offset = 0
@@ -112,7 +112,7 @@ final class ReceivedBody: @unchecked Sendable {
         let reason = String(cString: strerror(errno))
         if descriptor >= 0 { close(descriptor); descriptor = -1 }
         unlink(temporary)
-        result = .failed(DownloadFailure(reason: .local, detail: "\(message): \(reason)"), attempts: attempt)
+        result = .failed(DownloadFailure(reason: .transfer(.local), detail: "\(message): \(reason)"), attempts: attempt)
     }
 
     deinit {

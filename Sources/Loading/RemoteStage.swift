@@ -154,7 +154,7 @@ package final class RemoteStage: @unchecked Sendable {
                 }
             }
             // A body this machine could not store is a local write failure, not the server's.
-            let kind: ItemFailure.Kind = failure.reason == .local ? .write : .download
+            let kind: ItemFailure.Kind = failure.reason == .transfer(.local) ? .write : .download
             let outcome = ItemOutcome.failed(ItemFailure(kind, message), seconds: 0)
             recorder.record(events + failing.flatMap { $0.finished(outcome) })
             return

@@ -9,6 +9,6 @@ extension Downloader {
         var result: DownloadResult?
         run(next: { defer { request = nil }; return request }, canStart: { true }, shouldStop: { false },
             deliver: { _, delivered in result = delivered })
-        return result ?? .failed(DownloadFailure(reason: .local, detail: "the transfer ended without a result"), attempts: 0)
+        return result ?? .failed(DownloadFailure(reason: .transfer(.local), detail: "the transfer ended without a result"), attempts: 0)
     }
 }

@@ -20,16 +20,22 @@ package struct ListedObject: Sendable, Equatable {
     }
 }
 
-/// ListObjectsV2 over a prefix, page by page (at most `pageSize` keys each, in the store's key
-/// order), each page handed on before the next is asked for: memory holds one page whatever the
-/// bucket's size. A page that fails for now (5xx, throttling, a dropped connection) is asked again
-/// with backoff; a refusal stops the listing with what to fix.
+/// ListObjectsV2 over a prefix, page by page (at most `pageSize` keys each), each page handed on
+/// before the next is asked for: memory holds one page whatever the bucket's size.
+///
+/// A listing is believed only whole, since what it leaves out is taken for gone (a prune deletes
+/// its outputs): a page that says more follow without a token to ask for them, a token given
+/// before, a page that is no ListObjectsV2 result, a key outside the prefix or not after the one
+/// before it (S3 lists in ascending byte order), or a page over `HTTPResponse.documentLimit` is
+/// asked again as a page that fails for now (5xx, throttling, a dropped connection) is, and once
+/// the attempts are spent the listing fails (`ObjectStoreError.unreachable`: the run stops, exit 69).
 package struct BucketListing: Sendable {
     package let endpoint: S3Endpoint
     package let bucket: String
     package let prefix: String
     /// S3's own (and largest) page; the tests ask for small pages through `RUNNER_TEST_LIST_PAGE`.
     package var pageSize = ProcessInfo.processInfo.environment["RUNNER_TEST_LIST_PAGE"].flatMap { Int($0) } ?? 1_000
+    package var retry = RetryPolicy.standard
 
     package init(endpoint: S3Endpoint, bucket: String, prefix: String) {
         (self.endpoint, self.bucket, self.prefix) = (endpoint, bucket, prefix)
@@ -40,47 +46,84 @@ package struct BucketListing: Sendable {
 
     package func objects(_ visit: (ListedObject) throws -> Void) throws {
         var token: String?
-        let connection = try HTTPExchange.Connection()
+        var tokens: Set<String> = []
+        var lastKey: String?
+        let connection = try ObjectStoreError.connection(for: location)
         repeat {
             var query = ["list-type": "2", "max-keys": String(pageSize), "encoding-type": "url"]
             if !prefix.isEmpty { query["prefix"] = prefix }
             if let token { query["continuation-token"] = token }
-            let page = try fetchPage(query, on: connection)
+            var page = ListPage()
+            let request = StoreRequest(endpoint: endpoint, bucket: bucket, location: location, retry: retry)
+            let response = try request.send(on: connection, accept: { response in
+                guard response.status == 200 else { return nil }
+                do throws(ListPage.Unbelievable) { page = try ListPage(response.body, prefix: prefix, after: lastKey, tokens: tokens) } catch {
+                    return "a listing page \(error.reason)"
+                }
+                return nil
+            }) { endpoint.signed("GET", bucket: bucket, query: query, credentials: $0).http() }
+            guard response.status == 200 else {
+                throw ObjectStoreError.refused(location: location, status: response.status, code: response.errorCode, fix: "the listing was refused")
+            }
             for object in page.objects { try visit(object) }
+            lastKey = page.lastKey ?? lastKey
             token = page.next
+            if let token { tokens.insert(token) }
         } while token != nil
-    }
-
-    private func fetchPage(_ query: [String: String], on connection: HTTPExchange.Connection) throws -> ListPage {
-        let request = StoreRequest(endpoint: endpoint, bucket: bucket, location: location)
-        let response = try request.send(on: connection) { endpoint.signed("GET", bucket: bucket, query: query, credentials: $0) }
-        guard response.status == 200 else {
-            throw ObjectStoreError.refused(location: location, status: response.status, code: response.errorCode, fix: "the listing was refused")
-        }
-        return try ListPage(response.body, location: location)
     }
 }
 
-/// One ListObjectsV2 answer: its objects (keys decoded from `encoding-type=url`, so any bytes
-/// survive XML) and the token of the next page, if there is one.
+/// One ListObjectsV2 answer, checked against the listing so far: its objects (keys decoded from
+/// `encoding-type=url` when the answer says it is so encoded) and the token of the next page.
 private struct ListPage {
+    struct Unbelievable: Error {
+        let reason: String
+    }
+
     var objects: [ListedObject] = []
     var next: String?
+    /// The page's last key, folder markers included: the next page's keys come after it.
+    var lastKey: String?
 
-    init(_ document: [UInt8], location: String) throws {
+    init() {}
+
+    init(_ document: [UInt8], prefix: String, after previous: String?, tokens: Set<String>) throws(Unbelievable) {
         let reader = Reader()
         let parser = XMLParser(data: Data(document))
         parser.delegate = reader
-        guard parser.parse() else {
-            throw ObjectStoreError.unreachable(location: location, detail: "a listing page that is not XML")
+        guard parser.parse(), reader.isResult else { throw Unbelievable(reason: "that is no ListObjectsV2 result") }
+        if reader.truncated {
+            guard let next = reader.next, !next.isEmpty else { throw Unbelievable(reason: "says more keys follow (IsTruncated) but gives no NextContinuationToken") }
+            guard !tokens.contains(next) else { throw Unbelievable(reason: "repeats a continuation token an earlier page gave") }
+            self.next = next
         }
-        objects = reader.objects
-        next = reader.truncated ? reader.next : nil
+        lastKey = previous
+        for entry in reader.entries {
+            guard var key = entry.key else { throw Unbelievable(reason: "lists an object without a Key") }
+            // `encoding-type=url` encodes as a form does (a space is +), as botocore decodes it.
+            if reader.urlEncoded {
+                guard let decoded = key.replacingOccurrences(of: "+", with: " ").removingPercentEncoding else {
+                    throw Unbelievable(reason: "has a key that is not URL-encoded: \(Quoted.value(key))")
+                }
+                key = decoded
+            }
+            guard key.utf8.starts(with: prefix.utf8) else { throw Unbelievable(reason: "lists \(Quoted.value(key)), outside the prefix") }
+            if let lastKey, !bytewise(lastKey, key) {
+                throw Unbelievable(reason: "lists \(Quoted.value(key)) after \(Quoted.value(lastKey)), out of order")
+            }
+            lastKey = key
+            // A key ending in / is a folder marker, not an object.
+            if !key.hasSuffix("/") {
+                objects.append(ListedObject(key: key, etag: entry.etag, size: entry.size, modified: entry.modified))
+            }
+        }
     }
 
     private final class Reader: NSObject, XMLParserDelegate {
-        var objects: [ListedObject] = []
+        var entries: [(key: String?, etag: String, size: Int64, modified: String?)] = []
         var truncated = false
+        var urlEncoded = false
+        var isResult = false
         var next: String?
         private var fields: [String: String] = [:]
         private var text = ""
@@ -88,6 +131,7 @@ private struct ListPage {
 
         func parser(_ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?,
                     attributes: [String: String] = [:]) {
+            if name == "ListBucketResult" { isResult = true }
             if name == "Contents" { (inContents, fields) = (true, [:]) }
             text = ""
         }
@@ -98,15 +142,11 @@ private struct ListPage {
             switch name {
             case "Contents":
                 inContents = false
-                // A key ending in / is a folder marker, not an object.
-                // `encoding-type=url` encodes as a form does (a space is +), as botocore decodes it.
-                if let key = fields["Key"]?.replacingOccurrences(of: "+", with: " ").removingPercentEncoding, !key.hasSuffix("/") {
-                    objects.append(ListedObject(key: key, etag: fields["ETag"] ?? "", size: Int64(fields["Size"] ?? "") ?? 0,
-                                                modified: fields["LastModified"]))
-                }
+                entries.append((fields["Key"], fields["ETag"] ?? "", Int64(fields["Size"] ?? "") ?? 0, fields["LastModified"]))
             case "Key", "ETag", "Size", "LastModified": if inContents { fields[name] = text }
             case "IsTruncated": truncated = text == "true"
             case "NextContinuationToken": next = text
+            case "EncodingType": urlEncoded = text == "url"
             default: break
             }
         }

@@ -84,10 +84,10 @@ extension AWSCredentials {
         let form = SigV4.canonicalQuery(["Action": "AssumeRoleWithWebIdentity", "Version": "2011-06-15", "RoleArn": roleARN,
                                          "RoleSessionName": sessionName,
                                          "WebIdentityToken": token.trimmingCharacters(in: .whitespacesAndNewlines)])
-        let response: HTTPExchange.Response
+        let response: HTTPResponse
         do {
-            response = try HTTPExchange.perform("POST", sts, headers: ["Content-Type": "application/x-www-form-urlencoded"],
-                                                body: Array(form.utf8))
+            response = try HTTPConnection().perform(HTTPRequest("POST", sts, headers: ["Content-Type": "application/x-www-form-urlencoded"],
+                                                                body: .bytes(Array(form.utf8))))
         } catch {
             throw .stsUnreachable(endpoint: sts, detail: error.description)
         }

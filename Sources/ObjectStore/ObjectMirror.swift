@@ -1,16 +1,16 @@
 import Foundation
 import Support
 
-/// One local file kept in a bucket as one object, and written there only over the version it was
-/// last read or written as (S3's conditional writes, `If-Match` and `If-None-Match: *`): of two
-/// writers that started from one version, the second finds the object changed and loses. The
-/// body goes in one request (up to S3's 5 GB), streamed from and to the file.
+/// One object written only over the version it was last read or written as (S3's conditional
+/// writes, `If-Match` and `If-None-Match: *`): of two writers that started from one version, the
+/// second finds the object changed and loses. A local file kept as the object (the state) goes
+/// in one request (up to S3's 5 GB), streamed from and to the file; a small one (a lease) from memory.
 package struct ObjectMirror: Sendable {
     package let endpoint: S3Endpoint
     package let object: ObjectURL
-    package let retry: StoreRetry
+    package let retry: RetryPolicy
 
-    package init(endpoint: S3Endpoint, object: ObjectURL, retry: StoreRetry) {
+    package init(endpoint: S3Endpoint, object: ObjectURL, retry: RetryPolicy) {
         (self.endpoint, self.object, self.retry) = (endpoint, object, retry)
     }
 
@@ -29,16 +29,20 @@ package struct ObjectMirror: Sendable {
         case conflict
     }
 
+    private var request: StoreRequest { StoreRequest(endpoint: endpoint, bucket: object.bucket, location: object.description, retry: retry) }
+
     /// GETs the object into `path` (streamed to a file beside it, then renamed over it) unless it
     /// is still the version `known` names.
     package func fetch(into path: String, unless known: String?) throws -> Fetched {
         let partial = path + ".partial"
         let file = try Self.open(partial, O_WRONLY | O_CREAT | O_TRUNC)
         defer { close(file); unlink(partial) }
-        let request = StoreRequest(endpoint: endpoint, bucket: object.bucket, location: object.description, retry: retry)
-        let response = try request.send(on: try HTTPExchange.Connection(), saveTo: file) { credentials in
-            endpoint.signed("GET", bucket: object.bucket, key: object.key, headers: known.map { ["If-None-Match": $0] } ?? [:],
-                            credentials: credentials)
+        let response = try request.send(on: try ObjectStoreError.connection(for: object.description)) { credentials in
+            // A retry after part of the answer was written starts the file over.
+            _ = ftruncate(file, 0)
+            _ = lseek(file, 0, SEEK_SET)
+            return endpoint.signed("GET", bucket: object.bucket, key: object.key, headers: known.map { ["If-None-Match": $0] } ?? [:],
+                                   credentials: credentials).http(answer: .spilling(inMemory: 0, limit: .max, buffer: [], open: { file }))
         }
         switch response.status {
         case 304: return .unchanged
@@ -51,27 +55,63 @@ package struct ObjectMirror: Sendable {
         }
     }
 
+    /// The object's bytes (a small document: up to `HTTPResponse.documentLimit`) and its ETag; nil
+    /// when there is none.
+    package func read() throws -> (bytes: [UInt8], etag: String)? {
+        let response = try request.send(on: try ObjectStoreError.connection(for: object.description)) {
+            endpoint.signed("GET", bucket: object.bucket, key: object.key, credentials: $0).http()
+        }
+        switch response.status {
+        case 404: return nil
+        case 200:
+            guard let etag = response.headers["etag"] else { throw refusal(response, "it has no ETag") }
+            return (response.body, etag)
+        default: throw refusal(response, "it could not be read")
+        }
+    }
+
     /// PUTs the file at `path` over the version `etag` names, or with none only where there is no
     /// object yet. The body is sent from the file, its hash taken where it is mapped.
-    package func store(from path: String, over etag: String?) throws -> Stored {
+    package func store(from path: String, over etag: String?, mediaType: String) throws -> Stored {
         let file = try Self.open(path, O_RDONLY)
         defer { close(file) }
         var info = stat()
         guard fstat(file, &info) == 0 else { throw ObjectMirrorFileError(path: path, number: errno) }
-        let body = HTTPExchange.FileRange(descriptor: file, offset: 0, length: Int(info.st_size))
-        guard let hash = SigV4.payloadHash(of: body) else { throw ObjectMirrorFileError(path: path, number: errno) }
-        let request = StoreRequest(endpoint: endpoint, bucket: object.bucket, location: object.description, retry: retry)
+        let body = FileRange(descriptor: file, offset: 0, length: Int(info.st_size))
+        guard let hash = SigV4.payloadHash(of: body), let md5 = SigV4.md5(of: body) else { throw ObjectMirrorFileError(path: path, number: errno) }
+        return try put(.file(body), hash: hash, md5: md5, over: etag, mediaType: mediaType)
+    }
+
+    /// PUTs `bytes` as `store(from:over:mediaType:)` does a file.
+    package func store(_ bytes: [UInt8], over etag: String?, mediaType: String) throws -> Stored {
+        try put(.bytes(bytes), hash: SigV4.payloadHash(of: bytes), md5: bytes.withUnsafeBytes(SigV4.md5), over: etag, mediaType: mediaType)
+    }
+
+    package func delete() throws {
+        let response = try request.send(on: try ObjectStoreError.connection(for: object.description)) {
+            endpoint.signed("DELETE", bucket: object.bucket, key: object.key, credentials: $0).http()
+        }
+        guard (200..<300).contains(response.status) || response.status == 404 else { throw refusal(response, "it could not be deleted") }
+    }
+
+    private func put(_ body: HTTPRequest.Body, hash: String, md5: String, over etag: String?, mediaType: String) throws -> Stored {
         let condition = etag.map { ["If-Match": $0] } ?? ["If-None-Match": "*"]
-        let response = try request.send(on: try HTTPExchange.Connection(), upload: body) { credentials in
-            endpoint.signed("PUT", bucket: object.bucket, key: object.key, headers: condition.merging(["Content-Type": "application/vnd.sqlite3"]) { $1 },
-                            payloadHash: hash, credentials: credentials)
+        let connection = try ObjectStoreError.connection(for: object.description)
+        let response = try request.send(on: connection) { credentials in
+            endpoint.signed("PUT", bucket: object.bucket, key: object.key, headers: condition.merging(["Content-Type": mediaType]) { $1 },
+                            payloadHash: hash, credentials: credentials).http(body)
         }
         switch response.status {
         case 200..<300:
             guard let stored = response.headers["etag"] else { throw refusal(response, "the store gave no ETag") }
             return .stored(etag: stored)
-        // 409: a conditional write that raced another (S3's ConditionalRequestConflict).
-        case 412, 409: return .conflict
+        // 409: a conditional write that raced another (S3's ConditionalRequestConflict). Either may
+        // answer a retry whose first attempt landed (the connection dropped before its answer): the
+        // object is then these very bytes (a single PUT's ETag is their MD5), and this write stands.
+        case 412, 409:
+            let head = try request.send(on: connection) { endpoint.signed("HEAD", bucket: object.bucket, key: object.key, credentials: $0).http() }
+            guard head.status == 200, let stored = head.headers["etag"], stored.trimmingCharacters(in: ["\""]) == md5 else { return .conflict }
+            return .stored(etag: stored)
         default: throw refusal(response, "it could not be written")
         }
     }
@@ -82,7 +122,7 @@ package struct ObjectMirror: Sendable {
         return file
     }
 
-    private func refusal(_ response: HTTPExchange.Response, _ what: String) -> ObjectStoreError {
+    private func refusal(_ response: HTTPResponse, _ what: String) -> ObjectStoreError {
         .refused(location: object.description, status: response.status, code: response.errorCode, fix: what)
     }
 }

@@ -24,10 +24,16 @@ package enum ObjectStoreError: Error, Equatable, ExitCoded, CustomStringConverti
         }
     }
 
-    /// What to fix for a refusal that concerns the whole run, from S3's error `code` (and the
-    /// region the store names in `x-amz-bucket-region`); nil for a refusal of one object.
-    package static func fix(status: Int, code: String?, bucket: String, region: String, bucketRegion: String?,
-                            credentials: AWSCredentials?) -> String? {
+    /// A connection for requests to `location`: curl failing to set one up leaves the store unreachable.
+    package static func connection(for location: String) throws(ObjectStoreError) -> HTTPConnection {
+        do { return try HTTPConnection() } catch { throw .unreachable(location: location, detail: error.description) }
+    }
+
+    /// What to fix for a refusal that concerns the whole run, from S3's error `code` and the
+    /// answer's headers (the region the store names in `x-amz-bucket-region`, its clock in `Date`);
+    /// nil for a refusal of one object.
+    package static func fix(status: Int, code: String?, bucket: String, region: String, answer headers: [String: String],
+                            credentials: AWSCredentials?, now: Date = Date()) -> String? {
         let who = credentials.map(\.description) ?? "no credentials"
         switch (status, code) {
         case (_, "SignatureDoesNotMatch"?):
@@ -35,8 +41,12 @@ package enum ObjectStoreError: Error, Equatable, ExitCoded, CustomStringConverti
         case (_, "InvalidAccessKeyId"?): return "the store knows no such access key (\(who))"
         case (_, "ExpiredToken"?), (_, "InvalidToken"?): return "the session token is expired or invalid (\(who)): get new credentials"
         case (_, "NoSuchBucket"?): return "there is no bucket \(bucket) at this endpoint"
+        case (_, "RequestTimeTooSkewed"?):
+            guard let clock = headers["date"].flatMap(HTTPDate.parse) else { return "this machine's clock is more than 15 minutes off the store's: set it right (NTP)" }
+            let offset = Int(now.timeIntervalSince(clock).rounded())
+            return "this machine's clock is \(abs(offset)) s \(offset > 0 ? "ahead of" : "behind") the store's (its Date: \(headers["date"]!)): set it right (NTP)"
         case (_, "AuthorizationHeaderMalformed"?), (_, "PermanentRedirect"?), (301, _), (_, "IllegalLocationConstraintException"?):
-            let actual = bucketRegion.map { "the bucket is in \($0)" } ?? "the bucket is in another region"
+            let actual = headers["x-amz-bucket-region"].map { "the bucket is in \($0)" } ?? "the bucket is in another region"
             return "\(actual), not \(region): set region (and endpoint) to the bucket's"
         case (403, _):
             return "access denied to bucket \(bucket) (\(who)): allow s3:ListBucket and s3:GetObject (s3:PutObject, s3:DeleteObject to write)"

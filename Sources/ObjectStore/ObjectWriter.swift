@@ -31,10 +31,10 @@ package final class ObjectWriter: Sendable {
     }
 
     private let parallel: Int
-    private let retry: StoreRetry
-    private let idle = Mutex<[HTTPExchange.Connection]>([])
+    private let retry: RetryPolicy
+    private let idle = Mutex<[HTTPConnection]>([])
 
-    package init(parallel: Int, retry: StoreRetry = StoreRetry()) { (self.parallel, self.retry) = (max(parallel, 1), retry) }
+    package init(parallel: Int, retry: RetryPolicy = .standard) { (self.parallel, self.retry) = (max(parallel, 1), retry) }
 
     /// Makes every change, in parallel; one result per change, in order.
     package func perform(_ changes: [Change]) -> [Failure?] {
@@ -56,15 +56,11 @@ package final class ObjectWriter: Sendable {
     }
 
     private func make(_ change: Change) -> Failure? {
-        let connection: HTTPExchange.Connection
+        let connection: HTTPConnection
         if let kept = idle.withLock({ $0.popLast() }) {
             connection = kept
         } else {
-            do throws(HTTPExchange.Failure) {
-                connection = try HTTPExchange.Connection()
-            } catch {
-                return .store(.unreachable(location: change.object.description, detail: error.description))
-            }
+            do throws(ObjectStoreError) { connection = try ObjectStoreError.connection(for: change.object.description) } catch { return .store(error) }
         }
         defer { idle.withLock { $0.append(connection) } }
         let request = StoreRequest(endpoint: change.endpoint, bucket: change.object.bucket, location: change.object.description, retry: retry)
@@ -77,14 +73,15 @@ package final class ObjectWriter: Sendable {
                     try MultipartUpload(request: request, object: object, headers: headers, connection: connection).send(body, partSize: partSize)
                 } else {
                     let whole = try body.range(0, body.size)
-                    try Self.expectSuccess(try Self.send(request, on: connection, upload: whole.range) { endpoint, credentials in
+                    try Self.expectSuccess(try Self.send(request, on: connection) { endpoint, credentials in
                         endpoint.signed("PUT", bucket: object.bucket, key: object.key, headers: headers, payloadHash: whole.hash, credentials: credentials)
+                            .http(.file(whole.range))
                     })
                 }
             case .delete(let object, _):
                 // Deleting a key that is already gone succeeds (204): pruning twice is harmless.
                 let response = try Self.send(request, on: connection) { endpoint, credentials in
-                    endpoint.signed("DELETE", bucket: object.bucket, key: object.key, credentials: credentials)
+                    endpoint.signed("DELETE", bucket: object.bucket, key: object.key, credentials: credentials).http()
                 }
                 if response.status != 404 { try Self.expectSuccess(response) }
             }
@@ -95,11 +92,10 @@ package final class ObjectWriter: Sendable {
     }
 
     /// `request.send` with its errors as this writer's.
-    fileprivate static func send(_ request: StoreRequest, on connection: HTTPExchange.Connection, body: [UInt8]? = nil,
-                                 upload: HTTPExchange.FileRange? = nil,
-                                 _ sign: (S3Endpoint, AWSCredentials) -> SignedRequest) throws(Failure) -> HTTPExchange.Response {
+    fileprivate static func send(_ request: StoreRequest, on connection: HTTPConnection,
+                                 _ sign: (S3Endpoint, AWSCredentials) -> HTTPRequest) throws(Failure) -> HTTPResponse {
         do {
-            return try request.send(on: connection, body: body, upload: upload) { sign(request.endpoint, $0) }
+            return try request.send(on: connection) { sign(request.endpoint, $0) }
         } catch {
             throw .store(error)
         }
@@ -107,7 +103,7 @@ package final class ObjectWriter: Sendable {
 
     /// A refusal of this object alone, in the store's words; S3 can answer a completion 200 and
     /// still fail it, in an error document.
-    fileprivate static func expectSuccess(_ response: HTTPExchange.Response) throws(Failure) {
+    fileprivate static func expectSuccess(_ response: HTTPResponse) throws(Failure) {
         guard !(200..<300).contains(response.status) || response.errorCode != nil else { return }
         let fields = XMLFields.first(of: ["Code", "Message"], in: response.body)
         throw .object("the object store refused it: HTTP \(response.status)" + (fields["Code"].map { " \($0)" } ?? "")
@@ -136,8 +132,8 @@ private final class FileBody {
     deinit { close(descriptor) }
 
     /// `count` bytes from `offset`, to be sent from the file, and their payload hash.
-    func range(_ offset: Int, _ count: Int) throws(ObjectWriter.Failure) -> (range: HTTPExchange.FileRange, hash: String) {
-        let range = HTTPExchange.FileRange(descriptor: descriptor, offset: Int64(offset), length: count)
+    func range(_ offset: Int, _ count: Int) throws(ObjectWriter.Failure) -> (range: FileRange, hash: String) {
+        let range = FileRange(descriptor: descriptor, offset: Int64(offset), length: count)
         guard let hash = SigV4.payloadHash(of: range) else { throw .object("cannot read \(path): \(String(cString: strerror(errno)))") }
         return (range, hash)
     }
@@ -149,7 +145,7 @@ private struct MultipartUpload {
     let request: StoreRequest
     let object: ObjectURL
     let headers: [String: String]
-    let connection: HTTPExchange.Connection
+    let connection: HTTPConnection
 
     func send(_ body: FileBody, partSize: Int) throws(ObjectWriter.Failure) {
         let created = try signedSend("POST", query: ["uploads": ""], headers: headers)
@@ -167,18 +163,22 @@ private struct MultipartUpload {
             let document = "<CompleteMultipartUpload>\(parts.joined())</CompleteMultipartUpload>"
             _ = try signedSend("POST", query: ["uploadId": uploadID], body: Array(document.utf8))
         } catch {
-            _ = try? signedSend("DELETE", query: ["uploadId": uploadID])
+            // The store keeps an unfinished upload's parts (and bills them) until it is aborted.
+            do throws(ObjectWriter.Failure) { _ = try signedSend("DELETE", query: ["uploadId": uploadID]) } catch let abort {
+                throw .object("\(error); aborting multipart upload \(uploadID) failed too (\(abort)): its parts stay until the bucket's lifecycle rule for incomplete uploads removes them")
+            }
             throw error
         }
     }
 
     /// One signed request of the upload, a success or this object's failure.
     private func signedSend(_ method: String, query: [String: String], headers: [String: String] = [:], body: [UInt8]? = nil,
-                            upload part: (range: HTTPExchange.FileRange, hash: String)? = nil) throws(ObjectWriter.Failure) -> HTTPExchange.Response {
+                            upload part: (range: FileRange, hash: String)? = nil) throws(ObjectWriter.Failure) -> HTTPResponse {
         let payloadHash = part?.hash ?? SigV4.payloadHash(of: body ?? [])
-        let response = try ObjectWriter.send(request, on: connection, body: body, upload: part?.range) { endpoint, credentials in
+        let sent: HTTPRequest.Body = part.map { .file($0.range) } ?? body.map { .bytes($0) } ?? .none
+        let response = try ObjectWriter.send(request, on: connection) { endpoint, credentials in
             endpoint.signed(method, bucket: object.bucket, key: object.key, query: query, headers: headers,
-                            payloadHash: payloadHash, credentials: credentials)
+                            payloadHash: payloadHash, credentials: credentials).http(sent)
         }
         try ObjectWriter.expectSuccess(response)
         return response

@@ -83,4 +83,11 @@ package struct SignedRequest: Sendable, CustomStringConvertible, CustomReflectab
 
     package var description: String { "\(method) \(url)" }
     package var customMirror: Mirror { Mirror(self, children: ["method": method, "url": url]) }
+
+    /// The request curl sends: its path exactly as signed, with `body`, its answer kept as `answer` says.
+    package func http(_ body: HTTPRequest.Body = .none, answer: HTTPRequest.Answer = .memory(limit: HTTPResponse.documentLimit)) -> HTTPRequest {
+        var request = HTTPRequest(method, url, headers: headers, body: body)
+        (request.pathAsIs, request.answer) = (true, answer)
+        return request
+    }
 }

@@ -68,15 +68,16 @@ package enum SigV4 {
 
     /// The hex SHA-256 of a body sent from a file, hashed where the file is mapped (never copied
     /// into memory); nil when the file cannot be mapped.
-    package static func payloadHash(of range: HTTPExchange.FileRange) -> String? {
-        guard range.length > 0 else { return payloadHash(of: [UInt8]()) }
-        let page = Int64(sysconf(Int32(_SC_PAGESIZE)))
-        let start = range.offset / page * page
-        let lead = Int(range.offset - start)
-        guard let mapped = mmap(nil, lead + range.length, PROT_READ, MAP_PRIVATE, range.descriptor, off_t(start)),
-              mapped != MAP_FAILED else { return nil }
-        defer { munmap(mapped, lead + range.length) }
-        return hex(sha256(UnsafeRawBufferPointer(start: mapped + lead, count: range.length)))
+    package static func payloadHash(of range: FileRange) -> String? { range.mapped { hex(sha256($0)) } }
+
+    /// The hex MD5 of a body sent from a file: the ETag S3 gives an object written in one PUT.
+    package static func md5(of range: FileRange) -> String? { range.mapped(md5) }
+
+    package static func md5(_ bytes: UnsafeRawBufferPointer) -> String {
+        var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
+        var length: UInt32 = 0
+        _ = EVP_Digest(bytes.baseAddress, bytes.count, &digest, &length, EVP_md5(), nil)
+        return hex(Array(digest[..<Int(length)]))
     }
 
     static func sha256(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
@@ -111,5 +112,18 @@ package enum SigV4 {
         let byte = UInt8(code)
         return (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x30 && byte <= 0x39)
             || "-_.~".utf8.contains(byte)
+    }
+}
+
+extension FileRange {
+    /// `work` on the range's bytes where the file is mapped; nil when it cannot be mapped.
+    func mapped<T>(_ work: (UnsafeRawBufferPointer) -> T) -> T? {
+        guard length > 0 else { return work(UnsafeRawBufferPointer(start: nil, count: 0)) }
+        let page = Int64(sysconf(Int32(_SC_PAGESIZE)))
+        let start = offset / page * page
+        let lead = Int(offset - start)
+        guard let pages = mmap(nil, lead + length, PROT_READ, MAP_PRIVATE, descriptor, off_t(start)), pages != MAP_FAILED else { return nil }
+        defer { munmap(pages, lead + length) }
+        return work(UnsafeRawBufferPointer(start: pages + lead, count: length))
     }
 }

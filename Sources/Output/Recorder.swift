@@ -32,7 +32,7 @@ package final class Recorder: Sendable {
     /// `onFailure` hears of the first batch that could not be recorded (the disk is full, the
     /// database was deleted), so the run stops rather than work on with nothing recorded.
     /// `uploads` is how many objects go up at once, each retried as `retry` says.
-    package init(store: StateStore, runID: Int64, outputs: [OutputSpec] = [], uploads: Int = 1, retry: StoreRetry = StoreRetry(),
+    package init(store: StateStore, runID: Int64, outputs: [OutputSpec] = [], uploads: Int = 1, retry: RetryPolicy = .standard,
                  onFailure: @escaping @Sendable (any Error) -> Void = { _ in }, onCommitted: @escaping @Sendable ([ItemEvent]) -> Void) {
         (self.store, self.runID, self.onFailure, self.onCommitted) = (store, runID, onFailure, onCommitted)
         hashed = Dictionary(outputs.compactMap { $0.template.hashSuffix == nil ? nil : ($0.name, $0.template) }, uniquingKeysWith: { first, _ in first })

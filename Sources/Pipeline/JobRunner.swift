@@ -72,7 +72,7 @@ public enum JobRunner {
             reporter.notice("\((named as? StateDatabaseError)?.summary ?? "\(named)"): stopping, finishing items in flight")
         }
         let recorder = Recorder(store: store, runID: plan.runID, outputs: job.outputs, uploads: job.remote.downloads,
-                                retry: job.remote.storeRetry, onFailure: stopRecording, onCommitted: committed.add)
+                                retry: job.remote.retry, onFailure: stopRecording, onCommitted: committed.add)
         let checkpoints = mirror?.checkpoints(store, onFailure: stopRecording)
         reporter.planned(plan.counts, sweep: plan.sweep)
         if let notice = S3Source.credentialsNotice(job) { reporter.notice(notice) }

@@ -37,7 +37,7 @@ extension JobRunner {
         defer { stores.forEach { $0.close() } }
         if delete { try stores.forEach { try $0.checkIntact() } }
         // The whole job is planned before anything is touched, so a job-file error changes nothing.
-        var current = CurrentItems(outputs: job.outputs, retry: job.remote.storeRetry)
+        var current = CurrentItems(outputs: job.outputs, retry: job.remote.retry)
         try Planner(job: job).forEachSource { current.insert($0) }
         var counts = PruneCounts()
         for store in stores {

@@ -24,7 +24,7 @@ final class StateMirror: Sendable {
 
     init?(_ job: Job) {
         guard let settings = job.stateBucket else { return nil }
-        mirror = ObjectMirror(endpoint: settings.endpoint, object: settings.object(for: job.statePath), retry: job.remote.storeRetry)
+        mirror = ObjectMirror(endpoint: settings.endpoint, object: settings.object(for: job.statePath), retry: job.remote.retry)
         (statePath, checkpoint) = (job.statePath, settings.checkpoint)
     }
 
@@ -54,7 +54,7 @@ final class StateMirror: Sendable {
             let snapshot = statePath + ".snapshot"
             defer { unlink(snapshot) }
             try store.snapshot(to: snapshot)
-            switch try mirror.store(from: snapshot, over: try? String(contentsOfFile: notePath, encoding: .utf8)) {
+            switch try mirror.store(from: snapshot, over: try? String(contentsOfFile: notePath, encoding: .utf8), mediaType: "application/vnd.sqlite3") {
             case .stored(let etag): try note(etag)
             case .conflict: throw StateBucketConflict(object: mirror.object.description)
             }

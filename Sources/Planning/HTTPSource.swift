@@ -1,6 +1,7 @@
 import Support
 import Model
 import JobFile
+import ObjectStore
 
 /// An HTTP(S) URL: fetched into the originals cache by the download stage; its content is known
 /// from the cached original's hash, or not yet.
@@ -13,8 +14,11 @@ package struct HTTPSource: FetchedSource, Equatable, Codable {
     package var fetched: (any FetchedSource)? { self }
     package func plannedIdentity(statting stats: FolderStat) -> SourceIdentity { .unknown }
 
-    package func headers(_ settings: RemoteSettings) -> [String: String] {
-        settings.headers.merging(headers) { $1 }
+    /// Redirects followed as `http.maxRedirects` allows.
+    package func request(_ settings: RemoteSettings) -> HTTPRequest {
+        var request = HTTPRequest("GET", url, headers: settings.headers.merging(headers) { $1 })
+        request.redirects = settings.maxRedirects
+        return request
     }
 
     /// A request timeout, throttling and a server error fail for now; any other status for good.

@@ -25,15 +25,15 @@ package struct S3Source: FetchedSource, Equatable, Codable {
     package var location: String { ObjectURL(bucket: bucket, key: key).description }
     package var url: String { endpoint.url(bucket: bucket, key: key) }
     package var fetched: (any FetchedSource)? { self }
-    /// A redirect from a store is a wrong region or endpoint, and would carry the session token to another host.
-    package var followsRedirects: Bool { false }
 
     package func plannedIdentity(statting stats: FolderStat) -> SourceIdentity { etag.map(Self.identity) ?? .unknown }
 
-    /// Signed anew for each attempt. Without credentials the request goes unsigned and its refusal says why.
-    package func headers(_ settings: RemoteSettings) -> [String: String] {
-        guard let credentials = try? SharedCredentials.current() else { return [:] }
-        return endpoint.signed("GET", bucket: bucket, key: key, credentials: credentials).headers
+    /// Signed anew for each attempt, its key sent as listed. Without credentials the request goes
+    /// unsigned and its refusal says why. No redirect is followed: from a store it means a wrong
+    /// region or endpoint, and would carry the session token to another host.
+    package func request(_ settings: RemoteSettings) -> HTTPRequest {
+        guard let credentials = try? SharedCredentials.current() else { return HTTPRequest("GET", url) }
+        return endpoint.signed("GET", bucket: bucket, key: key, credentials: credentials).http()
     }
 
     /// No such key fails the object for good; throttling (503 SlowDown) and server errors for now;
@@ -42,7 +42,7 @@ package struct S3Source: FetchedSource, Equatable, Codable {
         if HTTPStatus.isTransient(status) { return .transient }
         let code = XMLFields.first(of: ["Code"], in: body)["Code"]
         guard status != 404 || code == "NoSuchBucket",
-              let fix = ObjectStoreError.fix(status: status, code: code, bucket: bucket, region: endpoint.region, bucketRegion: nil,
+              let fix = ObjectStoreError.fix(status: status, code: code, bucket: bucket, region: endpoint.region, answer: [:],
                                              credentials: try? SharedCredentials.current()) else { return .permanent }
         return .refused(ObjectStoreError.refused(location: location, status: status, code: code, fix: fix))
     }

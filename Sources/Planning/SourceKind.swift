@@ -29,24 +29,22 @@ package protocol SourceKind: Sendable {
 package protocol FetchedSource: SourceKind {
     /// What is requested (its host is what `http.perHost` counts).
     var url: String { get }
-    /// The request's headers, asked for as each attempt starts (so a kind that signs its requests
-    /// signs each as it is sent); the validators are added to them. Never logged or stored.
-    func headers(_ settings: RemoteSettings) -> [String: String]
+    /// The request for it, made as each attempt starts (so a kind that signs its requests signs
+    /// each as it is sent): its URL, headers (never logged or stored) and redirects; the downloader
+    /// adds the validators, the job's timeouts and where the body goes.
+    func request(_ settings: RemoteSettings) -> HTTPRequest
     /// What a response other than success (or not-modified, to a conditional request) means; `body`
     /// is its start (an S3 error document names its code).
     func meaning(ofStatus status: Int, body: [UInt8]) -> ResponseMeaning
     /// The content of a fetched original, as items made from it are fingerprinted: what the next
     /// plan will know of it (a URL's: its bytes' hash, taken from the cached original).
     func identity(of original: CachedOriginal) -> SourceIdentity
-    /// Whether a redirect is followed (as `http.maxRedirects` allows).
-    var followsRedirects: Bool { get }
     /// When the source was last written, if planning knows (a bucket's listing does): one written
     /// after its blacklisting is tried again.
     var changedAt: Date? { get }
 }
 
 extension FetchedSource {
-    package var followsRedirects: Bool { true }
     package var changedAt: Date? { nil }
 }
 

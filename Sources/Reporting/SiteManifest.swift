@@ -58,7 +58,7 @@ package struct SiteManifestWriter {
         let mediaType = format == .json ? "application/json" : "application/x-ndjson"
         let put = ObjectWriter.Change.put(object, endpoint: store.endpoint, file: copy, mediaType: mediaType, cacheControl: "no-cache",
                                           partSize: store.partSize)
-        switch ObjectWriter(parallel: 1, retry: job.remote.storeRetry).perform([put])[0] {
+        switch ObjectWriter(parallel: 1, retry: job.remote.retry).perform([put])[0] {
         case nil: break
         case .object(let reason)?: throw RunFileUnwritable(file: "the manifest", path: path, reason: reason)
         case .store(let error)?: throw error

@@ -53,7 +53,7 @@ package struct CurrentItems {
     private let outputs: [OutputSpec]
     private let writer: ObjectWriter
 
-    package init(outputs: [OutputSpec], retry: StoreRetry = StoreRetry()) {
+    package init(outputs: [OutputSpec], retry: RetryPolicy = .standard) {
         writer = ObjectWriter(parallel: 1, retry: retry)
         hashed = Dictionary(outputs.compactMap { $0.template.hashSuffix == nil ? nil : ($0.name, $0.template) }, uniquingKeysWith: { first, _ in first })
         self.outputs = outputs

@@ -36,6 +36,13 @@ struct BucketResponseTests {
                                       fetchedAt: 0, validatedAt: 0, usedAt: 0)
         #expect(Self.source.plannedIdentity(statting: FolderStat()) == Self.source.identity(of: original))
         #expect(Self.source.url == "http://127.0.0.1:9000/photos/a%20b.jpg")
-        #expect(!Self.source.followsRedirects)
+    }
+
+    @Test("a bucket object is requested with its key exactly as listed and no redirect followed")
+    func request() throws {
+        let job = try Job.parse(text: #"{"version": 1, "sources": [{"path": "."}], "outputs": [{"name": "t", "path": "o/{stem}.webp", "chain": [], "format": {"type": "webp"}}]}"#,
+                                filePath: "/tmp/job.json")
+        let request = Self.source.request(job.remote)
+        #expect(request.redirects == 0 && request.pathAsIs && request.url == Self.source.url)
     }
 }

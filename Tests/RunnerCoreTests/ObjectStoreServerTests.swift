@@ -13,7 +13,7 @@ struct ObjectStoreServerTests {
     static let accessKey = "runnertestkey"
     static let secret = "runner+test/SECRET=key"
     /// Keys a lister and a writer meet: SeaweedFS refuses `.` and `..` segments and merges `//`, so
-    /// those are left to stores that keep them (the exchange sends paths as they are).
+    /// those are left to stores that keep them (runner sends paths as they are).
     static let keys = ["plain.jpg", "with space.jpg", "plus+sign.jpg", "equals=sign.jpg", "100%.jpg", "é/café.jpg",
                        "日本/写真 1.jpg", "a&b;c,d'e(f)!*$@:.jpg", "tilde~x.jpg", "q?x#y.jpg", "trailing "]
 
@@ -22,8 +22,8 @@ struct ObjectStoreServerTests {
         let server = try ObjectStoreServer.seaweedFS(accessKey: Self.accessKey, secretKey: Self.secret)
         let credentials = AWSCredentials(accessKeyID: Self.accessKey, secretAccessKey: Self.secret, source: .environment)
         let store = try #require(S3Endpoint(url: server.endpoint, region: "us-east-1", addressing: .path))
-        func send(_ request: SignedRequest, body: [UInt8]? = nil) throws -> HTTPExchange.Response {
-            try HTTPExchange.perform(request.method, request.url, headers: request.headers, body: body)
+        func send(_ request: SignedRequest, body: [UInt8]? = nil) throws -> HTTPResponse {
+            try HTTPConnection().perform(request.http(body.map { .bytes($0) } ?? .none))
         }
         #expect(try send(store.signed("PUT", bucket: "photos", credentials: credentials)).status == 200)
         for (index, key) in Self.keys.enumerated() {
@@ -73,14 +73,14 @@ struct ObjectStoreServerTests {
         let right = AWSCredentials(accessKeyID: Self.accessKey, secretAccessKey: Self.secret, source: .environment)
         let wrong = AWSCredentials(accessKeyID: Self.accessKey, secretAccessKey: Self.secret + "x", source: .environment)
         let create = store.signed("PUT", bucket: "photos", credentials: right)
-        #expect(try HTTPExchange.perform(create.method, create.url, headers: create.headers).status == 200)
+        #expect(try HTTPConnection().perform(create.http()).status == 200)
 
         let refused = store.signed("GET", bucket: "photos", query: ["list-type": "2"], credentials: wrong)
-        let answer = try HTTPExchange.perform(refused.method, refused.url, headers: refused.headers)
+        let answer = try HTTPConnection().perform(refused.http())
         #expect(answer.status == 403 && answer.errorCode == "SignatureDoesNotMatch")
         let signed = store.signed("PUT", bucket: "photos", key: "a b.jpg", credentials: right)
-        let elsewhere = try HTTPExchange.perform("PUT", signed.url.replacingOccurrences(of: "a%20b", with: "a%20c"),
-                                                 headers: signed.headers, body: Array("x".utf8))
+        let elsewhere = try HTTPConnection().perform(HTTPRequest("PUT", signed.url.replacingOccurrences(of: "a%20b", with: "a%20c"),
+                                                                 headers: signed.headers, body: .bytes(Array("x".utf8))))
         #expect(elsewhere.status == 403 && elsewhere.errorCode == "SignatureDoesNotMatch")
     }
 
@@ -112,13 +112,13 @@ struct ObjectStoreServerTests {
         let store = try #require(S3Endpoint(url: server.endpoint, region: "us-east-1", addressing: .path))
         let body = Array("temporary".utf8)
         let put = store.signed("PUT", bucket: "photos", key: "shard-3.json", payloadHash: SigV4.payloadHash(of: body), credentials: credentials)
-        #expect(try HTTPExchange.perform(put.method, put.url, headers: put.headers, body: body).status == 200)
+        #expect(try HTTPConnection().perform(put.http(.bytes(body))).status == 200)
         let get = store.signed("GET", bucket: "photos", key: "shard-3.json", credentials: credentials)
-        #expect(try HTTPExchange.perform(get.method, get.url, headers: get.headers).body == body)
+        #expect(try HTTPConnection().perform(get.http()).body == body)
 
         var withoutToken = get.headers
         withoutToken["x-amz-security-token"] = "not-the-token"
-        let refused = try HTTPExchange.perform(get.method, get.url, headers: withoutToken)
+        let refused = try HTTPConnection().perform(HTTPRequest(get.method, get.url, headers: withoutToken))
         #expect(refused.status == 400 && refused.errorCode == "InvalidToken", "\(refused.status) \(refused.errorCode ?? "")")
     }
 
