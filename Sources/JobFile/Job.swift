@@ -66,7 +66,7 @@ package enum SourceSpec: Sendable, Equatable {
     /// An HTTP(S) URL, with an optional explicit source key and headers of its own.
     case url(String, key: String?, headers: [String: String])
     /// The objects below a prefix of a bucket whose keys match `include` and not `exclude`.
-    case bucket(S3Endpoint, bucket: String, prefix: String, include: [String], exclude: [String])
+    case bucket(S3Endpoint, bucket: String, prefix: String, include: [String], exclude: [String], retry: RetryPolicy)
 }
 
 package struct OutputSpec: Sendable {

@@ -45,7 +45,9 @@ extension Job {
         let defaultName = Paths.splitExtension(Paths.lastComponent(filePath)).stem
         let name = try root.optional(Keys.name) ?? defaultName
 
-        let sources = try readSources(root, baseDirectory: baseDirectory)
+        // A bucket's listing retries as the job's downloads and writes do.
+        let retry = try readRetry(root)
+        let sources = try readSources(root, baseDirectory: baseDirectory, retry: retry)
         let outputs = try readOutputs(root, baseDirectory: baseDirectory)
         let derive = try root.read(Keys.derive)
         let statePath = Paths.resolve(try root.optional(Keys.state) ?? "\(defaultName).sqlite", against: baseDirectory)
@@ -53,7 +55,7 @@ extension Job {
         let limitsSection = try root.object(Keys.limits)
         let concurrency = try readConcurrency(concurrencySection)
         let limits = try readLimits(limitsSection)
-        let remote = try readRemote(root, statePath: statePath, concurrency: concurrencySection, limits: limitsSection)
+        let remote = try readRemote(root, statePath: statePath, concurrency: concurrencySection, limits: limitsSection, retry: retry)
         let manifest = try SiteManifestSettings.read(root, jobFile: filePath, baseDirectory: baseDirectory,
                                                      roots: outputs.map { ($0.location, $0.template.root) },
                                                      statePath: statePath)
@@ -169,7 +171,7 @@ extension Job {
         ])
     }
 
-    private static func readSources(_ root: ObjectReader, baseDirectory: String) throws -> [SourceSpec] {
+    private static func readSources(_ root: ObjectReader, baseDirectory: String, retry: RetryPolicy) throws -> [SourceSpec] {
         try root.array(Keys.sources).map { element in
             let source = try ObjectReader(element.value, path: element.path, shape: Source.shape)
             let spec: SourceSpec
@@ -182,7 +184,7 @@ extension Job {
             } else if source.has(Source.list) {
                 spec = .list(try path(source, Source.list, baseDirectory, mayBeURL: true))
             } else if source.has(Source.s3) {
-                spec = try bucket(source)
+                spec = try bucket(source, retry: retry)
             } else {
                 // The exactlyOne rule leaves a URL.
                 let url = try source.read(Source.url)
@@ -195,13 +197,13 @@ extension Job {
     }
 
     /// An `s3` source: its bucket and prefix, and the store it is in.
-    private static func bucket(_ source: ObjectReader) throws -> SourceSpec {
+    private static func bucket(_ source: ObjectReader, retry: RetryPolicy) throws -> SourceSpec {
         let location = try source.read(Source.s3)
         guard let place = ObjectURL(location) else {
             throw source.error(Source.s3, "must be s3://BUCKET/PREFIX (the prefix may be empty), not \(Quoted.value(location))")
         }
         return .bucket(try store(source), bucket: place.bucket, prefix: place.key, include: try source.read(Source.include),
-                       exclude: try source.read(Source.exclude))
+                       exclude: try source.read(Source.exclude), retry: retry)
     }
 
     /// The store a source's or an output's `endpoint`, `region` and `addressing` name.

@@ -103,8 +103,18 @@ extension RemoteSettings {
 }
 
 extension Job {
+    /// The job's `retry`, which every request to an origin or a store follows.
+    package static func readRetry(_ root: ObjectReader) throws -> RetryPolicy {
+        typealias Keys = RemoteSettings.Keys
+        let retry = try root.object(Keys.retry)
+        let policy = RetryPolicy(attempts: try retry.read(Keys.attempts), initialDelay: try retry.read(Keys.initialDelay),
+                                 maxDelay: try retry.read(Keys.maxDelay))
+        try retry.finish()
+        return policy
+    }
+
     package static func readRemote(_ root: ObjectReader, statePath: String, concurrency: ObjectReader,
-                           limits: ObjectReader) throws -> RemoteSettings {
+                           limits: ObjectReader, retry: RetryPolicy) throws -> RemoteSettings {
         typealias Keys = RemoteSettings.Keys
         let http = try root.object(Keys.http)
         var headers = try http.read(Keys.headers)
@@ -114,7 +124,6 @@ extension Job {
             }
             headers[name] = value
         }
-        let retry = try root.object(Keys.retry)
         let blacklist = try root.object(Keys.blacklist)
         let defaultCache = Paths.splitExtension(statePath).stem + ".cache"
         let settings = RemoteSettings(
@@ -122,14 +131,12 @@ extension Job {
             maxRedirects: try http.read(Keys.maxRedirects), lowSpeedLimit: try http.read(Keys.lowSpeedLimit),
             lowSpeedTime: try http.read(Keys.lowSpeedTime), headers: headers, revalidate: try http.read(Keys.revalidate),
             staleIfError: try http.read(Keys.staleIfError),
-            retry: RetryPolicy(attempts: try retry.read(Keys.attempts), initialDelay: try retry.read(Keys.initialDelay),
-                               maxDelay: try retry.read(Keys.maxDelay)),
+            retry: retry,
             blacklistTTL: try blacklist.optional(Keys.ttl), maxDownloadBytes: try limits.read(Keys.maxDownloadBytes),
             downloads: try concurrency.read(Keys.download), perHost: try concurrency.read(Keys.perHost),
             cacheDirectory: Paths.resolve(try root.optional(Keys.cache) ?? defaultCache, against: Paths.directory(of: statePath)),
             cacheMaxBytes: try root.optional(Keys.cacheMaxBytes))
         try http.finish()
-        try retry.finish()
         try blacklist.finish()
         return settings
     }

@@ -4,7 +4,7 @@ import Support
 /// How a request that failed for now is sent again, to an origin or a store alike: exponential
 /// backoff with full jitter, a server's Retry-After honoured (capped at `maxDelay`). The job's
 /// `retry`; `standard` for what the job does not set it for (listings, STS).
-public struct RetryPolicy: Sendable {
+public struct RetryPolicy: Sendable, Equatable {
     public var attempts: Int
     public var initialDelay: Double
     public var maxDelay: Double

@@ -76,13 +76,16 @@ extension S3Source {
         let prefix: String
         let include: [String]
         let exclude: [String]
+        let retry: RetryPolicy
 
         /// Keys are named below the prefix's folder (`{dir}`), as a walk names files below its root.
         private var folder: Substring { prefix[..<(prefix.lastIndex(of: "/").map { prefix.index(after: $0) } ?? prefix.startIndex)] }
 
         func discover(spec: Int, walked: SourceDiscovery.WalkObserver?, _ visit: SourceDiscovery.Visitor) throws {
             let include = include.map { Wildcard($0, caseInsensitive: true) }, exclude = exclude.map { Wildcard($0, caseInsensitive: true) }
-            try BucketListing(endpoint: endpoint, bucket: bucket, prefix: prefix).objects { object in
+            var listing = BucketListing(endpoint: endpoint, bucket: bucket, prefix: prefix)
+            listing.retry = retry
+            try listing.objects { object in
                 let below = String(object.key.dropFirst(folder.count))
                 let name = Paths.lastComponent(below)
                 guard include.contains(where: { $0.matches(name) }), !exclude.contains(where: { $0.matches(name) || $0.matches(below) })

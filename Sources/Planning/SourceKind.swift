@@ -88,8 +88,8 @@ extension SourceSpec {
         case .glob(let pattern): SourceDiscovery.Glob(pattern)
         case .list(let path): SourceDiscovery.ListFile(path: path)
         case .url(let url, let key, let headers): HTTPSource.Named(url: url, key: key, headers: headers)
-        case .bucket(let endpoint, let bucket, let prefix, let include, let exclude):
-            S3Source.Listing(endpoint: endpoint, bucket: bucket, prefix: prefix, include: include, exclude: exclude)
+        case .bucket(let endpoint, let bucket, let prefix, let include, let exclude, let retry):
+            S3Source.Listing(endpoint: endpoint, bucket: bucket, prefix: prefix, include: include, exclude: exclude, retry: retry)
         }
     }
 }

@@ -6,33 +6,14 @@ import Glibc
 /// The endpoint server in Tests/http-server/server.py, started on 127.0.0.1 by a test and
 /// stopped when released. It counts requests per path so tests can assert what was fetched.
 public final class HTTPTestServer: @unchecked Sendable {
-    private let process = Process()
+    private let process: Process
     public let port: Int
 
     /// `port`: listen there (a server started again where an earlier one stood); 0: any free port.
     /// `upstream` (`127.0.0.1:PORT`): a counting proxy in front of that server, `/_` paths aside.
     public init(image: String = Fixtures.path("extra/ladybird.jpg"), port: Int = 0, upstream: String? = nil) throws {
-        let script = (Fixtures.root as NSString).deletingLastPathComponent + "/Tests/http-server/server.py"
-        let portFile = NSTemporaryDirectory() + "runner-http-\(UUID().uuidString)"
-        defer { unlink(portFile) }
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", script, "--image", image, "--port-file", portFile,
-                             "--variant", "other=" + Fixtures.path("extra/yellow-flower.jpg"), "--port", String(port)] + (upstream.map { ["--upstream", $0] } ?? [])
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        var port: Int?
-        // Until it says where it listens (written whole, then renamed), or it exits.
-        let started = process
-        eventually {
-            port = (try? String(contentsOfFile: portFile, encoding: .utf8)).flatMap { Int($0) }
-            return port != nil || !started.isRunning
-        }
-        guard let port else {
-            process.terminate()
-            throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "test HTTP server did not start"])
-        }
-        self.port = port
+        (process, self.port) = try startServer("server.py", ["--image", image, "--variant", "other=" + Fixtures.path("extra/yellow-flower.jpg"),
+                                                             "--port", String(port)] + (upstream.map { ["--upstream", $0] } ?? []))
     }
 
     deinit {
@@ -80,6 +61,30 @@ public final class HTTPTestServer: @unchecked Sendable {
         guard let split = response.range(of: Data("\r\n\r\n".utf8)) else { return Data() }
         return response[split.upperBound...]
     }
+}
+
+/// Starts one of Tests/http-server's Python servers on 127.0.0.1 and waits until it says where it
+/// listens (its port file, written whole, then renamed), or exits.
+func startServer(_ script: String, _ arguments: [String]) throws -> (Process, port: Int) {
+    let process = Process()
+    let path = (Fixtures.root as NSString).deletingLastPathComponent + "/Tests/http-server/" + script
+    let portFile = NSTemporaryDirectory() + "runner-http-\(UUID().uuidString)"
+    defer { unlink(portFile) }
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = ["python3", path, "--port-file", portFile] + arguments
+    process.standardOutput = FileHandle.nullDevice
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    var port: Int?
+    eventually {
+        port = (try? String(contentsOfFile: portFile, encoding: .utf8)).flatMap { Int($0) }
+        return port != nil || !process.isRunning
+    }
+    guard let port else {
+        process.terminate()
+        throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "test server \(script) did not start"])
+    }
+    return (process, port)
 }
 
 /// A plain HTTP/1.0 GET over a socket to 127.0.0.1: the whole response, status line and headers

@@ -1,0 +1,87 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// A bucket listing is believed only whole: against the tests' own store (SeaweedFS and moto list
+/// honestly), each way a listing can lie stops the night with exit 69 and nothing planned as gone,
+/// and `prune --delete` deletes nothing; keys go out exactly as listed and signed so.
+@Suite("Listings and keys a store cannot rewrite")
+struct ListingTrustTests {
+    static let accessKey = "runnerlyingkey"
+    static let secret = "lying/secret+KEY"
+    static let credentials = ["AWS_ACCESS_KEY_ID": accessKey, "AWS_SECRET_ACCESS_KEY": secret, "RUNNER_TEST_LIST_PAGE": "2"]
+    /// Six photos below orig/: three listing pages of two.
+    static let photos = ["aitzgorri.jpg", "bird-lamp.png", "fig-bowl.jpg", "friends.jpg", "picos-de-europa.jpg", "wine.webp"]
+
+    static func store(_ keys: [String: String] = Dictionary(uniqueKeysWithValues: photos.map { ("orig/" + $0, Fixtures.path("photos/" + $0)) }))
+        throws -> LyingStore {
+        try LyingStore(objects: ["photos": keys], accessKey: accessKey, secretKey: secret)
+    }
+
+    func job(_ workspace: Workspace, _ store: LyingStore, path: String = "out/{stem}.webp") throws -> String {
+        try workspace.writeJob("""
+        {"version": 1, "name": "lying",
+         "sources": [{"s3": "s3://photos/orig/", "endpoint": "\(store.endpoint)"}],
+         "outputs": [{"name": "t", "path": "\(path)", "chain": [{"op": "thumbnail", "width": 32, "height": 32}], "format": {"type": "webp"}}],
+         "retry": {"attempts": 3, "initialDelay": 0.01, "maxDelay": 0.02},
+         "state": "state.sqlite"}
+        """)
+    }
+
+    @Test("each lie (truncated without a token, a repeated token, a page that is no listing, a key outside the prefix, keys out of order, a page over 8 MiB) fails the night with 69 and prune deletes nothing",
+          arguments: ["truncated-no-token", "repeat-token", "garbage", "outside-prefix", "out-of-order", "oversize"])
+    func lies(_ lie: String) throws {
+        let store = try Self.store()
+        let workspace = try Workspace()
+        let job = try job(workspace, store)
+        let first = try workspace.run([job], environment: Self.credentials)
+        #expect(first.status == 0 && first.stdout.contains("6 done, 0 failed"), "\(first.stdout)\(first.stderr)")
+        try store.lie(lie)
+        let night = try workspace.run([job], environment: Self.credentials)
+        #expect(night.status == 69, "\(lie): \(night.stdout)\(night.stderr)")
+        #expect(night.stderr.contains("s3://photos/orig/") && (night.stderr.contains("a listing page") || night.stderr.contains("larger than 8388608 bytes")), "\(night.stderr)")
+        #expect(night.stderr.contains("(after 3 attempts)"), "retried as a transient failure: \(night.stderr)")
+        for command in [["prune", job], ["prune", job, "--delete"]] {
+            let pruned = try workspace.run(command, environment: Self.credentials)
+            #expect(pruned.status == 69 && !pruned.stdout.contains("orphan"), "\(command): \(pruned.stdout)\(pruned.stderr)")
+        }
+        #expect(workspace.files(in: "out").count == 6, "every output stays: \(workspace.files(in: "out"))")
+        try store.lie("none")
+        let honest = try workspace.run([job], environment: Self.credentials)
+        #expect(honest.status == 0 && honest.stdout.contains("0 done, 0 failed, 6 up to date"), "\(honest.stdout)\(honest.stderr)")
+    }
+
+    @Test("a lie that passes is retried: the page is asked again and the night runs")
+    func passingLie() throws {
+        let store = try Self.store()
+        let workspace = try Workspace()
+        let job = try job(workspace, store)
+        let first = try workspace.run([job], environment: Self.credentials)
+        #expect(first.status == 0 && first.stdout.contains("6 done, 0 failed"), "\(first.stdout)\(first.stderr)")
+        try store.reset()
+        try store.lie("truncated-no-token", times: 1)
+        let night = try workspace.run([job], environment: Self.credentials)
+        #expect(night.status == 0 && night.stdout.contains("0 done, 0 failed, 6 up to date"), "\(night.stdout)\(night.stderr)")
+        let listings = try store.requests().filter { $0.contains("list-type=2") }
+        #expect(listings.count == 4 && listings.filter { !$0.contains("continuation-token") }.count == 2, "the first page twice, then two more: \(listings)")
+    }
+
+    @Test("keys are sent and signed exactly as listed: dot segments, //, a trailing space, %, + and non-ASCII; an unencoded listing is read as it is")
+    func opaqueKeys() throws {
+        let photo = Fixtures.path("photos/fig-bowl.jpg")
+        let keys = ["orig/a/../evil.jpg", "orig/./dot.jpg", "orig/x//double.jpg", "orig/trailing .jpg", "orig/100%.jpg", "orig/a+b=c.jpg",
+                    "orig/été/photo 1.jpg"]
+        let store = try Self.store(Dictionary(uniqueKeysWithValues: keys.map { ($0, photo) }))
+        for lie in ["none", "raw-keys"] {
+            try store.lie(lie)
+            try store.reset()
+            let workspace = try Workspace()
+            let night = try workspace.run([try job(workspace, store, path: "out/{key}.webp")], environment: Self.credentials)
+            #expect(night.status == 0 && night.stdout.contains("\(keys.count) done, 0 failed"), "\(lie): \(night.stdout)\(night.stderr)")
+            let gets = Set(try store.requests().filter { $0.hasPrefix("GET ") && !$0.contains("list-type") })
+            let expected = ["/photos/orig/a/../evil.jpg", "/photos/orig/./dot.jpg", "/photos/orig/x//double.jpg", "/photos/orig/trailing%20.jpg",
+                            "/photos/orig/100%25.jpg", "/photos/orig/a%2Bb%3Dc.jpg", "/photos/orig/%C3%A9t%C3%A9/photo%201.jpg"]
+            #expect(gets == Set(expected.map { "GET \($0) HTTP/1.1" }), "\(lie): \(gets)")
+        }
+    }
+}

@@ -1,0 +1,188 @@
+#!/usr/bin/env python3
+"""A small S3-compatible store of the tests' own, on 127.0.0.1, for what SeaweedFS and moto cannot
+do: a ListObjectsV2 that lies as the test asks, and a log of every raw request line. It checks
+SigV4 over the path exactly as it arrived (nothing normalized), so a request that rewrote a key on
+the way is refused as AWS would refuse it. Objects live in memory, keyed by any bytes.
+
+Control (unsigned, GET): /_lie/<mode>/<times> makes the next <times> listing answers lie (-1: all);
+/_requests gives the raw request lines as JSON; /_reset clears them. Prints its port on stdout.
+Standard library only."""
+import argparse
+import base64
+import hashlib
+import hmac
+import json
+import os
+import threading
+import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from xml.sax.saxutils import escape
+
+LOCK = threading.Lock()
+OBJECTS = {}          # (bucket, key) -> bytes
+REQUESTS = []         # raw request lines, as received
+LIE = {"mode": "none", "times": 0}
+MODIFIED = "2026-11-01T10:00:00.000Z"
+
+
+def sigv4_quote(text, safe):
+    return urllib.parse.quote(text, safe=safe)
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    access_key = None
+    secret = None
+
+    def log_message(self, *args):
+        pass
+
+    def reply(self, status, body=b"", content_type="application/xml", headers=None):
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def error(self, status, code, message=""):
+        body = "<Error><Code>%s</Code><Message>%s</Message></Error>" % (code, escape(message))
+        self.reply(status, body.encode())
+
+    def signature_matches(self, raw_path, raw_query, payload_hash):
+        authorization = self.headers.get("Authorization", "")
+        if not authorization.startswith("AWS4-HMAC-SHA256 "):
+            return False
+        fields = dict(part.strip().split("=", 1) for part in authorization[len("AWS4-HMAC-SHA256 "):].split(","))
+        access, day, region, service, _ = fields["Credential"].split("/")
+        if access != self.access_key:
+            return False
+        signed = fields["SignedHeaders"].split(";")
+        pairs = [pair.split("=", 1) + [""] for pair in raw_query.split("&") if pair] if raw_query else []
+        query = "&".join(sorted("%s=%s" % (sigv4_quote(urllib.parse.unquote(name), "-_.~"), sigv4_quote(urllib.parse.unquote(value), "-_.~"))
+                                for name, value, *_ in pairs))
+        headers = "".join("%s:%s\n" % (name, " ".join(self.headers.get(name, "").split())) for name in signed)
+        canonical = "\n".join([self.command, raw_path, query, headers, ";".join(signed), payload_hash])
+        date = self.headers.get("x-amz-date", "")
+        scope = "/".join([day, region, service, "aws4_request"])
+        to_sign = "\n".join(["AWS4-HMAC-SHA256", date, scope, hashlib.sha256(canonical.encode()).hexdigest()])
+        key = ("AWS4" + self.secret).encode()
+        for part in [day, region, service, "aws4_request"]:
+            key = hmac.new(key, part.encode(), hashlib.sha256).digest()
+        return hmac.compare_digest(hmac.new(key, to_sign.encode(), hashlib.sha256).hexdigest(), fields["Signature"])
+
+    def handle_request(self):
+        raw_path, _, raw_query = self.path.partition("?")
+        if raw_path.startswith("/_"):
+            return self.control(raw_path)
+        with LOCK:
+            REQUESTS.append(self.requestline)
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        payload_hash = self.headers.get("x-amz-content-sha256", "")
+        if self.secret and not self.signature_matches(raw_path, raw_query, payload_hash):
+            return self.error(403, "SignatureDoesNotMatch", "the signature does not match the request as received")
+        bucket, _, raw_key = raw_path[1:].partition("/")
+        key = urllib.parse.unquote(raw_key)
+        query = dict(urllib.parse.parse_qsl(raw_query, keep_blank_values=True))
+        if self.command == "GET" and not raw_key and query.get("list-type") == "2":
+            return self.listing(bucket, query)
+        with LOCK:
+            stored = OBJECTS.get((bucket, key))
+            if self.command == "PUT":
+                OBJECTS[(bucket, key)] = body
+            elif self.command == "DELETE":
+                OBJECTS.pop((bucket, key), None)
+        if self.command == "PUT":
+            return self.reply(200, headers={"ETag": '"%s"' % hashlib.md5(body).hexdigest()})
+        if self.command == "DELETE":
+            return self.reply(204)
+        if stored is None:
+            return self.error(404, "NoSuchKey", key)
+        self.reply(200, stored, "application/octet-stream", {"ETag": '"%s"' % hashlib.md5(stored).hexdigest()})
+
+    do_GET = do_PUT = do_DELETE = do_HEAD = handle_request
+
+    def control(self, raw_path):
+        parts = raw_path.strip("/").split("/")
+        with LOCK:
+            if parts[0] == "_lie":
+                LIE.update(mode=parts[1], times=int(parts[2]))
+            elif parts[0] == "_reset":
+                REQUESTS.clear()
+            body = json.dumps(REQUESTS if parts[0] == "_requests" else {}).encode()
+        self.reply(200, body, "application/json")
+
+    def listing(self, bucket, query):
+        prefix = query.get("prefix", "")
+        page = int(query.get("max-keys", "1000"))
+        token = query.get("continuation-token")
+        # "again" (repeat-token's) goes on from the first page, as the first time.
+        after = None if token is None else (base64.urlsafe_b64decode(token).decode() if token != "again" else None)
+        with LOCK:
+            keys = sorted((key for (owner, key) in OBJECTS if owner == bucket and key.startswith(prefix)), key=lambda k: k.encode())
+            lying = LIE["mode"] if LIE["times"] != 0 else "none"
+            if LIE["times"] > 0:
+                LIE["times"] -= 1
+            sizes = {key: len(OBJECTS[(bucket, key)]) for key in keys}
+            etags = {key: hashlib.md5(OBJECTS[(bucket, key)]).hexdigest() for key in keys}
+        if token == "again":
+            keys = keys[page:]
+        if after is not None:
+            keys = [key for key in keys if key.encode() > after.encode()]
+        shown, rest = keys[:page], keys[page:]
+        token = base64.urlsafe_b64encode(shown[-1].encode()).decode() if rest else None
+        encoded = query.get("encoding-type") == "url" and lying != "raw-keys"
+        extra = ""
+        if lying == "garbage":
+            return self.reply(200, b"<html><body>Service temporarily replaced by a maintenance page</body></html>", "text/html")
+        if lying == "truncated-no-token":
+            rest, token = [1], None
+        if lying == "repeat-token":
+            token = "again"
+            rest = rest or [1]
+        if lying == "outside-prefix":
+            shown = shown + ["zzz-not-below-the-prefix.jpg"]
+        if lying == "out-of-order":
+            shown = list(reversed(shown))
+        if lying == "oversize":
+            extra = "<Padding>%s</Padding>" % ("x" * (9 << 20))
+        contents = "".join(
+            "<Contents><Key>%s</Key><LastModified>%s</LastModified><ETag>&quot;%s&quot;</ETag><Size>%d</Size></Contents>"
+            % (escape(urllib.parse.quote_plus(key, safe="/") if encoded else key), MODIFIED, etags.get(key, "0"), sizes.get(key, 1))
+            for key in shown)
+        document = ('<?xml version="1.0" encoding="UTF-8"?><ListBucketResult><Name>%s</Name><Prefix>%s</Prefix><KeyCount>%d</KeyCount>'
+                    '<MaxKeys>%d</MaxKeys>%s<IsTruncated>%s</IsTruncated>%s%s%s</ListBucketResult>') % (
+            bucket, escape(prefix), len(shown), page, "<EncodingType>url</EncodingType>" if encoded else "",
+            "true" if rest else "false", "<NextContinuationToken>%s</NextContinuationToken>" % token if token else "", contents, extra)
+        self.reply(200, document.encode())
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--objects", required=True, help="a JSON file: {bucket: {key: path of the bytes}}")
+    parser.add_argument("--access-key")
+    parser.add_argument("--secret")
+    parser.add_argument("--port-file")
+    arguments = parser.parse_args()
+    Handler.access_key, Handler.secret = arguments.access_key, arguments.secret
+    with open(arguments.objects) as handle:
+        for bucket, objects in json.load(handle).items():
+            for key, path in objects.items():
+                with open(path, "rb") as data:
+                    OBJECTS[(bucket, key)] = data.read()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    port = server.server_address[1]
+    if arguments.port_file:
+        with open(arguments.port_file + ".tmp", "w") as handle:
+            handle.write(str(port))
+        os.rename(arguments.port_file + ".tmp", arguments.port_file)
+    print(port, flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
