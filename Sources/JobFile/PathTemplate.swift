@@ -70,6 +70,11 @@ package struct PathTemplate: Sendable {
     /// Whether it has `{key}`: planning hashes a source's key for it only then.
     package var namesKey: Bool { pieces.contains { if case .key = $0 { true } else { false } } }
 
+    /// Whether a source's name or key tells its path from another's: else every source writes one path.
+    package var namesSource: Bool {
+        pieces.contains { switch $0 { case .stem, .ext, .dir, .key: true; case .literal, .name, .hash: false } }
+    }
+
     /// The digits `{hash}` stands for: `OutputFacts.shortHash`.
     package static let hashDigits = 8
 

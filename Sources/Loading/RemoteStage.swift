@@ -116,7 +116,7 @@ package final class RemoteStage: @unchecked Sendable {
     }
 
     private func nextSource() -> PlannedSource? {
-        do { return try sources.next() } catch { fail(error); return nil }
+        do { return try sources.next(recording: recorder.record) } catch { fail(error); return nil }
     }
 
     /// Marks cached originals used now (the cache trims the least recently used).

@@ -23,6 +23,9 @@ public struct ItemFailure: Error, Sendable, Codable, Equatable, CustomStringConv
         case write
         /// The worker process died while holding the item.
         case crashed
+        /// Another source's item of its output would write the same path (`x//a.jpg` and
+        /// `x/a.jpg`, `a.jpg` and `a.png` for `{stem}.webp`): neither runs while both are there.
+        case collision
     }
 
     public let kind: Kind

@@ -175,7 +175,7 @@ public enum JobRunner {
     private static func localTasks(_ sources: PlannedSources, classifier: Classifier, recorder: Recorder,
                                    downloadOnly: Bool) -> Scheduler.LocalSource {
         return {
-            while !downloadOnly, let source = try sources.next() {
+            while !downloadOnly, let source = try sources.next(recording: recorder.record) {
                 switch source.identity {
                 case .missing(let message), .notRegular(_, let message):
                     // Recorded under the fingerprint it failed with, as a worker's start records it:
@@ -231,10 +231,12 @@ public enum JobRunner {
     }
 
     /// Everything that can be checked before any work: the job file itself, then its sources
-    /// and output paths (missing folders, collisions, escapes). Returns the number of items.
-    public static func validate(_ job: Job) throws -> Int {
+    /// and output paths (missing folders, collisions of the job's outputs, escapes). Returns the
+    /// number of items; `collided` hears of items two sources would write to one path (what the
+    /// sources hold, not the job file: they fail when run).
+    public static func validate(_ job: Job, collided: (_ item: String, _ reason: String) -> Void = { _, _ in }) throws -> Int {
         var items = 0
-        try Planner(job: job).forEachSource { items += $0.items.count }
+        try Planner(job: job).forEachSource(collided: { item, _, failure in collided(item, failure.message) }) { items += $0.items.count }
         return items
     }
 

@@ -31,8 +31,15 @@ struct RunPlan {
         var folders: Set<String> = [job.remote.cacheDirectory]
         var repeatedURLs = DigestSet()
         var sourcesToDo = 0
+        // Items two sources would write to one path: left out of the work, failed (a standing
+        // collision as a known failure), as the spool is read.
+        var collided: [String: ItemEvent] = [:]
         (runID, counts) = try store.beginRun(vipsVersion: planner.classifier.vipsVersion, limitsDigest: planner.classifier.limitsDigest) { pass in
-            try planner.classifyAll(state: pass, memory: pass, retryFailed: options.retryFailed, force: options.force) { found in
+            try planner.classifyAll(state: pass, memory: pass, retryFailed: options.retryFailed, force: options.force, collided: { key, path, failure in
+                let standing = try pass.recorded(key)?.failureKind == .collision
+                collided[key] = standing ? .stillFailed(key: key, outputPath: path)
+                    : .finished(key: key, outputPath: path, outcome: .failed(failure, seconds: 0))
+            }) { found in
                 var source = found
                 // Every output folder, up to date or not: a killed run may have staged a file beside
                 // an output whose record still stands (a --force run stopped before it started the item).
@@ -52,8 +59,8 @@ struct RunPlan {
             }
         }
         self.repeatedURLs = repeatedURLs
-        local = try localSpool.finishWriting()
-        remote = try remoteSpool.finishWriting()
+        local = try localSpool.finishWriting(collided: collided)
+        remote = try remoteSpool.finishWriting(collided: collided)
         // A killed run may have left temporary files beside the outputs and in the originals cache;
         // folders unchanged since a sweep found them clean are not read again.
         let knownClean = try store.cleanFolders()

@@ -12,6 +12,9 @@ public struct PlanCounts: Sendable, Codable {
     public var upToDate = 0
     public var blocked = 0
     public var knownFailures = 0
+    /// Items not run because another source's item of their output would write the same path
+    /// (among those counted to run or to revalidate).
+    public var collisions = 0
     /// Derived values (`derive`) to compute, one per value per source; a source whose items are
     /// all up to date is decoded for them alone.
     public var toDerive = 0
@@ -29,6 +32,7 @@ public struct PlanCounts: Sendable, Codable {
     public var described: String {
         var line = "\(toRun) to run, \(revalidate) to revalidate, \(upToDate) up to date, \(blocked) blocked"
         if knownFailures > 0 { line += ", \(knownFailures) known failure\(knownFailures == 1 ? "" : "s") (not retried without --retry-failed)" }
+        if collisions > 0 { line += ", \(collisions) colliding (another source would write the same output; they fail)" }
         if toDerive > 0 { line += ", \(toDerive) derived value\(toDerive == 1 ? "" : "s") to compute" }
         if reusedSources { line += "; sources as the last plan found them (lists and folders unchanged)" }
         return line

@@ -2,6 +2,7 @@ internal import CSystem
 import Foundation
 import Synchronization
 import Support
+import Model
 
 /// The sources a run will work on, written once by the planning pass and read back in order,
 /// so a run's memory does not grow with its length. The file sits beside the state database
@@ -39,12 +40,13 @@ package final class PlanSpool {
         if pendingWrite.count >= 1 << 20 { try flush() }
     }
 
-    /// Ends writing; the sources are then read back, in order, through the returned reader.
-    package func finishWriting() throws -> PlannedSources {
+    /// Ends writing; the sources are then read back, in order, through the returned reader, but for
+    /// the items `collided` names, which are not to run: their events are handed over instead.
+    package func finishWriting(collided: [String: ItemEvent] = [:]) throws -> PlannedSources {
         try flush()
         lseek(descriptor, 0, SEEK_SET)
         handedOver = true
-        return PlannedSources(descriptor: descriptor, count: count)
+        return PlannedSources(descriptor: descriptor, count: count, collided: collided)
     }
 
     private func flush() throws {
@@ -61,16 +63,30 @@ package final class PlannedSources: Sendable {
     /// The reader's buffer and position: one reader at a time, by construction.
     private let channel: Mutex<LineChannel>
     package let count: Int
+    private let collided: [String: ItemEvent]
 
-    fileprivate init(descriptor: Int32, count: Int) {
-        (self.descriptor, self.count) = (descriptor, count)
+    fileprivate init(descriptor: Int32, count: Int, collided: [String: ItemEvent]) {
+        (self.descriptor, self.count, self.collided) = (descriptor, count, collided)
         channel = Mutex(LineChannel(input: descriptor, output: -1))
     }
 
     deinit { close(descriptor) }
 
-    /// The next source, or nil after the last.
-    package func next() throws(PlanSpool.Failure) -> PlannedSource? {
+    /// The next source with work, or nil after the last; `record` gets the events of its items
+    /// that collided, which are left out.
+    package func next(recording record: ([ItemEvent]) -> Void) throws(PlanSpool.Failure) -> PlannedSource? {
+        while var source = try read() {
+            guard !collided.isEmpty else { return source }
+            let events = source.items.compactMap { collided[$0.key] }
+            guard !events.isEmpty else { return source }
+            record(events)
+            source.items.removeAll { collided[$0.key] != nil }
+            if !source.items.isEmpty || source.derivation != nil { return source }
+        }
+        return nil
+    }
+
+    private func read() throws(PlanSpool.Failure) -> PlannedSource? {
         try channel.withLock { channel throws(PlanSpool.Failure) -> PlannedSource? in
             do throws(ChannelError) {
                 return try channel.receive(PlannedSource.self)

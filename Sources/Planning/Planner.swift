@@ -26,11 +26,14 @@ package struct Planner {
     }
 
     /// Visits every source of the job (of its shard, when it has one) once, in order, with all its
-    /// items pending: sources deduplicated, outputs named, collisions and escapes rejected (as
-    /// `JobFileError`). A shard names the whole job's outputs, so a collision with another shard's
-    /// output is an error in every shard, never a silent overwrite; but it only names another
-    /// shard's sources' outputs (no `stat`, fingerprint or lookup) and checks collisions at the end
-    /// of the pass, in `OutputCollisions`' bounded memory.
+    /// items pending: sources deduplicated, outputs named, escapes rejected (as `JobFileError`).
+    /// Collisions are checked at the end of the pass, in `OutputCollisions`' bounded memory: two
+    /// outputs of the job writing one path, or a path template naming no source, is the job file's
+    /// doing (`JobFileError`); two sources one output would write to one path (`x//a.jpg` and
+    /// `x/a.jpg`, `a.jpg` and `a.png`) are what a folder or a bucket holds, and `collided` hears of
+    /// each such item of this shard's, which must not run. A shard names the whole job's outputs,
+    /// so a collision with another shard's output is seen in every shard, never a silent
+    /// overwrite; but it only names another shard's sources' outputs (no `stat`, fingerprint or lookup).
     ///
     /// With `memory`, a shard whose `SourceInputs` are those its last complete plan was recorded
     /// under, every path its walks saw unchanged, visits that plan's own sources instead (unless
@@ -38,7 +41,8 @@ package struct Planner {
     /// its walks saw, sealed only once the job passed the collision check and no list or walked
     /// folder changed while it was read or just before.
     @discardableResult
-    package func forEachSource(memory: (any SourceMemory)? = nil, replay: Bool = true, _ visit: (PlannedSource) throws -> Void) throws -> Bool {
+    package func forEachSource(memory: (any SourceMemory)? = nil, replay: Bool = true, collided: (_ item: String, _ path: String, ItemFailure) throws -> Void = { _, _, _ in },
+                               _ visit: (PlannedSource) throws -> Void) throws -> Bool {
         let started = Date().timeIntervalSince1970
         // Only a shard remembers: it is what reads the whole job for a part of it.
         let inputs = memory != nil && job.shard != nil ? SourceInputs(job) : nil
@@ -66,8 +70,9 @@ package struct Planner {
             try visit(source)
         }
         let suspects = try outputs.suspects()
-        if !suspects.isEmpty { try confirmCollision(among: suspects) }
-        if let memory, let inputs, inputs.settled(before: started), FileIdentity.settled(latestFolderChange, before: started),
+        // A plan with collisions is not remembered: the next one must find them again.
+        let collisions = suspects.isEmpty ? 0 : try confirmCollisions(among: suspects, collided)
+        if let memory, let inputs, collisions == 0, inputs.settled(before: started), FileIdentity.settled(latestFolderChange, before: started),
            SourceInputs(job) == inputs {
             try memory.sealSources(madeUnder: inputs.fingerprint)
         }
@@ -156,21 +161,35 @@ package struct Planner {
         }
     }
 
-    /// Throws for the first item (in discovery order) that writes a path an earlier item wrote,
-    /// among the paths whose digests `suspects` names. Discovers again and keeps the names of
-    /// those paths only, so it is only for the rare digest match (almost always a real collision).
-    private func confirmCollision(among suspects: Set<UInt64>) throws {
-        var firstWriters: [String: (item: String, source: String)] = [:]
-        try forEachUniqueSource { discovered, _ in
+    /// Tells `collided` of each item of this shard's that writes a path another source's item of
+    /// the same output writes (both, whatever the order), among the paths whose digests `suspects`
+    /// names, and returns how many; throws for two outputs on one path, or an output naming one path
+    /// for every source. Discovers again and keeps the names of those paths only, so it is only for
+    /// the rare digest match (almost always a real collision).
+    private func confirmCollisions(among suspects: Set<UInt64>, _ collided: (String, String, ItemFailure) throws -> Void) throws -> Int {
+        var writers: [String: [(item: String, source: String, own: Bool)]] = [:]
+        try forEachUniqueSource { discovered, own in
             for (index, path) in try outputPaths(of: discovered).enumerated() where suspects.contains(StableHash.value(path)) {
-                let key = ItemKey.of(source: discovered.key, output: job.outputs[index].name)
-                guard let other = firstWriters[path] else { firstWriters[path] = (key, discovered.key); continue }
-                if other.item != key {
-                    throw JobFileError("\(job.outputs[index].location).path", "two items would write \(path): \(other.item) and \(key); "
-                                       + "add \(Self.tokenTellingApart(other.source, discovered.key)) to the template")
+                let output = job.outputs[index]
+                let key = ItemKey.of(source: discovered.key, output: output.name)
+                guard let first = writers[path]?.first, first.item != key else { writers[path] = [(key, discovered.key, own)]; continue }
+                if ItemKey.split(first.item).output != output.name || !output.template.namesSource {
+                    throw JobFileError("\(output.location).path", "two items would write \(path): \(first.item) and \(key); "
+                                       + "add \(Self.tokenTellingApart(first.source, discovered.key)) to the template")
                 }
+                writers[path]?.append((key, discovered.key, own))
             }
         }
+        var count = 0
+        for (path, items) in writers where items.count > 1 {
+            for item in items where item.own {
+                let other = items.first { $0.source != item.source }!
+                let fix = "add \(Self.tokenTellingApart(other.source, item.source)) to \(job.outputs.first { $0.name == ItemKey.split(item.item).output }!.location).path"
+                try collided(item.item, path, ItemFailure(.collision, "\(other.source) would write \(path) too: \(fix)"))
+                count += 1
+            }
+        }
+        return count
     }
 
     /// The path token that tells two sources apart: `{ext}` for one name in two formats
@@ -178,6 +197,8 @@ package struct Planner {
     private static func tokenTellingApart(_ one: String, _ other: String) -> String {
         let (first, second) = (Paths.splitExtension(one), Paths.splitExtension(other))
         if first.stem == second.stem && first.ext != second.ext { return "{ext} (or {key})" }
+        // `x//a.jpg` and `x/a.jpg`: `{dir}` is the same folder for both.
+        if Paths.normalize(one) == Paths.normalize(other) { return "{key}" }
         if Paths.lastComponent(one) == Paths.lastComponent(other) { return "{dir} (or {key})" }
         return "{dir} or {key}"
     }
@@ -187,10 +208,14 @@ package struct Planner {
     /// A shard reuses and records its own sources through `memory` (`forEachSource`); `force`
     /// finds them again.
     package func classifyAll(state: some PlanningLookup, memory: (any SourceMemory)? = nil, retryFailed: Bool, force: Bool,
+                             collided: (_ item: String, _ path: String, ItemFailure) throws -> Void = { _, _, _ in },
                              _ visit: (PlannedSource) throws -> Void) throws -> PlanCounts {
         var counts = PlanCounts()
         let outputStats = FolderStat(folders: job.outputs.count)
-        counts.reusedSources = try forEachSource(memory: memory, replay: !force) { found in
+        counts.reusedSources = try forEachSource(memory: memory, replay: !force, collided: { key, path, failure in
+            counts.collisions += 1
+            try collided(key, path, failure)
+        }) { found in
             var source = found
             try classifier.classify(&source, state: state, retryFailed: retryFailed, force: force, statting: outputStats)
             counts.add(source)

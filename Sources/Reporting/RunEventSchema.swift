@@ -31,7 +31,7 @@ package enum RunEventSchema {
 
     private static let plan = event("plan", "The plan's counts, as `runner plan --json` names them, and what the sweep for temporary files did.", [
         "job": job,
-        "toRun": count, "revalidate": count, "upToDate": count, "blocked": count, "knownFailures": count,
+        "toRun": count, "revalidate": count, "upToDate": count, "blocked": count, "knownFailures": count, "collisions": count,
         "toDerive": ["type": "integer", "minimum": 0, "description": "Derived values to compute."],
         "reusedSources": ["type": "boolean", "description": "The shard took its sources from its last plan."],
         "foldersSwept": ["type": "integer", "minimum": 0, "description": "Output folders whose names were read."],

@@ -87,7 +87,8 @@ extension StateStore {
                 default: return nil
                 }
                 let kind: ItemFailure.Kind = try DatabaseValue(sqliteStatement: raw, index: 3).stored(Item.errorKind, of: ItemRecord.self)
-                guard kind.canBeFinal else { return nil }
+                // A collision is looked up only to tell a standing one from a new one (`Planner.forEachSource`).
+                guard kind.canBeFinal || kind == .collision else { return nil }
                 return LedgerEntry(fingerprint: fingerprint, outputPath: outputPath, failureKind: kind,
                                    failedUnder: String.fromDatabaseValue(DatabaseValue(sqliteStatement: raw, index: 4)))
             }

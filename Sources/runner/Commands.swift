@@ -98,7 +98,9 @@ struct Validate: RunnerCommand {
     @OptionGroup var job: JobArgument
 
     func execute() throws {
-        let (loaded, items) = try job.with { ($0, try JobRunner.validate($0)) }
+        let (loaded, items) = try job.with { job in
+            (job, try JobRunner.validate(job) { item, reason in FileHandle.standardError.write(Data("runner: \(item) will fail: \(reason)\n".utf8)) })
+        }
         print("\(job.job): valid (\(loaded.outputNames.count) outputs: \(loaded.outputNames.joined(separator: ", ")); \(items) items)")
     }
 }

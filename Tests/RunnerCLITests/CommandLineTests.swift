@@ -63,7 +63,7 @@ struct CommandLineTests {
             """, name: "missing.json")
         try workspace.writeJob("""
             {"version": 1, "sources": [{"path": "in"}, {"path": "more"}],
-             "outputs": [{"name": "t", "path": "out/{stem}.jpg", "chain": [], "format": {"type": "jpeg"}}]}
+             "outputs": [{"name": "t", "path": "out/friends.jpg", "chain": [], "format": {"type": "jpeg"}}]}
             """, name: "collide.json")
         for command in ["validate", "run", "plan"] {
             let missing = try workspace.run([command, "missing.json"])

@@ -169,3 +169,10 @@ struct InterruptionTests {
         #expect(workspace.files(in: "out") == ["friends.jpg"])
     }
 }
+
+/// The `item` events of a finished `--log-format json` run, decoded.
+func itemEvents(_ stdout: String) -> [[String: Any]] {
+    stdout.split(separator: "\n").compactMap { line in
+        (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]).flatMap { $0["event"] as? String == "item" ? $0 : nil }
+    }
+}

@@ -84,4 +84,50 @@ struct ListingTrustTests {
             #expect(gets == Set(expected.map { "GET \($0) HTTP/1.1" }), "\(lie): \(gets)")
         }
     }
+
+    @Test("two keys that would write one output (x//a.jpg and x/a.jpg) fail those items, each naming the other, and the rest of the night runs")
+    func collidingKeys() throws {
+        let photo = Fixtures.path("photos/fig-bowl.jpg")
+        let store = try Self.store(["orig/x//a.jpg": photo, "orig/x/a.jpg": photo, "orig/b.jpg": photo])
+        let workspace = try Workspace()
+        let night = try workspace.run([try job(workspace, store, path: "out/{dir}/{stem}.webp"), "--log-format", "json"], environment: Self.credentials)
+        #expect(night.status == 1, "\(night.stdout)\(night.stderr)")
+        let failed = itemEvents(night.stdout).filter { $0["state"] as? String == "failed" }
+        #expect(failed.count == 2 && failed.allSatisfy { $0["kind"] as? String == "collision" }, "\(failed)")
+        let reasons = failed.compactMap { $0["message"] as? String }
+        #expect(reasons.contains { $0.hasPrefix("s3://photos/orig/x//a.jpg would write \(workspace.path("out/x/a.webp")) too: add {key}") }
+                && reasons.contains { $0.hasPrefix("s3://photos/orig/x/a.jpg would write") }, "\(reasons)")
+        #expect(workspace.files(in: "out") == ["b.webp"], "\(workspace.files(in: "out"))")
+    }
+}
+
+/// What a folder holds is not a job-file error either: one name in two formats under `{stem}` fails
+/// those items until one goes, and the rest runs.
+@Suite("Sources that would write one output")
+struct CollidingSourcesTests {
+    @Test("a.jpg and a.png under {stem}.webp: both fail (new, then known), the rest runs; once one goes, the other is made")
+    func oneNameTwoFormats() throws {
+        let workspace = try Workspace()
+        try workspace.copyFixtures(["formats/photo.avif", "formats/photo.gif", "photos/friends.jpg"], to: "in")
+        let job = try workspace.writeJob("""
+        {"version": 1, "sources": [{"path": "in"}],
+         "outputs": [{"name": "t", "path": "out/{stem}.webp", "chain": [{"op": "thumbnail", "width": 32, "height": 32}], "format": {"type": "webp"}}],
+         "state": "state.sqlite"}
+        """)
+        let validated = try workspace.run(["validate", job])
+        #expect(validated.status == 0 && validated.stderr.contains("in/photo.gif@t will fail: \(workspace.path("in/photo.avif")) would write"),
+                "\(validated.stdout)\(validated.stderr)")
+        let planned = try workspace.run(["plan", job])
+        #expect(planned.stdout.contains("3 to run") && planned.stdout.contains("2 colliding"), "\(planned.stdout)\(planned.stderr)")
+        let first = try workspace.run([job])
+        #expect(first.status == 1 && first.stdout.contains("1 done, 2 failed"), "\(first.stdout)\(first.stderr)")
+        #expect(first.stderr.contains("collision: ") && first.stderr.contains("add {ext} (or {key}) to outputs[0].path"), "\(first.stderr)")
+        let second = try workspace.run([job])
+        #expect(second.status == 0 && second.stdout.contains("0 done, 0 failed, 1 up to date") && second.stdout.contains("2 known failures"),
+                "a standing collision is a known failure: \(second.stdout)\(second.stderr)")
+        unlink(workspace.path("in/photo.gif"))
+        let third = try workspace.run([job])
+        #expect(third.status == 0 && third.stdout.contains("1 done, 0 failed, 1 up to date"), "\(third.stdout)\(third.stderr)")
+        #expect(workspace.files(in: "out") == ["friends.webp", "photo.webp"])
+    }
 }

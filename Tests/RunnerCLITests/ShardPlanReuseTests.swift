@@ -109,7 +109,7 @@ struct ShardPlanReuseTests {
         #expect(FileManager.default.fileExists(atPath: workspace.path("out/in/7.jpg")))
     }
 
-    @Test("a line that makes two outputs collide is refused by every shard")
+    @Test("a line that makes two sources write one output fails its item in its shard, naming the other; the plan is not kept")
     func collidingLine() async throws {
         let workspace = try Workspace()
         let job = try await listJob(workspace, photos: ["a/x.jpg", "b/x.jpg", "c/y.jpg", "c/z.jpg", "c/w.jpg"],
@@ -120,11 +120,17 @@ struct ShardPlanReuseTests {
         try list.seekToEnd()
         try list.write(contentsOf: Data("b/x.jpg\n".utf8))
         try list.close()
-        let refused = try runShards(workspace, job, expecting: 2)
-        for stderr in refused.stderr { #expect(stderr.contains("two items would write") && stderr.contains("out/x.jpg"), "\(stderr)") }
+        // a/x.jpg's output is up to date and stays; the new line's item fails, in whichever shard has it.
+        let failed = (0..<2).map { index -> (Int32, Int, String) in
+            let result = try? workspace.run([job, "--shard", "\(index)/2", "--log-format", "json"])
+            return (result?.status ?? -1, summaryEvent(result?.stdout ?? "")?["failed"] as? Int ?? 0, (result?.stdout ?? "") + (result?.stderr ?? ""))
+        }
+        #expect(failed.map(\.1).reduce(0, +) == 1 && failed.allSatisfy { $0.0 == ($0.1 > 0 ? 1 : 0) }, "\(failed)")
+        #expect(failed.contains { $0.2.contains("\"message\":\"\(workspace.path("a/x.jpg")) would write \(workspace.path("out/x.jpg")) too") }, "\(failed)")
+        for index in 0..<2 { #expect(try plan(workspace, job, shard: index)["reusedSources"] as? Bool == false, "shard \(index)/2") }
     }
 
-    @Test("a changed output template is checked against the whole job again; the refused run records nothing")
+    @Test("a changed output template is checked against the whole job again: the items it makes collide fail, and run once it is back")
     func changedTemplate() async throws {
         let workspace = try Workspace()
         let job = try await listJob(workspace, photos: ["a/x.jpg", "b/x.jpg", "c/y.jpg"], lines: ["a/x.jpg", "b/x.jpg", "c/y.jpg"],
@@ -132,10 +138,12 @@ struct ShardPlanReuseTests {
         #expect(try runShards(workspace, job).done == 3)
         for index in 0..<2 { #expect(try plan(workspace, job, shard: index)["reusedSources"] as? Bool == true, "shard \(index)/2") }
         try writeJob(workspace, template: "out/{stem}.jpg")
-        let refused = try runShards(workspace, job, expecting: 2)
-        for stderr in refused.stderr { #expect(stderr.contains("two items would write"), "\(stderr)") }
-        // Back as it was: the record made under it still stands, untouched by the refused runs.
+        let results = try (0..<2).map { try workspace.run([job, "--shard", "\($0)/2", "--log-format", "json"]) }
+        #expect(results.map { summaryEvent($0.stdout)?["failed"] as? Int ?? 0 }.reduce(0, +) == 2, "\(results.map(\.stdout))")
+        #expect(results.map { summaryEvent($0.stdout)?["done"] as? Int ?? 0 }.reduce(0, +) == 1, "\(results.map(\.stdout))")
+        #expect(results.allSatisfy { $0.status != 2 }, "what the folders hold is no job-file error: \(results.map(\.stderr))")
+        // Back as it was: the two items run again; the third's output moves back.
         try writeJob(workspace, template: "out/{dir}/{stem}.jpg")
-        for index in 0..<2 { #expect(try plan(workspace, job, shard: index)["reusedSources"] as? Bool == true, "shard \(index)/2") }
+        #expect(try runShards(workspace, job).done == 3)
     }
 }
