@@ -28,6 +28,8 @@ public struct Job: Sendable {
     public let remote: RemoteSettings
     /// Where the state database is kept between runs, when not on this machine's disk alone.
     package var stateBucket: StateBucketSettings? = nil
+    /// Seconds an output's replaced file stays after the manifest that stops naming it is published.
+    package var keepReplaced: Double = 7 * 86_400
     /// The part of the job this run does (`--shard K/N`); nil for the whole job.
     public internal(set) var shard: Shard? = nil
     /// The job's state database without a shard: every shard's database sits beside it.
@@ -84,15 +86,15 @@ package struct OutputSpec: Sendable {
     package let colourSpace: ColourSpacePolicy
     /// Most frames an animated output may have; the job's `limits.frames` when not set here.
     package let frames: Int?
-    /// Where and how its objects are written when its path is `s3://`; nil for files.
-    package let bucket: BucketOutput?
+    /// Where it is published: a folder, or a bucket and how its objects are written.
+    package let destination: any Destination
 
     /// Everything about how this output renders a source; part of each item's fingerprint. A block's
     /// next narrower width decides whether it is made (`sameBytes`), so it is part of it too: a width
     /// added or removed below redoes the one above it.
     package var recipe: String {
         "\(chain.identifier)=>\(encoder.identifier);autorotate:\(autorotate);metadata:\(metadata.identifier);colorspace:\(colourSpace.rawValue)"
-            + (set?.narrower.map { ";narrower:\($0)" } ?? "") + (bucket?.identifier ?? "")
+            + (set?.narrower.map { ";narrower:\($0)" } ?? "") + destination.identifier
     }
 
     /// eleventy-img's rule for a block's widths (docs/JOB-FILE.md, Width and format blocks): a width
@@ -103,14 +105,6 @@ package struct OutputSpec: Sendable {
         guard let set, let narrower = set.narrower, narrower >= sourceWidth else { return nil }
         return outputs.filter { $0.set?.block == set.block && $0.set?.formatIndex == set.formatIndex && $0.set?.width ?? 0 >= sourceWidth }
             .min { $0.set?.width ?? 0 < $1.set?.width ?? 0 }
-    }
-}
-
-extension [OutputSpec] {
-    /// How the first output that writes to `bucket` writes there: the store a manifest or an
-    /// orphan in that bucket goes through.
-    package func bucketOutput(writingTo bucket: String) -> BucketOutput? {
-        lazy.compactMap { output in output.bucket.flatMap { ObjectURL(output.template.root)?.bucket == bucket ? $0 : nil } }.first
     }
 }
 
@@ -126,21 +120,6 @@ package struct StateBucketSettings: Sendable {
     package func object(for statePath: String) -> ObjectURL {
         ObjectURL(bucket: folder.bucket, key: folder.key + Paths.lastComponent(statePath))
     }
-}
-
-/// Where an output with an `s3://` path writes its objects, and what they are written with.
-package struct BucketOutput: Sendable {
-    package static let immutable = "public, max-age=31536000, immutable"
-    package static let revalidated = "public, max-age=86400"
-
-    package let endpoint: S3Endpoint
-    package let cacheControl: String
-    /// An object larger than this goes up in parts of this size.
-    package let partSize: Int
-
-    /// What an item's fingerprint holds of it: objects written to another store, or with another
-    /// `Cache-Control`, are written again. The part size changes no object.
-    package var identifier: String { ";store:\(endpoint.scheme)://\(endpoint.authority)/\(endpoint.addressing.rawValue);cacheControl:\(cacheControl)" }
 }
 
 /// One output of a block of `widths` × `formats` (docs/JOB-FILE.md, Width and format blocks): which

@@ -48,7 +48,7 @@ extension Job {
         // A bucket's listing retries as the job's downloads and writes do.
         let retry = try readRetry(root)
         let sources = try readSources(root, baseDirectory: baseDirectory, retry: retry)
-        let outputs = try readOutputs(root, baseDirectory: baseDirectory)
+        let outputs = try readOutputs(root, baseDirectory: baseDirectory, retry: retry)
         let derive = try root.read(Keys.derive)
         let statePath = Paths.resolve(try root.optional(Keys.state) ?? "\(defaultName).sqlite", against: baseDirectory)
         let concurrencySection = try root.object(Keys.concurrency)
@@ -60,6 +60,7 @@ extension Job {
                                                      roots: outputs.map { ($0.location, $0.template.root) },
                                                      statePath: statePath)
         let stateBucket = try readStateBucket(root)
+        let keepReplaced = try root.read(Keys.keepReplaced)
         // The kernel stops a path at a NUL: the database and the cache would land beside the named place.
         for (key, path) in [(Keys.state, statePath), (RemoteSettings.Keys.cache, remote.cacheDirectory)] where path.utf8.contains(0) {
             throw root.error(key, "must not contain a NUL character")
@@ -69,7 +70,7 @@ extension Job {
         try root.finish()
 
         return Job(name: name, filePath: filePath, text: text, baseDirectory: baseDirectory, sources: sources,
-                   outputs: outputs, derive: derive, manifest: manifest, concurrency: concurrency, limits: limits, statePath: statePath, remote: remote, stateBucket: stateBucket)
+                   outputs: outputs, derive: derive, manifest: manifest, concurrency: concurrency, limits: limits, statePath: statePath, remote: remote, stateBucket: stateBucket, keepReplaced: keepReplaced)
     }
 
     package enum StateBucketKeys {
@@ -120,6 +121,8 @@ extension Job {
                 + "Each element is a name, or an object naming it in \"value\" with its settings; each at most once.")
         package static let state = Key.text("state", .optional("<job file name>.sqlite beside the job file"),
                                     "The state database, relative to the job file; its lock is STATE.lock.")
+        package static let keepReplaced = Key.duration("keepReplaced", .defaults(7 * 86_400),
+            "How long an output's old file (a {hash} name whose bytes changed, a block width a source no longer reaches, a moved output) is kept after the manifest that stops naming it is published (after the run, without a manifest), so a site deployed from the previous manifest keeps working; \"0s\" removes it then. runner prune lists them; runs and prune --delete remove them once past it.")
         package static let concurrency = ObjectKey("concurrency", .fixed(ObjectShape([
             Concurrency.process, Concurrency.threadsPerImage, Concurrency.recycleAfter,
             RemoteSettings.Keys.download, RemoteSettings.Keys.perHost,
@@ -132,7 +135,7 @@ extension Job {
 
     /// The top level of a job file.
     package static let shape = ObjectShape([
-        Keys.schema, Keys.version, Keys.name, Keys.sources, Keys.outputs, Keys.derive, SiteManifestSettings.key, Keys.state, StateBucketKeys.key,
+        Keys.schema, Keys.version, Keys.name, Keys.sources, Keys.outputs, Keys.derive, SiteManifestSettings.key, Keys.state, Keys.keepReplaced, StateBucketKeys.key,
         Keys.concurrency, Keys.limits,
         RemoteSettings.Keys.http, RemoteSettings.Keys.retry, RemoteSettings.Keys.blacklist,
         RemoteSettings.Keys.cache, RemoteSettings.Keys.cacheMaxBytes,
@@ -223,20 +226,20 @@ extension Job {
         return store
     }
 
-    /// Where an output with an `s3://` path is written: its store, `cacheControl` and `partSize`;
-    /// nil for a file output, which may give none of those keys.
-    private static func bucketOutput(_ output: ObjectReader, written: String) throws -> BucketOutput? {
-        guard ObjectURL.names(written) else {
+    /// Where an output is published: a bucket for an `s3://` path (its store, `cacheControl` and
+    /// `partSize`), else a folder, which may give none of those keys.
+    private static func destination(_ output: ObjectReader, written: String, retry: RetryPolicy) throws -> any Destination {
+        guard let object = ObjectURL(written) else {
             let storeKeys: [any KeyDeclaration] = [Source.endpoint, Source.region, Source.addressing, Output.cacheControl, Output.partSize]
             if let given = storeKeys.first(where: { output.has($0) }) {
                 throw output.error(given, "is only for an output whose path is s3://BUCKET/...")
             }
-            return nil
+            return FolderDestination.shared
         }
         let hashed = written.contains("{hash}")
-        return BucketOutput(endpoint: try store(output),
-                            cacheControl: try output.optional(Output.cacheControl) ?? (hashed ? BucketOutput.immutable : BucketOutput.revalidated),
-                            partSize: try output.read(Output.partSize))
+        return BucketDestination(endpoint: try store(output), bucket: object.bucket,
+                                 cacheControl: try output.optional(Output.cacheControl) ?? (hashed ? BucketDestination.immutable : BucketDestination.revalidated),
+                                 partSize: try output.read(Output.partSize), retry: retry)
     }
 
     /// Patterns a folder source picks up when it names none (matched case-insensitively).
@@ -314,7 +317,7 @@ extension Job {
             "srgb converts to sRGB; keep leaves RGB and grey pixels in the source's colour space (use with keepIcc). CMYK is converted either way.")
         package static let frames = Key.integer("frames", .positive, .optional("limits.frames"), "This output's frame limit for animations.")
 
-        package static let cacheControl = Key.text("cacheControl", .optional("\(BucketOutput.immutable) with {hash} in the path, else \(BucketOutput.revalidated)"),
+        package static let cacheControl = Key.text("cacheControl", .optional("\(BucketDestination.immutable) with {hash} in the path, else \(BucketDestination.revalidated)"),
             "The Cache-Control an s3:// output's objects are written with.")
         package static let partSize = Key.integer("partSize", .range(5_242_880, 5_368_709_120), .defaults(16_777_216),
             "An s3:// output larger than this many bytes is uploaded in parts of this size (S3's multipart upload; 5 MiB at least).")
@@ -357,7 +360,7 @@ extension Job {
         return .keep(fields)
     }
 
-    private static func readOutputs(_ root: ObjectReader, baseDirectory: String) throws -> [OutputSpec] {
+    private static func readOutputs(_ root: ObjectReader, baseDirectory: String, retry: RetryPolicy) throws -> [OutputSpec] {
         var seen: Set<String> = []
         let context = OperationContext(baseDirectory: baseDirectory)
         return try root.array(Keys.outputs).flatMap { element in
@@ -374,7 +377,7 @@ extension Job {
             let metadata = try readMetadata(output)
             let colourSpace = try output.read(Output.colorspace)
             let frames = try output.optional(Output.frames)
-            let bucket = try bucketOutput(output, written: written)
+            let destination = try destination(output, written: written, retry: retry)
             try output.finish()
             return try block.members.map { member in
                 // The block's outputs are named after it; a name taken elsewhere is the block's error.
@@ -384,7 +387,7 @@ extension Job {
                 let steps: [any ImageOperation] = member.set?.width.map { [Thumbnail(inside: $0)] } ?? []
                 return OutputSpec(name: member.name, location: element.path, set: member.set, template: member.template,
                                   chain: OperationChain(steps: steps + chain.steps), encoder: member.encoder, autorotate: autorotate,
-                                  metadata: metadata, colourSpace: colourSpace, frames: frames, bucket: bucket)
+                                  metadata: metadata, colourSpace: colourSpace, frames: frames, destination: destination)
             }
         }
     }

@@ -236,7 +236,7 @@ package final class RemoteStage: @unchecked Sendable {
         let outputStats = FolderStat(folders: source.items.count)
         for var item in source.items {
             item.fingerprint = classifier.fingerprint(identity, output: item.outputIndex)
-            if item.isUpToDate(statting: outputStats) {
+            if item.isUpToDate(in: job.outputs[item.outputIndex].destination, statting: outputStats) {
                 settled.append(revalidated ? .unchanged(key: item.key, outputPath: item.currentPath, fingerprint: item.fingerprint)
                     : .notRevalidated(key: item.key, outputPath: item.currentPath, fingerprint: item.fingerprint))
             } else if item.isKnownFailure {

@@ -52,18 +52,6 @@ package enum AtomicFile {
         return Paths.directory(of: path) + "/" + hidden + suffix
     }
 
-    /// Where an output is staged: beside it, or for an object (`s3://...`) in `folder` (the job's
-    /// upload folder) under a hash of its URL, to be uploaded from there.
-    package static func stagingPath(for path: String, uploads folder: String) -> String {
-        guard ObjectURL.names(path) else { return path }
-        return folder + "/" + StableHash.hex(path) + "." + Paths.splitExtension(Paths.lastComponent(path)).ext
-    }
-
-    /// The folder `stagingPath` stages in, without naming the file (planning asks it of every item).
-    package static func stagingFolder(for path: String, uploads folder: String) -> String {
-        ObjectURL.names(path) ? folder : Paths.directory(of: path)
-    }
-
     /// Writes `data` beside `path` under a temporary name that names `owner`, the process that
     /// will publish it (while it lives, no other run removes the file).
     package static func stage(_ data: Data, for path: String, owner: pid_t) throws(ItemFailure) -> Staged {

@@ -30,18 +30,17 @@ package final class ObjectWriter: Sendable {
         }
     }
 
-    private let parallel: Int
     private let retry: RetryPolicy
     private let idle = Mutex<[HTTPConnection]>([])
 
-    package init(parallel: Int, retry: RetryPolicy = .standard) { (self.parallel, self.retry) = (max(parallel, 1), retry) }
+    package init(retry: RetryPolicy = .standard) { self.retry = retry }
 
-    /// Makes every change, in parallel; one result per change, in order.
-    package func perform(_ changes: [Change]) -> [Failure?] {
+    /// Makes every change, up to `parallel` at once; one result per change, in order.
+    package func perform(_ changes: [Change], parallel: Int) -> [Failure?] {
         let results = Mutex([Failure?](repeating: nil, count: changes.count))
         let next = Atomic(0)
         let group = DispatchGroup()
-        for _ in 0..<min(parallel, changes.count) {
+        for _ in 0..<min(max(parallel, 1), changes.count) {
             group.enter()
             Thread { [self] in
                 defer { group.leave() }

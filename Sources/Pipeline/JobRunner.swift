@@ -72,7 +72,7 @@ public enum JobRunner {
             reporter.notice("\((named as? StateDatabaseError)?.summary ?? "\(named)"): stopping, finishing items in flight")
         }
         let recorder = Recorder(store: store, runID: plan.runID, outputs: job.outputs, uploads: job.remote.downloads,
-                                retry: job.remote.retry, onFailure: stopRecording, onCommitted: committed.add)
+                                onFailure: stopRecording, onCommitted: committed.add)
         let checkpoints = mirror?.checkpoints(store, onFailure: stopRecording)
         reporter.planned(plan.counts, sweep: plan.sweep)
         if let notice = S3Source.credentialsNotice(job) { reporter.notice(notice) }
@@ -134,7 +134,12 @@ public enum JobRunner {
                                metricsPath: String?, reporter: Reporter) {
         var files: [() throws -> Void] = []
         if let metricsPath { files.append { [summary] in try MetricsFile(job: job, summary: summary, store: store).write(to: metricsPath) } }
-        if job.manifest != nil { files.append { try SiteManifestWriter.writeJobManifest(job, stores: [store], shard: job.shard) } }
+        // Once the manifest that stops naming them is out, retired files start their `keepReplaced`.
+        files.append {
+            try SiteManifestWriter.writeJobManifest(job, stores: [store], shard: job.shard)
+            try store.publishRetired()
+            _ = try removeRetired(job, store: store)
+        }
         for write in files {
             do { try write() } catch {
                 // Said whatever else failed; it decides the exit code only of a run that did its work.
@@ -256,7 +261,7 @@ public enum JobRunner {
             return (try planner.classifyAll(state: PlanningState(), retryFailed: retryFailed, force: force, visit), 0)
         }
         defer { store.close() }
-        var current = CurrentItems(outputs: job.outputs)
+        var current = CurrentItems(job: job)
         let counts = try store.plan { pass in
             try planner.classifyAll(state: pass, memory: pass, retryFailed: retryFailed, force: force) { source in
                 current.insert(source)

@@ -13,6 +13,18 @@ extension JobRunner {
         public var failed = 0
         /// Recorded sources (facts and derived values) of sources the job no longer plans.
         public var sources = 0
+        /// Replaced files kept for a site deployed from an earlier manifest (`keepReplaced`), and
+        /// those of them past it, which pruning deletes (or deleted).
+        public var retired = 0, retiredDue = 0
+    }
+
+    /// A replaced file kept for `keepReplaced`: the item it was, where, and when it may go (nil
+    /// until the manifest that stops naming it is out); `due`: it may go now.
+    public struct Retired: Sendable {
+        public let item: String
+        public let path: String
+        public let removableAfter: Date?
+        public let due: Bool
     }
 
     /// Lists, and with `delete` prunes, the items the job's state databases record (each shard's,
@@ -22,8 +34,10 @@ extension JobRunner {
     /// Then the recorded sources (`source` rows and their derived values) of sources the job no
     /// longer plans: `visitSource` sees each key, and `delete` drops them.
     /// Nil when the job has never run; nothing is created then.
+    /// Last, the replaced files kept for `keepReplaced`: `visitRetired` sees each, and `delete`
+    /// removes those past it.
     public static func prune(_ job: Job, delete: Bool, _ visit: (Orphan) throws -> Void,
-                             visitSource: (String) throws -> Void = { _ in }) throws -> PruneCounts? {
+                             visitSource: (String) throws -> Void = { _ in }, visitRetired: (Retired) throws -> Void = { _ in }) throws -> PruneCounts? {
         // The databases that answer for the job now, as status reads them (each shard's of the layout that ran last).
         let found = try JobDatabases(job: job)
         let databases = found.parts
@@ -37,7 +51,7 @@ extension JobRunner {
         defer { stores.forEach { $0.close() } }
         if delete { try stores.forEach { try $0.checkIntact() } }
         // The whole job is planned before anything is touched, so a job-file error changes nothing.
-        var current = CurrentItems(outputs: job.outputs, retry: job.remote.retry)
+        var current = CurrentItems(job: job)
         try Planner(job: job).forEachSource { current.insert($0) }
         var counts = PruneCounts()
         for store in stores {
@@ -47,11 +61,9 @@ extension JobRunner {
                 counts.orphans += 1
                 if orphan.keptBecause == nil { counts.files += 1 }
                 try visit(orphan)
-                switch orphan.keptBecause {
-                case .failed?, .refused?:
+                if orphan.keptBecause?.isFailure == true {
                     counts.failed += 1
                     return false
-                default: break
                 }
                 return delete
             }
@@ -61,6 +73,16 @@ extension JobRunner {
                 try visitSource(key)
                 return delete
             }
+            let now = Date()
+            let due = Set(try store.retiredOutputs(dueBefore: now.addingTimeInterval(-job.keepReplaced)).map(\.path))
+            for retired in try store.retiredOutputs() {
+                counts.retired += 1
+                if due.contains(retired.path) { counts.retiredDue += 1 }
+                try visitRetired(Retired(item: retired.itemKey, path: retired.path,
+                                         removableAfter: retired.publishedAt.map { Date(timeIntervalSince1970: $0 + job.keepReplaced) },
+                                         due: due.contains(retired.path)))
+            }
+            if delete { _ = try removeRetired(job, store: store, now: now) }
         }
         // What the manifest lists changed: each database's manifest (a shard's part) is written
         // again, as a run would (left alone when its bytes stay the same).
@@ -68,5 +90,27 @@ extension JobRunner {
             for (part, store) in zip(databases, stores) { try SiteManifestWriter.writeJobManifest(job, stores: [store], shard: part.database.shard) }
         }
         return counts
+    }
+
+    /// Removes, through their destinations, the retired files (`RetiredOutput`) whose manifest went
+    /// out more than `keepReplaced` ago and that no item is recorded done at, and forgets them; one
+    /// that cannot be removed stays for the next run or prune. Returns how many went.
+    static func removeRetired(_ job: Job, store: StateStore, now: Date = Date()) throws -> Int {
+        var gone: [String] = []
+        do {
+            for retired in try store.retiredOutputs(dueBefore: now.addingTimeInterval(-job.keepReplaced)) {
+                guard let place = job.destination(of: retired.path) else { continue }
+                switch try place.remove(retired.path, really: true) {
+                // Something else than runner's file there now is not runner's to track.
+                case .removed, .missing, .notRegularFile: gone.append(retired.path)
+                case .failed, .refused: continue
+                }
+            }
+        } catch {
+            try? store.forgetRetired(gone)
+            throw error
+        }
+        try store.forgetRetired(gone)
+        return gone.count
     }
 }

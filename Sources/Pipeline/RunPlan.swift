@@ -43,7 +43,7 @@ struct RunPlan {
                 var source = found
                 // Every output folder, up to date or not: a killed run may have staged a file beside
                 // an output whose record still stands (a --force run stopped before it started the item).
-                for item in source.items { folders.insert(AtomicFile.stagingFolder(for: item.outputPath, uploads: job.uploadFolder)) }
+                for item in source.items { folders.insert(job.outputs[item.outputIndex].destination.stagingFolder(for: item.outputPath, uploads: job.uploadFolder)) }
                 source.items.removeAll { $0.status == .upToDate || $0.status == .knownFailure }
                 guard !source.items.isEmpty || source.derivation != nil else { return }
                 try pass.recordPlanned(source)

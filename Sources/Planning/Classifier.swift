@@ -116,13 +116,13 @@ package struct Classifier: Sendable {
             for index in source.items.indices {
                 var fromCache = source.items[index]
                 fromCache.fingerprint = fingerprint(cached, output: fromCache.outputIndex)
-                if fromCache.isUpToDate(statting: outputStats) { source.items[index].status = .revalidate }
+                if fromCache.isUpToDate(in: job.outputs[fromCache.outputIndex].destination, statting: outputStats) { source.items[index].status = .revalidate }
             }
             return
         case .missing: return
         }
         for index in source.items.indices {
-            if source.items[index].isUpToDate(statting: outputStats) {
+            if source.items[index].isUpToDate(in: job.outputs[source.items[index].outputIndex].destination, statting: outputStats) {
                 source.items[index].status = .upToDate
             } else if source.items[index].isKnownFailure {
                 source.items[index].status = .knownFailure

@@ -1,6 +1,7 @@
 import Foundation
 import Support
 import Model
+import JobFile
 
 /// How many items a plan has in each status. Codable by these names, as `runner plan --json` and a
 /// run's `plan` event both write them: one spelling, so a count means the same in both.
@@ -158,15 +159,11 @@ public struct PlannedItem: Sendable, Codable {
         recorded.flatMap { $0.failureKind == nil ? $0.outputPath : nil } ?? outputPath
     }
 
-    /// Up to date: recorded done with this fingerprint, and the output is still there: a regular
-    /// file with bytes (runner writes no empty output; a folder or an emptied file there is not it).
-    package func isUpToDate(statting stats: FolderStat) -> Bool {
+    /// Up to date: recorded done with this fingerprint, and the output is still there, as its
+    /// destination tells.
+    package func isUpToDate(in place: any Destination, statting stats: FolderStat) -> Bool {
         guard let recorded, recorded.failureKind == nil, recorded.fingerprint == fingerprint else { return false }
-        if recorded.skipped { return true }
-        // An object is trusted as recorded: a night with nothing changed sends no request per output.
-        if ObjectURL.names(recorded.outputPath) { return true }
-        var info = stat()
-        return stats.stat(recorded.outputPath, &info) && (info.st_mode & S_IFMT) == S_IFREG && info.st_size > 0
+        return recorded.skipped || place.holds(recorded.outputPath, statting: stats)
     }
 
     /// Failed before on the same source content and recipe, for a reason the content decides.

@@ -63,7 +63,7 @@ extension S3Source {
     /// Which credentials a job with buckets signs with, said at the start of its run (a pod that
     /// fell back to a broader identity shows it); nil for a job without one.
     package static func credentialsNotice(_ job: Job) -> String? {
-        guard job.sources.contains(where: { $0.listing is Listing }) || job.outputs.contains(where: { $0.bucket != nil }) else { return nil }
+        guard job.sources.contains(where: { $0.listing is Listing }) || job.outputs.contains(where: { $0.destination is BucketDestination }) else { return nil }
         return (try? SharedCredentials.current()).map { "object store: \($0)" }
     }
 

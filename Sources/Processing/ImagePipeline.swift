@@ -139,7 +139,7 @@ package struct ImagePipeline {
         let data = try decodeStep(failingAs: .encode) { () throws(VipsError) in
             try plan.encoder.encode(pixels, metadata: output.metadata)
         }
-        let staged = try AtomicFile.stage(data, for: AtomicFile.stagingPath(for: request.path, uploads: uploadFolder), owner: stagingOwner)
+        let staged = try AtomicFile.stage(data, for: output.destination.stagingPath(for: request.path, uploads: uploadFolder), owner: stagingOwner)
         TestPause.at(TestPause.workerStaged, subject: request.path)
         var rendered = RenderedOutput(width: pixels.width, height: pixels.height, bytes: data.count,
                                       temporary: staged.temporary, warning: source.header.warning)

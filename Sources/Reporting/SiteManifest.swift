@@ -18,7 +18,7 @@ package struct SiteManifestWriter {
     /// The databases to list, each ordered; a source is in one of them (its shard's).
     package let stores: [StateStore]
     /// The folder output paths are written relative to: the manifest file's own.
-    package let base: String
+    package let base: ManifestBase
     package let format: SiteManifestFormat
     /// The part a shard's run writes; nil for the whole job.
     package let shard: Shard?
@@ -28,7 +28,7 @@ package struct SiteManifestWriter {
     package let sets: SiteManifestSets
 
     package init(job: Job, stores: [StateStore], base: String, format: SiteManifestFormat, shard: Shard? = nil) {
-        (jobName, self.stores, self.base, self.format, self.shard) = (job.name, stores, base, format, shard)
+        (jobName, self.stores, self.base, self.format, self.shard) = (job.name, stores, ManifestBase(folder: base, job: job), format, shard)
         (naming, sets) = (job.manifest?.naming ?? .path, SiteManifestSets(job.outputs))
     }
 
@@ -39,44 +39,17 @@ package struct SiteManifestWriter {
         try SiteManifestWriter(job: job, stores: stores, base: Paths.directory(of: path), format: settings.format, shard: shard).write(to: path, of: job)
     }
 
-    /// Writes the manifest to `path`: a file, or an object (`s3://`) in the store of the job's outputs
-    /// in its bucket. An object's bytes are written first to its copy in the job's upload folder
-    /// (left alone when unchanged), then PUT unless the copy is still the one the store confirmed
-    /// last (its `FileIdentity`, noted beside it after each PUT): a quiet night sends nothing, and a
-    /// crash before the PUT leaves a copy the next run sends. Written last, after the outputs it names.
+    /// Writes the manifest where its destination stages it (its own path for a file, a copy in the
+    /// job's upload folder for an object, left alone when unchanged), then has the destination
+    /// publish it. Written last, after the outputs it names.
     @discardableResult
     package func write(to path: String, of job: Job) throws -> Bool {
-        guard let object = ObjectURL(path) else { return try write(to: path) }
-        guard let store = job.outputs.bucketOutput(writingTo: object.bucket) else {
-            throw RunFileUnwritable(file: "the manifest", path: path, reason: "no output of the job writes to bucket \(object.bucket)")
+        guard let place = job.destination(of: path) else {
+            throw RunFileUnwritable(file: "the manifest", path: path, reason: "no output of the job writes to its bucket")
         }
-        let copy = AtomicFile.stagingPath(for: path, uploads: job.uploadFolder)
-        let noted = copy + ".uploaded"
-        try write(to: copy)
-        guard let identity = FileIdentity(path: copy) else { throw RunFileUnwritable(file: "the manifest", path: copy, reason: "it vanished") }
-        if (try? String(contentsOfFile: noted, encoding: .utf8)) == identity.description { return false }
-        let mediaType = format == .json ? "application/json" : "application/x-ndjson"
-        let put = ObjectWriter.Change.put(object, endpoint: store.endpoint, file: copy, mediaType: mediaType, cacheControl: "no-cache",
-                                          partSize: store.partSize)
-        switch ObjectWriter(parallel: 1, retry: job.remote.retry).perform([put])[0] {
-        case nil: break
-        case .object(let reason)?: throw RunFileUnwritable(file: "the manifest", path: path, reason: reason)
-        case .store(let error)?: throw error
-        }
-        do { try AtomicFile.write(Data(identity.description.utf8), to: noted) } catch {
-            throw RunFileUnwritable(file: "the manifest's upload note", path: noted, reason: error.message)
-        }
-        return true
-    }
-
-    /// How the manifest names an output: relative to the manifest's folder; an object by its URL,
-    /// or relative to a manifest in the same bucket.
-    static func reference(to outputPath: String, from base: String) -> String {
-        switch (ObjectURL(outputPath), ObjectURL(base)) {
-        case (let object?, let folder?) where object.bucket == folder.bucket: Paths.relative("/" + object.key, from: "/" + folder.key)
-        case (.some, _): outputPath
-        default: Paths.relative(outputPath, from: base)
-        }
+        let written = try write(to: place.stagingPath(for: path, uploads: job.uploadFolder))
+        return try place.publishDocument(at: path, uploads: job.uploadFolder, mediaType: format == .json ? "application/json" : "application/x-ndjson")
+            || written
     }
 
     /// Writes the manifest to `path` atomically, unless the file there has the same bytes
@@ -155,7 +128,7 @@ package struct SiteManifestWriter {
     /// A source's object: key, path or URL, the original's facts (its `source` row, once an output
     /// of it is done), outputs, their `sets`, derived values (each name from the first store that has it).
     /// Named by `id`, a source has no key, path or URL, and its outputs no reason or warning.
-    static func source(_ items: [SiteManifestItem], _ records: [DerivedSourceRecord], base: String, naming: SourceNaming,
+    static func source(_ items: [SiteManifestItem], _ records: [DerivedSourceRecord], base: ManifestBase, naming: SourceNaming,
                        sets: SiteManifestSets) -> JSONValue {
         let key = items[0].sourceKey
         var object: [String: JSONValue] = ["outputs": .array(items.map { output($0, base: base, quoting: naming == .path) })]
@@ -185,9 +158,10 @@ package struct SiteManifestWriter {
 
     /// An output's object: name, state, path; a done one's facts, a failed or blocked one's reason
     /// (with `quoting`: the messages may name the source's path or URL).
-    static func output(_ item: SiteManifestItem, base: String, quoting: Bool) -> JSONValue {
-        var object: [String: JSONValue] = ["name": .string(item.outputName), "state": .string(item.state.rawValue),
-                                           "path": .string(reference(to: item.outputPath, from: base))]
+    static func output(_ item: SiteManifestItem, base: ManifestBase, quoting: Bool) -> JSONValue {
+        var object: [String: JSONValue] = ["name": .string(item.outputName), "state": .string(item.state.rawValue)]
+        // A skipped output was not made: no file of its own (its planned path may hold a token).
+        if item.state != .skipped { object["path"] = .string(base.reference(to: item.outputPath)) }
         switch item.state {
         case .done:
             object["width"] = item.width.map { .number(Double($0)) }
@@ -213,4 +187,14 @@ package struct SiteManifestWriter {
     /// Hex digits of an output's `hash`: the first 32 bits of its FNV-1a 64, enough to bust a cache.
     package static let shortHashDigits = 8
 
+}
+
+/// The folder a manifest names outputs from, and how: each output as its destination names it there.
+package struct ManifestBase: Sendable {
+    package let folder: String
+    let job: Job
+
+    func reference(to path: String) -> String {
+        (job.destination(of: path) ?? FolderDestination.shared).reference(to: path, from: folder)
+    }
 }

@@ -15,7 +15,7 @@ package struct SiteManifestSets: Sendable {
     }
 
     /// A source's `sets`, or nil when none of its block outputs is done.
-    func sets(of items: [SiteManifestItem], base: String) -> JSONValue? {
+    func sets(of items: [SiteManifestItem], base: ManifestBase) -> JSONValue? {
         // Block name -> format index -> the format's done items.
         var grouped: [String: [Int: (format: String, items: [SiteManifestItem])]] = [:]
         for item in items where item.state == .done && item.width != nil && item.height != nil && item.bytes != nil {
@@ -29,14 +29,14 @@ package struct SiteManifestSets: Sendable {
     }
 
     /// One format of a block: `{format, type, images}`, the images by width (then height, then path).
-    private static func format(_ format: String, _ items: [SiteManifestItem], base: String) -> JSONValue {
+    private static func format(_ format: String, _ items: [SiteManifestItem], base: ManifestBase) -> JSONValue {
         let ordered = items.sorted { first, second in
             if first.width != second.width { return first.width! < second.width! }
             if first.height != second.height { return first.height! < second.height! }
             return first.outputPath.utf8.lexicographicallyPrecedes(second.outputPath.utf8)
         }
         let images: [JSONValue] = ordered.map { item in
-            var image: [String: JSONValue] = ["path": .string(SiteManifestWriter.reference(to: item.outputPath, from: base)),
+            var image: [String: JSONValue] = ["path": .string(base.reference(to: item.outputPath)),
                                               "width": .number(Double(item.width!)), "height": .number(Double(item.height!)),
                                               "bytes": .number(Double(item.bytes!))]
             image["hash"] = item.contentHash.map { .string(String($0.prefix(SiteManifestWriter.shortHashDigits))) }

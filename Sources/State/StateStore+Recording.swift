@@ -81,10 +81,18 @@ extension StateStore {
         WHERE \(Item.key) = ?9
         """
 
-    /// Where item `key` was last recorded, whatever its state (a `{hash}` output's previous name).
-    package func recordedOutputPath(_ key: String) throws -> String? {
-        try database.read { db in try String.fetchOne(db, sql: "SELECT \(Item.outputPath) FROM item WHERE \(Item.key) = ?", arguments: [key]) }
-    }
+    /// The file an item was last recorded done at (its facts stay through a later start, and only a
+    /// done item has them), when this event names another (a `{hash}` output's new bytes, a moved
+    /// output, a failure's planned path) or none (skipped): retired with the record that replaces
+    /// it, so no file is ever left that no row names.
+    private static let retireSQL = """
+        INSERT INTO retired (path, item_key, retired_at)
+        SELECT \(Item.outputPath), \(Item.key), ?1 FROM item
+        WHERE \(Item.key) = ?2 AND \(Item.contentHash) IS NOT NULL AND (\(Item.outputPath) <> ?3 OR ?4)
+        ON CONFLICT(path) DO NOTHING
+        """
+    /// A path recorded done again (bytes back as they were) is no longer retired.
+    private static let reviveSQL = "DELETE FROM retired WHERE path = ?"
 
     /// Applies a batch of item events in one transaction.
     package func record(_ events: [ItemEvent], runID: Int64) throws {
@@ -94,6 +102,7 @@ extension StateStore {
             let started = try db.cachedStatement(sql: Self.startedSQL)
             let unchanged = try db.cachedStatement(sql: Self.unchangedSQL)
             let finished = try db.cachedStatement(sql: Self.finishedSQL)
+            let retire = try db.cachedStatement(sql: Self.retireSQL), revive = try db.cachedStatement(sql: Self.reviveSQL)
             for event in events {
                 switch event {
                 case .started(let key, let fingerprint): try started.execute(arguments: [fingerprint, runID, now, key])
@@ -109,6 +118,8 @@ extension StateStore {
                 case .source(let sourceKey, let location, let fingerprint, let facts, let derived):
                     try Self.recordSource(facts, derived: derived, of: sourceKey, location: location, fingerprint: fingerprint, at: now, in: db)
                 case .finished(let key, let outputPath, let outcome):
+                    try retire.execute(arguments: [now, key, outputPath, outcome.state == .skipped])
+                    if outcome.state == .done { try revive.execute(arguments: [outputPath]) }
                     let failure = outcome.failure
                     try finished.execute(arguments: [outcome.state, outputPath, failure?.kind,
                                                      failure?.message ?? outcome.reason, outcome.warning, outcome.seconds,
@@ -122,5 +133,35 @@ extension StateStore {
     private static func factArguments(_ outcome: ItemOutcome) -> StatementArguments {
         guard case .done(let rendered, _) = outcome, let facts = rendered.facts else { return StatementArguments(Array(repeating: nil as Int?, count: 5)) }
         return [rendered.width, rendered.height, rendered.bytes, facts.mediaType, facts.contentHash]
+    }
+}
+
+extension StateStore {
+    // MARK: Retired outputs
+
+    /// The manifest that stops naming the retired files went out now (or, without one, the run that retired them ended).
+    package func publishRetired(at time: Date = Date()) throws {
+        try database.write { db in
+            try RetiredOutput.filter(RetiredOutput.Columns.publishedAt == nil).updateAll(db, RetiredOutput.Columns.publishedAt.set(to: time.timeIntervalSince1970))
+        }
+    }
+
+    /// Every retired file, those published longest ago first; with `dueBefore`, only those published
+    /// before it that no item is recorded done at (one pass over the items).
+    package func retiredOutputs(dueBefore cutoff: Date? = nil) throws -> [RetiredOutput] {
+        try database.read { db in
+            guard let cutoff else { return try RetiredOutput.order(RetiredOutput.Columns.publishedAt, RetiredOutput.Columns.path).fetchAll(db) }
+            return try RetiredOutput.fetchAll(db, sql: """
+                SELECT * FROM retired WHERE published_at < ?
+                AND path NOT IN (SELECT \(Item.outputPath) FROM item WHERE \(Item.state) = \(ItemState.done.sql))
+                ORDER BY published_at, path
+                """, arguments: [cutoff.timeIntervalSince1970])
+        }
+    }
+
+    /// Retired files removed (or gone): no longer tracked.
+    package func forgetRetired(_ paths: [String]) throws {
+        guard !paths.isEmpty else { return }
+        try database.write { db in _ = try RetiredOutput.filter(paths.contains(RetiredOutput.Columns.path)).deleteAll(db) }
     }
 }

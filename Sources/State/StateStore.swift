@@ -373,6 +373,18 @@ public final class StateStore: Sendable {
             // A run's items not made because a narrower output of their block holds their bytes (`ItemState.skipped`).
             try db.execute(sql: "ALTER TABLE run ADD COLUMN skipped INTEGER NOT NULL DEFAULT 0")
         }
+        migrator.registerMigration("v15: retired outputs") { db in
+            // Files an item was recorded done at before it named another or none (`RetiredOutput`):
+            // removed once the manifest that stops naming them is out and `keepReplaced` has passed.
+            try db.execute(sql: """
+                CREATE TABLE retired (
+                    path TEXT PRIMARY KEY,
+                    item_key TEXT NOT NULL,
+                    retired_at REAL NOT NULL,
+                    published_at REAL
+                ) WITHOUT ROWID;
+                """)
+        }
         return migrator
     }
 }

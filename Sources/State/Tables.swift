@@ -233,6 +233,24 @@ extension WalkedPath.Seen: DatabaseValueConvertible {
 }
 
 /// v12: clean folders (`StateStore.cleanFolders`): a folder by its `FileIdentity.description`.
+/// A file an item was recorded done at before it named another or none (a `{hash}` output's old
+/// bytes, a width its source no longer reaches, a moved output): a site deployed from the last
+/// manifest may still name it. `publishedAt`: when the manifest that stops naming it went out.
+package struct RetiredOutput: Codable, FetchableRecord, PersistableRecord, Sendable {
+    package static let databaseTableName = "retired"
+    package enum Columns {
+        static let path = Column("path"), itemKey = Column("item_key"), retiredAt = Column("retired_at"), publishedAt = Column("published_at")
+    }
+    package let path: String
+    package let itemKey: String
+    package let retiredAt: Double
+    package let publishedAt: Double?
+
+    enum CodingKeys: String, CodingKey {
+        case path, itemKey = "item_key", retiredAt = "retired_at", publishedAt = "published_at"
+    }
+}
+
 struct CleanFolder: Codable, FetchableRecord, PersistableRecord {
     static let databaseTableName = "clean_folder"
     let path: String

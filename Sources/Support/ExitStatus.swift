@@ -39,3 +39,11 @@ public protocol ExitCoded: Error {
     var exitCode: Int32 { get }
 }
 
+
+/// The run's metrics file or site manifest could not be written: its work stands, its exit code says so (73).
+package struct RunFileUnwritable: ExitCoded, CustomStringConvertible {
+    package let file, path, reason: String
+    package init(file: String, path: String, reason: String) { (self.file, self.path, self.reason) = (file, path, reason) }
+    package var exitCode: Int32 { ExitStatus.runFileUnwritable }
+    package var description: String { "cannot write \(file) \(path): \(reason)" }
+}

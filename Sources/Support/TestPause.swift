@@ -17,7 +17,7 @@ package enum TestPause {
     package static let workerTask = "worker.task"
     /// The worker has staged an output under its temporary name (subject: the output's path).
     package static let workerStaged = "worker.staged"
-    /// The recorder has uploaded an output's object and not yet recorded it (subject: its s3:// URL).
+    /// The recorder has published an output (renamed into place, or confirmed by its store) and not yet recorded it (subject: its path).
     package static let recorderUploaded = "recorder.uploaded"
     /// The run's time budget has run out, before the run stops handing out work.
     package static let runBudget = "run.budget"

@@ -433,15 +433,22 @@ struct Prune: RunnerCommand {
             let counts = try JobRunner.prune(loaded, delete: delete, { orphan in
                 let what = orphan.keptBecause == nil ? (delete ? "deleted" : "delete") : (delete ? "kept" : "keep")
                 print([what, orphan.key, orphan.outputPath].joined(separator: "\t") + (orphan.keptBecause.map { "\t\($0)" } ?? ""))
-            }, visitSource: { key in print((delete ? "dropped" : "drop") + "\t" + key) })
+            }, visitSource: { key in print((delete ? "dropped" : "drop") + "\t" + key) }, visitRetired: { retired in
+                // A replaced file: deleted (or to delete) once past keepReplaced, else kept until then.
+                let when = retired.removableAfter.map { "replaced; kept until \(Date.ISO8601FormatStyle().format($0))" }
+                    ?? "replaced; kept until keepReplaced after the next manifest"
+                let what = retired.due ? (delete ? "deleted" : "delete") : (delete ? "kept" : "keep")
+                print([what, retired.item, retired.path, retired.due ? "replaced; past keepReplaced" : when].joined(separator: "\t"))
+            })
             guard let counts else { return print(notRunYet(loaded.name, state: loaded.statePath)) }
             func items(_ count: Int) -> String { "\(count) orphaned item\(count == 1 ? "" : "s")" }
             let files = "\(counts.files) file\(counts.files == 1 ? "" : "s")"
             let failures = counts.failed > 0 ? "; \(counts.failed) could not be deleted" : ""
             let sources = counts.sources == 0 ? "" : ", \(counts.sources) orphaned source record\(counts.sources == 1 ? "" : "s")"
-            let pending = counts.orphans + counts.sources > 0 ? " (runner prune \(job.job) --delete)" : ""
-            print(delete ? "\(items(counts.orphans - counts.failed)) dropped, \(files) deleted" + sources + (sources.isEmpty ? "" : " dropped") + failures
-                : "\(items(counts.orphans)), \(files) to delete" + sources + failures + pending)
+            let retired = counts.retired == 0 ? "" : ", \(counts.retired) replaced file\(counts.retired == 1 ? "" : "s") kept (\(counts.retiredDue) past keepReplaced)"
+            let pending = counts.orphans + counts.sources + counts.retiredDue > 0 ? " (runner prune \(job.job) --delete)" : ""
+            print(delete ? "\(items(counts.orphans - counts.failed)) dropped, \(files) deleted" + sources + (sources.isEmpty ? "" : " dropped") + retired + failures
+                : "\(items(counts.orphans)), \(files) to delete" + sources + retired + failures + pending)
             if counts.failed > 0 { throw ExitCode(ExitStatus.someItemsFailed) }
         }
     }

@@ -5,11 +5,11 @@ import TestSupport
 /// Issue 32, point 8: `{hash}` in an output's name, the first 8 hex digits of FNV-1a 64 of its bytes
 /// (the manifest's `hash`), so that a site can serve its images as immutable.
 extension SiteManifestTests {
-    private func hashJob(_ workspace: Workspace, path: String = "site/img/{stem}.{hash}.webp", width: Int = 200) throws -> String {
+    private func hashJob(_ workspace: Workspace, path: String = "site/img/{stem}.{hash}.webp", width: Int = 200, keep: String = "7d") throws -> String {
         try workspace.writeJob("""
             {"version": 1, "sources": [{"path": "in"}],
              "outputs": [{"name": "thumb", "path": "\(path)", "chain": [{"op": "thumbnail", "width": \(width), "fit": "inside"}], "format": {"type": "webp"}}],
-             "manifest": {"path": "site/images.json"}, "state": "state/job.sqlite", "concurrency": {"process": 1}}
+             "manifest": {"path": "site/images.json"}, "state": "state/job.sqlite", "concurrency": {"process": 1}, "keepReplaced": "\(keep)"}
             """)
     }
 
@@ -24,7 +24,7 @@ extension SiteManifestTests {
         return named
     }
 
-    @Test("{hash}: each file named by its bytes' hash, as the manifest says; up to date on a rerun; a changed source's one file replaced; prune sees no orphan")
+    @Test("{hash}: each file named by its bytes' hash, as the manifest says; up to date on a rerun; a changed source's old file kept for keepReplaced after the manifest that drops it, then removed; prune sees no orphan")
     func namesByBytes() throws {
         let workspace = try Workspace()
         try workspace.copyFixtures(["photos/friends.jpg", "photos/fig-bowl.jpg"], to: "in")
@@ -44,18 +44,31 @@ extension SiteManifestTests {
         let listed = try workspace.run(["prune", job])
         #expect(listed.status == 0 && listed.stdout.contains("0 orphaned items"), "a {hash} file is no orphan: \(listed.stdout)")
 
-        // Other bytes for fig-bowl (a wider thumbnail): a new name, and its old file removed at once.
+        // Other bytes (a wider thumbnail): new names; the old files stay for a site deployed from
+        // the previous manifest, listed by prune (not due), and prune --delete keeps them.
         job = try hashJob(workspace, width: 240)
         run = try workspace.run([job])
         #expect(run.status == 0 && run.stdout.contains("2 done"), "\(run.stdout)\(run.stderr)")
         let after = try named(workspace)
         #expect(after["fig-bowl"]?.hash != before["fig-bowl"]?.hash)
-        #expect(workspace.files(in: "site/img") == after.values.map { String($0.path.dropFirst(4)) }.sorted(), "one file a source")
+        let old = before.values.map { String($0.path.dropFirst(4)) }, new = after.values.map { String($0.path.dropFirst(4)) }
+        #expect(workspace.files(in: "site/img") == (old + new).sorted(), "the old files kept")
         #expect(try check(workspace, ["site/images.json"]) == "ok")
+        for command in [["prune", job], ["prune", job, "--delete"]] {
+            let listed = try workspace.run(command)
+            #expect(listed.stdout.contains("2 replaced files kept (0 past keepReplaced)")
+                    && old.allSatisfy { listed.stdout.contains(workspace.path("site/img/" + $0) + "\treplaced; kept until 20") },
+                    "\(listed.stdout)")
+        }
+        #expect(workspace.files(in: "site/img") == (old + new).sorted())
+        // With no grace, a run removes them once its manifest is out.
+        job = try hashJob(workspace, width: 240, keep: "0s")
+        run = try workspace.run([job])
+        #expect(run.stdout.contains("0 done, 0 failed, 2 up to date") && workspace.files(in: "site/img") == new.sorted(), "\(run.stdout)")
         before = after
 
         // Killed with a file staged, not yet published: the next run leaves one file a source, nothing partial.
-        job = try hashJob(workspace, width: 280)
+        job = try hashJob(workspace, width: 280, keep: "0s")
         let pauses = try Pauses("worker.staged", in: workspace)
         let killed = try workspace.start([job], environment: pauses.environment)
         #expect(pauses.wait(for: "worker.staged", of: killed).count == 1)

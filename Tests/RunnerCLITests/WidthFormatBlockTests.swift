@@ -281,7 +281,8 @@ struct BlockWidthsAboveTheSourceTests {
                 "\(run.stdout)\(run.stderr)")
         #expect(ImageProbe.open(workspace.path("site/img/small-1600.webp"))?.width == 800)
 
-        // With 800: small's 1600 is the same bytes as its 800, so it is skipped and its file from before removed.
+        // With 800: small's 1600 is the same bytes as its 800, so it is skipped; its file from before is
+        // kept for keepReplaced (a site deployed from the last manifest names it) and no manifest names it.
         job = try writeJob(workspace, widths: [400, 800, 1600])
         run = try workspace.run([job])
         // The 800s are new and the 1600s' narrower widths changed: small's 1600 and turned's 800 and 1600 are skipped.
@@ -290,7 +291,10 @@ struct BlockWidthsAboveTheSourceTests {
         for (stem, widths) in [("small", [400, 800]), ("mid", [400, 800, 1600]), ("big", [400, 800, 1600]), ("turned", [400])] {
             for width in widths { made += ["\(stem)-\(width).webp", "\(stem)-\(width).jpg"] }
         }
-        #expect(workspace.files(in: "site/img") == made.sorted())
+        #expect(workspace.files(in: "site/img") == (made + ["small-1600.webp", "small-1600.jpg"]).sorted())
+        let kept = try workspace.run(["prune", job])
+        #expect(kept.stdout.contains("2 replaced files kept (0 past keepReplaced)")
+                && kept.stdout.contains("keep\t\(workspace.path("in/small.png"))@hero-1600-webp\t\(workspace.path("site/img/small-1600.webp"))"), "\(kept.stdout)")
         // The original's own width is made once, under the first width above it.
         #expect(ImageProbe.open(workspace.path("site/img/mid-1600.webp"))?.width == 1000)
         #expect(ImageProbe.open(workspace.path("site/img/big-1600.jpg"))?.width == 1600)
@@ -300,6 +304,7 @@ struct BlockWidthsAboveTheSourceTests {
         let small = try #require(listed["small"])
         #expect(small.outputs["hero-1600-webp"]?["state"] as? String == "skipped")
         #expect(small.outputs["hero-1600-webp"]?["reason"] as? String == "same bytes as hero-800-webp: the source is 800 px wide")
+        #expect(small.outputs["hero-1600-webp"]?["path"] == nil, "a skipped output has no file of its own")
         #expect(small.outputs["hero-1600-jpeg"]?["reason"] as? String == "same bytes as hero-800-jpeg: the source is 800 px wide")
         // srcset from the sets: each width once, the source's own the widest.
         #expect(small.sets == ["webp": [400, 800], "jpeg": [400, 800]])
@@ -320,5 +325,7 @@ struct BlockWidthsAboveTheSourceTests {
         #expect(ImageProbe.open(workspace.path("site/img/small-1600.webp"))?.width == 1200)
         listed = try manifest(workspace)
         #expect(listed["small"]?.sets == ["webp": [400, 800, 1200], "jpeg": [400, 800, 1200]])
+        // Made again where the kept file was: it is no longer a replaced file.
+        #expect(try workspace.run(["prune", job]).stdout.contains("0 orphaned items, 0 files to delete\n"))
     }
 }
