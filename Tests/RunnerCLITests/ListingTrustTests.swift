@@ -131,3 +131,65 @@ struct CollidingSourcesTests {
         #expect(workspace.files(in: "out") == ["friends.webp", "photo.webp"])
     }
 }
+
+/// Replaced and skipped `{hash}` objects in a bucket, against the tests' own store (its log keeps
+/// the order of requests): the recorded name is what goes, never the template, and only after the
+/// manifest that stops naming it is in the bucket.
+@Suite("Replaced objects in a bucket")
+struct ReplacedObjectTests {
+    func job(_ workspace: Workspace, _ store: LyingStore, keep: String) throws -> String {
+        try workspace.writeJob("""
+        {"version": 1, "sources": [{"path": "in"}],
+         "outputs": [{"name": "hero", "path": "s3://site/img/{stem}-{width}.{hash}.{format}", "endpoint": "\(store.endpoint)",
+                      "widths": [64, 128], "formats": ["webp"], "chain": []}],
+         "manifest": {"path": "s3://site/images.json"}, "keepReplaced": "\(keep)",
+         "retry": {"attempts": 2, "initialDelay": 0.01, "maxDelay": 0.02}, "state": "state.sqlite"}
+        """)
+    }
+
+    func photo(_ workspace: Workspace, width: Int) throws {
+        try FileManager.default.createDirectory(atPath: workspace.path("in"), withIntermediateDirectories: true)
+        try VipsCLI.run("vips", ["thumbnail", Fixtures.path("photos/fig-bowl.jpg"), workspace.path("in/a.png"), "\(width)", "--height", "\(width)", "--size", "force"])
+    }
+
+    @Test("a source shrunk under a width: the skipped width's object is kept (no DELETE of a {hash} template); with no grace it goes after the manifest PUT")
+    func shrunkAndEdited() throws {
+        let store = try LyingStore(objects: [:], accessKey: ListingTrustTests.accessKey, secretKey: ListingTrustTests.secret)
+        let workspace = try Workspace()
+        try photo(workspace, width: 200)
+        let first = try workspace.run([try job(workspace, store, keep: "7d")], environment: ListingTrustTests.credentials)
+        #expect(first.status == 0 && first.stdout.contains("2 done"), "\(first.stdout)\(first.stderr)")
+        let made = try store.requests().filter { $0.hasPrefix("PUT /site/img/") }
+        #expect(made.count == 2, "\(made)")
+
+        // Shrunk to 50 px: 128 is the same bytes as 64 now (skipped), 64 is made anew.
+        try photo(workspace, width: 50)
+        try store.reset()
+        let second = try workspace.run([try job(workspace, store, keep: "7d")], environment: ListingTrustTests.credentials)
+        #expect(second.status == 0 && second.stdout.contains("1 done") && second.stdout.contains("1 skipped"), "\(second.stdout)\(second.stderr)")
+        var sent = try store.requests()
+        #expect(!sent.contains { $0.contains("%7Bhash%7D") || $0.contains("{hash}") }, "no request names the template: \(sent)")
+        #expect(!sent.contains { $0.hasPrefix("DELETE ") }, "the replaced objects are kept for keepReplaced: \(sent)")
+        let listed = try workspace.run(["prune", try job(workspace, store, keep: "7d")], environment: ListingTrustTests.credentials)
+        #expect(listed.stdout.contains("2 replaced files kept (0 past keepReplaced)"), "\(listed.stdout)")
+
+        // No grace: the next run deletes both once its manifest is in the bucket (unchanged here: not sent again).
+        try store.reset()
+        let third = try workspace.run([try job(workspace, store, keep: "0s")], environment: ListingTrustTests.credentials)
+        #expect(third.status == 0, "\(third.stdout)\(third.stderr)")
+        sent = try store.requests()
+        let deletes = sent.filter { $0.hasPrefix("DELETE /site/img/a-") }
+        #expect(deletes.count == 2 && Set(deletes.map { $0.split(separator: " ")[1] }) == Set(made.map { $0.split(separator: " ")[1] }),
+                "the two objects of the first night: \(sent)")
+
+        // Edited again: the new objects and manifest go up first, the replaced object after them.
+        try photo(workspace, width: 180)
+        try store.reset()
+        let fourth = try workspace.run([try job(workspace, store, keep: "0s")], environment: ListingTrustTests.credentials)
+        #expect(fourth.status == 0 && fourth.stdout.contains("2 done"), "\(fourth.stdout)\(fourth.stderr)")
+        sent = try store.requests()
+        let manifest = try #require(sent.firstIndex { $0.hasPrefix("PUT /site/images.json") }, "\(sent)")
+        let delete = try #require(sent.firstIndex { $0.hasPrefix("DELETE /site/img/a-64.") }, "\(sent)")
+        #expect(manifest < delete && sent.filter { $0.hasPrefix("PUT /site/img/") }.allSatisfy { sent.firstIndex(of: $0)! < manifest }, "\(sent)")
+    }
+}
