@@ -135,11 +135,13 @@ public enum JobRunner {
         var files: [() throws -> Void] = []
         if let metricsPath { files.append { [summary] in try MetricsFile(job: job, summary: summary, store: store).write(to: metricsPath) } }
         // Once the manifest that stops naming them is out, retired files start their `keepReplaced`.
-        files.append {
+        // A store that stayed unreachable is not asked again for the manifest: the next run writes it.
+        let storeDown = summary.failure?.exitCode == ExitStatus.storeUnavailable
+        if !storeDown || job.manifestPath.flatMap(job.destination(of:)) is FolderDestination { files.append {
             try SiteManifestWriter.writeJobManifest(job, stores: [store], shard: job.shard)
             try store.publishRetired()
             _ = try removeRetired(job, store: store)
-        }
+        } }
         for write in files {
             do { try write() } catch {
                 // Said whatever else failed; it decides the exit code only of a run that did its work.

@@ -193,3 +193,49 @@ struct ReplacedObjectTests {
         #expect(manifest < delete && sent.filter { $0.hasPrefix("PUT /site/img/") }.allSatisfy { sent.firstIndex(of: $0)! < manifest }, "\(sent)")
     }
 }
+
+/// A store that stops accepting writes mid-run: the run gives up once one write failed past its
+/// retries, rendering and sending nothing more, and the next run redoes only what it never confirmed.
+@Suite("A store that fails mid-run")
+struct FailingStoreTests {
+    @Test("PUTs answered 503 from the second object on: that one batch is retried, nothing after it is rendered or sent, exit 69; the next run does the rest")
+    func outageMidRun() throws {
+        let store = try LyingStore(objects: [:], accessKey: ListingTrustTests.accessKey, secretKey: ListingTrustTests.secret)
+        let workspace = try Workspace()
+        try FileManager.default.createDirectory(atPath: workspace.path("in"), withIntermediateDirectories: true)
+        for index in 0..<12 {
+            try FileManager.default.copyItem(atPath: Fixtures.path("photos/fig-bowl.jpg"), toPath: workspace.path("in/p\(index).jpg"))
+        }
+        let job = try workspace.writeJob("""
+        {"version": 1, "sources": [{"path": "in"}],
+         "outputs": [{"name": "t", "path": "s3://site/t/{stem}.webp", "endpoint": "\(store.endpoint)",
+                      "chain": [{"op": "thumbnail", "width": 32, "height": 32}], "format": {"type": "webp"}}],
+         "concurrency": {"process": 1}, "retry": {"attempts": 2, "initialDelay": 0.01, "maxDelay": 0.02}, "state": "state.sqlite"}
+        """)
+        let pauses = try Pauses("worker.staged", "recorder.uploaded", in: workspace)
+        let run = try workspace.start([job], environment: ListingTrustTests.credentials.merging(pauses.environment) { $1 })
+        var staged = Set<String>()
+        // The first output staged, then confirmed by the store; the recorder holds there while the outage begins.
+        for paused in pauses.wait(for: "worker.staged", of: run) { staged.insert(paused.subject); pauses.release(paused) }
+        let uploaded = try #require(pauses.wait(for: "recorder.uploaded", of: run).first, "\(run.stderrSoFar)")
+        try store.lie("outage")
+        try store.reset()
+        pauses.release(uploaded)
+        // The second output goes to the recorder, whose PUT fails past its retries; the worker holds
+        // at the next output it stages until the run says it stops, then goes on with what it holds.
+        for paused in pauses.wait(for: "worker.staged", of: run) { staged.insert(paused.subject); pauses.release(paused) }
+        #expect(run.waitUntil { run.stderrSoFar.contains("stopping") }, "\(run.stderrSoFar)")
+        while run.process.isRunning {
+            for paused in pauses.wait(for: "worker.staged", of: run, timeout: 1) { staged.insert(paused.subject); pauses.release(paused) }
+        }
+        let result = run.wait()
+        #expect(result.status == 69, "\(result.stdout)\(result.stderr)")
+        let puts = try store.requests().filter { $0.hasPrefix("PUT ") }
+        #expect(Set(puts).count == 1 && puts.count == 2, "one object, tried twice; nothing after it sent: \(puts) \(result.stderr)")
+        // The first two, and at most the two a worker holds (one rendering, one queued in its pipe).
+        #expect(staged.count <= 4, "rendered after the store failed: \(staged.sorted()) \(result.stdout) \(result.stderr)")
+        try store.lie("none")
+        let next = try workspace.run([job], environment: ListingTrustTests.credentials)
+        #expect(next.status == 0 && next.stdout.contains("11 done, 0 failed, 1 up to date"), "\(next.stdout)\(next.stderr)")
+    }
+}

@@ -13,21 +13,28 @@ public final class LyingStore: @unchecked Sendable {
     private let objectsFile: String
 
     /// `objects`: bucket → key → the file holding its bytes. Requests must be signed with `accessKey`/`secretKey`.
-    public init(objects: [String: [String: String]], accessKey: String, secretKey: String) throws {
+    /// `port`: listen there (a store started again where an earlier one stood, empty); 0: any free port.
+    public init(objects: [String: [String: String]], accessKey: String, secretKey: String, port: Int = 0) throws {
         objectsFile = NSTemporaryDirectory() + "runner-store-\(UUID().uuidString).json"
         try JSONSerialization.data(withJSONObject: objects).write(to: URL(fileURLWithPath: objectsFile))
-        (process, port) = try startServer("store.py", ["--objects", objectsFile, "--access-key", accessKey, "--secret", secretKey])
+        (process, self.port) = try startServer("store.py", ["--objects", objectsFile, "--access-key", accessKey, "--secret", secretKey,
+                                                           "--port", String(port)])
     }
 
     deinit {
+        stop()
+        unlink(objectsFile)
+    }
+
+    /// Kills the store by its PID: from now on its port refuses every connection.
+    public func stop() {
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
-        unlink(objectsFile)
     }
 
     /// The listing answers `times` times (-1: from now on) as `mode` says: truncated-no-token,
     /// repeat-token, garbage, outside-prefix, out-of-order, oversize (a page over 8 MiB), raw-keys
-    /// (keys not URL-encoded, whatever was asked), or none.
+    /// (keys not URL-encoded, whatever was asked), outage (every PUT answered 503 SlowDown), or none.
     public func lie(_ mode: String, times: Int = -1) throws { _ = try loopbackGET(port: port, "/_lie/\(mode)/\(times)") }
 
     /// Every request line received since the start or the last `reset`, raw: `GET /photos/a%20b.jpg HTTP/1.1`.

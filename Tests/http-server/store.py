@@ -4,7 +4,8 @@ do: a ListObjectsV2 that lies as the test asks, and a log of every raw request l
 SigV4 over the path exactly as it arrived (nothing normalized), so a request that rewrote a key on
 the way is refused as AWS would refuse it. Objects live in memory, keyed by any bytes.
 
-Control (unsigned, GET): /_lie/<mode>/<times> makes the next <times> listing answers lie (-1: all);
+Control (unsigned, GET): /_lie/<mode>/<times> makes the next <times> listing answers lie (-1: all),
+or with mode "outage" every PUT answer 503 SlowDown;
 /_requests gives the raw request lines as JSON; /_reset clears them. Prints its port on stdout.
 Standard library only."""
 import argparse
@@ -89,6 +90,8 @@ class Handler(BaseHTTPRequestHandler):
         query = dict(urllib.parse.parse_qsl(raw_query, keep_blank_values=True))
         if self.command == "GET" and not raw_key and query.get("list-type") == "2":
             return self.listing(bucket, query)
+        if self.command == "PUT" and LIE["mode"] == "outage":
+            return self.error(503, "SlowDown", "Please reduce your request rate.")
         with LOCK:
             stored = OBJECTS.get((bucket, key))
             if self.command == "PUT":
@@ -166,6 +169,7 @@ def main():
     parser.add_argument("--access-key")
     parser.add_argument("--secret")
     parser.add_argument("--port-file")
+    parser.add_argument("--port", type=int, default=0, help="listen here (0: any free port)")
     arguments = parser.parse_args()
     Handler.access_key, Handler.secret = arguments.access_key, arguments.secret
     with open(arguments.objects) as handle:
@@ -173,7 +177,8 @@ def main():
             for key, path in objects.items():
                 with open(path, "rb") as data:
                     OBJECTS[(bucket, key)] = data.read()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    ThreadingHTTPServer.allow_reuse_address = True
+    server = ThreadingHTTPServer(("127.0.0.1", arguments.port), Handler)
     server.daemon_threads = True
     port = server.server_address[1]
     if arguments.port_file:
