@@ -30,6 +30,8 @@ package protocol Destination: Sendable {
     func remove(_ path: String, really: Bool) throws(ObjectStoreError) -> Removal
     /// How a document (the manifest) in the folder `base` names `path`.
     func reference(to path: String, from base: String) -> String
+    /// Where a browser finds `path` from a page elsewhere (the report); nil: the file itself.
+    func link(to path: String) -> String?
 }
 
 /// An output a worker rendered, to be published at `path` by its destination.
@@ -120,6 +122,8 @@ package struct FolderDestination: Destination {
     }
 
     package func reference(to path: String, from base: String) -> String { Paths.relative(path, from: base) }
+
+    package func link(to path: String) -> String? { nil }
 }
 
 /// Outputs in a bucket: rendered into the job's upload folder, PUT with their media type and
@@ -204,6 +208,9 @@ package struct BucketDestination: Destination {
         case .store(let error)?: throw error
         }
     }
+
+    /// The object's own URL at its store: a public bucket's object, or one the browser may read.
+    package func link(to path: String) -> String? { ObjectURL(path).map { endpoint.url(bucket: $0.bucket, key: $0.key) } }
 
     /// By its key relative to a document in the same bucket, else by its URL.
     package func reference(to path: String, from base: String) -> String {

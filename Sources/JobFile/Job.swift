@@ -55,6 +55,16 @@ public struct Job: Sendable {
         part.shard = shard
         return part
     }
+
+    /// The same job with its state databases in `folder` under their own names (the bucket's
+    /// copies, fetched there), and no `stateBucket`: what reads and edits them sees only the copies.
+    package func withState(in folder: String) -> Job {
+        var moved = self
+        moved.statePath = folder + "/" + Paths.lastComponent(statePath)
+        moved.unshardedStatePath = unshardedStatePath.map { folder + "/" + Paths.lastComponent($0) }
+        moved.stateBucket = nil
+        return moved
+    }
 }
 
 /// Where images come from, as written in `sources`.

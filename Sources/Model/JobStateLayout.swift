@@ -35,6 +35,11 @@ public struct JobStateLayout: Sendable {
         shard?.partPath(of: jobStatePath) ?? jobStatePath
     }
 
+    /// Whether `name` (a file name) is one of the job's databases: its own or a shard's.
+    public static func isDatabase(named name: String, jobStatePath: String) -> Bool {
+        name == Paths.lastComponent(jobStatePath) || shard(named: name, jobStatePath: jobStatePath) != nil
+    }
+
     /// The shard whose database `name` is (a file name in the job's folder), if it is one.
     private static func shard(named name: String, jobStatePath: String) -> Shard? {
         let (stem, ext) = Paths.splitExtension(Paths.lastComponent(jobStatePath))

@@ -53,6 +53,7 @@ public enum JobRunner {
         let planner = Planner(job: job)
         let (lock, mirror, store) = try openState(job)
         defer { withExtendedLifetime(lock) {} }
+        defer { mirror?.release() }
         defer { store.close() }
         let launcher = workerLauncher(job, options)
         defer { launcher.close() }
@@ -113,16 +114,26 @@ public enum JobRunner {
         let isFirst = { !FileManager.default.fileExists(atPath: job.statePath) }
         if mirror == nil, isFirst() { _ = try validate(job) }
         let lock = try RunLock(statePath: job.statePath)
-        try mirror?.pull()
-        if mirror != nil, isFirst() { _ = try validate(job) }
+        do {
+            try mirror?.pull()
+            if mirror != nil, isFirst() { _ = try validate(job) }
+        } catch {
+            mirror?.release()
+            throw error
+        }
         // Planning reads the job's state databases of other shard layouts too.
-        let store = try StateStore(path: job.statePath, readingAlso: job.stateLayout.otherLayouts(than: job.shard))
+        let store: StateStore
+        do { store = try StateStore(path: job.statePath, readingAlso: job.stateLayout.otherLayouts(than: job.shard)) } catch {
+            mirror?.release()
+            throw error
+        }
         do {
             try store.checkIntact()
             // Holding the lock proves that a run still marked running was killed.
             try store.closeAbandonedRuns()
         } catch {
             store.close()
+            mirror?.release()
             throw error
         }
         return (lock, mirror, store)

@@ -8,14 +8,16 @@ import ObjectStore
 import Reporting
 
 /// A run's state database kept in the job's `stateBucket` between runs, for a machine (a pod)
-/// with no disk of its own from one run to the next. Before the database opens, under the run
-/// lock, the bucket's copy replaces the local one unless the local one is that very version (or
-/// grew from it here); at checkpoints and at the end a snapshot goes back, written only over the
-/// version fetched, so of two runs of one shard that started from it the second to write stops.
-/// A run killed between checkpoints loses only the records since the last: their outputs are
-/// made and written again, the same bytes.
+/// with no disk of its own from one run to the next. A run first takes its shard's lease (a small
+/// object beside the database, created only where none is, renewed at each checkpoint), so a
+/// second run of the shard stops at once having written nothing; then, under the run lock, the
+/// bucket's copy replaces the local one unless the local one is that very version (or grew from it
+/// here); at checkpoints and at the end a snapshot goes back, written only over the version
+/// fetched. A run killed between checkpoints loses only the records since the last: their outputs
+/// are made and written again, the same bytes.
 final class StateMirror: Sendable {
     private let mirror: ObjectMirror
+    private let lease: StateLease
     private let statePath: String
     private let checkpoint: Double
     /// The ETag of the version the local database was last fetched as or written as, beside it.
@@ -24,12 +26,16 @@ final class StateMirror: Sendable {
 
     init?(_ job: Job) {
         guard let settings = job.stateBucket else { return nil }
-        mirror = ObjectMirror(endpoint: settings.endpoint, object: settings.object(for: job.statePath), retry: job.remote.retry)
+        let object = settings.object(for: job.statePath)
+        mirror = ObjectMirror(endpoint: settings.endpoint, object: object, retry: job.remote.retry)
+        lease = StateLease(ObjectMirror(endpoint: settings.endpoint, object: ObjectURL(bucket: object.bucket, key: object.key + ".lease"),
+                                        retry: job.remote.retry), seconds: 3 * settings.checkpoint)
         (statePath, checkpoint) = (job.statePath, settings.checkpoint)
     }
 
-    /// Brings the bucket's version here unless the local database already is it.
+    /// Takes the shard's lease, then brings the bucket's version here unless the local database already is it.
     func pull() throws {
+        try lease.take()
         let known = FileManager.default.fileExists(atPath: statePath) ? try? String(contentsOfFile: notePath, encoding: .utf8) : nil
         let fetched = statePath + ".fetched"
         switch try mirror.fetch(into: fetched, unless: known) {
@@ -54,23 +60,29 @@ final class StateMirror: Sendable {
             let snapshot = statePath + ".snapshot"
             defer { unlink(snapshot) }
             try store.snapshot(to: snapshot)
-            switch try mirror.store(from: snapshot, over: try? String(contentsOfFile: notePath, encoding: .utf8), mediaType: "application/vnd.sqlite3") {
+            switch try mirror.store(from: snapshot, over: try? String(contentsOfFile: notePath, encoding: .utf8), mediaType: StateLease.sqliteType) {
             case .stored(let etag): try note(etag)
             case .conflict: throw StateBucketConflict(object: mirror.object.description)
             }
         }
     }
 
-    /// Pushes every `checkpoint` seconds until the timer is cancelled; `onFailure` hears a failure.
+    /// Pushes and renews the lease every `checkpoint` seconds until the timer is cancelled; `onFailure` hears a failure.
     func checkpoints(_ store: StateStore, onFailure: @escaping @Sendable (any Error) -> Void) -> any DispatchSourceTimer {
         let timer = DispatchSource.makeTimerSource(queue: .global())
         timer.schedule(deadline: .now() + checkpoint, repeating: checkpoint)
         timer.setEventHandler { [self] in
-            do { try push(store) } catch { onFailure(error) }
+            do {
+                try lease.renew()
+                try push(store)
+            } catch { onFailure(error) }
         }
         timer.resume()
         return timer
     }
+
+    /// Gives the lease back (the run is over, pushed or not).
+    func release() { lease.release() }
 
     private func note(_ etag: String) throws {
         do { try AtomicFile.write(Data(etag.utf8), to: notePath) } catch {
@@ -79,13 +91,160 @@ final class StateMirror: Sendable {
     }
 }
 
-/// Another run of this shard wrote the state in the bucket since this one fetched it (two pods
-/// of one index): this run's records are not kept there.
+/// A shard's hold on its state in the bucket: an object naming the holder and when its hold lapses,
+/// created only where there is none (`If-None-Match: *`), renewed and taken over only over the
+/// version read (`If-Match`). A hold that lapsed (a minute's margin for clocks), or whose holder is
+/// a process of this machine that is gone (a run killed here), is taken over.
+final class StateLease: Sendable {
+    static let sqliteType = "application/vnd.sqlite3"
+    private struct Holder: Codable {
+        let host: String
+        let pid: Int32
+        /// Seconds since 1970.
+        let until: Double
+    }
+
+    private let object: ObjectMirror
+    private let seconds: Double
+    private let held = Mutex<String?>(nil)
+
+    init(_ object: ObjectMirror, seconds: Double) { (self.object, self.seconds) = (object, seconds) }
+
+    private static let host = ProcessInfo.processInfo.hostName
+
+    private func body() throws -> [UInt8] {
+        Array(try JSONEncoder().encode(Holder(host: Self.host, pid: getpid(), until: Date().timeIntervalSince1970 + seconds)))
+    }
+
+    func take() throws {
+        if case .stored(let etag) = try object.store(try body(), over: nil, mediaType: "application/json") { return held.withLock { $0 = etag } }
+        guard let (bytes, etag) = try object.read() else { return try take() }
+        let holder = try? JSONDecoder().decode(Holder.self, from: Data(bytes))
+        let lapsed = holder.map { $0.until + 60 < Date().timeIntervalSince1970 } ?? true
+        let goneHere = holder.map { $0.host == Self.host && kill($0.pid, 0) != 0 && errno == ESRCH } ?? false
+        guard lapsed || goneHere, case .stored(let taken) = try object.store(try body(), over: etag, mediaType: "application/json") else {
+            throw StateLeaseHeld(object: object.object.description, holder: holder.map { "\($0.host), pid \($0.pid)" },
+                                 until: holder.map { Date(timeIntervalSince1970: $0.until) })
+        }
+        held.withLock { $0 = taken }
+    }
+
+    func renew() throws {
+        guard let etag = held.withLock({ $0 }) else { return }
+        guard case .stored(let renewed) = try object.store(try body(), over: etag, mediaType: "application/json") else {
+            throw StateBucketConflict(object: object.object.description)
+        }
+        held.withLock { $0 = renewed }
+    }
+
+    func release() {
+        guard held.withLock({ exchange(&$0, with: nil) }) != nil else { return }
+        try? object.delete()
+    }
+}
+
+/// Another run of this shard holds its state in the bucket: this one stops before any work.
+struct StateLeaseHeld: Error, ExitCoded, CustomStringConvertible {
+    let object: String
+    let holder: String?
+    let until: Date?
+    var exitCode: Int32 { ExitStatus.locked }
+    var description: String {
+        "\(object): another run of this shard (\(holder ?? "unknown")) holds its state" + (until.map { " until \(Date.ISO8601FormatStyle().format($0))" } ?? "")
+            + ": this run stops before any work; run it once that run is over"
+    }
+}
+
+/// Another run of this shard wrote the state in the bucket since this one fetched it, or took its
+/// lease after it lapsed: this run's records are not kept there.
 struct StateBucketConflict: Error, ExitCoded, CustomStringConvertible {
     let object: String
     var exitCode: Int32 { ExitStatus.locked }
     var description: String {
         "\(object): another run of this shard wrote the state here since this run fetched it (two pods of one index?): "
             + "this run stops and its records are not kept; its outputs stay"
+    }
+}
+
+extension JobRunner {
+    /// Runs `body` with the job's state as its `stateBucket` holds it (every database of the job's
+    /// layouts, fetched read-only into a temporary folder, removed after), or as it is here for a
+    /// job that keeps no state in a bucket: what `status`, `failed`, `report`, `plan`, `prune` and
+    /// `manifest` read. Nothing is written where the state is kept.
+    public static func readingState<Result>(of job: Job, _ body: (Job) throws -> Result) throws -> Result {
+        guard let copy = try BucketStateCopy(job) else { return try body(job) }
+        return try body(copy.job)
+    }
+
+    /// Runs `body` on the job's state to change it (`unblock`, `migrate`, `prune --delete`): with a
+    /// `stateBucket`, each database's lease is taken and its copy fetched, and after `body` each is
+    /// written back only over the version fetched (another writer in between: exit 75).
+    public static func editingState<Result>(of job: Job, _ body: (Job) throws -> Result) throws -> Result {
+        guard let copy = try BucketStateCopy(job, leasing: true) else { return try body(job) }
+        defer { copy.release() }
+        let result = try body(copy.job)
+        try copy.pushBack()
+        return result
+    }
+}
+
+/// The job's databases in its `stateBucket`, listed there and fetched into a temporary folder
+/// under their own names, as a job reading them there sees them.
+private final class BucketStateCopy {
+    let job: Job
+    private let folder: String
+    private var fetched: [(mirror: ObjectMirror, path: String, etag: String)] = []
+    private var leases: [StateLease] = []
+
+    init?(_ job: Job, leasing: Bool = false) throws {
+        guard let settings = job.stateBucket else { return nil }
+        folder = NSTemporaryDirectory() + "runner-state-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        self.job = job.withState(in: folder)
+        var listing = BucketListing(endpoint: settings.endpoint, bucket: settings.folder.bucket, prefix: settings.folder.key)
+        listing.retry = job.remote.retry
+        var objects: [ObjectURL] = []
+        try listing.objects { listed in
+            let name = String(listed.key.dropFirst(settings.folder.key.count))
+            if !name.contains("/"), JobStateLayout.isDatabase(named: name, jobStatePath: job.jobStatePath) {
+                objects.append(ObjectURL(bucket: settings.folder.bucket, key: listed.key))
+            }
+        }
+        for object in objects {
+            let mirror = ObjectMirror(endpoint: settings.endpoint, object: object, retry: job.remote.retry)
+            if leasing {
+                let lease = StateLease(ObjectMirror(endpoint: settings.endpoint, object: ObjectURL(bucket: object.bucket, key: object.key + ".lease"),
+                                                    retry: job.remote.retry), seconds: 3 * settings.checkpoint)
+                try lease.take()
+                leases.append(lease)
+            }
+            let path = folder + "/" + Paths.lastComponent(object.key)
+            if case .fetched(let etag) = try mirror.fetch(into: path, unless: nil) { fetched.append((mirror, path, etag)) }
+        }
+    }
+
+    deinit {
+        release()
+        try? FileManager.default.removeItem(atPath: folder)
+    }
+
+    /// Each database written back over the version fetched.
+    func pushBack() throws {
+        for (mirror, path, etag) in fetched {
+            // Its WAL folded in: the object is one self-contained file.
+            let snapshot = path + ".snapshot"
+            defer { unlink(snapshot) }
+            let store = try StateStore(path: path)
+            defer { store.close() }
+            try store.snapshot(to: snapshot)
+            guard case .stored = try mirror.store(from: snapshot, over: etag, mediaType: StateLease.sqliteType) else {
+                throw StateBucketConflict(object: mirror.object.description)
+            }
+        }
+    }
+
+    func release() {
+        for lease in leases { lease.release() }
+        leases = []
     }
 }

@@ -323,13 +323,15 @@ public struct HTMLReport {
 
     /// A page's tiles, with the previews of their outputs (made now when they are not on disk yet).
     private func sheetTiles(_ items: [ItemRecord], previews: SheetPreviews, folder: String, derived stores: [StateStore]) -> String {
-        let sizes = items.map { item in
-            item.failure == nil ? (try? FileManager.default.attributesOfItem(atPath: item.outputPath))?[.size] as? Int : nil
+        // An object is shown as recorded, linked at its store, with no preview (it is not fetched).
+        let links = items.map { job.destination(of: $0.outputPath)?.link(to: $0.outputPath) }
+        let sizes = zip(items, links).map { item, link in
+            item.failure != nil ? nil : link != nil ? item.bytes : (try? FileManager.default.attributesOfItem(atPath: item.outputPath))?[.size] as? Int
         }
-        let shown = previews.previews(for: items.indices.map { sizes[$0] == nil ? nil : items[$0].outputPath })
+        let shown = previews.previews(for: items.indices.map { sizes[$0] == nil || links[$0] != nil ? nil : items[$0].outputPath })
         let records = job.derive.values.isEmpty ? [:] : (try? stores.sourceRecords(of: Array(Set(items.map(\.sourceKey))))) ?? [:]
         return items.indices.map { index in
-            tile(items[index], size: sizes[index], preview: shown[index], folder: folder, placeholder: placeholder(records[items[index].sourceKey]))
+            tile(items[index], size: sizes[index], preview: shown[index], link: links[index], folder: folder, placeholder: placeholder(records[items[index].sourceKey]))
         }.joined()
     }
 
@@ -354,7 +356,7 @@ public struct HTMLReport {
         return (backgrounds.isEmpty ? "" : " style=\"background:\(backgrounds.joined(separator: ","))\"") + attributes
     }
 
-    private func tile(_ item: ItemRecord, size: Int?, preview: SheetPreviews.Preview?, folder: String, placeholder: String = "") -> String {
+    private func tile(_ item: ItemRecord, size: Int?, preview: SheetPreviews.Preview?, link: String?, folder: String, placeholder: String = "") -> String {
         let title = esc(item.sourceKey + " → " + item.outputPath)
         let caption = "<div class=\"name\">\(sourceName(item.sourceKey))</div>"
         if let failure = item.failure {
@@ -367,7 +369,7 @@ public struct HTMLReport {
                 + "<figcaption>\(caption)<div class=\"size\">\(esc(item.outputName))</div></figcaption></figure>"
         }
         // The preview, linking to the output; the output itself only when no preview could be made.
-        let full = esc(href(item.outputPath, from: folder)), alt = esc(Paths.lastComponent(item.outputPath))
+        let full = esc(link ?? href(item.outputPath, from: folder)), alt = esc(Paths.lastComponent(item.outputPath))
         let image = preview.map { "<img class=\"output preview\" src=\"\(esc(Self.percentEncoded($0.href)))\" alt=\"\(alt)\">" }
             ?? "<img class=\"output\" loading=\"lazy\" decoding=\"async\" src=\"\(full)\" alt=\"\(alt)\">"
         return "<figure class=\"tile\" title=\"\(title)\"><a class=\"frame\" href=\"\(full)\"\(placeholder)>\(image)</a>"

@@ -138,11 +138,12 @@ struct ManifestCommand: RunnerCommand {
     var jsonl = false
 
     func execute() throws {
-        let loaded = try job.load()
-        switch try JobRunner.manifest(loaded, out: out, jsonl: jsonl) {
-        case .written(let path, let changed): print(changed ? path : "\(path) (unchanged)")
-        case .printed: break
-        case .neverRun: Runner.printError(notRunYet(loaded.name, state: loaded.jobStatePath))
+        try job.reading { loaded in
+            switch try JobRunner.manifest(loaded, out: out, jsonl: jsonl) {
+            case .written(let path, let changed): print(changed ? path : "\(path) (unchanged)")
+            case .printed: break
+            case .neverRun: Runner.printError(notRunYet(loaded.name, state: loaded.jobStatePath))
+            }
         }
     }
 }
@@ -189,7 +190,7 @@ struct PlanCommand: RunnerCommand {
     func execute() throws {
         // Items are printed as they are planned, JSON included, so listing millions stays flat
         // in memory. A job-file error found part way cuts the listing short (exit status 2).
-        try job.with { loaded in
+        try job.reading { loaded in
             if let count = sharding.shards, try sharding.resolved() == nil { return try printSpread(try JobRunner.spread(loaded, over: count)) }
             var itemsPrinted = 0
             let line = JSONEncoder.printing(pretty: false)
@@ -263,7 +264,7 @@ struct Status: RunnerCommand {
     var runs = 5
 
     func execute() throws {
-        let report = try StatusReport(job: try job.load(), runs: runs)
+        let report = try job.reading { try StatusReport(job: $0, runs: runs) }
         print(json ? try JSONEncoder.printing().text(report) : report.text())
     }
 }
@@ -277,7 +278,7 @@ struct Failed: RunnerCommand {
     var json = false
 
     func execute() throws {
-        try FailedReport.write(try job.load(), json: json) { print($0, terminator: "") }
+        try job.reading { loaded in try FailedReport.write(loaded, json: json) { print($0, terminator: "") } }
     }
 }
 
@@ -305,12 +306,13 @@ struct Report: RunnerCommand {
     }
 
     func execute() throws {
-        let loaded = try job.load()
         var options = HTMLReport.Options()
         (options.out, options.runs, options.pages, options.perPage) = (out, runs, pages, perPage)
-        switch try JobRunner.report(loaded, options: options) {
-        case .written(let pages): print(pages[0])
-        case .neverRun: print("\(loaded.name) has not run yet: no report written")
+        try job.reading { loaded in
+            switch try JobRunner.report(loaded, options: options) {
+            case .written(let pages): print(pages[0])
+            case .neverRun: print("\(loaded.name) has not run yet: no report written")
+            }
         }
     }
 }
@@ -376,7 +378,7 @@ struct Duplicates: RunnerCommand {
     }
 
     func execute() throws {
-        try job.with { loaded in
+        try job.reading { loaded in
             let report = try DuplicatesReport(job: loaded, distance: distance)
             guard report.hasRun else { return print(notRunYet(loaded.name, state: loaded.jobStatePath)) }
             print(json ? try JSONEncoder.printing().text(report) : report.text())
@@ -400,8 +402,7 @@ struct Unblock: RunnerCommand {
     }
 
     func execute() throws {
-        let loaded = try job.load()
-        let removed = try JobRunner.unblock(loaded, urls: all ? nil : urls).count
+        let removed = try job.editing { try JobRunner.unblock($0, urls: all ? nil : urls).count }
         print("\(removed) URL\(removed == 1 ? "" : "s") unblocked")
     }
 }
@@ -413,7 +414,7 @@ struct Migrate: RunnerCommand {
     @OptionGroup var job: JobArgument
 
     func execute() throws {
-        for path in try JobRunner.migrate(try job.load()) { print("\(path): up to date with runner \(RunnerVersion.string)") }
+        for path in try job.editing({ try JobRunner.migrate($0) }) { print("\(path): up to date with runner \(RunnerVersion.string)") }
     }
 }
 
@@ -427,7 +428,7 @@ struct Prune: RunnerCommand {
     var delete = false
 
     func execute() throws {
-        try job.with { loaded in
+        try (delete ? job.editing : job.reading) { loaded in
             // One line per orphan as it is found: WHAT<tab>KEY<tab>PATH[<tab>why the file stays];
             // then one per orphaned source record: drop/dropped<tab>SOURCE KEY.
             let counts = try JobRunner.prune(loaded, delete: delete, { orphan in

@@ -6,6 +6,7 @@ import Keys
 import Imaging
 import JobFile
 import Reporting
+import Pipeline
 
 @main
 struct Runner: ParsableCommand {
@@ -81,6 +82,12 @@ struct JobArgument: ParsableArguments {
             throw JobFileFailure(path: job, error: error.located(in: loaded.text))
         }
     }
+
+    /// `with`, the job's state read where it is kept: a `stateBucket`'s copies, fetched read-only.
+    func reading<Result>(_ body: (Job) throws -> Result) throws -> Result { try with { try JobRunner.readingState(of: $0, body) } }
+
+    /// `with`, the job's state changed where it is kept: a `stateBucket`'s copies, leased, fetched and written back.
+    func editing<Result>(_ body: (Job) throws -> Result) throws -> Result { try with { try JobRunner.editingState(of: $0, body) } }
 }
 
 /// Which part of the job this process runs (`--shard K/N`, or the batch engine's environment).

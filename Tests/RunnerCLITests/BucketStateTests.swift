@@ -51,28 +51,58 @@ struct BucketStateTests {
             #expect(run.status == 0 && run.stdout.contains("0 done, 0 failed"), "\(run.stdout)\(run.stderr)")
         }
         let sent = try proxy.stats().methods
-        #expect(sent.keys.allSatisfy { $0.contains("/site/runner-state/") }, "only the state was read and written: \(sent)")
-        #expect(sent.filter { $0.key.hasPrefix("GET ") }.count == 2 && sent.filter { $0.key.hasPrefix("PUT ") }.count == 2, "\(sent)")
+        #expect(sent.keys.allSatisfy { $0.contains("/site/runner-state/") }, "only the state and its leases were read and written: \(sent)")
+        let state = sent.filter { !$0.key.contains(".lease") }
+        #expect(state.filter { $0.key.hasPrefix("GET ") }.count == 2 && state.filter { $0.key.hasPrefix("PUT ") }.count == 2, "\(sent)")
         withExtendedLifetime(server) {}
     }
 
-    @Test("two runs of one shard from the same state: the second to write it stops with exit 75 and the first's state stands")
-    func secondWriterLoses() throws {
+    @Test("two runs of one shard: the second finds the first's lease and stops at once with exit 75, having sent no output; the first's state stands")
+    func secondRunStopsAtOnce() throws {
         let (server, proxy) = try BucketOutputTests.store()
         let slow = try Workspace(), fast = try Workspace(), later = try Workspace()
         let pauses = try Pauses("worker.task", in: slow)
         let held = try slow.start([try job(slow, endpoint: proxy.url("")), "--shard", "1/2"], environment: Self.credentials.merging(pauses.environment) { $1 })
-        // Held with its state fetched (there was none) and its first source in hand.
+        // Held with its lease taken, its state fetched (there was none) and its first source in hand.
         #expect(pauses.wait(for: "worker.task", of: held).count == 1, "\(held.stdoutSoFar)\(held.stderrSoFar)")
-        let winner = try fast.run([try job(fast, endpoint: proxy.url("")), "--shard", "1/2"], environment: Self.credentials)
-        #expect(winner.status == 0, "\(winner.stdout)\(winner.stderr)")
+        try proxy.reset()
+        let second = try fast.run([try job(fast, endpoint: proxy.url("")), "--shard", "1/2"], environment: Self.credentials)
+        #expect(second.status == 75, "\(second.stdout)\(second.stderr)")
+        #expect(second.stderr.contains("s3://site/\(Self.stateKey).lease: another run of this shard (") && second.stderr.contains("holds its state until"),
+                "\(second.stderr)")
+        let sent = try proxy.stats().methods
+        #expect(sent.keys.allSatisfy { $0.contains(".lease") }, "only the lease was asked about: \(sent)")
         try pauses.releaseAll()
-        let loser = held.wait()
-        #expect(loser.status == 75, "\(loser.stdout)\(loser.stderr)")
-        #expect(loser.stderr.contains("s3://site/\(Self.stateKey): another run of this shard wrote the state here since this run fetched it"),
-                "\(loser.stderr)")
+        let first = held.wait()
+        #expect(first.status == 0, "\(first.stdout)\(first.stderr)")
         let picked = try later.run([try job(later, endpoint: proxy.url("")), "--shard", "1/2"], environment: Self.credentials)
-        #expect(picked.status == 0 && picked.stdout.contains("0 done, 0 failed"), "the winner's records stand: \(picked.stdout)\(picked.stderr)")
+        #expect(picked.status == 0 && picked.stdout.contains("0 done, 0 failed"), "the first's records stand: \(picked.stdout)\(picked.stderr)")
+        withExtendedLifetime(server) {}
+    }
+
+    @Test("with no local copy, status, plan, failed and prune read the bucket's state and write nothing here; prune --delete pushes its change back")
+    func commandsReadTheBucket() throws {
+        let (server, proxy) = try BucketOutputTests.store()
+        let pod = try Workspace(), laptop = try Workspace(), other = try Workspace()
+        let night = try pod.run([try job(pod, endpoint: proxy.url(""))], environment: Self.credentials)
+        #expect(night.status == 0 && night.stdout.contains("8 done"), "\(night.stdout)\(night.stderr)")
+        let job = try job(laptop, endpoint: proxy.url(""))
+        let status = try laptop.run(["status", job], environment: Self.credentials)
+        #expect(status.status == 0 && status.stdout.contains("8 done"), "\(status.stdout)\(status.stderr)")
+        let plan = try laptop.run(["plan", job], environment: Self.credentials)
+        #expect(plan.stdout.contains("0 to run, 0 to revalidate, 8 up to date"), "\(plan.stdout)\(plan.stderr)")
+        let failed = try laptop.run(["failed", job], environment: Self.credentials)
+        #expect(failed.status == 0 && !failed.stdout.contains("has not run"), "\(failed.stdout)\(failed.stderr)")
+        let pruned = try laptop.run(["prune", job], environment: Self.credentials)
+        #expect(pruned.stdout.contains("0 orphaned items"), "\(pruned.stdout)\(pruned.stderr)")
+        #expect(laptop.files(in: ".") == ["job.json"], "nothing written here: \(laptop.files(in: "."))")
+        // The output renamed: its 8 items are orphans; prune --delete deletes their objects and the bucket's state drops them.
+        let renamed = try laptop.writeJob(try String(contentsOfFile: job, encoding: .utf8).replacingOccurrences(of: #""name": "t""#, with: #""name": "u""#)
+            .replacingOccurrences(of: "thumbs/", with: "small/"))
+        let deleted = try laptop.run(["prune", renamed, "--delete"], environment: Self.credentials)
+        #expect(deleted.status == 0 && deleted.stdout.contains("8 orphaned items dropped, 8 files deleted"), "\(deleted.stdout)\(deleted.stderr)")
+        let seen = try other.run(["prune", try other.writeJob(try String(contentsOfFile: renamed, encoding: .utf8))], environment: Self.credentials)
+        #expect(seen.stdout.contains("0 orphaned items"), "the bucket's state was changed: \(seen.stdout)\(seen.stderr)")
         withExtendedLifetime(server) {}
     }
 

@@ -239,3 +239,45 @@ struct FailingStoreTests {
         #expect(next.status == 0 && next.stdout.contains("11 done, 0 failed, 1 up to date"), "\(next.stdout)\(next.stderr)")
     }
 }
+
+/// The state in a bucket against the tests' own store: a conditional write whose answer is lost,
+/// and a clock that is off.
+@Suite("State writes a store can confuse")
+struct StateWriteTests {
+    func job(_ workspace: Workspace, _ store: LyingStore) throws -> String {
+        try FileManager.default.createDirectory(atPath: workspace.path("in"), withIntermediateDirectories: true)
+        try? FileManager.default.copyItem(atPath: Fixtures.path("photos/fig-bowl.jpg"), toPath: workspace.path("in/fig-bowl.jpg"))
+        return try workspace.writeJob("""
+        {"version": 1, "sources": [{"path": "in"}],
+         "outputs": [{"name": "t", "path": "out/{stem}.webp", "chain": [{"op": "thumbnail", "width": 32, "height": 32}], "format": {"type": "webp"}}],
+         "stateBucket": {"s3": "s3://state/runner/", "endpoint": "\(store.endpoint)"},
+         "retry": {"attempts": 3, "initialDelay": 0.01, "maxDelay": 0.02}, "state": "state.sqlite"}
+        """)
+    }
+
+    @Test("a conditional PUT (the lease, the state) that landed but whose answer was lost is recognised, not taken for another writer's")
+    func lostAnswer() throws {
+        let store = try LyingStore(objects: [:], accessKey: ListingTrustTests.accessKey, secretKey: ListingTrustTests.secret)
+        let workspace = try Workspace()
+        try store.lie("drop-put", times: 2)
+        let night = try workspace.run([try job(workspace, store)], environment: ListingTrustTests.credentials)
+        #expect(night.status == 0 && night.stdout.contains("1 done"), "\(night.stdout)\(night.stderr)")
+        let sent = try store.requests()
+        #expect(sent.filter { $0.hasPrefix("HEAD /state/runner/state.sqlite") }.count == 2, "the lease and the state checked once each: \(sent)")
+        // The local copy gone (a pod's empty disk, its outputs kept): the bucket's copy says done.
+        for leftover in ["state.sqlite", "state.sqlite-wal", "state.sqlite-shm", "state.sqlite.bucket-etag"] { unlink(workspace.path(leftover)) }
+        let again = try workspace.run([try job(workspace, store)], environment: ListingTrustTests.credentials)
+        #expect(again.status == 0 && again.stdout.contains("0 done, 0 failed, 1 up to date"), "the state landed: \(again.stdout)\(again.stderr)")
+    }
+
+    @Test("a store whose clock is 20 minutes ahead refuses the run (78) and runner names the offset")
+    func clockSkew() throws {
+        let store = try LyingStore(objects: [:], accessKey: ListingTrustTests.accessKey, secretKey: ListingTrustTests.secret)
+        let workspace = try Workspace()
+        try store.lie("skewed")
+        let night = try workspace.run([try job(workspace, store)], environment: ListingTrustTests.credentials)
+        #expect(night.status == 78, "\(night.stdout)\(night.stderr)")
+        #expect(night.stderr.contains("RequestTimeTooSkewed: this machine's clock is 1200 s behind the store's")
+                || night.stderr.contains("RequestTimeTooSkewed: this machine's clock is 1199 s behind the store's"), "\(night.stderr)")
+    }
+}

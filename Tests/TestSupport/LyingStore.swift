@@ -34,7 +34,9 @@ public final class LyingStore: @unchecked Sendable {
 
     /// The listing answers `times` times (-1: from now on) as `mode` says: truncated-no-token,
     /// repeat-token, garbage, outside-prefix, out-of-order, oversize (a page over 8 MiB), raw-keys
-    /// (keys not URL-encoded, whatever was asked), outage (every PUT answered 503 SlowDown), or none.
+    /// (keys not URL-encoded, whatever was asked), outage (every PUT answered 503 SlowDown), drop-put
+    /// (the next `times` PUTs stored, then the connection dropped unanswered), skewed (every request
+    /// refused as RequestTimeTooSkewed, the store's clock 20 minutes ahead), or none.
     public func lie(_ mode: String, times: Int = -1) throws { _ = try loopbackGET(port: port, "/_lie/\(mode)/\(times)") }
 
     /// Every request line received since the start or the last `reset`, raw: `GET /photos/a%20b.jpg HTTP/1.1`.

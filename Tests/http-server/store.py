@@ -5,11 +5,15 @@ SigV4 over the path exactly as it arrived (nothing normalized), so a request tha
 the way is refused as AWS would refuse it. Objects live in memory, keyed by any bytes.
 
 Control (unsigned, GET): /_lie/<mode>/<times> makes the next <times> listing answers lie (-1: all),
-or with mode "outage" every PUT answer 503 SlowDown;
+or with mode "outage" every PUT answer 503 SlowDown, "drop-put" the next <times> PUTs be stored and then
+the connection dropped unanswered, "skewed" every request be refused as RequestTimeTooSkewed (the Date 20
+minutes ahead); PUTs honour If-None-Match: * and If-Match;
 /_requests gives the raw request lines as JSON; /_reset clears them. Prints its port on stdout.
 Standard library only."""
 import argparse
 import base64
+import email.utils
+import time
 import hashlib
 import hmac
 import json
@@ -92,12 +96,26 @@ class Handler(BaseHTTPRequestHandler):
             return self.listing(bucket, query)
         if self.command == "PUT" and LIE["mode"] == "outage":
             return self.error(503, "SlowDown", "Please reduce your request rate.")
+        if LIE["mode"] == "skewed":
+            self.send_response(403)
+            self.send_header("Date", email.utils.formatdate(time.time() + 1200, usegmt=True))
+            body = b"<Error><Code>RequestTimeTooSkewed</Code><Message>The difference between the request time and the current time is too large.</Message></Error>"
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            return self.wfile.write(body)
+        if self.command == "PUT" and not self.condition_holds(OBJECTS.get((bucket, key))):
+            return self.error(412, "PreconditionFailed", "At least one of the pre-conditions you specified did not hold")
         with LOCK:
             stored = OBJECTS.get((bucket, key))
             if self.command == "PUT":
                 OBJECTS[(bucket, key)] = body
             elif self.command == "DELETE":
                 OBJECTS.pop((bucket, key), None)
+        if self.command == "PUT" and LIE["mode"] == "drop-put" and LIE["times"] != 0:
+            # Stored, then the connection dropped before any answer: the writer cannot tell it landed.
+            LIE["times"] -= 1
+            self.close_connection = True
+            return
         if self.command == "PUT":
             return self.reply(200, headers={"ETag": '"%s"' % hashlib.md5(body).hexdigest()})
         if self.command == "DELETE":
@@ -107,6 +125,13 @@ class Handler(BaseHTTPRequestHandler):
         self.reply(200, stored, "application/octet-stream", {"ETag": '"%s"' % hashlib.md5(stored).hexdigest()})
 
     do_GET = do_PUT = do_DELETE = do_HEAD = handle_request
+
+    def condition_holds(self, stored):
+        """S3's conditional writes: If-None-Match: * only where there is no object, If-Match only over that ETag."""
+        if self.headers.get("If-None-Match") == "*":
+            return stored is None
+        wanted = self.headers.get("If-Match")
+        return wanted is None or (stored is not None and wanted.strip('"') == hashlib.md5(stored).hexdigest())
 
     def control(self, raw_path):
         parts = raw_path.strip("/").split("/")
