@@ -117,7 +117,7 @@ extension Job {
                                      "Where images come from: each source has exactly one of path, glob, list, url, s3.")
         package static let outputs = ListKey("outputs", of: .fixed(Output.shape), nonEmpty: "output", "What to make of each source.")
         package static let derive = DerivedValues.key("derive",
-            "Values computed per source from its pixels: thumbhash, blurhash (with x and y components), dhash, phash, dominant, focal. "
+            "Values computed per source from its pixels: \(derivedValueNames). "
                 + "Each element is a name, or an object naming it in \"value\" with its settings; each at most once.")
         package static let state = Key.text("state", .optional("<job file name>.sqlite beside the job file"),
                                     "The state database, relative to the job file; its lock is STATE.lock.")

@@ -1,5 +1,6 @@
 import Support
 import Model
+import Imaging
 
 /// The JSON Schema (draft 2020-12) of the site manifest `SiteManifestWriter` writes:
 /// `runner schema --manifest`. A JSON Lines manifest's every line is a `$defs/source`.
@@ -54,12 +55,8 @@ package enum SiteManifestSchema {
                      "description": .string("The done outputs of each block of widths and formats, by the block's name: one entry per format "
                         + "in the block's order (a <picture>'s <source> order), each with its images by width (a srcset). "
                         + "Absent when no output of a block is done.")],
-            "derived": ["type": "object", "description": "Values computed from the pixels (`derive`), by name.",
-                        "properties": [
-                            "thumbhash": string, "blurhash": string, "dhash": string, "phash": string, "dominant": string,
-                            "focal": ["type": "object", "required": ["x", "y"],
-                                      "properties": ["x": ["type": "number"], "y": ["type": "number"]]],
-                        ]],
+            "derived": ["type": "object", "description": "Values computed from the pixels (`derive`), by name.", "additionalProperties": false,
+                        "properties": .object(Dictionary(uniqueKeysWithValues: derivedValueCatalogue.map { ($0.name, $0.valueSchema) }))],
         ],
     ]
 

@@ -147,12 +147,20 @@ struct PlanningTests {
         for output in outputs { #expect(!output.contains("..") && !output.hasPrefix("/"), "\(output)") }
     }
 
-    @Test("two items writing one path are rejected at plan time")
+    @Test("two sources one output would write to one path are collisions the plan names; a path naming no source is a job-file error")
     func collisions() throws {
         let workspace = try Workspace()
         try workspace.write("x", to: "a/1.jpg")
         try workspace.write("x", to: "a/sub/1.jpg")
-        #expect(throws: JobFileError.self) { try plan(#"[{"path": "a", "recursive": true}]"#, path: "out/{stem}.jpg", in: workspace) }
+        let job = try Job.parse(text: """
+            {"version": 1, "sources": [{"path": "a", "recursive": true}], "state": "s.sqlite",
+             "outputs": [{"name": "t", "path": "out/{stem}.jpg", "chain": [], "format": {"type": "jpeg"}}]}
+            """, filePath: workspace.path("job.json"))
+        var collided: [String: String] = [:]
+        try Planner(job: job).forEachSource(collided: { item, _, failure in collided[item] = failure.message }) { _ in }
+        #expect(collided.keys.sorted() == [workspace.path("a/1.jpg") + "@t", workspace.path("a/sub/1.jpg") + "@t"])
+        #expect(collided[workspace.path("a/1.jpg") + "@t"]?.hasPrefix(workspace.path("a/sub/1.jpg") + " would write " + workspace.path("out/1.jpg")) == true)
+        #expect(throws: JobFileError.self) { try plan(#"[{"path": "a", "recursive": true}]"#, path: "out/one.jpg", in: workspace) }
         #expect(try plan(#"[{"path": "a", "recursive": true}]"#, path: "out/{key}.jpg", in: workspace).items.count == 2)
     }
 

@@ -13,6 +13,8 @@ package protocol DerivedValue: Sendable {
     static var name: String { get }
     /// What it is, for `runner schema`.
     static var summary: String { get }
+    /// The JSON Schema of the value as the site manifest writes it.
+    static var valueSchema: JSONValue { get }
     /// Its settings (besides `value`): name, type, range, default, meaning.
     static var keys: [any KeyDeclaration] { get }
     /// Reads and validates the settings; errors name the exact key.
@@ -24,6 +26,8 @@ package protocol DerivedValue: Sendable {
 
 extension DerivedValue {
     package static var keys: [any KeyDeclaration] { [] }
+    /// Text, most of them.
+    package static var valueSchema: JSONValue { ["type": "string", "description": .string(summary)] }
 }
 
 /// A value with no settings.
@@ -43,6 +47,9 @@ package let derivedValueCatalogue: [any DerivedValue.Type] = [
     DominantColour.self,
     FocalPoint.self,
 ]
+
+/// The catalogue's names, for what lists them: `thumbhash, placeholder, ...`.
+package var derivedValueNames: String { derivedValueCatalogue.map { $0.name }.joined(separator: ", ") }
 
 /// An element of `derive` written as an object: `value` picks the value, whose settings then apply.
 package let derivedValueShape = TaggedShape(tag: "value", noun: "value", summary: "The derived value.",

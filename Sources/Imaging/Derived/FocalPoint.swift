@@ -9,6 +9,8 @@ import Keys
 package struct FocalPoint: PlainDerivedValue {
     package static let name = "focal"
     package static let summary = "The centre of libvips' attention crop, as {\"x\", \"y\"} fractions of width and height from the top-left."
+    package static let valueSchema: JSONValue = ["type": "object", "required": ["x", "y"], "additionalProperties": false, "description": .string(summary),
+                                                 "properties": ["x": ["type": "number"], "y": ["type": "number"]]]
 
     /// The crop asked for, as a fraction of each side: it sets how much libvips blurs its map of
     /// interest before taking the peak (libvips works on a 32 px copy, so the answer is as precise as that).
