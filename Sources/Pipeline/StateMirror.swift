@@ -24,18 +24,23 @@ final class StateMirror: Sendable {
     private var notePath: String { statePath + ".bucket-etag" }
     private let pushing = Mutex(())
 
-    init?(_ job: Job) {
+    convenience init?(_ job: Job) {
         guard let settings = job.stateBucket else { return nil }
-        let object = settings.object(for: job.statePath)
-        mirror = ObjectMirror(endpoint: settings.endpoint, object: object, retry: job.remote.retry)
-        lease = StateLease(ObjectMirror(endpoint: settings.endpoint, object: ObjectURL(bucket: object.bucket, key: object.key + ".lease"),
-                                        retry: job.remote.retry), seconds: 3 * settings.checkpoint)
-        (statePath, checkpoint) = (job.statePath, settings.checkpoint)
+        self.init(settings, object: settings.object(for: job.statePath), statePath: job.statePath, retry: job.remote.retry)
     }
 
-    /// Takes the shard's lease, then brings the bucket's version here unless the local database already is it.
-    func pull() throws {
-        try lease.take()
+    /// The database at `statePath` kept as `object`.
+    init(_ settings: StateBucketSettings, object: ObjectURL, statePath: String, retry: RetryPolicy) {
+        mirror = ObjectMirror(endpoint: settings.endpoint, object: object, retry: retry)
+        lease = StateLease(ObjectMirror(endpoint: settings.endpoint, object: ObjectURL(bucket: object.bucket, key: object.key + ".lease"),
+                                        retry: retry), seconds: 3 * settings.checkpoint)
+        (self.statePath, checkpoint) = (statePath, settings.checkpoint)
+    }
+
+    /// Takes the shard's lease (unless only reading), then brings the bucket's version here unless
+    /// the local database already is it.
+    func pull(leasing: Bool = true) throws {
+        if leasing { try lease.take() }
         let known = FileManager.default.fileExists(atPath: statePath) ? try? String(contentsOfFile: notePath, encoding: .utf8) : nil
         let fetched = statePath + ".fetched"
         switch try mirror.fetch(into: fetched, unless: known) {
@@ -189,12 +194,12 @@ extension JobRunner {
 }
 
 /// The job's databases in its `stateBucket`, listed there and fetched into a temporary folder
-/// under their own names, as a job reading them there sees them.
+/// under their own names (each through a `StateMirror`, leased when they are to be changed), as a
+/// job reading them there sees them.
 private final class BucketStateCopy {
     let job: Job
     private let folder: String
-    private var fetched: [(mirror: ObjectMirror, path: String, etag: String)] = []
-    private var leases: [StateLease] = []
+    private var mirrors: [(mirror: StateMirror, path: String)] = []
 
     init?(_ job: Job, leasing: Bool = false) throws {
         guard let settings = job.stateBucket else { return nil }
@@ -203,23 +208,17 @@ private final class BucketStateCopy {
         self.job = job.withState(in: folder)
         var listing = BucketListing(endpoint: settings.endpoint, bucket: settings.folder.bucket, prefix: settings.folder.key)
         listing.retry = job.remote.retry
-        var objects: [ObjectURL] = []
+        var names: [String] = []
         try listing.objects { listed in
             let name = String(listed.key.dropFirst(settings.folder.key.count))
-            if !name.contains("/"), JobStateLayout.isDatabase(named: name, jobStatePath: job.jobStatePath) {
-                objects.append(ObjectURL(bucket: settings.folder.bucket, key: listed.key))
-            }
+            if JobStateLayout.isDatabase(named: name, jobStatePath: job.jobStatePath) { names.append(name) }
         }
-        for object in objects {
-            let mirror = ObjectMirror(endpoint: settings.endpoint, object: object, retry: job.remote.retry)
-            if leasing {
-                let lease = StateLease(ObjectMirror(endpoint: settings.endpoint, object: ObjectURL(bucket: object.bucket, key: object.key + ".lease"),
-                                                    retry: job.remote.retry), seconds: 3 * settings.checkpoint)
-                try lease.take()
-                leases.append(lease)
-            }
-            let path = folder + "/" + Paths.lastComponent(object.key)
-            if case .fetched(let etag) = try mirror.fetch(into: path, unless: nil) { fetched.append((mirror, path, etag)) }
+        for name in names {
+            let path = folder + "/" + name
+            let mirror = StateMirror(settings, object: ObjectURL(bucket: settings.folder.bucket, key: settings.folder.key + name), statePath: path,
+                                     retry: job.remote.retry)
+            mirrors.append((mirror, path))
+            try mirror.pull(leasing: leasing)
         }
     }
 
@@ -230,21 +229,14 @@ private final class BucketStateCopy {
 
     /// Each database written back over the version fetched.
     func pushBack() throws {
-        for (mirror, path, etag) in fetched {
-            // Its WAL folded in: the object is one self-contained file.
-            let snapshot = path + ".snapshot"
-            defer { unlink(snapshot) }
+        for (mirror, path) in mirrors {
             let store = try StateStore(path: path)
             defer { store.close() }
-            try store.snapshot(to: snapshot)
-            guard case .stored = try mirror.store(from: snapshot, over: etag, mediaType: StateLease.sqliteType) else {
-                throw StateBucketConflict(object: mirror.object.description)
-            }
+            try mirror.push(store)
         }
     }
 
     func release() {
-        for lease in leases { lease.release() }
-        leases = []
+        for (mirror, _) in mirrors { mirror.release() }
     }
 }
