@@ -76,12 +76,8 @@ package struct HTTPResponse: Sendable {
     package var body: [UInt8]
     /// Its bytes in all, in memory or written on.
     package let size: Int
-    /// Whether it went on to the descriptor `Answer.spilling` opened.
-    package let spilled: Bool
     /// Its first bytes, wherever the rest went (an image's signature).
     package let head: [UInt8]
-    /// Seconds the transfer took.
-    package let elapsed: Double
 
     /// The `<Code>` of an S3 or STS error document (`SignatureDoesNotMatch`, `AccessDenied`, ...).
     package var errorCode: String? { XMLFields.first(of: ["Code"], in: body)["Code"] }
@@ -307,7 +303,7 @@ private final class Exchange {
                               message.isEmpty ? String(cString: curl_easy_strerror(code)) : message)
         }
         return HTTPResponse(status: ccurl_info_long(easy, CURLINFO_RESPONSE_CODE), headers: headers, body: descriptor >= 0 ? [] : memory,
-                            size: received, spilled: descriptor >= 0, head: head, elapsed: elapsed)
+                            size: received, head: head)
     }
 
     /// A piece of the answer's body: a success's as its request says, an error's kept up to its limit.
