@@ -56,10 +56,18 @@ public struct Job: Sendable {
         return part
     }
 
+    /// The job's own state path, and the state as a person finds it (that path, or the bucket
+    /// object it is kept as): what reports are named after and written beside, and what they
+    /// name, even while the state is read from copies elsewhere (`withState(in:)`).
+    package private(set) var home: (path: String, shownAs: String)? = nil
+    package var stateHomePath: String { home?.path ?? jobStatePath }
+    public var stateShownAs: String { home?.shownAs ?? jobStatePath }
+
     /// The same job with its state databases in `folder` under their own names (the bucket's
     /// copies, fetched there), and no `stateBucket`: what reads and edits them sees only the copies.
     package func withState(in folder: String) -> Job {
         var moved = self
+        moved.home = (jobStatePath, stateBucket.map { $0.object(for: jobStatePath).description } ?? jobStatePath)
         moved.statePath = folder + "/" + Paths.lastComponent(statePath)
         moved.unshardedStatePath = unshardedStatePath.map { folder + "/" + Paths.lastComponent($0) }
         moved.stateBucket = nil

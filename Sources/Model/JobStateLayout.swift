@@ -35,6 +35,11 @@ public struct JobStateLayout: Sendable {
         shard?.partPath(of: jobStatePath) ?? jobStatePath
     }
 
+    /// Whether the database `name` (a file name) is of `shard`'s layout (its count's; nil: unsharded).
+    public static func isSameLayout(named name: String, jobStatePath: String, as shard: Shard?) -> Bool {
+        (Self.shard(named: name, jobStatePath: jobStatePath)?.count ?? 0) == (shard?.count ?? 0)
+    }
+
     /// Whether `name` (a file name) is one of the job's databases: its own or a shard's.
     public static func isDatabase(named name: String, jobStatePath: String) -> Bool {
         name == Paths.lastComponent(jobStatePath) || shard(named: name, jobStatePath: jobStatePath) != nil

@@ -113,9 +113,17 @@ public enum JobRunner {
         let mirror = StateMirror(job)
         let isFirst = { !FileManager.default.fileExists(atPath: job.statePath) }
         if mirror == nil, isFirst() { _ = try validate(job) }
-        let lock = try RunLock(statePath: job.statePath)
+        // With the state in a bucket the shard's lease comes first: a second run of the shard stops
+        // having written nothing here, not even the lock file.
+        try mirror?.takeLease()
+        let lock: RunLock
+        do { lock = try RunLock(statePath: job.statePath) } catch {
+            mirror?.release()
+            throw error
+        }
         do {
             try mirror?.pull()
+            try StateMirror.pullOtherLayouts(of: job)
             if mirror != nil, isFirst() { _ = try validate(job) }
         } catch {
             mirror?.release()
@@ -152,7 +160,8 @@ public enum JobRunner {
         if !storeDown || job.manifestPath.flatMap(job.destination(of:)) is FolderDestination { files.append {
             try SiteManifestWriter.writeJobManifest(job, stores: [store], shard: job.shard)
             try store.publishRetired()
-            _ = try removeRetired(job, store: store)
+            let removed = try removeRetired(job, store: store)
+            if removed > 0 { reporter.notice("removed \(removed) replaced file\(removed == 1 ? "" : "s") no manifest has named for keepReplaced") }
         } }
         for write in files {
             do { try write() } catch {

@@ -54,10 +54,13 @@ extension JobRunner {
         var current = CurrentItems(job: job)
         try Planner(job: job).forEachSource { current.insert($0) }
         var counts = PruneCounts()
+        // A site may name an orphan's file in the manifest it was built from: with a manifest, the
+        // file is retired (kept for `keepReplaced` after the manifest that drops it), not deleted now.
+        let retiring = delete && job.manifest != nil
         for store in stores {
-            try store.sweepItems { recorded in
+            try store.sweepItems(retiring: retiring) { recorded in
                 guard !current.plans(recorded) else { return false }
-                let orphan = try current.orphan(recorded, delete: delete)
+                let orphan = try current.orphan(recorded, delete: delete && !retiring)
                 counts.orphans += 1
                 if orphan.keptBecause == nil { counts.files += 1 }
                 try visit(orphan)
@@ -73,7 +76,16 @@ extension JobRunner {
                 try visitSource(key)
                 return delete
             }
-            let now = Date()
+        }
+        // What the manifest lists changed: each database's manifest (a shard's part) is written
+        // again, as a run would (left alone when its bytes stay the same); then what it no longer
+        // names starts its `keepReplaced`, and what is past it goes.
+        if delete, counts.orphans + counts.sources > 0 {
+            for (part, store) in zip(databases, stores) { try SiteManifestWriter.writeJobManifest(job, stores: [store], shard: part.database.shard) }
+        }
+        let now = Date()
+        for store in stores {
+            if delete { try store.publishRetired(at: now) }
             let due = Set(try store.retiredOutputs(dueBefore: now.addingTimeInterval(-job.keepReplaced)).map(\.path))
             for retired in try store.retiredOutputs() {
                 counts.retired += 1
@@ -82,12 +94,7 @@ extension JobRunner {
                                          removableAfter: retired.publishedAt.map { Date(timeIntervalSince1970: $0 + job.keepReplaced) },
                                          due: due.contains(retired.path)))
             }
-            if delete { _ = try removeRetired(job, store: store, now: now) }
-        }
-        // What the manifest lists changed: each database's manifest (a shard's part) is written
-        // again, as a run would (left alone when its bytes stay the same).
-        if delete, counts.orphans + counts.sources > 0 {
-            for (part, store) in zip(databases, stores) { try SiteManifestWriter.writeJobManifest(job, stores: [store], shard: part.database.shard) }
+            if delete { _ = try removeRetired(job, store: store, now: now.addingTimeInterval(1e-3)) }
         }
         return counts
     }

@@ -37,10 +37,11 @@ final class StateMirror: Sendable {
         (self.statePath, checkpoint) = (statePath, settings.checkpoint)
     }
 
-    /// Takes the shard's lease (unless only reading), then brings the bucket's version here unless
-    /// the local database already is it.
-    func pull(leasing: Bool = true) throws {
-        if leasing { try lease.take() }
+    /// Takes the shard's lease: before anything is written here, even the lock file.
+    func takeLease() throws { try lease.take() }
+
+    /// Brings the bucket's version here unless the local database already is it.
+    func pull() throws {
         let known = FileManager.default.fileExists(atPath: statePath) ? try? String(contentsOfFile: notePath, encoding: .utf8) : nil
         let fetched = statePath + ".fetched"
         switch try mirror.fetch(into: fetched, unless: known) {
@@ -88,6 +89,30 @@ final class StateMirror: Sendable {
 
     /// Gives the lease back (the run is over, pushed or not).
     func release() { lease.release() }
+
+    /// The names of the job's databases the bucket keeps (its own, each shard's under any count).
+    static func databases(of job: Job, in settings: StateBucketSettings) throws -> [String] {
+        var listing = BucketListing(endpoint: settings.endpoint, bucket: settings.folder.bucket, prefix: settings.folder.key)
+        listing.retry = job.remote.retry
+        var names: [String] = []
+        try listing.objects { listed in
+            let name = String(listed.key.dropFirst(settings.folder.key.count))
+            if JobStateLayout.isDatabase(named: name, jobStatePath: job.jobStatePath) { names.append(name) }
+        }
+        return names
+    }
+
+    /// Brings here, beside the job's state, the bucket's databases of the job's other layouts
+    /// (unsharded, or under another shard count), unless the copy here is current: what a run's
+    /// planning reads to find work already done under them.
+    static func pullOtherLayouts(of job: Job) throws {
+        guard let settings = job.stateBucket else { return }
+        let folder = Paths.directory(of: job.jobStatePath)
+        for name in try databases(of: job, in: settings) where !JobStateLayout.isSameLayout(named: name, jobStatePath: job.jobStatePath, as: job.shard) {
+            try StateMirror(settings, object: ObjectURL(bucket: settings.folder.bucket, key: settings.folder.key + name),
+                            statePath: folder + "/" + name, retry: job.remote.retry).pull()
+        }
+    }
 
     private func note(_ etag: String) throws {
         do { try AtomicFile.write(Data(etag.utf8), to: notePath) } catch {
@@ -206,19 +231,13 @@ private final class BucketStateCopy {
         folder = NSTemporaryDirectory() + "runner-state-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         self.job = job.withState(in: folder)
-        var listing = BucketListing(endpoint: settings.endpoint, bucket: settings.folder.bucket, prefix: settings.folder.key)
-        listing.retry = job.remote.retry
-        var names: [String] = []
-        try listing.objects { listed in
-            let name = String(listed.key.dropFirst(settings.folder.key.count))
-            if JobStateLayout.isDatabase(named: name, jobStatePath: job.jobStatePath) { names.append(name) }
-        }
-        for name in names {
+        for name in try StateMirror.databases(of: job, in: settings) {
             let path = folder + "/" + name
             let mirror = StateMirror(settings, object: ObjectURL(bucket: settings.folder.bucket, key: settings.folder.key + name), statePath: path,
                                      retry: job.remote.retry)
             mirrors.append((mirror, path))
-            try mirror.pull(leasing: leasing)
+            if leasing { try mirror.takeLease() }
+            try mirror.pull()
         }
     }
 

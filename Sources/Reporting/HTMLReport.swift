@@ -49,7 +49,7 @@ public struct HTMLReport {
     /// jobs that share a state folder each get their own report, and their pages never replace,
     /// or remove as stale, another job's.
     package static func defaultPath(for job: Job) -> String {
-        let state = job.jobStatePath
+        let state = job.stateHomePath
         return Paths.directory(of: state) + "/" + Paths.splitExtension(Paths.lastComponent(state)).stem + "-report.html"
     }
 
@@ -387,7 +387,7 @@ public struct HTMLReport {
             <title>\(esc(job.name)) · \(subtitle)</title><style>\(Self.style)</style></head>
             <body data-images-loaded="0/0"><header><div class="wrap"><h1>\(esc(job.name))</h1>
             <p class="muted">\(page == 1 ? "" : "<a href=\"\(esc(Self.percentEncoded(sheet.names[0])))\">← report</a> · ")\(subtitle) · \
-            written \(timeTag(now)) · job <code>\(esc(job.filePath))</code> · state <code>\(esc(job.statePath))</code></p>
+            written \(timeTag(now)) · job <code>\(esc(job.filePath))</code> · state <code>\(esc(job.stateShownAs))</code></p>
             </div></header><main class="wrap">\(body)</main>
             <script>\(Self.script)</script></body></html>
 

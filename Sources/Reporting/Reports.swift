@@ -83,7 +83,7 @@ public struct StatusReport: Encodable, Sendable {
     /// From databases a caller opened (with at least `runs` recent runs each) and closes.
     package init(_ databases: JobDatabases, job: Job, runs: Int) throws {
         self.job = job.name
-        state = job.jobStatePath
+        state = job.stateShownAs
         hasRun = !databases.parts.isEmpty
         var totals: [ItemState: Int] = [:]
         var warnings = 0, notRevalidated = 0
@@ -107,7 +107,7 @@ public struct StatusReport: Encodable, Sendable {
 
     public func text() -> String {
         guard hasRun else { return notRunYet(job, state: state) }
-        var lines = ["\(job) (\(state)\(shards.isEmpty ? "" : ", \(shards.count) shards"))"]
+        var lines = ["\(job) (\(state)\(shards.isEmpty ? "" : ", \(shards.count) shard\(shards.count == 1 ? "" : "s")"))"]
         lines.append("items: " + Self.describe(items) + (warnings > 0 ? " (\(warnings) with warnings)" : ""))
         let formatter = ISO8601DateFormatter()
         if notRevalidated > 0 {
@@ -151,7 +151,7 @@ public enum FailedReport {
         defer { databases.close() }
         let stores = databases.stores
         if json { return try writeJSON(job, stores, emit) }
-        guard !stores.isEmpty else { return try emit(notRunYet(job.name, state: job.jobStatePath) + "\n") }
+        guard !stores.isEmpty else { return try emit(notRunYet(job.name, state: job.stateShownAs) + "\n") }
         let formatter = ISO8601DateFormatter()
         var failed = 0
         try stores.forEachFailedItem { item in
@@ -180,7 +180,7 @@ public enum FailedReport {
             try emit(count == 0 ? "]" : "\n  ]")
         }
         struct Header: Encodable { let hasRun: Bool, job: String, state: String }
-        let header = try JSONEncoder.printing().text(Header(hasRun: !stores.isEmpty, job: job.name, state: job.jobStatePath))
+        let header = try JSONEncoder.printing().text(Header(hasRun: !stores.isEmpty, job: job.name, state: job.stateShownAs))
         try emit("{\n")
         try list("blocked") { try stores.forEachBlockedURL($0) }
         try emit(",\n")

@@ -12,7 +12,8 @@ extension StateStore {
     /// Visits every recorded item, a page at a time so memory stays flat however large the job.
     /// `visit` says whether to drop the item's row; a page's rows are dropped together after its
     /// visits, so whatever a visit removes from disk goes before the row that records it.
-    package func sweepItems(_ visit: (ItemRecord) throws -> Bool) throws {
+    /// With `retiring`, a dropped row's done file is retired with it (`RetiredOutput`), not lost.
+    package func sweepItems(retiring: Bool = false, _ visit: (ItemRecord) throws -> Bool) throws {
         var after: Int64 = 0
         while true {
             let page = try database.read { db in
@@ -21,9 +22,15 @@ extension StateStore {
             }
             guard let last = page.last else { return }
             after = last.0
-            let dropped = try page.map(\.1).filter(visit).map(\.key)
+            let dropped = try page.map(\.1).filter(visit)
             guard !dropped.isEmpty else { continue }
-            try database.write { db in try ItemRecord.filter(dropped.contains(Item.key)).deleteAll(db) }
+            try database.write { db in
+                let now = Date().timeIntervalSince1970
+                for item in dropped where retiring && item.state == .done {
+                    try RetiredOutput(path: item.outputPath, itemKey: item.key, retiredAt: now, publishedAt: nil).insert(db, onConflict: .ignore)
+                }
+                try ItemRecord.filter(dropped.map(\.key).contains(Item.key)).deleteAll(db)
+            }
         }
     }
 

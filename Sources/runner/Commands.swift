@@ -142,7 +142,7 @@ struct ManifestCommand: RunnerCommand {
             switch try JobRunner.manifest(loaded, out: out, jsonl: jsonl) {
             case .written(let path, let changed): print(changed ? path : "\(path) (unchanged)")
             case .printed: break
-            case .neverRun: Runner.printError(notRunYet(loaded.name, state: loaded.jobStatePath))
+            case .neverRun: Runner.printError(notRunYet(loaded.name, state: loaded.stateShownAs))
             }
         }
     }
@@ -380,7 +380,7 @@ struct Duplicates: RunnerCommand {
     func execute() throws {
         try job.reading { loaded in
             let report = try DuplicatesReport(job: loaded, distance: distance)
-            guard report.hasRun else { return print(notRunYet(loaded.name, state: loaded.jobStatePath)) }
+            guard report.hasRun else { return print(notRunYet(loaded.name, state: loaded.stateShownAs)) }
             print(json ? try JSONEncoder.printing().text(report) : report.text())
         }
     }
@@ -430,9 +430,11 @@ struct Prune: RunnerCommand {
     func execute() throws {
         try (delete ? job.editing : job.reading) { loaded in
             // One line per orphan as it is found: WHAT<tab>KEY<tab>PATH[<tab>why the file stays];
-            // then one per orphaned source record: drop/dropped<tab>SOURCE KEY.
+            // then one per orphaned source record: drop/dropped<tab>SOURCE KEY. With a manifest, an
+            // orphan's file is retired: kept for keepReplaced once the manifest drops it.
+            let gone = loaded.manifest == nil ? "deleted" : "retired"
             let counts = try JobRunner.prune(loaded, delete: delete, { orphan in
-                let what = orphan.keptBecause == nil ? (delete ? "deleted" : "delete") : (delete ? "kept" : "keep")
+                let what = orphan.keptBecause == nil ? (delete ? gone : "delete") : (delete ? "kept" : "keep")
                 print([what, orphan.key, orphan.outputPath].joined(separator: "\t") + (orphan.keptBecause.map { "\t\($0)" } ?? ""))
             }, visitSource: { key in print((delete ? "dropped" : "drop") + "\t" + key) }, visitRetired: { retired in
                 // A replaced file: deleted (or to delete) once past keepReplaced, else kept until then.
@@ -441,14 +443,14 @@ struct Prune: RunnerCommand {
                 let what = retired.due ? (delete ? "deleted" : "delete") : (delete ? "kept" : "keep")
                 print([what, retired.item, retired.path, retired.due ? "replaced; past keepReplaced" : when].joined(separator: "\t"))
             })
-            guard let counts else { return print(notRunYet(loaded.name, state: loaded.statePath)) }
+            guard let counts else { return print(notRunYet(loaded.name, state: loaded.stateShownAs)) }
             func items(_ count: Int) -> String { "\(count) orphaned item\(count == 1 ? "" : "s")" }
             let files = "\(counts.files) file\(counts.files == 1 ? "" : "s")"
             let failures = counts.failed > 0 ? "; \(counts.failed) could not be deleted" : ""
             let sources = counts.sources == 0 ? "" : ", \(counts.sources) orphaned source record\(counts.sources == 1 ? "" : "s")"
             let retired = counts.retired == 0 ? "" : ", \(counts.retired) replaced file\(counts.retired == 1 ? "" : "s") kept (\(counts.retiredDue) past keepReplaced)"
             let pending = counts.orphans + counts.sources + counts.retiredDue > 0 ? " (runner prune \(job.job) --delete)" : ""
-            print(delete ? "\(items(counts.orphans - counts.failed)) dropped, \(files) deleted" + sources + (sources.isEmpty ? "" : " dropped") + retired + failures
+            print(delete ? "\(items(counts.orphans - counts.failed)) dropped, \(files) \(gone)" + sources + (sources.isEmpty ? "" : " dropped") + retired + failures
                 : "\(items(counts.orphans)), \(files) to delete" + sources + retired + failures + pending)
             if counts.failed > 0 { throw ExitCode(ExitStatus.someItemsFailed) }
         }

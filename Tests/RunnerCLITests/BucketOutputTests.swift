@@ -172,7 +172,7 @@ struct BucketOutputTests {
         #expect(workspace.files(in: "state.cache/uploads").isEmpty, "the killed run's staged uploads were swept")
     }
 
-    @Test("a store that fails every PUT for now stops the run (exit 69) recording nothing done; the next run writes all; prune --delete deletes an orphan's object and the manifest drops it")
+    @Test("a store that fails every PUT for now stops the run (exit 69) recording nothing done; the next run writes all; prune --delete retires an orphan's object, the manifest drops it, and with no grace the object goes")
     func outageAndPrune() throws {
         let (server, proxy) = try Self.store()
         let workspace = try Workspace()
@@ -189,12 +189,17 @@ struct BucketOutputTests {
         let listed = try workspace.run(["prune", job], environment: Self.credentials)
         #expect(listed.stdout.contains("delete\t\(workspace.path("in/wine.webp"))@t\ts3://site/thumbs/wine.webp"), "\(listed.stdout)\(listed.stderr)")
         #expect(try Self.objects(server)["thumbs/wine.webp"] != nil, "listing deletes nothing")
+        // A site built from the manifest names the orphan's object: it is kept for keepReplaced once the manifest drops it.
         let pruned = try workspace.run(["prune", "--delete", job], environment: Self.credentials)
-        #expect(pruned.status == 0 && pruned.stdout.contains("1 orphaned item dropped, 1 file deleted"), "\(pruned.stdout)\(pruned.stderr)")
-        let stored = try Self.objects(server)
-        #expect(stored["thumbs/wine.webp"] == nil && stored.count == 8, "\(stored.keys)")
+        #expect(pruned.status == 0 && pruned.stdout.contains("1 orphaned item dropped, 1 file retired"), "\(pruned.stdout)\(pruned.stderr)")
+        #expect(try Self.objects(server)["thumbs/wine.webp"] != nil, "kept for a site built from the previous manifest")
         let manifest = String(decoding: try Self.body(server, "manifest.json"), as: UTF8.self)
         #expect(!manifest.contains("wine") && manifest.contains("thumbs/friends.webp"), "\(manifest)")
+        let noGrace = try workspace.writeJob(try String(contentsOfFile: job, encoding: .utf8).replacingOccurrences(of: #""version": 1,"#, with: #""version": 1, "keepReplaced": "0s","#))
+        let removed = try workspace.run(["prune", "--delete", noGrace], environment: Self.credentials)
+        #expect(removed.stdout.contains("deleted\t\(workspace.path("in/wine.webp"))@t\ts3://site/thumbs/wine.webp\treplaced; past keepReplaced"), "\(removed.stdout)")
+        let stored = try Self.objects(server)
+        #expect(stored["thumbs/wine.webp"] == nil && stored.count == 8, "\(stored.keys)")
     }
 
     @Test("store keys on a file output, and a bucket manifest no output writes beside, are job-file errors naming the key")

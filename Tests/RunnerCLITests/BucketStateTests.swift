@@ -51,8 +51,9 @@ struct BucketStateTests {
             #expect(run.status == 0 && run.stdout.contains("0 done, 0 failed"), "\(run.stdout)\(run.stderr)")
         }
         let sent = try proxy.stats().methods
-        #expect(sent.keys.allSatisfy { $0.contains("/site/runner-state/") }, "only the state and its leases were read and written: \(sent)")
-        let state = sent.filter { !$0.key.contains(".lease") }
+        // The state, its leases, and a listing of the state folder for the job's other layouts.
+        #expect(sent.keys.allSatisfy { $0.contains("/site/runner-state/") || $0.contains("prefix=runner-state%2F") }, "\(sent)")
+        let state = sent.filter { !$0.key.contains(".lease") && !$0.key.contains("list-type") }
         #expect(state.filter { $0.key.hasPrefix("GET ") }.count == 2 && state.filter { $0.key.hasPrefix("PUT ") }.count == 2, "\(sent)")
         withExtendedLifetime(server) {}
     }
@@ -72,11 +73,26 @@ struct BucketStateTests {
                 "\(second.stderr)")
         let sent = try proxy.stats().methods
         #expect(sent.keys.allSatisfy { $0.contains(".lease") }, "only the lease was asked about: \(sent)")
+        #expect(fast.files(in: ".") == ["job.json"], "nothing written beside the job, not even a lock file: \(fast.files(in: "."))")
         try pauses.releaseAll()
         let first = held.wait()
         #expect(first.status == 0, "\(first.stdout)\(first.stderr)")
         let picked = try later.run([try job(later, endpoint: proxy.url("")), "--shard", "1/2"], environment: Self.credentials)
         #expect(picked.status == 0 && picked.stdout.contains("0 done, 0 failed"), "the first's records stand: \(picked.stdout)\(picked.stderr)")
+        withExtendedLifetime(server) {}
+    }
+
+    @Test("a shard run on an empty disk finds the work the unsharded run recorded: the job's other layout comes from the bucket too")
+    func otherLayoutFromTheBucket() throws {
+        let (server, proxy) = try BucketOutputTests.store()
+        let pod = try Workspace(), shard = try Workspace()
+        let night = try pod.run([try job(pod, endpoint: proxy.url(""))], environment: Self.credentials)
+        #expect(night.status == 0 && night.stdout.contains("8 done"), "\(night.stdout)\(night.stderr)")
+        for index in 0..<2 {
+            let sharded = try shard.run([try job(shard, endpoint: proxy.url("")), "--shard", "\(index)/2"], environment: Self.credentials)
+            #expect(sharded.status == 0 && sharded.stdout.contains("0 done, 0 failed") && !sharded.stdout.contains(" 0 up to date"),
+                    "shard \(index)/2: \(sharded.stdout)\(sharded.stderr)")
+        }
         withExtendedLifetime(server) {}
     }
 
@@ -88,7 +104,8 @@ struct BucketStateTests {
         #expect(night.status == 0 && night.stdout.contains("8 done"), "\(night.stdout)\(night.stderr)")
         let job = try job(laptop, endpoint: proxy.url(""))
         let status = try laptop.run(["status", job], environment: Self.credentials)
-        #expect(status.status == 0 && status.stdout.contains("8 done"), "\(status.stdout)\(status.stderr)")
+        #expect(status.status == 0 && status.stdout.contains("8 done") && status.stdout.contains("(s3://site/runner-state/site.sqlite)"),
+                "the state named where it is kept: \(status.stdout)\(status.stderr)")
         let plan = try laptop.run(["plan", job], environment: Self.credentials)
         #expect(plan.stdout.contains("0 to run, 0 to revalidate, 8 up to date"), "\(plan.stdout)\(plan.stderr)")
         let failed = try laptop.run(["failed", job], environment: Self.credentials)
@@ -96,6 +113,11 @@ struct BucketStateTests {
         let pruned = try laptop.run(["prune", job], environment: Self.credentials)
         #expect(pruned.stdout.contains("0 orphaned items"), "\(pruned.stdout)\(pruned.stderr)")
         #expect(laptop.files(in: ".") == ["job.json"], "nothing written here: \(laptop.files(in: "."))")
+        // The report is the one thing asked for: beside where the job's state would be, and it stays.
+        let report = try laptop.run(["report", job], environment: Self.credentials)
+        #expect(report.status == 0 && report.stdout == laptop.path("state/site-report.html") + "\n", "\(report.stdout)\(report.stderr)")
+        #expect(FileManager.default.fileExists(atPath: laptop.path("state/site-report.html")))
+        #expect(try String(contentsOfFile: laptop.path("state/site-report.html"), encoding: .utf8).contains("s3://site/runner-state/site.sqlite"))
         // The output renamed: its 8 items are orphans; prune --delete deletes their objects and the bucket's state drops them.
         let renamed = try laptop.writeJob(try String(contentsOfFile: job, encoding: .utf8).replacingOccurrences(of: #""name": "t""#, with: #""name": "u""#)
             .replacingOccurrences(of: "thumbs/", with: "small/"))

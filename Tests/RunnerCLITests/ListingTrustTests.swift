@@ -281,3 +281,23 @@ struct StateWriteTests {
                 || night.stderr.contains("RequestTimeTooSkewed: this machine's clock is 1199 s behind the store's"), "\(night.stderr)")
     }
 }
+
+extension FailingStoreTests {
+    @Test("a store's Retry-After is honoured as an origin's is: the second PUT waits the second it asks, whatever the job's shorter backoff")
+    func retryAfter() throws {
+        let store = try LyingStore(objects: [:], accessKey: ListingTrustTests.accessKey, secretKey: ListingTrustTests.secret)
+        let workspace = try Workspace()
+        try workspace.copyFixtures(["photos/fig-bowl.jpg"], to: "in")
+        let job = try workspace.writeJob("""
+        {"version": 1, "sources": [{"path": "in"}],
+         "outputs": [{"name": "t", "path": "s3://site/t/{stem}.webp", "endpoint": "\(store.endpoint)",
+                      "chain": [{"op": "thumbnail", "width": 32, "height": 32}], "format": {"type": "webp"}}],
+         "retry": {"attempts": 2, "initialDelay": 0.01, "maxDelay": 5}, "state": "state.sqlite"}
+        """)
+        try store.lie("outage-retry-after")
+        let run = try workspace.run([job], environment: ListingTrustTests.credentials)
+        #expect(run.status == 69, "\(run.stdout)\(run.stderr)")
+        let puts = try store.timedRequests().filter { $0.line.hasPrefix("PUT ") }
+        #expect(puts.count == 2 && puts[1].time - puts[0].time >= 1, "\(puts)")
+    }
+}

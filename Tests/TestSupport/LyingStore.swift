@@ -34,16 +34,21 @@ public final class LyingStore: @unchecked Sendable {
 
     /// The listing answers `times` times (-1: from now on) as `mode` says: truncated-no-token,
     /// repeat-token, garbage, outside-prefix, out-of-order, oversize (a page over 8 MiB), raw-keys
-    /// (keys not URL-encoded, whatever was asked), outage (every PUT answered 503 SlowDown), drop-put
+    /// (keys not URL-encoded, whatever was asked), outage (every PUT answered 503 SlowDown),
+    /// outage-retry-after (the same, with `Retry-After: 1`), drop-put
     /// (the next `times` PUTs stored, then the connection dropped unanswered), skewed (every request
     /// refused as RequestTimeTooSkewed, the store's clock 20 minutes ahead), or none.
     public func lie(_ mode: String, times: Int = -1) throws { _ = try loopbackGET(port: port, "/_lie/\(mode)/\(times)") }
 
     /// Every request line received since the start or the last `reset`, raw: `GET /photos/a%20b.jpg HTTP/1.1`.
-    public func requests() throws -> [String] {
+    public func requests() throws -> [String] { try timedRequests().map(\.line) }
+
+    /// `requests()` with the store's clock when each came (seconds).
+    public func timedRequests() throws -> [(line: String, time: Double)] {
         let response = try loopbackGET(port: port, "/_requests")
         guard let split = response.range(of: Data("\r\n\r\n".utf8)) else { return [] }
-        return (try JSONSerialization.jsonObject(with: Data(response[split.upperBound...])) as? [String]) ?? []
+        let pairs = (try JSONSerialization.jsonObject(with: Data(response[split.upperBound...])) as? [[Any]]) ?? []
+        return pairs.compactMap { pair in (pair.first as? String).flatMap { line in (pair.last as? Double).map { (line, $0) } } }
     }
 
     public func reset() throws { _ = try loopbackGET(port: port, "/_reset") }

@@ -25,9 +25,10 @@ from xml.sax.saxutils import escape
 
 LOCK = threading.Lock()
 OBJECTS = {}          # (bucket, key) -> bytes
-REQUESTS = []         # raw request lines, as received
+REQUESTS = []         # (raw request line, when it came)
 LIE = {"mode": "none", "times": 0}
 MODIFIED = "2026-11-01T10:00:00.000Z"
+LISTING_LIES = {"truncated-no-token", "repeat-token", "garbage", "outside-prefix", "out-of-order", "oversize", "raw-keys"}
 
 
 def sigv4_quote(text, safe):
@@ -83,7 +84,7 @@ class Handler(BaseHTTPRequestHandler):
         if raw_path.startswith("/_"):
             return self.control(raw_path)
         with LOCK:
-            REQUESTS.append(self.requestline)
+            REQUESTS.append((self.requestline, time.time()))
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
         payload_hash = self.headers.get("x-amz-content-sha256", "")
@@ -94,8 +95,14 @@ class Handler(BaseHTTPRequestHandler):
         query = dict(urllib.parse.parse_qsl(raw_query, keep_blank_values=True))
         if self.command == "GET" and not raw_key and query.get("list-type") == "2":
             return self.listing(bucket, query)
-        if self.command == "PUT" and LIE["mode"] == "outage":
-            return self.error(503, "SlowDown", "Please reduce your request rate.")
+        if self.command == "PUT" and LIE["mode"] in ("outage", "outage-retry-after"):
+            self.send_response(503)
+            if LIE["mode"] == "outage-retry-after":
+                self.send_header("Retry-After", "1")
+            body = b"<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>"
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            return self.wfile.write(body)
         if LIE["mode"] == "skewed":
             self.send_response(403)
             self.send_header("Date", email.utils.formatdate(time.time() + 1200, usegmt=True))
@@ -151,8 +158,8 @@ class Handler(BaseHTTPRequestHandler):
         after = None if token is None else (base64.urlsafe_b64decode(token).decode() if token != "again" else None)
         with LOCK:
             keys = sorted((key for (owner, key) in OBJECTS if owner == bucket and key.startswith(prefix)), key=lambda k: k.encode())
-            lying = LIE["mode"] if LIE["times"] != 0 else "none"
-            if LIE["times"] > 0:
+            lying = LIE["mode"] if LIE["times"] != 0 and LIE["mode"] in LISTING_LIES else "none"
+            if LIE["times"] > 0 and lying != "none":
                 LIE["times"] -= 1
             sizes = {key: len(OBJECTS[(bucket, key)]) for key in keys}
             etags = {key: hashlib.md5(OBJECTS[(bucket, key)]).hexdigest() for key in keys}
