@@ -164,7 +164,12 @@ private struct MultipartUpload {
         } catch {
             // The store keeps an unfinished upload's parts (and bills them) until it is aborted.
             do throws(ObjectWriter.Failure) { _ = try signedSend("DELETE", query: ["uploadId": uploadID]) } catch let abort {
-                throw .object("\(error); aborting multipart upload \(uploadID) failed too (\(abort)): its parts stay until the bucket's lifecycle rule for incomplete uploads removes them")
+                let note = "; aborting multipart upload \(uploadID) failed too (\(abort)): its parts stay until the bucket's lifecycle rule for incomplete uploads removes them"
+                switch error {
+                case .object(let reason): throw .object(reason + note)
+                case .store(.unreachable(let location, let detail)): throw .store(.unreachable(location: location, detail: detail + note))
+                case .store: throw error
+                }
             }
             throw error
         }

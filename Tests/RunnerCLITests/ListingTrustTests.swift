@@ -301,3 +301,25 @@ extension FailingStoreTests {
         #expect(puts.count == 2 && puts[1].time - puts[0].time >= 1, "\(puts)")
     }
 }
+
+extension FailingStoreTests {
+    @Test("a multipart upload whose parts and abort fail: the run stops (69) naming the upload id left in the store")
+    func failedAbort() throws {
+        let store = try LyingStore(objects: [:], accessKey: ListingTrustTests.accessKey, secretKey: ListingTrustTests.secret)
+        let workspace = try Workspace()
+        try FileManager.default.createDirectory(atPath: workspace.path("in"), withIntermediateDirectories: true)
+        // Noise does not compress: its PNG is over the 5 MiB part size.
+        try VipsCLI.run("vips", ["gaussnoise", workspace.path("in/noise.png"), "2600", "2600"])
+        let job = try workspace.writeJob("""
+        {"version": 1, "sources": [{"path": "in"}],
+         "outputs": [{"name": "t", "path": "s3://site/t/{stem}.png", "endpoint": "\(store.endpoint)", "partSize": 5242880,
+                      "chain": [], "format": {"type": "png", "compression": 0}}],
+         "retry": {"attempts": 2, "initialDelay": 0.01, "maxDelay": 0.02}, "state": "state.sqlite"}
+        """)
+        try store.lie("fail-multipart")
+        let run = try workspace.run([job], environment: ListingTrustTests.credentials)
+        #expect(run.status == 69, "\(run.stdout)\(run.stderr)")
+        #expect(run.stderr.contains("HTTP 500 InternalError (after 2 attempts); aborting multipart upload upload-0 failed too") && run.stderr.contains("lifecycle rule"),
+                "\(run.stderr)")
+    }
+}

@@ -37,7 +37,8 @@ public final class LyingStore: @unchecked Sendable {
     /// (keys not URL-encoded, whatever was asked), outage (every PUT answered 503 SlowDown),
     /// outage-retry-after (the same, with `Retry-After: 1`), drop-put
     /// (the next `times` PUTs stored, then the connection dropped unanswered), skewed (every request
-    /// refused as RequestTimeTooSkewed, the store's clock 20 minutes ahead), or none.
+    /// refused as RequestTimeTooSkewed, the store's clock 20 minutes ahead), fail-multipart (every part
+    /// and the abort of a multipart upload answered 500), or none.
     public func lie(_ mode: String, times: Int = -1) throws { _ = try loopbackGET(port: port, "/_lie/\(mode)/\(times)") }
 
     /// Every request line received since the start or the last `reset`, raw: `GET /photos/a%20b.jpg HTTP/1.1`.

@@ -7,7 +7,8 @@ the way is refused as AWS would refuse it. Objects live in memory, keyed by any 
 Control (unsigned, GET): /_lie/<mode>/<times> makes the next <times> listing answers lie (-1: all),
 or with mode "outage" every PUT answer 503 SlowDown, "drop-put" the next <times> PUTs be stored and then
 the connection dropped unanswered, "skewed" every request be refused as RequestTimeTooSkewed (the Date 20
-minutes ahead); PUTs honour If-None-Match: * and If-Match;
+minutes ahead), "fail-multipart" every part of a multipart upload and its abort answer 500; PUTs honour
+If-None-Match: * and If-Match;
 /_requests gives the raw request lines as JSON; /_reset clears them. Prints its port on stdout.
 Standard library only."""
 import argparse
@@ -26,6 +27,7 @@ from xml.sax.saxutils import escape
 LOCK = threading.Lock()
 OBJECTS = {}          # (bucket, key) -> bytes
 REQUESTS = []         # (raw request line, when it came)
+UPLOADS = {}          # multipart upload id -> {part number: bytes}
 LIE = {"mode": "none", "times": 0}
 MODIFIED = "2026-11-01T10:00:00.000Z"
 LISTING_LIES = {"truncated-no-token", "repeat-token", "garbage", "outside-prefix", "out-of-order", "oversize", "raw-keys"}
@@ -110,6 +112,8 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             return self.wfile.write(body)
+        if "uploads" in query or "uploadId" in query:
+            return self.multipart(bucket, key, query, body)
         if self.command == "PUT" and not self.condition_holds(OBJECTS.get((bucket, key))):
             return self.error(412, "PreconditionFailed", "At least one of the pre-conditions you specified did not hold")
         with LOCK:
@@ -131,7 +135,26 @@ class Handler(BaseHTTPRequestHandler):
             return self.error(404, "NoSuchKey", key)
         self.reply(200, stored, "application/octet-stream", {"ETag": '"%s"' % hashlib.md5(stored).hexdigest()})
 
-    do_GET = do_PUT = do_DELETE = do_HEAD = handle_request
+    do_GET = do_PUT = do_DELETE = do_HEAD = do_POST = handle_request
+
+    def multipart(self, bucket, key, query, body):
+        """S3's multipart upload, enough for one writer; with mode "fail-multipart" every part and the abort fail (500)."""
+        if LIE["mode"] == "fail-multipart" and ("partNumber" in query or self.command == "DELETE"):
+            return self.error(500, "InternalError", "We encountered an internal error. Please try again.")
+        upload = query.get("uploadId")
+        with LOCK:
+            if "uploads" in query:
+                upload = "upload-%d" % len(UPLOADS)
+                UPLOADS[upload] = {}
+                return self.reply(200, ("<InitiateMultipartUploadResult><UploadId>%s</UploadId></InitiateMultipartUploadResult>" % upload).encode())
+            if self.command == "PUT":
+                UPLOADS[upload][int(query["partNumber"])] = body
+                return self.reply(200, headers={"ETag": '"%s"' % hashlib.md5(body).hexdigest()})
+            parts = UPLOADS.pop(upload, {})
+            if self.command == "POST":
+                OBJECTS[(bucket, key)] = b"".join(parts[number] for number in sorted(parts))
+                return self.reply(200, b"<CompleteMultipartUploadResult></CompleteMultipartUploadResult>")
+        self.reply(204)
 
     def condition_holds(self, stored):
         """S3's conditional writes: If-None-Match: * only where there is no object, If-Match only over that ETag."""
