@@ -83,20 +83,25 @@ extension JobRunner {
         if delete, counts.orphans + counts.sources > 0 {
             for (part, store) in zip(databases, stores) { try SiteManifestWriter.writeJobManifest(job, stores: [store], shard: part.database.shard) }
         }
-        let now = Date()
-        for store in stores {
-            if delete { try store.publishRetired(at: now) }
-            let due = Set(try store.retiredOutputs(dueBefore: now.addingTimeInterval(-job.keepReplaced)).map(\.path))
-            for retired in try store.retiredOutputs() {
-                counts.retired += 1
-                if due.contains(retired.path) { counts.retiredDue += 1 }
-                try visitRetired(Retired(item: retired.itemKey, path: retired.path,
-                                         removableAfter: retired.publishedAt.map { Date(timeIntervalSince1970: $0 + job.keepReplaced) },
-                                         due: due.contains(retired.path)))
-            }
-            if delete { _ = try removeRetired(job, store: store, now: now.addingTimeInterval(1e-3)) }
-        }
+        for store in stores { try pruneRetired(job, store: store, delete: delete, counts: &counts, visitRetired) }
         return counts
+    }
+
+    /// Lists the replaced files `store` keeps for `keepReplaced`, and with `delete` removes those
+    /// past it (the manifest just written counting as the one that stopped naming the rest).
+    private static func pruneRetired(_ job: Job, store: StateStore, delete: Bool, counts: inout PruneCounts,
+                                     _ visitRetired: (Retired) throws -> Void) throws {
+        let now = Date()
+        if delete { try store.publishRetired(at: now) }
+        let due = Set(try store.retiredOutputs(dueBefore: now.addingTimeInterval(-job.keepReplaced)).map(\.path))
+        for retired in try store.retiredOutputs() {
+            counts.retired += 1
+            if due.contains(retired.path) { counts.retiredDue += 1 }
+            try visitRetired(Retired(item: retired.itemKey, path: retired.path,
+                                     removableAfter: retired.publishedAt.map { Date(timeIntervalSince1970: $0 + job.keepReplaced) },
+                                     due: due.contains(retired.path)))
+        }
+        if delete { _ = try removeRetired(job, store: store, now: now.addingTimeInterval(1e-3)) }
     }
 
     /// Removes, through their destinations, the retired files (`RetiredOutput`) whose manifest went
