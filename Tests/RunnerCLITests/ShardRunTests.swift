@@ -155,14 +155,6 @@ struct ShardRunTests {
 }
 
 extension ShardRunTests {
-    /// Peak RSS in KB of `runner ARGUMENTS` (from `/usr/bin/time`), and its exit status and stderr.
-    func peak(_ workspace: Workspace, _ arguments: [String]) throws -> (kilobytes: Int, status: Int32, stderr: String) {
-        let result = try RunningCommand("/usr/bin/time", arguments: ["-f", "peak %M", RunnerBinary.path] + arguments,
-                                        directory: workspace.root, environment: [:]).wait()
-        let kilobytes = result.stderr.split(separator: "\n").last { $0.hasPrefix("peak ") }.flatMap { Int($0.dropFirst(5)) } ?? 0
-        return (kilobytes, result.status, result.stderr)
-    }
-
     @Test("a shard's plan holds its own sources, not the job's: 1/64 of 400,000 URLs within 12 MB of 4,000, collisions still found")
     func shardMemoryStaysWithTheShard() throws {
         let workspace = try Workspace()
@@ -178,12 +170,12 @@ extension ShardRunTests {
              "state": "state\(count).sqlite"}
             """, name: "job\(count).json")
         }
-        let small = try peak(workspace, ["plan", "job4000.json", "--shard", "0/64"])
-        let large = try peak(workspace, ["plan", "job400000.json", "--shard", "0/64"])
-        for result in [small, large] {
+        let small = try workspace.runMeasured(["plan", "job4000.json", "--shard", "0/64"])
+        let large = try workspace.runMeasured(["plan", "job400000.json", "--shard", "0/64"])
+        for (result, _) in [small, large] {
             #expect(result.status == 2 && result.stderr.contains("two items would write"), "\(result.stderr)")
         }
-        #expect(small.kilobytes > 0 && large.kilobytes - small.kilobytes < 12_000, "peak RSS \(small.kilobytes) KB, then \(large.kilobytes) KB")
+        #expect(small.peakBytes > 0 && large.peakBytes - small.peakBytes < 12_000 << 10, "peak RSS \(small.peakBytes) bytes, then \(large.peakBytes)")
     }
 }
 
