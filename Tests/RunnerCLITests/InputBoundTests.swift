@@ -75,4 +75,29 @@ struct InputBoundTests {
         #expect(result.status == 2 && result.stderr.contains("cannot read job file /proc/self/mem: Input/output error"), "\(result.stderr)")
     }
 
+    @Test("a list line of 64 KiB is read; one byte longer is a job-file error naming the list, the line and the limit")
+    func listLineAtTheLimit() throws {
+        let workspace = try Workspace()
+        try workspace.writeJob(Self.job)
+        let prefix = "https://example.invalid/", suffix = ".jpg"
+        let longest = prefix + String(repeating: "a", count: (64 << 10) - prefix.utf8.count - suffix.utf8.count) + suffix
+        try "https://example.invalid/first.jpg\n\(longest)\n".write(toFile: workspace.path("photos.txt"), atomically: true, encoding: .utf8)
+        let at = try workspace.run(["validate", "job.json"])
+        #expect(at.status == 0 && at.stdout.contains("2 items"), "\(at.stdout) \(at.stderr)")
+        try "https://example.invalid/first.jpg\nb\(longest)\n".write(toFile: workspace.path("photos.txt"), atomically: true, encoding: .utf8)
+        let over = try workspace.run(["validate", "job.json"])
+        #expect(over.status == 2 && over.stderr.contains("sources[0].list: line 2 of \(workspace.path("photos.txt")) is longer than 64 KiB"), "\(over.stderr)")
+    }
+
+    @Test("a list that is one endless line (a 4 GiB sparse file) is refused after its first 64 KiB, in under 50 MB")
+    func endlessListLine() throws {
+        let workspace = try Workspace()
+        try workspace.writeJob(Self.job)
+        Self.sparseFile(workspace.path("photos.txt"), size: 4 << 30)
+        let baseline = try Self.baseline(workspace)
+        let (result, peak) = try workspace.runMeasured(["validate", "job.json"], addressSpace: Self.addressSpace)
+        #expect(result.status == 2 && result.stderr.contains("sources[0].list: line 1 of"), "\(result.stderr)")
+        #expect(peak - baseline < 50 << 20, "peak RSS \(peak >> 20) MiB, \(baseline >> 20) MiB refusing a missing file")
+    }
+
 }
