@@ -54,7 +54,7 @@ package struct SiteManifestWriter {
         let noted = copy + ".uploaded"
         try write(to: copy)
         guard let identity = FileIdentity(path: copy) else { throw RunFileUnwritable(file: "the manifest", path: copy, reason: "it vanished") }
-        if (try? String(contentsOfFile: noted, encoding: .utf8)) == identity.description { return false }
+        if AtomicFile.note(at: noted) == identity.description { return false }
         let mediaType = format == .json ? "application/json" : "application/x-ndjson"
         let put = ObjectWriter.Change.put(object, endpoint: store.endpoint, file: copy, mediaType: mediaType, cacheControl: "no-cache",
                                           partSize: store.partSize)
