@@ -100,4 +100,26 @@ struct InputBoundTests {
         #expect(peak - baseline < 50 << 20, "peak RSS \(peak >> 20) MiB, \(baseline >> 20) MiB refusing a missing file")
     }
 
+    @Test("a state value of 64 MiB is read; one byte longer (a derived value, an item's message) is refused before it is read: exit 2 naming the database and the limit")
+    func stateValueAtTheLimit() throws {
+        let workspace = try Workspace()
+        try workspace.copyFixtures(["formats/grey.jpg"], to: "in")
+        try workspace.write("not an image", to: "in/bad.jpg")
+        try workspace.writeJob(#"{"version": 1, "sources": [{"path": "in"}], "derive": ["thumbhash"], "outputs": [{"name": "t", "path": "out/{stem}.png", "chain": [], "format": {"type": "png"}}]}"#)
+        let run = try workspace.run(["job.json"])
+        #expect(run.status == 1, "\(run.stderr)")
+        let state = workspace.path("job.sqlite")
+        // A JSON string of `count` bytes, quotes included.
+        func string(_ count: Int) -> String { "'\"' || substr(hex(zeroblob(\(count / 2))), 1, \(count - 2)) || '\"'" }
+        let refusal = "state database \(state) holds a value runner never writes (one over 64 MiB)"
+        try StateDatabase.write(state, "UPDATE derived SET value = \(string(64 << 20))")
+        let at = try workspace.run(["manifest", "job.json"])
+        #expect(at.status == 0 && at.stdout.utf8.count > 64 << 20, "\(at.stderr)")
+        try StateDatabase.write(state, "UPDATE derived SET value = \(string((64 << 20) + 1))")
+        let over = try workspace.run(["manifest", "job.json"])
+        #expect(over.status == 2 && over.stderr.contains(refusal), "\(over.stderr)")
+        try StateDatabase.write(state, "UPDATE item SET error_message = \(string((64 << 20) + 1)) WHERE state = 'failed'")
+        let failed = try workspace.run(["failed", "job.json"])
+        #expect(failed.status == 2 && failed.stderr.contains(refusal), "\(failed.stderr)")
+    }
 }
