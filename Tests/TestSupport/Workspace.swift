@@ -182,7 +182,10 @@ public final class RunningCommand: @unchecked Sendable {
     public var pid: Int32 { process.processIdentifier }
 
     /// The processes it has started that are still alive (its workers), from /proc's stat files.
-    public var children: [Int32] {
+    public var children: [Int32] { Self.children(of: pid) }
+
+    /// The processes `pid` has started that are still alive.
+    public static func children(of pid: Int32) -> [Int32] {
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
         return entries.compactMap(Int32.init).filter { candidate in
             // pid (comm) state ppid ...: comm may hold spaces, so count from its closing parenthesis.
