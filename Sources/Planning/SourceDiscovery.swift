@@ -341,7 +341,8 @@ package struct SourceDiscovery {
         }
         defer { fclose(file) }
         let listFolder = Paths.directory(of: listPath)
-        // One byte more than a line and its line feed, whose terminator fgets writes only for a line too long.
+        // Room for a line, its line feed and fgets' terminator, which lands in the last byte only when
+        // fgets filled the buffer: the line then ends with its line feed before it, or is too long.
         let buffer = UnsafeMutablePointer<CChar>.allocate(capacity: longestListLine + 2)
         defer { buffer.deallocate() }
         var number = 0

@@ -15,7 +15,7 @@ public enum Quoted {
     }
 
     /// A bound in bytes as documented: `16 MiB`, `64 KiB`, else `1000 bytes`.
-    public static func bytes(_ count: Int) -> String {
+    package static func bytes(_ count: Int) -> String {
         count % (1 << 20) == 0 ? "\(count >> 20) MiB" : count % (1 << 10) == 0 ? "\(count >> 10) KiB" : "\(count) bytes"
     }
 

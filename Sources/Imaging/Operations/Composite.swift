@@ -14,7 +14,7 @@ package struct Composite: ImageOperation {
     package static let name = "composite"
     package static let aliases = ["watermark"]
     package static let summary = "Lay another image over this one (Kingfisher's blend and compositing processors). Its content is part of the identifier, so replacing the file re-runs every item that uses it."
-    package static let image = Key.text("image", .required, "The image file, relative to the job file; it must exist when the job is read.")
+    package static let image = Key.text("image", .required, "The image file, relative to the job file, at most \(Quoted.bytes(largestImage)); it must exist when the job is read.")
     package static let gravity = Key.choice("gravity", .defaults(Crop.Gravity.centre),
                                     "Where the image goes (attention and entropy apply to crops only).")
     package static let offsetX = Key.integer("offsetX", .pixels(.offset), .defaults(0), "Pixels to move it right (negative: left).")
