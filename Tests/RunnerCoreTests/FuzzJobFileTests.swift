@@ -68,7 +68,7 @@ struct FuzzJobFileTests {
         var rng = FuzzRandom(seed: FuzzSettings.seed)
         let dump = ProcessInfo.processInfo.environment["RUNNER_FUZZ_DUMP"].flatMap { Int($0) }
         let progress = FuzzProgress("job-files")
-        var accepted = 0, rejected = 0, planned = 0, slowest = Duration.zero, largestMemory = (bytes: 0, index: 0)
+        var accepted = 0, rejected = 0, planned = 0, atLimit = 0, slowest = Duration.zero, largestMemory = (bytes: 0, index: 0)
         var generating = Duration.zero, parsing = Duration.zero, planning = Duration.zero
         var problems: [String] = []
         let clock = ContinuousClock()
@@ -85,8 +85,8 @@ struct FuzzJobFileTests {
                 return
             }
             progress.mark(index)
-            let start = clock.now
-            let cpu = threadCPUSeconds()
+            if text.utf8.count > JobFileMutator.largestCase { atLimit += 1 }
+            let (start, cpu) = (clock.now, threadCPUSeconds())
             let memory = ResidentMemory.taken {
                 do {
                     let outcome = try Self.validate(text, in: sandbox)
@@ -115,8 +115,8 @@ struct FuzzJobFileTests {
         let written = TreeSnapshot(sandbox.root).changes(since: before).filter { $0 != sandbox.jobPath }
         #expect(written.isEmpty, "reading job files wrote \(written.prefix(5))")
         print("job-file fuzz, in process: \(cases) cases (seed \(FuzzSettings.seed)): \(accepted) accepted "
-              + "(\(planned) of them planned as runner validate does), \(rejected) rejected with JobFileError, "
-              + "slowest \(slowest), \(clock.now - began) in all (generating \(generating), parsing accepted "
+              + "(\(planned) of them planned as runner validate does), \(rejected) rejected with JobFileError "
+              + "(\(atLimit) at the job-file limit or one byte over it), slowest \(slowest), \(clock.now - began) in all (generating \(generating), parsing accepted "
               + "\(parsing), planning \(planning)); the most memory a case took \(largestMemory.bytes >> 20) MiB (case \(largestMemory.index))")
     }
 }
