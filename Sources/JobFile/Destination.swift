@@ -185,7 +185,7 @@ package struct BucketDestination: Destination {
         let copy = stagingPath(for: path, uploads: uploads)
         let noted = copy + ".uploaded"
         guard let identity = FileIdentity(path: copy) else { throw RunFileUnwritable(file: "the manifest", path: copy, reason: "it vanished") }
-        if (try? String(contentsOfFile: noted, encoding: .utf8)) == identity.description { return false }
+        if AtomicFile.note(at: noted) == identity.description { return false }
         let put = ObjectWriter.Change.put(ObjectURL(path) ?? ObjectURL(bucket: bucket, key: ""), endpoint: endpoint, file: copy,
                                           mediaType: mediaType, cacheControl: "no-cache", partSize: partSize)
         switch writer.perform([put], parallel: 1)[0] {

@@ -6,16 +6,25 @@ import Keys
 import Imaging
 
 extension Job {
+    /// The largest job file runner reads, 16 MiB: a thousand times a long job written by hand. A long
+    /// list of sources belongs in a `list` file, which is read a line at a time.
+    package static let largestFile = 16 << 20
+
     /// Reads and validates a job file. Any problem is a `JobFileError` naming its exact location;
     /// nothing is touched on disk before the whole file has been accepted.
     public static func load(path: String) throws -> Job {
+        // Relative paths are taken from the working folder: the error says the path as resolved.
         let absolute = Paths.resolve(path, against: FileManager.default.currentDirectoryPath)
-        guard let data = FileManager.default.contents(atPath: absolute) else {
-            // Say why, with the path as resolved: a relative one is taken from the working folder.
-            var isFolder: ObjCBool = false
-            let exists = FileManager.default.fileExists(atPath: absolute, isDirectory: &isFolder)
-            let reason = !exists ? "no such file" : isFolder.boolValue ? "it is a folder" :
-                access(absolute, R_OK) != 0 ? String(cString: strerror(errno)) : "it cannot be read"
+        let data: Data
+        do {
+            data = try FileDescriptor.readWhole(absolute, limit: largestFile)
+        } catch {
+            let reason = switch error {
+            case .failed(ENOENT): "no such file"
+            case .failed(EISDIR): "it is a folder"
+            case .failed: error.description
+            case .tooLarge: "\(error): long lists of sources belong in a list file ({\"list\": \"photos.txt\"}, one path or URL a line)"
+            }
             throw JobFileError("", "cannot read job file \(absolute): \(reason)")
         }
         guard let text = String(data: data, encoding: .utf8) else {

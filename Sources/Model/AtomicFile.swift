@@ -79,6 +79,15 @@ package enum AtomicFile {
         if let failure = publish([try stage(data, for: path, owner: getpid())])[0] { throw failure }
     }
 
+    /// The longest note read back, 4 KiB: the notes runner writes beside a file it keeps (an ETag, a
+    /// `FileIdentity`) are a few dozen bytes, so a longer one is not runner's.
+    package static let longestNote = 4 << 10
+
+    /// The note `write` left at `path`; nil when there is none, or none of runner's (too long, not UTF-8).
+    package static func note(at path: String) -> String? {
+        (try? FileDescriptor.readWhole(path, limit: longestNote)).flatMap { String(data: $0, encoding: .utf8) }
+    }
+
     /// Makes staged files durable under their final names; one result per file, in order.
     /// A file whose data or rename cannot be made durable fails alone and leaves nothing behind.
     package static func publish(_ batch: [Staged]) -> [ItemFailure?] {

@@ -1,4 +1,5 @@
 import Foundation
+import Support
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -103,21 +104,18 @@ extension AWSCredentials {
                               source: .webIdentity(roleARN: roleARN), expiration: expiration)
     }
 
+    /// The largest credentials file or web identity token file read, 1 MiB: a profile takes a few
+    /// lines, and STS takes a token of at most 20,000 characters.
+    package static let largestCredentialsFile = 1 << 20
+
     /// A small file's text; nil when there is no such file.
     private static func readText(_ path: String) throws(CredentialsError) -> String? {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else {
-            if errno == ENOENT { return nil }
-            throw .unreadable(path: path, reason: String(cString: strerror(errno)))
-        }
-        defer { close(descriptor) }
-        var bytes: [UInt8] = [], chunk = [UInt8](repeating: 0, count: 16_384)
-        while true {
-            let count = read(descriptor, &chunk, chunk.count)
-            if count < 0 && errno == EINTR { continue }
-            guard count >= 0 else { throw .unreadable(path: path, reason: String(cString: strerror(errno))) }
-            if count == 0 { return String(decoding: bytes, as: UTF8.self) }
-            bytes += chunk[..<count]
+        do {
+            return String(decoding: try FileDescriptor.readWhole(path, limit: largestCredentialsFile), as: UTF8.self)
+        } catch .failed(ENOENT) {
+            return nil
+        } catch {
+            throw .unreadable(path: path, reason: error.description)
         }
     }
 }

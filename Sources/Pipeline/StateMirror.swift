@@ -42,7 +42,7 @@ final class StateMirror: Sendable {
 
     /// Brings the bucket's version here unless the local database already is it.
     func pull() throws {
-        let known = FileManager.default.fileExists(atPath: statePath) ? try? String(contentsOfFile: notePath, encoding: .utf8) : nil
+        let known = FileManager.default.fileExists(atPath: statePath) ? AtomicFile.note(at: notePath) : nil
         let fetched = statePath + ".fetched"
         switch try mirror.fetch(into: fetched, unless: known) {
         case .unchanged: break
@@ -66,7 +66,7 @@ final class StateMirror: Sendable {
             let snapshot = statePath + ".snapshot"
             defer { unlink(snapshot) }
             try store.snapshot(to: snapshot)
-            switch try mirror.store(from: snapshot, over: try? String(contentsOfFile: notePath, encoding: .utf8), mediaType: StateLease.sqliteType) {
+            switch try mirror.store(from: snapshot, over: AtomicFile.note(at: notePath), mediaType: StateLease.sqliteType) {
             case .stored(let etag): try note(etag)
             case .conflict: throw StateBucketConflict(object: mirror.object.description)
             }

@@ -329,6 +329,11 @@ package struct SourceDiscovery {
 
     // MARK: Lists
 
+    /// The longest list line read, 64 KiB before its line feed: sixteen times the longest path the
+    /// kernel opens (PATH_MAX) and eight times the longest URL most servers take. Lines are read
+    /// into a buffer of this size, so a file that is one endless line costs no more.
+    package static let longestListLine = 64 << 10
+
     private static func expandList(_ listPath: String, spec: Int, _ visit: Visitor) throws {
         // Read line by line: lists of hundreds of thousands of URLs never sit in memory as text.
         guard let file = fopen(listPath, "r") else {
@@ -336,11 +341,21 @@ package struct SourceDiscovery {
         }
         defer { fclose(file) }
         let listFolder = Paths.directory(of: listPath)
-        var buffer: UnsafeMutablePointer<CChar>?
-        var capacity = 0
-        defer { free(buffer) }
-        while case var length = getline(&buffer, &capacity, file), length >= 0, let buffer {
-            // The line break goes on bytes, so most lines need no trimming by Foundation.
+        // Room for a line, its line feed and fgets' terminator, which lands in the last byte only when
+        // fgets filled the buffer: the line then ends with its line feed before it, or is too long.
+        let buffer = UnsafeMutablePointer<CChar>.allocate(capacity: longestListLine + 2)
+        defer { buffer.deallocate() }
+        var number = 0
+        while true {
+            buffer[longestListLine + 1] = 1
+            guard fgets(buffer, Int32(longestListLine + 2), file) != nil else { return }
+            number += 1
+            if buffer[longestListLine + 1] == 0 && buffer[longestListLine] != 0x0A {
+                throw JobFileError("sources[\(spec)].list", "line \(number) of \(Quoted.text(listPath)) is longer than "
+                                   + "\(Quoted.bytes(longestListLine)), the longest a list line may be (a path or a URL)")
+            }
+            // The line break goes on bytes, so most lines need no trimming by Foundation; a NUL ends the line.
+            var length = strlen(buffer)
             while length > 0 && (buffer[length - 1] == 0x0A || buffer[length - 1] == 0x0D) { length -= 1; buffer[length] = 0 }
             let line = RemoteURL.trimmed(Paths.name(cString: buffer), .whitespacesAndNewlines)
             guard var source = listed(line, listFolder: listFolder) else { continue }

@@ -46,13 +46,17 @@ public final class RunLock {
         _ = pid.withCString { pwrite(descriptor, $0, strlen($0), 0) }
     }
 
+    /// The most of /proc/locks read, 16 MiB: some 250,000 locks held on the machine; past it, a probe.
+    static let largestLockTable = 16 << 20
+
     /// Whether a live run holds the lock of the database at `statePath`, read from the kernel's
     /// table of locks (/proc/locks) without taking it: a reader that took it even for an instant
     /// would make a run starting at that instant find the job held (exit 75).
     public static func isHeld(statePath: String) -> Bool {
         var info = stat()
         guard stat(statePath + ".lock", &info) == 0 else { return false }
-        guard let table = try? String(contentsOfFile: "/proc/locks", encoding: .utf8) else { return probe(statePath) }
+        guard let table = (try? FileDescriptor.readWhole("/proc/locks", limit: largestLockTable)).map({ String(decoding: $0, as: UTF8.self) })
+        else { return probe(statePath) }
         // glibc's encoding of st_dev; /proc/locks prints major:minor in hex, then the inode.
         let device = UInt64(info.st_dev)
         let major = (device >> 8) & 0xFFF | (device >> 32) & ~0xFFF

@@ -67,6 +67,9 @@ public struct StateDatabaseError: ExitCoded, CustomStringConvertible {
     /// `error` told about the database at `path`, if it is SQLite's; anything else stays as it is.
     package static func naming(_ path: String, _ error: any Error) -> any Error {
         guard let database = error as? DatabaseError else { return error }
+        if database.resultCode == .SQLITE_TOOBIG {
+            return StateDatabaseError(path: path, kind: .unknownValue, reason: "one over \(Quoted.bytes(StateStore.longestValue))")
+        }
         let damaged = [.SQLITE_CORRUPT, .SQLITE_NOTADB].contains(database.resultCode)
         return StateDatabaseError(path: path, kind: damaged ? .damaged : .unwritable,
                                   reason: database.message ?? "\(database.resultCode)")

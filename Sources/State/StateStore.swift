@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 import Support
 import Model
 
@@ -26,6 +27,8 @@ public final class StateStore: Sendable {
         func named<T>(_ body: () throws -> T) throws -> T {
             do { return try body() } catch let unknown as UnknownStoredValue {
                 throw StateDatabaseError(path: queue.path, kind: .unknownValue, reason: unknown.description)
+            } catch let error as DatabaseError where error.resultCode == .SQLITE_TOOBIG {
+                throw StateDatabaseError.naming(queue.path, error)
             }
         }
     }
@@ -35,8 +38,7 @@ public final class StateStore: Sendable {
     /// planning falls back on. A database a newer runner wrote is refused, never migrated.
     public convenience init(path: String, readingAlso otherPaths: [String] = []) throws {
         try FileManager.default.createDirectory(atPath: Paths.directory(of: path), withIntermediateDirectories: true)
-        var configuration = Configuration()
-        configuration.busyMode = .timeout(5)
+        var configuration = Self.configuration
         configuration.prepareDatabase { db in
             // NORMAL in WAL mode: a commit survives a process crash; only a power loss can undo the last ones.
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
@@ -91,8 +93,7 @@ public final class StateStore: Sendable {
     /// In a folder nobody may write (a read-only mount) neither can be made: all the commits are
     /// in the file then and no one can change it, so it is read as immutable.
     private static func openForReading(_ path: String) throws -> DatabaseQueue {
-        var configuration = Configuration()
-        configuration.busyMode = .timeout(5)
+        var configuration = Self.configuration
         if access(path + "-wal", F_OK) == 0 {
             configuration.readonly = true
             return try DatabaseQueue(path: path, configuration: configuration)
@@ -104,6 +105,20 @@ public final class StateStore: Sendable {
         }
         configuration.prepareDatabase { try $0.execute(sql: "PRAGMA query_only = ON") }
         return try DatabaseQueue(path: path, configuration: configuration)
+    }
+
+    /// The longest value a connection reads or writes, and row a query sorts, 64 MiB (SQLite's
+    /// length limit): four times the job-file limit. The paths, URLs and messages runner writes are
+    /// kilobytes, so a longer value was put there by hand or by damage, and is refused before it
+    /// is read (`unknownValue`).
+    package static let longestValue = 64 << 20
+
+    /// Every connection's: a 5 s busy timeout, and `longestValue`.
+    private static var configuration: Configuration {
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(5)
+        configuration.prepareDatabase { _ = sqlite3_limit($0.sqliteConnection, SQLITE_LIMIT_LENGTH, Int32(longestValue)) }
+        return configuration
     }
 
     enum Schema { case empty, current }

@@ -14,6 +14,11 @@ public enum Quoted {
         return "\(prefix)… (\(length) characters)"
     }
 
+    /// A bound in bytes as documented: `16 MiB`, `64 KiB`, else `1000 bytes`.
+    package static func bytes(_ count: Int) -> String {
+        count % (1 << 20) == 0 ? "\(count >> 20) MiB" : count % (1 << 10) == 0 ? "\(count >> 10) KiB" : "\(count) bytes"
+    }
+
     private static func cut(_ text: String, _ limit: Int) -> (Substring, Int)? {
         // The byte count bounds the character count from above, and costs nothing to read.
         guard text.utf8.count > limit else { return nil }

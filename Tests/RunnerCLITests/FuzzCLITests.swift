@@ -16,31 +16,56 @@ struct FuzzCLITests {
         let signal: Int32?
         let seconds: Double
         let stderr: String
+        /// The peak resident memory of runner or of one of its workers.
+        let peakBytes: Int
     }
+
+    /// The most memory one runner process of a case may take (`runner validate` of a case at the
+    /// job-file limit takes about 120 MiB), but for a worker, which may map what its job's limits
+    /// let it (`Limits.workerAddressSpace`: a 4,000 px enlargement turned 30° takes 1.2 GB).
+    static let largestCasePeak = 1 << 30
 
     /// Runs the binary in `folder` with its address space capped at 6 GB (a fuzzed size must not
     /// take the machine down) and each process's CPU time at `cpuLimit` seconds (SIGXCPU: a busy
-    /// machine does not stretch it); status -1 when it was still blocked after 300 s.
+    /// machine does not stretch it), measured by `/usr/bin/time`; status -1 when it was still
+    /// blocked after 300 s.
     static func runBinary(_ arguments: [String], in folder: String, cpuLimit: Int) throws -> Outcome {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", "ulimit -v 6000000; ulimit -t \(cpuLimit); exec \"$0\" \"$@\"", RunnerBinary.path] + arguments
+        process.arguments = ["-c", #"ulimit -v 6000000; ulimit -t \#(cpuLimit); exec /usr/bin/time -f %M -o "$PEAK" "$0" "$@""#,
+                             RunnerBinary.path] + arguments
         process.currentDirectoryURL = URL(fileURLWithPath: folder)
         let errors = NSTemporaryDirectory() + "runner-fuzz-stderr-\(UUID().uuidString)"
+        let peak = errors + "-peak"
+        process.environment = ProcessInfo.processInfo.environment.merging(["PEAK": peak]) { $1 }
         _ = FileManager.default.createFile(atPath: errors, contents: nil)
-        defer { unlink(errors) }
+        defer { unlink(errors); unlink(peak) }
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle(forWritingAtPath: errors)
         let began = Date()
         try process.run()
         while process.isRunning && Date().timeIntervalSince(began) < 300 { usleep(5_000) }
         let timedOut = process.isRunning
-        if timedOut { kill(process.processIdentifier, SIGKILL) }
+        if timedOut {
+            // runner first: it would outlive time.
+            for child in RunningCommand.children(of: process.processIdentifier) { kill(child, SIGKILL) }
+            kill(process.processIdentifier, SIGKILL)
+        }
         process.waitUntilExit()
         let stderr = (try? String(contentsOfFile: errors, encoding: .utf8)) ?? ""
-        let signaled = process.terminationReason == .uncaughtSignal
-        return Outcome(status: timedOut ? -1 : process.terminationStatus, signal: signaled ? process.terminationStatus : nil,
-                       seconds: Date().timeIntervalSince(began), stderr: String(stderr.suffix(600)))
+        // time's report: `Command terminated by signal 6` (then it exits 128 + 6) or `... status 2`, then the peak in KB.
+        let report = ((try? String(contentsOfFile: peak, encoding: .utf8)) ?? "").split(separator: "\n")
+        let signal = report.first { $0.hasPrefix("Command terminated by signal ") }.flatMap { Int32($0.split(separator: " ").last ?? "") }
+        return Outcome(status: timedOut ? -1 : signal ?? process.terminationStatus, signal: signal,
+                       seconds: Date().timeIntervalSince(began), stderr: String(stderr.suffix(600)),
+                       peakBytes: (report.last.flatMap { Int($0) } ?? 0) << 10)
+    }
+
+    /// A problem when runner, or one of `job`'s workers, took more than it may.
+    static func memoryProblem(_ outcome: Outcome, case index: Int, job: Job? = nil) -> String? {
+        let workers = job?.limits.workerAddressSpace(threadsPerImage: ProcessInfo.processInfo.activeProcessorCount) ?? 0
+        let allowed = max(largestCasePeak, workers)
+        return outcome.peakBytes <= allowed ? nil : "case \(index): runner took \(outcome.peakBytes >> 20) MiB, over the \(allowed >> 20) MiB it may"
     }
 
     /// Paths `changed` may touch: inside one of `roots`, one of `files`, or a folder on the way to them.
@@ -65,7 +90,7 @@ struct FuzzCLITests {
         let mutator = JobFileMutator(seeds: try FuzzSandbox.seedJobs(), ops: try FuzzSandbox.pool("ops"),
                                      formats: try FuzzSandbox.pool("formats"), sandbox: sandbox.root)
         var rng = FuzzRandom(seed: FuzzSettings.seed &+ 2)
-        var counts: [Int32: Int] = [:]
+        var counts: [Int32: Int] = [:], largestPeak = 0
         var problems: [String] = []
         for index in 0..<cases {
             let text = mutator.makeCase(&rng)
@@ -76,6 +101,8 @@ struct FuzzCLITests {
             let before = TreeSnapshot(sandbox.root)
             let outcome = try Self.runBinary(["validate", "jobs/job.json"], in: sandbox.root, cpuLimit: 60)
             counts[outcome.status, default: 0] += 1
+            largestPeak = max(largestPeak, outcome.peakBytes)
+            if let problem = Self.memoryProblem(outcome, case: index) { problems.append(problem) }
             if outcome.signal != nil || ![0, 2].contains(outcome.status) {
                 problems.append("case \(index): exit \(outcome.status) signal \(outcome.signal ?? 0) after \(outcome.seconds) s: \(outcome.stderr)")
             }
@@ -83,7 +110,8 @@ struct FuzzCLITests {
             if !written.isEmpty { problems.append("case \(index): validate wrote \(written.prefix(3))") }
         }
         #expect(problems.isEmpty, "\(problems.count) problems, first: \(problems.prefix(3).joined(separator: "\n"))")
-        print("job-file fuzz, runner validate: \(cases) cases (seed \(FuzzSettings.seed &+ 2)): exit codes \(counts.sorted { $0.key < $1.key })")
+        print("job-file fuzz, runner validate: \(cases) cases (seed \(FuzzSettings.seed &+ 2)): exit codes \(counts.sorted { $0.key < $1.key }), "
+              + "peak RSS at most \(largestPeak >> 20) MiB")
     }
 
     /// A small job over the sandbox's photos and one URL, whose output chains two to four steps from
@@ -112,7 +140,7 @@ struct FuzzCLITests {
         let server = try HTTPTestServer()
         let ops = try FuzzSandbox.pool("ops"), formats = try FuzzSandbox.pool("formats")
         var rng = FuzzRandom(seed: FuzzSettings.seed &+ 3)
-        var counts: [Int32: Int] = [:]
+        var counts: [Int32: Int] = [:], largestPeak = 0
         var skipped = 0
         var problems: [String] = []
         for index in 0..<cases {
@@ -128,7 +156,8 @@ struct FuzzCLITests {
             try text.write(toFile: sandbox.jobPath, atomically: false, encoding: .utf8)
             // Where this job may write, as runner itself reads it; a case that points outside the sandbox is skipped.
             var roots: [String] = [], files: [String] = []
-            if let job = try? Job.parse(text: text, filePath: sandbox.jobPath) {
+            let job = try? Job.parse(text: text, filePath: sandbox.jobPath)
+            if let job {
                 roots = job.outputs.map(\.template.root) + [job.remote.cacheDirectory]
                 files = ["", "-wal", "-shm", "-journal", ".lock"].map { job.statePath + $0 }
                 guard (roots + files).allSatisfy({ BytePath.isInside($0, root: sandbox.root) }) else { skipped += 1; continue }
@@ -136,6 +165,8 @@ struct FuzzCLITests {
             let before = TreeSnapshot(sandbox.root)
             let outcome = try Self.runBinary(["run", "jobs/job.json"], in: sandbox.root, cpuLimit: 120)
             counts[outcome.status, default: 0] += 1
+            largestPeak = max(largestPeak, outcome.peakBytes)
+            if let problem = Self.memoryProblem(outcome, case: index, job: job) { problems.append(problem) }
             if outcome.signal != nil || ![0, 1, 2].contains(outcome.status) {
                 problems.append("case \(index): exit \(outcome.status) signal \(outcome.signal ?? 0) after \(outcome.seconds) s: \(outcome.stderr)\n\(text)")
             }
@@ -153,7 +184,7 @@ struct FuzzCLITests {
         }
         #expect(problems.isEmpty, "\(problems.count) problems, first: \(problems.prefix(3).joined(separator: "\n"))")
         print("job-file fuzz, runner run: \(cases) cases (seed \(FuzzSettings.seed &+ 3)): exit codes "
-              + "\(counts.sorted { $0.key < $1.key }), \(skipped) skipped (they named places outside the sandbox)")
+              + "\(counts.sorted { $0.key < $1.key }), \(skipped) skipped (they named places outside the sandbox), peak RSS at most \(largestPeak >> 20) MiB")
     }
 
     /// A job over lists/fuzz.txt and `urls`, with one output per template.
@@ -217,6 +248,7 @@ struct FuzzCLITests {
             let before = TreeSnapshot(sandbox.root)
             let outcome = try Self.runBinary(["run", "jobs/job.json"], in: sandbox.root, cpuLimit: 120)
             counts[outcome.status, default: 0] += 1
+            if let problem = Self.memoryProblem(outcome, case: index) { problems.append(problem) }
             if outcome.signal != nil || ![0, 1, 2].contains(outcome.status) {
                 problems.append("run \(index): exit \(outcome.status) signal \(outcome.signal ?? 0): \(outcome.stderr)")
             }

@@ -160,14 +160,6 @@ struct ShardRunTests {
 }
 
 extension ShardRunTests {
-    /// Peak RSS in KB of `runner ARGUMENTS` (from `/usr/bin/time`), and its exit status and stderr.
-    func peak(_ workspace: Workspace, _ arguments: [String]) throws -> (kilobytes: Int, status: Int32, stderr: String, stdout: String) {
-        let result = try RunningCommand("/usr/bin/time", arguments: ["-f", "peak %M", RunnerBinary.path] + arguments,
-                                        directory: workspace.root, environment: [:]).wait()
-        let kilobytes = result.stderr.split(separator: "\n").last { $0.hasPrefix("peak ") }.flatMap { Int($0.dropFirst(5)) } ?? 0
-        return (kilobytes, result.status, result.stderr, result.stdout)
-    }
-
     @Test("a shard's plan holds its own sources, not the job's: 1/64 of 400,000 URLs within 12 MB of 4,000, collisions still found")
     func shardMemoryStaysWithTheShard() throws {
         let workspace = try Workspace()
@@ -185,12 +177,12 @@ extension ShardRunTests {
         }
         // The shard holding the first URL: its item collides with the last one's, wherever that is.
         let shard = "\(Shard.index(of: "https://img.example/a/photo.jpg", count: 64))/64"
-        let small = try peak(workspace, ["plan", "job4000.json", "--shard", shard, "--json"])
-        let large = try peak(workspace, ["plan", "job400000.json", "--shard", shard, "--json"])
-        for result in [small, large] {
+        let small = try workspace.runMeasured(["plan", "job4000.json", "--shard", shard, "--json"])
+        let large = try workspace.runMeasured(["plan", "job400000.json", "--shard", shard, "--json"])
+        for (result, _) in [small, large] {
             #expect(result.status == 0 && result.stdout.contains("\"collisions\" : 1"), "\(result.stdout)\(result.stderr)")
         }
-        #expect(small.kilobytes > 0 && large.kilobytes - small.kilobytes < 12_000, "peak RSS \(small.kilobytes) KB, then \(large.kilobytes) KB")
+        #expect(small.peakBytes > 0 && large.peakBytes - small.peakBytes < 12_000 << 10, "peak RSS \(small.peakBytes) bytes, then \(large.peakBytes)")
     }
 }
 

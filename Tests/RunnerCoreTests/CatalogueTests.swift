@@ -339,7 +339,26 @@ struct CatalogueTests {
         do {
             _ = try chain(#"{"op": "watermark", "image": "marks/missing.png"}"#)
         } catch {
-            #expect("\(error)" == "outputs[0].chain[0].image: cannot read \(workspace.root)/marks/missing.png")
+            #expect("\(error)" == "outputs[0].chain[0].image: cannot read \(workspace.root)/marks/missing.png: No such file or directory")
+        }
+    }
+
+    @Test("an overlay file of 16 MiB is read (its content in the identifier); one byte more is a job-file error naming its size and the limit")
+    func compositeImageAtTheLimit() throws {
+        let workspace = try Workspace()
+        for (name, size) in [("at.png", 16 << 20), ("over.png", (16 << 20) + 1)] {
+            #expect(FileManager.default.createFile(atPath: workspace.path(name), contents: nil))
+            #expect(truncate(workspace.path(name), off_t(size)) == 0)
+        }
+        func chain(_ image: String) throws -> String {
+            try Job.parse(text: """
+                {"version": 1, "sources": [{"path": "p"}],
+                 "outputs": [{"name": "t", "path": "o/{stem}.png", "chain": [{"op": "watermark", "image": "\(image)"}], "format": {"type": "png"}}]}
+                """, filePath: workspace.path("job.json")).outputs[0].chain.identifier
+        }
+        #expect(try chain("at.png").hasPrefix("composite(image:"))
+        #expect(throws: JobFileError("outputs[0].chain[0].image", "cannot read \(workspace.path("over.png")): it is 16777217 bytes, over the limit of 16 MiB")) {
+            try chain("over.png")
         }
     }
 

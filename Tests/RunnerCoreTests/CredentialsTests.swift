@@ -104,6 +104,34 @@ struct CredentialsTests {
         }
     }
 
+    @Test("a credentials file or web identity token file of 1 MiB is read; one byte more is refused naming its size and the limit")
+    func credentialFilesAtTheLimit() throws {
+        let workspace = try Workspace()
+        let profile = "[default]\naws_access_key_id = AKIAFILE\naws_secret_access_key = fromfile\n"
+        let atLimit = profile + "#" + String(repeating: "-", count: (1 << 20) - profile.utf8.count - 2) + "\n"
+        try workspace.write(atLimit, to: "at/credentials")
+        try workspace.write(atLimit + " ", to: "over/credentials")
+        let read = try AWSCredentials.resolve(environment: ["HOME": workspace.root, "AWS_SHARED_CREDENTIALS_FILE": workspace.path("at/credentials")])
+        #expect(read.accessKeyID == "AKIAFILE")
+        #expect(throws: CredentialsError.unreadable(path: workspace.path("over/credentials"), reason: "it is 1048577 bytes, over the limit of 1 MiB")) {
+            try AWSCredentials.resolve(environment: ["HOME": workspace.root, "AWS_SHARED_CREDENTIALS_FILE": workspace.path("over/credentials")])
+        }
+        // A token at the limit is sent to STS (a closed port here); one byte more is refused before any request.
+        let sts = "http://127.0.0.1:\(ObjectStoreServer.freePorts(1)[0])"
+        try workspace.write(String(repeating: "t", count: 1 << 20), to: "at/token")
+        try workspace.write(String(repeating: "t", count: (1 << 20) + 1), to: "over/token")
+        func assume(_ token: String) throws(CredentialsError) -> AWSCredentials {
+            try AWSCredentials.resolve(environment: ["HOME": workspace.root, "AWS_ROLE_ARN": "arn:aws:iam::1:role/r",
+                                                     "AWS_WEB_IDENTITY_TOKEN_FILE": workspace.path(token), "AWS_ENDPOINT_URL_STS": sts])
+        }
+        do { _ = try assume("at/token") } catch {
+            #expect(error.description.hasPrefix("STS at \(sts) could not be reached"), "\(error)")
+        }
+        #expect(throws: CredentialsError.unreadable(path: workspace.path("over/token"), reason: "it is 1048577 bytes, over the limit of 1 MiB")) {
+            try assume("over/token")
+        }
+    }
+
     @Test("printed, dumped, reflected or interpolated, credentials and requests signed with them show no secret")
     func nothingLeaks() throws {
         let credentials = AWSCredentials(accessKeyID: "AKIAIOSFODNN7EXAMPLE", secretAccessKey: Self.secret, sessionToken: Self.token,

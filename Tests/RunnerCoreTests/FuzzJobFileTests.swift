@@ -8,6 +8,32 @@ import TestSupport
 /// running; RUNNER_FUZZ_PROFILE prints every case slower than 20 ms.
 @Suite("Fuzzing job files in process", .timeLimit(.minutes(30)))
 struct FuzzJobFileTests {
+    /// The most memory one case may take over what the process held before it (a case at the
+    /// job-file limit takes about 100 MiB): `make fuzz` stays within 2 GB.
+    static let largestCaseMemory = 512 << 20
+
+    struct CaseProblem: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// Reads a case as runner does: from its text, or, past a case's largest size (only the cases at
+    /// the job-file limit and one byte over it), from the job file, refused unread over the limit.
+    static func read(_ text: String, at path: String) throws -> Job {
+        let size = text.utf8.count
+        guard size > JobFileMutator.largestCase else { return try Job.parse(text: text, filePath: path) }
+        guard (Job.largestFile...Job.largestFile + 1).contains(size) else {
+            throw CaseProblem(description: "\(size) bytes, over the \(JobFileMutator.largestCase) a case may be")
+        }
+        try text.write(toFile: path, atomically: false, encoding: .utf8)
+        do {
+            let job = try Job.load(path: path)
+            if size > Job.largestFile { throw CaseProblem(description: "\(size) bytes, over the job-file limit, was accepted") }
+            return job
+        } catch let error as JobFileError where size > Job.largestFile && !error.message.contains("over the limit of 16 MiB") {
+            throw CaseProblem(description: "\(size) bytes, refused for another reason: \(error.message.prefix(300))")
+        }
+    }
+
     /// True when every file source of `job` lies inside `folder`, so planning it reads only the sandbox.
     static func sourcesInside(_ job: Job, _ folder: String) -> Bool {
         job.sources.allSatisfy { source in
@@ -20,6 +46,18 @@ struct FuzzJobFileTests {
         }
     }
 
+    /// Reads a case and, when its sources lie in the sandbox, does what `runner validate` does next:
+    /// discovers the sources and names every output. Whether it planned, and how long each took.
+    static func validate(_ text: String, in sandbox: FuzzSandbox) throws -> (planned: Bool, reading: Duration, planning: Duration) {
+        let clock = ContinuousClock(), start = clock.now
+        let job = try read(text, at: sandbox.jobPath)
+        let reading = clock.now - start
+        _ = job.outputs.map(\.recipe)
+        guard sourcesInside(job, sandbox.root) else { return (false, reading, .zero) }
+        _ = try JobRunner.validate(job)
+        return (true, reading, clock.now - start - reading)
+    }
+
     @Test("mutated job files: Job.parse returns a job or throws JobFileError, never traps or hangs, and nothing is written")
     func mutatedJobFiles() throws {
         let cases = FuzzSettings.count("CASES", default: 3000)
@@ -30,7 +68,7 @@ struct FuzzJobFileTests {
         var rng = FuzzRandom(seed: FuzzSettings.seed)
         let dump = ProcessInfo.processInfo.environment["RUNNER_FUZZ_DUMP"].flatMap { Int($0) }
         let progress = FuzzProgress("job-files")
-        var accepted = 0, rejected = 0, planned = 0, slowest = Duration.zero
+        var accepted = 0, rejected = 0, planned = 0, atLimit = 0, slowest = Duration.zero, largestMemory = (bytes: 0, index: 0)
         var generating = Duration.zero, parsing = Duration.zero, planning = Duration.zero
         var problems: [String] = []
         let clock = ContinuousClock()
@@ -47,41 +85,39 @@ struct FuzzJobFileTests {
                 return
             }
             progress.mark(index)
-            let start = clock.now
-            let cpu = threadCPUSeconds()
-            do {
-                let job = try Job.parse(text: text, filePath: sandbox.jobPath)
-                parsing += clock.now - start
-                _ = job.outputs.map(\.recipe)
-                // What `runner validate` does next: discover the sources and name every output.
-                if Self.sourcesInside(job, sandbox.root) {
-                    let planStart = clock.now
-                    defer { planning += clock.now - planStart }
-                    _ = try JobRunner.validate(job)
-                    planned += 1
+            if text.utf8.count > JobFileMutator.largestCase { atLimit += 1 }
+            let (start, cpu) = (clock.now, threadCPUSeconds())
+            let memory = ResidentMemory.taken {
+                do {
+                    let outcome = try Self.validate(text, in: sandbox)
+                    (parsing, planning) = (parsing + outcome.reading, planning + outcome.planning)
+                    (accepted, planned) = (accepted + 1, planned + (outcome.planned ? 1 : 0))
+                } catch is JobFileError {
+                    rejected += 1
+                } catch {
+                    problems.append("case \(index): \(type(of: error)): \(String(describing: error).prefix(300))")
                 }
-                accepted += 1
-            } catch is JobFileError {
-                rejected += 1
-            } catch {
-                problems.append("case \(index): \(type(of: error)): \(String(describing: error).prefix(300))")
+            }
+            if memory.bytes > largestMemory.bytes { largestMemory = (memory.bytes, index) }
+            if memory.bytes > Self.largestCaseMemory {
+                problems.append("case \(index) took \(memory.bytes >> 20) MiB: peak RSS \(memory.before >> 20) MiB before it, \(memory.peak >> 20) MiB during it")
             }
             let took = clock.now - start
             if ProcessInfo.processInfo.environment["RUNNER_FUZZ_PROFILE"] != nil, took > .milliseconds(20) {
                 print("slow case \(index): \(took), \(text.utf8.count) bytes: \(text.prefix(100))")
             }
             slowest = max(slowest, took)
-            // A hang or a quadratic blow-up, not a speed target: a 10 MB case takes 1-3 s of CPU.
+            // A hang or a quadratic blow-up, not a speed target: a 16 MiB case takes 1-3 s of CPU.
             if threadCPUSeconds() - cpu > 20 { problems.append("case \(index) took \(took), \(threadCPUSeconds() - cpu) s of CPU") }
         }
         guard dump == nil else { return }
         #expect(problems.isEmpty, "\(problems.count) problems, first: \(problems.prefix(5))")
-        let written = TreeSnapshot(sandbox.root).changes(since: before)
+        let written = TreeSnapshot(sandbox.root).changes(since: before).filter { $0 != sandbox.jobPath }
         #expect(written.isEmpty, "reading job files wrote \(written.prefix(5))")
         print("job-file fuzz, in process: \(cases) cases (seed \(FuzzSettings.seed)): \(accepted) accepted "
-              + "(\(planned) of them planned as runner validate does), \(rejected) rejected with JobFileError, "
-              + "slowest \(slowest), \(clock.now - began) in all (generating \(generating), parsing accepted "
-              + "\(parsing), planning \(planning))")
+              + "(\(planned) of them planned as runner validate does), \(rejected) rejected with JobFileError "
+              + "(\(atLimit) at the job-file limit or one byte over it), slowest \(slowest), \(clock.now - began) in all (generating \(generating), parsing accepted "
+              + "\(parsing), planning \(planning)); the most memory a case took \(largestMemory.bytes >> 20) MiB (case \(largestMemory.index))")
     }
 }
 

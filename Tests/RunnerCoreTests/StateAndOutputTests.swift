@@ -154,6 +154,16 @@ struct StateAndOutputTests {
         #expect(workspace.files(in: ".") == ["blocker"])
     }
 
+    @Test("a note runner keeps beside a file (the state's ETag, the manifest's upload) reads back up to 4 KiB; a longer one is none of runner's and reads as none")
+    func notesReadBack() throws {
+        let workspace = try Workspace()
+        try AtomicFile.write(Data(String(repeating: "e", count: 4 << 10).utf8), to: workspace.path("at.etag"))
+        try AtomicFile.write(Data(String(repeating: "e", count: (4 << 10) + 1).utf8), to: workspace.path("over.etag"))
+        #expect(AtomicFile.note(at: workspace.path("at.etag")) == String(repeating: "e", count: 4 << 10))
+        #expect(AtomicFile.note(at: workspace.path("over.etag")) == nil)
+        #expect(AtomicFile.note(at: workspace.path("missing.etag")) == nil)
+    }
+
     @Test("a folder's identity is the same seen from another machine's NFS mount (its own device number), and changes with an entry added")
     func identityWithoutDevice() throws {
         let workspace = try Workspace()

@@ -40,6 +40,36 @@ public enum FuzzSettings {
     }
 }
 
+/// This process's resident memory, from /proc/self/status: what a case took is the peak after it
+/// over the resident size before it, the peak set back to that size first (/proc/self/clear_refs).
+public enum ResidentMemory {
+    /// Sets the peak back to the resident size now; false where the kernel does not let it.
+    @discardableResult
+    public static func resetPeak() -> Bool {
+        let descriptor = open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC)
+        defer { if descriptor >= 0 { close(descriptor) } }
+        return descriptor >= 0 && write(descriptor, "5", 1) == 1
+    }
+
+    public static var now: Int { field("VmRSS:") }
+    public static var peak: Int { field("VmHWM:") }
+
+    /// What `body` took: the peak while it ran over the resident size before it.
+    public static func taken(by body: () -> Void) -> (bytes: Int, before: Int, peak: Int) {
+        resetPeak()
+        let before = now
+        body()
+        let peak = self.peak
+        return (peak - before, before, peak)
+    }
+
+    private static func field(_ name: String) -> Int {
+        let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix(name) } ?? ""
+        return (Int(line.split(whereSeparator: \.isWhitespace).dropFirst().first ?? "") ?? 0) << 10
+    }
+}
+
 /// Records the case about to run in a file, so a case that traps the process can be named and
 /// reproduced: `RUNNER_FUZZ_SEED`, the fuzzer's name and the index in `lastCaseFile`.
 public final class FuzzProgress {
@@ -130,6 +160,43 @@ public indirect enum FuzzJSON: Sendable {
                     out.unicodeScalars.append(scalar)
                 }
             }
+        }
+    }
+
+    /// Whether the text is at most `limit` bytes, counted without writing it (a mutation that
+    /// repeats a long string 2,000 times makes a small tree of a huge text), and given up past it.
+    public func fits(within limit: Int) -> Bool {
+        var left = limit
+        func count(_ node: FuzzJSON) -> Bool {
+            switch node {
+            case .null: left -= 4
+            case .bool(let value): left -= value ? 4 : 5
+            case .number(let literal): left -= literal.utf8.count
+            case .string(let value): left -= FuzzJSON.quotedSize(value)
+            case .array(let items):
+                left -= 1 + max(items.count, 1)
+                for item in items where left >= 0 { guard count(item) else { return false } }
+            case .object(let fields):
+                left -= 1 + max(fields.count, 1) + fields.count
+                for (key, value) in fields where left >= 0 {
+                    left -= FuzzJSON.quotedSize(key)
+                    guard count(value) else { return false }
+                }
+            }
+            return left >= 0
+        }
+        return count(self)
+    }
+
+    /// The bytes `quote` writes for `value`.
+    static func quotedSize(_ value: String) -> Int {
+        var value = value
+        return value.withUTF8 { bytes in
+            var size = bytes.count + 2
+            for byte in bytes where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+                size += byte >= 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09 ? 1 : 5
+            }
+            return size
         }
     }
 
@@ -269,16 +336,21 @@ public enum FuzzMaterial {
         }
     }
 
-    /// A 10 MB string, made once.
-    public static let huge = String(repeating: "0123456789abcdef", count: 10 * 1024 * 1024 / 16)
+    /// Half a case's largest size, made once.
+    public static let huge = String(repeating: "0123456789abcdef", count: JobFileMutator.largestCase / 2 / 16)
 }
 
 // MARK: Job files
 
-/// Mutations of job files: wrong types, ranges, unicode, huge numbers, deep nesting, 10 MB strings,
+/// Mutations of job files: wrong types, ranges, unicode, huge numbers, deep nesting, long strings,
 /// duplicate keys, unknown keys, steps and formats from the test suite spliced in, and damage to
-/// the text itself (truncation, stray characters, a byte-order mark, lone surrogates).
+/// the text itself (truncation, stray characters, a byte-order mark, lone surrogates). A case is at
+/// most `largestCase` bytes, but for the few made on purpose at the job-file limit and just over it.
 public struct JobFileMutator {
+    /// 1 MiB: a mutation that would grow a case past it is not made (one that repeats a long string
+    /// thousands of times once made an 8.9 GB case that took the machine's memory).
+    public static let largestCase = 1 << 20
+
     public let seeds: [FuzzJSON]
     let ops: [FuzzJSON]
     let formats: [FuzzJSON]
@@ -308,20 +380,44 @@ public struct JobFileMutator {
     /// One case: a seed with one to four mutations, sometimes with its text damaged afterwards;
     /// a third of the cases change only a value or two, so they get past the first check.
     public func makeCase(_ rng: inout FuzzRandom) -> String {
+        if rng.chance(0.0005) { return makeLimitCase(&rng) }
         if rng.chance(0.33) { return makeGentleCase(&rng) }
         var document = rng.pick(seeds)
-        for _ in 0..<(1 + rng.below(4)) { document = mutate(document, &rng) }
+        for _ in 0..<(1 + rng.below(4)) {
+            let mutated = mutate(document, &rng)
+            if mutated.fits(within: Self.largestCase) { document = mutated }
+        }
         var text = document.text
-        if rng.chance(0.1) && text.utf8.count < 1 << 20 { text = damage(text, &rng) }
+        if rng.chance(0.1) {
+            let damaged = damage(text, &rng)
+            if damaged.utf8.count <= Self.largestCase { text = damaged }
+        }
         return text
+    }
+
+    /// A gentle case grown to exactly the job-file limit or one byte over it, by trailing blanks or
+    /// a long `$schema` (which runner ignores): read whole, or refused by its size.
+    public func makeLimitCase(_ rng: inout FuzzRandom) -> String {
+        let size = Job.largestFile + rng.below(2)
+        let document = gentleDocument(&rng)
+        guard case .object(let fields) = document, rng.chance(0.5) else {
+            let text = document.text
+            return text + String(repeating: rng.pick([" ", "\n", "\t"]), count: max(size - text.utf8.count, 0))
+        }
+        let padding = size - FuzzJSON.object([("$schema", .string(""))] + fields).text.utf8.count
+        return FuzzJSON.object([("$schema", .string(String(repeating: "x", count: padding)))] + fields).text
     }
 
     /// A case that keeps the seed's shape: one or two values changed (for runs of the binary).
     /// With `numbers`, only numbers change, half of the time to one that is large but valid JSON.
     public func makeGentleCase(_ rng: inout FuzzRandom, numbers: Bool = false) -> String {
+        gentleDocument(&rng, numbers: numbers).text
+    }
+
+    func gentleDocument(_ rng: inout FuzzRandom, numbers: Bool = false) -> FuzzJSON {
         var document = rng.pick(seeds)
         for _ in 0..<(1 + rng.below(2)) { document = mutate(document, &rng, gentle: true, numbersOnly: numbers) }
-        return document.text
+        return document
     }
 
     private func count(_ node: FuzzJSON) -> Int {
@@ -421,7 +517,7 @@ public struct JobFileMutator {
             wrapped = .number(out)   // raw text: a number literal is written as is
             return wrapped
         case 6:
-            // Long strings; now and then 10 MB.
+            // Long strings; now and then half a case's largest size.
             if rng.chance(0.01) { return .string(FuzzMaterial.huge) }
             let length = rng.chance(0.1) ? 1 + rng.below(20_000) : 1 + rng.below(500)
             return .string(String(repeating: rng.pick(["x", "é", "../", "{stem}", "\u{1F986}", "/"]), count: length))

@@ -111,6 +111,21 @@ public final class Workspace: @unchecked Sendable {
         return (result, seconds.reduce(0, +))
     }
 
+    /// Runs `runner` as `run` does, fed `feed`'s output (a shell command) on its standard input, and
+    /// says its peak resident memory in bytes (`/usr/bin/time`'s maximum RSS: what a bound on memory
+    /// measures). Under `addressSpace` bytes, so a missing bound fails the test, not the machine.
+    public func runMeasured(_ arguments: [String], feed: String? = nil,
+                            addressSpace: Int? = nil) throws -> (result: CommandResult, peakBytes: Int) {
+        let report = path(".peak-\(UUID().uuidString)")
+        defer { unlink(report) }
+        let cap = addressSpace.map { "ulimit -v \($0 >> 10); " } ?? ""
+        let script = cap + (feed.map { "\($0) | " } ?? "") + #"/usr/bin/time -f %M -o "$REPORT" "$0" "$@""#
+        let result = try RunningCommand("/bin/sh", arguments: ["-c", script, RunnerBinary.path] + arguments,
+                                        directory: root, environment: ["REPORT": report]).wait()
+        let kilobytes = (try? String(contentsOfFile: report, encoding: .utf8))?.split(separator: "\n").last.flatMap { Int($0) } ?? 0
+        return (result, kilobytes << 10)
+    }
+
     public func start(_ arguments: [String], environment: [String: String] = [:]) throws -> RunningCommand {
         try RunningCommand(arguments: arguments, directory: root, environment: environment)
     }
@@ -167,7 +182,10 @@ public final class RunningCommand: @unchecked Sendable {
     public var pid: Int32 { process.processIdentifier }
 
     /// The processes it has started that are still alive (its workers), from /proc's stat files.
-    public var children: [Int32] {
+    public var children: [Int32] { Self.children(of: pid) }
+
+    /// The processes `pid` has started that are still alive.
+    public static func children(of pid: Int32) -> [Int32] {
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
         return entries.compactMap(Int32.init).filter { candidate in
             // pid (comm) state ppid ...: comm may hold spaces, so count from its closing parenthesis.

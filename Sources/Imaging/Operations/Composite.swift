@@ -14,7 +14,7 @@ package struct Composite: ImageOperation {
     package static let name = "composite"
     package static let aliases = ["watermark"]
     package static let summary = "Lay another image over this one (Kingfisher's blend and compositing processors). Its content is part of the identifier, so replacing the file re-runs every item that uses it."
-    package static let image = Key.text("image", .required, "The image file, relative to the job file; it must exist when the job is read.")
+    package static let image = Key.text("image", .required, "The image file, relative to the job file, at most \(Quoted.bytes(largestImage)); it must exist when the job is read.")
     package static let gravity = Key.choice("gravity", .defaults(Crop.Gravity.centre),
                                     "Where the image goes (attention and entropy apply to crops only).")
     package static let offsetX = Key.integer("offsetX", .pixels(.offset), .defaults(0), "Pixels to move it right (negative: left).")
@@ -64,6 +64,10 @@ package struct Composite: ImageOperation {
         }
     }
 
+    /// The largest overlay file read, 16 MiB, as a job file: each worker holds it for the whole run,
+    /// and a logo or a frame is a few hundred kilobytes.
+    package static let largestImage = 16 << 20
+
     package let imagePath: String
     package let imageBytes: Data
     package let imageHash: String
@@ -76,12 +80,11 @@ package struct Composite: ImageOperation {
 
     package init(reading parameters: ObjectReader, context: OperationContext) throws {
         imagePath = Paths.resolve(try parameters.read(Self.image), against: context.baseDirectory)
-        guard let bytes = FileManager.default.contents(atPath: imagePath) else {
-            throw parameters.error(Self.image, "cannot read \(imagePath)")
+        do { imageBytes = try FileDescriptor.readWhole(imagePath, limit: Self.largestImage) } catch {
+            throw parameters.error(Self.image, "cannot read \(imagePath): \(error)")
         }
-        imageBytes = bytes
         var hash = StableHash()
-        hash.combine(bytes: bytes)
+        hash.combine(bytes: imageBytes)
         imageHash = hash.hex
         gravity = try parameters.read(Self.gravity)
         if gravity.isSmart { throw parameters.error(Self.gravity, "\(gravity.rawValue) applies to crops only") }
