@@ -103,6 +103,12 @@ class Handler(BaseHTTPRequestHandler):
             with LOCK:
                 IN_FLIGHT["now"] -= 1
             return self.send(200, self.image)
+        if kind == "bytes":                    # /bytes/<n>: n bytes of body
+            return self.send(200, b"x" * int(parts[1]), "application/octet-stream")
+        if kind == "errorbytes":               # /errorbytes/<n>: a 500 with n bytes of body
+            return self.send(500, b"e" * int(parts[1]), "text/plain")
+        if kind == "headers":                  # /headers/<n>: a header line of n bytes, CRLF included
+            return self.send(200, b"ok", "text/plain", {"X-Pad": "p" * (int(parts[1]) - len("X-Pad: \r\n"))})
         if kind == "nocache":                  # /nocache/<anything>: the image, no validators
             return self.send(200, self.image)
         if kind == "status":                   # /status/<code>/<anything>
