@@ -49,7 +49,9 @@ package enum AtomicFile {
             }
             hidden = "." + kept + hash
         }
-        return Paths.directory(of: path) + "/" + hidden + suffix
+        // Beside it: in `/`, `/.name…`, not `//.name…`.
+        let folder = Paths.directory(of: path)
+        return (folder == "/" ? "" : folder) + "/" + hidden + suffix
     }
 
     /// Writes `data` beside `path` under a temporary name that names `owner`, the process that
