@@ -234,14 +234,20 @@ def main():
         name, path = variant.split("=", 1)
         with open(path, "rb") as handle:
             Handler.variants[name] = handle.read()
+    serve(Handler, arguments.port, arguments.port_file)
+
+
+def serve(handler, port, port_file):
+    """Listens on 127.0.0.1:port (0: any free one), says where (on stdout, and in port_file, written
+    whole then renamed), and serves until killed: what every server here does."""
     ThreadingHTTPServer.allow_reuse_address = True
-    server = ThreadingHTTPServer(("127.0.0.1", arguments.port), Handler)
+    server = ThreadingHTTPServer(("127.0.0.1", port), handler)
     server.daemon_threads = True
     port = server.server_address[1]
-    if arguments.port_file:
-        with open(arguments.port_file + ".tmp", "w") as handle:
+    if port_file:
+        with open(port_file + ".tmp", "w") as handle:
             handle.write(str(port))
-        os.rename(arguments.port_file + ".tmp", arguments.port_file)
+        os.rename(port_file + ".tmp", port_file)
     print(port, flush=True)
     server.serve_forever()
 

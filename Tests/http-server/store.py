@@ -14,15 +14,16 @@ Standard library only."""
 import argparse
 import base64
 import email.utils
-import time
 import hashlib
 import hmac
 import json
-import os
 import threading
+import time
 import urllib.parse
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from xml.sax.saxutils import escape
+
+from server import serve
 
 LOCK = threading.Lock()
 OBJECTS = {}          # (bucket, key) -> bytes
@@ -232,16 +233,7 @@ def main():
             for key, path in objects.items():
                 with open(path, "rb") as data:
                     OBJECTS[(bucket, key)] = data.read()
-    ThreadingHTTPServer.allow_reuse_address = True
-    server = ThreadingHTTPServer(("127.0.0.1", arguments.port), Handler)
-    server.daemon_threads = True
-    port = server.server_address[1]
-    if arguments.port_file:
-        with open(arguments.port_file + ".tmp", "w") as handle:
-            handle.write(str(port))
-        os.rename(arguments.port_file + ".tmp", arguments.port_file)
-    print(port, flush=True)
-    server.serve_forever()
+    serve(Handler, arguments.port, arguments.port_file)
 
 
 if __name__ == "__main__":
