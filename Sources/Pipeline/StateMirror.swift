@@ -146,9 +146,13 @@ final class StateLease: Sendable {
         Array(try JSONEncoder().encode(Holder(host: Self.host, pid: getpid(), until: Date().timeIntervalSince1970 + seconds)))
     }
 
-    func take() throws {
+    /// `again`: a lease given back between the refused create and the read is created once more.
+    func take(again: Bool = true) throws {
         if case .stored(let etag) = try object.store(try body(), over: nil, mediaType: "application/json") { return held.withLock { $0 = etag } }
-        guard let (bytes, etag) = try object.read() else { return try take() }
+        guard let (bytes, etag) = try object.read() else {
+            guard again else { throw StateLeaseHeld(object: object.object.description, holder: nil, until: nil) }
+            return try take(again: false)
+        }
         let holder = try? JSONDecoder().decode(Holder.self, from: Data(bytes))
         let lapsed = holder.map { $0.until + 60 < Date().timeIntervalSince1970 } ?? true
         let goneHere = holder.map { $0.host == Self.host && kill($0.pid, 0) != 0 && errno == ESRCH } ?? false
