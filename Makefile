@@ -36,7 +36,7 @@ INSTALLED := $(DESTDIR)$(PREFIX)/bin/runner $(DESTDIR)$(PREFIX)/share/man/man1/r
 	$(DESTDIR)$(PREFIX)/share/zsh/site-functions/_runner \
 	$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/runner.fish
 
-.PHONY: deps build run test test-slurm image test-image bench bench-quick bench-sharded bench-buckets bench-compare bench-duplicates crash-test fuzz clean install uninstall
+.PHONY: deps build run test test-slurm image test-image bench bench-quick bench-sharded bench-buckets bench-compare bench-compare-buckets bench-duplicates crash-test fuzz clean install uninstall
 
 # Installs the Debian packages when pkg-config is missing them, or the CLIs the tests compare against
 # (vipsthumbnail; curl, the quick benchmark's downloads reference; exiftool, the metadata tests' reader,
@@ -153,6 +153,28 @@ bench-compare: build
 	cd $(BASE_DIR) && $(SWIFT) build -c release --scratch-path $(SCRATCH)
 	python3 bench/compare.py --baseline $(BASE_DIR)/$(SCRATCH)/release/runner --runner $(SCRATCH)/release/runner \
 		--rounds $(ROUNDS) --write BENCHMARKS.md
+
+# Not slower (issue 42): bench/buckets.py --baseline, this build against BASE's (73c6d83 unless given)
+# in alternating rounds, CPU seconds of thumbnails written to SeaweedFS, downloads into the originals
+# cache, listing and planning 100,000 objects and their up-to-date night, planning 1,000,000 listed
+# keys, and compare.py's 100,000-file up-to-date rerun, into BENCHMARKS.md's "Not slower than BASE
+# (issue 42)". NEW=COMMIT measures a clone of COMMIT (bench/cache/head-COMMIT, built like BASE's)
+# instead of this checkout's build, so edits made here meanwhile change nothing measured. Each clone
+# gets this checkout's Package.resolved (the same dependencies on both sides). The first time adds
+# two release builds (~6 minutes each), the store's fill (~10) and each build's first night and
+# first run over 100,000 items (~15 and ~3 minutes each on a busy machine); then about a minute a
+# round (15 minutes at ROUNDS=15; bench/README.md).
+clone-release = [ -d $(2) ] || { git clone --quiet --shared --no-checkout . $(2) && git -C $(2) checkout --quiet --detach $(1); }; \
+	[ "$(LIBVIPS)" = system ] || { mkdir -p $(2)/.build && ln -sfn $(CURDIR)/.build/libvips-8.16 $(2)/.build/libvips-8.16; }; \
+	[ ! -f Package.resolved ] || [ -f $(2)/Package.resolved ] || cp Package.resolved $(2)/; \
+	cd $(2) && $(SWIFT) build -c release --scratch-path $(SCRATCH)
+NEW_DIR = bench/cache/head-$(NEW)
+bench-compare-buckets: BASE = 73c6d83
+bench-compare-buckets: $(if $(NEW),deps,build)
+	$(call clone-release,$(BASE),$(BASE_DIR))
+	$(if $(NEW),$(call clone-release,$(NEW),$(NEW_DIR)))
+	python3 bench/buckets.py --baseline $(BASE_DIR)/$(SCRATCH)/release/runner \
+		--runner $(if $(NEW),$(NEW_DIR),.)/$(SCRATCH)/release/runner --rounds $(ROUNDS) --write BENCHMARKS.md
 
 # Grouping 1,000,000 hashes into near and exact duplicates (DuplicateGroups alone, optimised): seconds
 # and peak RSS, for BENCHMARKS.md's "Duplicates at scale". About a minute.

@@ -391,6 +391,8 @@ def measure(argv, env=None, cwd=None, stderr_path=None, sample_interval=0.25, se
     return {
         "wall": wall,
         "cpu": cpu,
+        "user": usage.ru_utime,
+        "sys": usage.ru_stime,
         "rss": usage.ru_maxrss / 1024,  # KiB on Linux; the largest of the tree's processes
         "pss": sampler.peak_kib / 1024,
         "code": process.returncode,
@@ -1564,7 +1566,8 @@ SET_ORDER = ["large", "small", "responsive", "downloads", "quick"]
 # Sections written by hand or by the other scripts (fixedcost.py, bookkeeping.py, compare.py fill their tables), kept
 # across regenerations between "## Where the time goes" and "## Notes".
 HAND_WRITTEN = ["## Fixed cost per image", "## Idle cores and worker processes", "## Bookkeeping at scale",
-                "## Derived values", "## Duplicates at scale", "## Site manifest at scale", "## Not slower than a62463e"]
+                "## Derived values", "## Duplicates at scale", "## Site manifest at scale", "## Not slower than a62463e",
+                "## Bucket sources", "## Bucket outputs", "## Not slower than 73c6d83 (issue 42)"]
 
 
 def write_report(path, args, info, vers, command, records, probe, skipped, elapsed, load, settle_waited):

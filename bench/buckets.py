@@ -19,6 +19,29 @@
    against files then `aws s3 cp --recursive` of them, alternating, best of --rounds; then the
    unchanged night of the bucket job.
 
+Not slower (`--baseline OLD`, issue 42; `make bench-compare-buckets BASE=...`): the measurements
+above, for two builds in alternating rounds (compare.py's, the order swapped every round), in CPU
+seconds of the process tree (wait4: runner and its workers), into "## Not slower than OLD (issue 42)":
+
+    python3 bench/buckets.py --baseline OLD/.build/release/runner [--runner NEW] [--rounds 5]
+                             [--cases to-bucket,downloads,bucket-plan,bucket-night,plan-1m-keys,rerun]
+                             [--write BENCHMARKS.md]
+
+- to-bucket: --uploads photos made into 256 px thumbnails written to the bucket (s3:// outputs), a
+  fresh state and a prefix of its own each run (so every PUT makes a new object; all deleted after
+  the last round);
+- downloads: --downloads objects fetched into the originals cache (--download-only), a fresh state
+  and cache in a folder of its own each run, all deleted after the last round; an unmeasured run of
+  each build first;
+- bucket-plan: `runner plan` of --objects objects, a fresh state each run; the proxy counts each
+  run's requests (in the report), and a run that sends any but listing requests stops the script;
+- bucket-night: the up-to-date night over --objects objects, each build with its own state and
+  outputs (bench/cache/buckets/night-old, -new), made by an unmeasured first run (each renders
+  every object, ~15 minutes on a busy machine the first time); a measured night that sends more
+  than 10 requests but listings stops the script (it was not up to date);
+- plan-1m-keys: `runner plan` of 1,000,000 keys from the synthetic listing server;
+- rerun: compare.py's up-to-date rerun of 100,000 local files (bookkeeping.py's tree).
+
 Works under bench/cache/buckets (gitignored); the store is filled once per size (kept in its folder).
 """
 import argparse
@@ -88,7 +111,9 @@ def start_proxy(endpoint):
 
 
 class SyntheticListing(BaseHTTPRequestHandler):
-    """ListObjectsV2 of `keys` objects k/NNNNNNN.jpg, a page of max-keys at a time."""
+    """ListObjectsV2 of `keys` objects k/NNNNNNN.jpg, a page of max-keys at a time (EncodingType url
+    when asked for it, as S3 answers: before, a build that decodes keys only when told they are
+    encoded skipped the decoding here and not against a real store)."""
     keys = 0
     protocol_version = "HTTP/1.1"
 
@@ -103,8 +128,11 @@ class SyntheticListing(BaseHTTPRequestHandler):
                            for n in range(start, end))
         more = "<IsTruncated>true</IsTruncated><NextContinuationToken>%d</NextContinuationToken>" % end if end < self.keys \
             else "<IsTruncated>false</IsTruncated>"
-        body = ('<?xml version="1.0" encoding="UTF-8"?><ListBucketResult><Name>bench</Name>%s%s</ListBucketResult>'
-                % (more, contents)).encode()
+        # Said as S3 (and SeaweedFS) say it when asked for `encoding-type=url`: keys are then
+        # URL-decoded, as runner decodes a real store's (the keys here encode to themselves).
+        encoding = "<EncodingType>url</EncodingType>" if query.get("encoding-type") == ["url"] else ""
+        body = ('<?xml version="1.0" encoding="UTF-8"?><ListBucketResult><Name>bench</Name>%s%s%s</ListBucketResult>'
+                % (encoding, more, contents)).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/xml")
         self.send_header("Content-Length", str(len(body)))
@@ -197,25 +225,38 @@ def clear(folder, names):
         shutil.rmtree(target, ignore_errors=True) if os.path.isdir(target) else (os.path.exists(target) and os.unlink(target))
 
 
-def uploads(runner, endpoint, count, rounds):
-    """The upload benchmark's lines: thumbnails of `count` local photos to a bucket, against files and files + aws s3 cp."""
+def upload_source(count):
+    """bench/cache/buckets/upload-src: `count` copies of fixtures/extra/ladybird.jpg."""
     source = os.path.join(WORK, "upload-src")
     if len(os.listdir(source) if os.path.isdir(source) else []) != count:
         shutil.rmtree(source, ignore_errors=True)
         os.makedirs(source)
         for n in range(count):
             shutil.copyfile(os.path.join(ROOT, "fixtures", "extra", "ladybird.jpg"), os.path.join(source, "%05d.jpg" % n))
-    jobs = {}
-    for name, path, extra in [("to-files", "out/{stem}.jpg", ""),
-                              ("to-bucket", "s3://bench/uploaded/{stem}.jpg", ', "endpoint": "%s"' % endpoint)]:
-        folder = os.path.join(WORK, name)
-        os.makedirs(folder, exist_ok=True)
-        jobs[name] = os.path.join(folder, "job.json")
-        with open(jobs[name], "w") as job:
-            job.write('{"version": 1, "name": "%s", "sources": [{"path": "%s"}],\n'
-                      ' "outputs": [{"name": "t", "path": "%s"%s,\n'
-                      '   "chain": [{"op": "thumbnail", "width": 256, "height": 256}], "format": {"type": "jpeg"}}],\n'
-                      ' "state": "state.sqlite"}\n' % (name, source, path, extra))
+    return source
+
+
+def upload_job(name, source, path, endpoint=None):
+    """A job in WORK/name making each photo of `source` a 256 px JPEG at `path` (s3:// with `endpoint`)."""
+    folder = os.path.join(WORK, name)
+    os.makedirs(folder, exist_ok=True)
+    extra = ', "endpoint": "%s"' % endpoint if endpoint else ""
+    with open(os.path.join(folder, "job.json"), "w") as job:
+        job.write('{"version": 1, "name": "%s", "sources": [{"path": "%s"}],\n'
+                  ' "outputs": [{"name": "t", "path": "%s"%s,\n'
+                  '   "chain": [{"op": "thumbnail", "width": 256, "height": 256}], "format": {"type": "jpeg"}}],\n'
+                  ' "state": "state.sqlite"}\n' % (name, source, path, extra))
+    return os.path.join(folder, "job.json")
+
+
+STATE_FILES = ["state.sqlite", "state.sqlite-wal", "state.sqlite-shm", "state.sqlite.lock", "state.cache"]
+
+
+def uploads(runner, endpoint, count, rounds):
+    """The upload benchmark's lines: thumbnails of `count` local photos to a bucket, against files and files + aws s3 cp."""
+    source = upload_source(count)
+    jobs = {"to-files": upload_job("to-files", source, "out/{stem}.jpg"),
+            "to-bucket": upload_job("to-bucket", source, "s3://bench/uploaded/{stem}.jpg", endpoint)}
     best = {"files": [], "aws": [], "bucket": []}
     cpu = {"files": [], "bucket": []}
     for _ in range(rounds):
@@ -244,16 +285,200 @@ def uploads(runner, endpoint, count, rounds):
             "(BucketOutputTests counts them: none)." % (night, night_cpu, rss)]
 
 
+# ---- Not slower (issue 42): two builds in alternating rounds, through compare.py ----
+
+COMPARE_BEGIN, COMPARE_END = "<!-- compare-buckets:begin -->", "<!-- compare-buckets:end -->"
+COMPARE_CASES = ["to-bucket", "downloads", "bucket-plan", "bucket-night", "plan-1m-keys", "rerun"]
+SYNTHETIC_KEYS = 1_000_000
+
+
+def listed(endpoint, prefix):
+    """How many objects the bucket holds under `prefix`."""
+    pages = client(endpoint).get_paginator("list_objects_v2").paginate(Bucket="bench", Prefix=prefix)
+    return sum(page.get("KeyCount", 0) for page in pages)
+
+
+def empty(endpoint, prefix):
+    """Deletes every object under `prefix` (the to-bucket case's outputs, after its last round)."""
+    s3 = client(endpoint)
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket="bench", Prefix=prefix):
+        keys = [{"Key": entry["Key"]} for entry in page.get("Contents", [])]
+        if keys:
+            s3.delete_objects(Bucket="bench", Delete={"Objects": keys, "Quiet": True})
+
+
+RUN_FOLDER = "compare-download-"
+
+
+def discard_runs():
+    """The downloads case's run folders (see compare_cases)."""
+    for name in os.listdir(WORK):
+        if name.startswith(RUN_FOLDER):
+            shutil.rmtree(os.path.join(WORK, name), ignore_errors=True)
+
+
+def compare_cases(names, arguments, endpoint, proxied, synthetic, seen):
+    """compare.py's Cases for the bucket measurements, each as its turn comes. `seen[name][side]`
+    collects the (listing, other) requests the proxy counted for each measured run of a case."""
+    import compare
+
+    def counted(name, side, limit):
+        listings, objects = requests(proxied)
+        seen.setdefault(name, {}).setdefault(side, []).append((listings, objects))
+        return None if objects <= limit else "%d object requests (%d listings): not what this case measures" % (objects, listings)
+
+    for name in names:
+        if name == "to-bucket":
+            source, prefixes = upload_source(arguments.uploads), {}
+            empty(endpoint, "compared/")  # an interrupted invocation's
+
+            def command(binary, side, source=source, prefixes=prefixes):
+                # A prefix of its own each run: every PUT makes a new object, as in the first run
+                prefixes[side] = "compared/%s-%d-%d/" % (side, os.getpid(), time.monotonic_ns())
+                job = upload_job("compare-to-bucket-" + side, source, "s3://bench/" + prefixes[side] + "{stem}.jpg", endpoint)
+                clear(os.path.dirname(job), STATE_FILES)
+                return [binary, job, "--quiet"]
+
+            def check(side, prefixes=prefixes):
+                made = listed(endpoint, prefixes[side])
+                return None if made == arguments.uploads else "%d of %d objects in the bucket" % (made, arguments.uploads)
+            yield compare.Case(name, "outputs to the bucket: %s photos to 256 px JPEGs, `s3://` outputs"
+                               % format(arguments.uploads, ","), command, check=check)
+        elif name == "downloads":
+            discard_runs()
+            runs = iter(range(1_000_000))
+
+            def command(binary, side, runs=runs):
+                # A folder of its own each run (a fresh state and originals cache), deleted after the
+                # last round (discard_runs): deleting a run's 1,000 files just before the next makes
+                # ext4 search past the recently deleted inodes for every file created, system time
+                # that grew over the rounds (0.4 to 1.1 s a run) and drowned the difference measured.
+                return [binary, write_job("%s%s-%d" % (RUN_FOLDER, side, next(runs)), endpoint, "photos/"),
+                        "--download-only", "--quiet"]
+            # An unmeasured run of each first (compare.py's `prepare`): the case's first run, always
+            # the baseline's, took twice the CPU of the others (system time, right after to-bucket).
+            yield compare.Case(name, "downloads: %s objects into the originals cache (`--download-only`)"
+                               % format(arguments.downloads, ","), command, prepare=True, reset=lambda side: None)
+        elif name == "bucket-plan":
+            def command(binary, side):
+                job = write_job("compare-plan-" + side, proxied, "many/")
+                clear(os.path.dirname(job), STATE_FILES)
+                requests(proxied)
+                return [binary, "plan", job]
+            yield compare.Case(name, "listing and planning %s objects (`runner plan`)" % format(arguments.objects, ","),
+                               command, check=lambda side: counted("bucket-plan", side, 0))
+        elif name == "bucket-night":
+            def command(binary, side):
+                requests(proxied)
+                return [binary, write_job("night-" + side, proxied, "many/"), "--quiet"]
+            yield compare.Case(name, "up-to-date night over %s objects (`runner JOB`)" % format(arguments.objects, ","),
+                               command, check=lambda side: counted("bucket-night", side, 10),
+                               prepare=True, reset=lambda side: clear(os.path.join(WORK, "night-" + side), STATE_FILES + ["out"]))
+        elif name == "plan-1m-keys":
+            def command(binary, side):
+                job = write_job("compare-synthetic-" + side, synthetic, "k/")
+                clear(os.path.dirname(job), STATE_FILES)
+                return [binary, "plan", job]
+            yield compare.Case(name, "listing and planning %s keys of the synthetic listing server (`runner plan`)"
+                               % format(SYNTHETIC_KEYS, ","), command)
+        elif name == "rerun":
+            yield from compare.make_cases(["rerun"], arguments)
+
+
+def split_row(label, runs):
+    """A table line: each side's median user and system CPU seconds, and their ratios."""
+    import statistics
+    cells = []
+    for kind in ("user", "sys"):
+        old, new = ([r[kind] for r in runs[side]] for side in ("old", "new"))
+        each = [n / o for n, o in zip(new, old) if o > 0]
+        cells += ["%.2f" % statistics.median(old), "%.2f" % statistics.median(new),
+                  "%.3f" % (statistics.median(new) / statistics.median(old)) if statistics.median(old) > 0 else "-"]
+        if kind == "user":
+            cells.append("%.3f (%.2f - %.2f)" % (statistics.median(each), min(each), max(each)))
+    return "| %s | %s |" % (label, " | ".join(cells))
+
+
+def compare_builds(arguments):
+    """--baseline: every case of --cases for the baseline and --runner in alternating rounds."""
+    import bench, bookkeeping, compare
+    binaries = {"old": os.path.abspath(arguments.baseline), "new": os.path.abspath(arguments.runner)}
+    for binary in binaries.values():
+        if not os.access(binary, os.X_OK):
+            sys.exit("buckets: no runner binary at " + binary)
+        if bench.runner_is_stale(binary):
+            bench.log("warning: %s is older than its checkout's Sources/" % binary)
+    names = arguments.cases.split(",")
+    unknown = set(names) - set(COMPARE_CASES)
+    if unknown:
+        sys.exit("buckets: unknown cases %s (have %s)" % (", ".join(sorted(unknown)), ",".join(COMPARE_CASES)))
+    os.environ.update(ENV)  # compare.py runs each command with this process' environment: the store's keys
+    bookkeeping.RUNNER[0] = binaries["new"]
+    os.makedirs(bookkeeping.WORK, exist_ok=True)
+    os.makedirs(WORK, exist_ok=True)
+    started, load = time.time(), os.getloadavg()
+    weed, endpoint = start_weed(os.path.join(WORK, "store"))
+    proxy, proxied = start_proxy(endpoint)
+    SyntheticListing.keys = SYNTHETIC_KEYS
+    server = ThreadingHTTPServer(("127.0.0.1", 0), SyntheticListing)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    rows, slower, seen, split = [], [], {}, []
+    try:
+        try:
+            client(endpoint).create_bucket(Bucket="bench")
+        except Exception:
+            pass
+        if {"bucket-plan", "bucket-night"} & set(names):
+            subprocess.run(["vips", "black", os.path.join(WORK, "small.jpg"), "64", "48"], check=True)
+            fill(endpoint, "many/", arguments.objects, open(os.path.join(WORK, "small.jpg"), "rb").read())
+        if "downloads" in names:
+            fill(endpoint, "photos/", arguments.downloads, open(os.path.join(ROOT, "fixtures", "extra", "ladybird.jpg"), "rb").read())
+        for case in compare_cases(names, arguments, endpoint, proxied, "http://127.0.0.1:%d" % server.server_address[1], seen):
+            runs = compare.compare(case, binaries, arguments.rounds)
+            ratio, line = compare.row(case.label, runs)
+            print(line, flush=True)
+            rows.append(line)
+            split.append(split_row(case.label, runs))
+            discard_runs()
+            empty(endpoint, "compared/")
+            slower += [case.label] if ratio > compare.LIMIT else []
+    finally:
+        server.shutdown()
+        proxy.kill()
+        weed.kill()
+    command = "python3 bench/buckets.py " + " ".join(sys.argv[1:])
+    lines = compare.report_lines(rows, slower, binaries, arguments.rounds, command, started, load, COMPARE_BEGIN, COMPARE_END)
+    notes = [] if not seen else ["Requests each measured run sent the store (counted by the proxy; listing pages + other): " + "; ".join(
+        "%s: %s" % (name, ", ".join("%s %s" % (side, "/".join(sorted({"%d + %d" % pair for pair in pairs})))
+                                    for side, pairs in sides.items())) for name, sides in seen.items()) + ".", ""]
+    old, new = compare.commit_of(binaries["old"]), compare.commit_of(binaries["new"])
+    notes += ["The same runs' CPU split into user and system seconds (median of each side; \"each round\" as above):", "",
+              "| measurement | %s user s | %s user s | user new / old | each round | %s sys s | %s sys s | sys new / old |"
+              % (old, new, old, new), "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |", *split, ""]
+    lines[-1:-1] = notes
+    block = "\n".join(lines)
+    print(block)
+    if arguments.write:
+        write_section(arguments.write, block, "## Not slower than %s (issue 42)" % compare.commit_of(binaries["old"]),
+                      COMPARE_BEGIN, COMPARE_END)
+    return 1 if slower else 0
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--runner", default=os.path.join(ROOT, ".build", "release", "runner"))
     parser.add_argument("--objects", type=int, default=100_000)
     parser.add_argument("--downloads", type=int, default=1_000)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, help="alternating rounds (default 3; 5 with --baseline)")
     parser.add_argument("--uploads", type=int, default=1_000)
     parser.add_argument("--uploads-only", action="store_true")
     parser.add_argument("--write")
+    parser.add_argument("--baseline", metavar="OLD", help="compare --runner with this build (issue 42): CPU, alternating rounds")
+    parser.add_argument("--cases", default=",".join(COMPARE_CASES), help="with --baseline: which measurements")
     arguments = parser.parse_args()
+    arguments.rounds = arguments.rounds or (5 if arguments.baseline else 3)
+    if arguments.baseline:
+        sys.exit(compare_builds(arguments))
     runner = os.path.abspath(arguments.runner)
     os.makedirs(WORK, exist_ok=True)
     weed, endpoint = start_weed(os.path.join(WORK, "store"))
