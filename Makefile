@@ -1,6 +1,6 @@
 # runner: set-up, build, run and test. `make run` and `make test` work on a fresh Debian machine.
 SWIFT ?= swift
-DEBIAN_PACKAGES := pkg-config libvips-dev libvips-tools libcurl4-openssl-dev libssl-dev libsqlite3-dev curl libimage-exiftool-perl forensics-samples-files python3-prometheus-client python3-yaml python3-jsonschema python3 \
+DEBIAN_PACKAGES := pkg-config libvips-dev libvips-tools libcurl4-openssl-dev libssl-dev libsqlite3-dev curl time libimage-exiftool-perl forensics-samples-files python3-prometheus-client python3-yaml python3-jsonschema python3 \
 	python3-pip python3-numpy python3-scipy python3-pil python3-pywt
 # The reference implementations derived values are checked against (PyPI; what they need is in the
 # Debian packages above). Debian's Python takes no pip packages into its own folders (PEP 668).
@@ -39,7 +39,7 @@ INSTALLED := $(DESTDIR)$(PREFIX)/bin/runner $(DESTDIR)$(PREFIX)/share/man/man1/r
 .PHONY: deps build run test test-slurm image test-image bench bench-quick bench-sharded bench-buckets bench-compare bench-compare-buckets bench-duplicates crash-test fuzz clean install uninstall
 
 # Installs the Debian packages when pkg-config is missing them, or the CLIs the tests compare against
-# (vipsthumbnail; curl, the quick benchmark's downloads reference; exiftool, the metadata tests' reader,
+# (vipsthumbnail; curl, the quick benchmark's downloads reference; /usr/bin/time, the memory tests' peak RSS; exiftool, the metadata tests' reader,
 # and the real phone and camera photos of forensics-samples-files it reads;
 # python3, the test HTTP server and harnesses), or the Prometheus parser the
 # metrics test reads with, or PyYAML (the Kubernetes example's test), or the JSON Schema validator
@@ -48,7 +48,7 @@ INSTALLED := $(DESTDIR)$(PREFIX)/bin/runner $(DESTDIR)$(PREFIX)/share/man/man1/r
 # libcrypto (object-store signatures); SeaweedFS and moto, the object-store tests' servers. Then, unless
 # LIBVIPS=system, builds libvips 8.16 (a few minutes the first time; nothing once built).
 deps:
-	@if ! command -v pkg-config >/dev/null || ! pkg-config --exists vips libcurl libcrypto sqlite3 || ! command -v vipsthumbnail >/dev/null || ! command -v curl >/dev/null || ! command -v exiftool >/dev/null || [ ! -d /usr/share/forensics-samples ] || ! /usr/bin/python3 -c 'import prometheus_client, yaml, jsonschema, numpy, scipy, PIL, pywt, pip' 2>/dev/null; then \
+	@if ! command -v pkg-config >/dev/null || ! pkg-config --exists vips libcurl libcrypto sqlite3 || ! command -v vipsthumbnail >/dev/null || ! command -v curl >/dev/null || ! command -v exiftool >/dev/null || [ ! -x /usr/bin/time ] || [ ! -d /usr/share/forensics-samples ] || ! /usr/bin/python3 -c 'import prometheus_client, yaml, jsonschema, numpy, scipy, PIL, pywt, pip' 2>/dev/null; then \
 		echo "installing $(DEBIAN_PACKAGES)"; \
 		$(SUDO) apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(DEBIAN_PACKAGES); \
