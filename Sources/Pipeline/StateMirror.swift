@@ -33,7 +33,7 @@ final class StateMirror: Sendable {
     init(_ settings: StateBucketSettings, object: ObjectURL, statePath: String, retry: RetryPolicy) {
         mirror = ObjectMirror(endpoint: settings.endpoint, object: object, retry: retry)
         lease = StateLease(ObjectMirror(endpoint: settings.endpoint, object: ObjectURL(bucket: object.bucket, key: object.key + ".lease"),
-                                        retry: retry), seconds: 3 * settings.checkpoint)
+                                        retry: retry))
         (self.statePath, checkpoint) = (statePath, settings.checkpoint)
     }
 
@@ -74,13 +74,18 @@ final class StateMirror: Sendable {
     }
 
     /// Pushes and renews the lease every `checkpoint` seconds until the timer is cancelled; `onFailure` hears a failure.
+    /// The lease is renewed on the same timer, every `StateLease.renewal` seconds at the most.
     func checkpoints(_ store: StateStore, onFailure: @escaping @Sendable (any Error) -> Void) -> any DispatchSourceTimer {
         let timer = DispatchSource.makeTimerSource(queue: .global())
-        timer.schedule(deadline: .now() + checkpoint, repeating: checkpoint)
+        let tick = min(checkpoint, StateLease.renewal)
+        let lastPush = Mutex(Date())
+        timer.schedule(deadline: .now() + tick, repeating: tick)
         timer.setEventHandler { [self] in
             do {
                 try lease.renew()
+                guard lastPush.withLock({ $0.timeIntervalSinceNow <= tick / 2 - checkpoint }) else { return }
                 try push(store)
+                lastPush.withLock { $0 = Date() }
             } catch { onFailure(error) }
         }
         timer.resume()
@@ -121,10 +126,11 @@ final class StateMirror: Sendable {
     }
 }
 
-/// A shard's hold on its state in the bucket: an object naming the holder and when its hold lapses,
-/// created only where there is none (`If-None-Match: *`), renewed and taken over only over the
-/// version read (`If-Match`). A hold that lapsed (a minute's margin for clocks), or whose holder is
-/// a process of this machine that is gone (a run killed here), is taken over.
+/// A shard's hold on its state in the bucket: an object naming the holder and when its hold lapses
+/// (`seconds` after it was taken or last renewed: a pod killed on another node holds its shard no
+/// longer), created only where there is none (`If-None-Match: *`), renewed and taken over only over
+/// the version read (`If-Match`). A hold that lapsed (a minute's margin for clocks), or whose holder
+/// is a process of this machine that is gone (a run killed here), is taken over.
 final class StateLease: Sendable {
     static let sqliteType = "application/vnd.sqlite3"
     private struct Holder: Codable {
@@ -138,7 +144,10 @@ final class StateLease: Sendable {
     private let seconds: Double
     private let held = Mutex<String?>(nil)
 
-    init(_ object: ObjectMirror, seconds: Double) { (self.object, self.seconds) = (object, seconds) }
+    /// How often a run renews its lease, and how long one lasts unrenewed.
+    static let renewal = 30.0, lapse = 120.0
+
+    init(_ object: ObjectMirror, seconds: Double = lapse) { (self.object, self.seconds) = (object, seconds) }
 
     private static let host = ProcessInfo.processInfo.hostName
 
