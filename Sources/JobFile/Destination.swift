@@ -164,7 +164,7 @@ package struct BucketDestination: Destination {
     package func publish(_ outputs: [StagedOutput], parallel: Int) -> [PublishFailure?] {
         let changes = outputs.map { output in
             let place = output.place as? BucketDestination ?? self
-            return ObjectWriter.Change.put(ObjectURL(output.path) ?? ObjectURL(bucket: bucket, key: ""), endpoint: place.endpoint,
+            return ObjectWriter.Change.put(place.object(output.path), endpoint: place.endpoint,
                                            file: output.temporary, mediaType: output.mediaType, cacheControl: place.cacheControl,
                                            partSize: place.partSize)
         }
@@ -186,7 +186,7 @@ package struct BucketDestination: Destination {
         let noted = copy + ".uploaded"
         guard let identity = FileIdentity(path: copy) else { throw RunFileUnwritable(file: "the manifest", path: copy, reason: "it vanished") }
         if AtomicFile.note(at: noted) == identity.description { return false }
-        let put = ObjectWriter.Change.put(ObjectURL(path) ?? ObjectURL(bucket: bucket, key: ""), endpoint: endpoint, file: copy,
+        let put = ObjectWriter.Change.put(object(path), endpoint: endpoint, file: copy,
                                           mediaType: mediaType, cacheControl: "no-cache", partSize: partSize)
         switch writer.perform([put], parallel: 1)[0] {
         case nil: break
@@ -199,10 +199,13 @@ package struct BucketDestination: Destination {
         return true
     }
 
+    /// The object `path` names: `s3://BUCKET/KEY`, as `Job.destination(of:)` gives this destination only for such a path.
+    private func object(_ path: String) -> ObjectURL { ObjectURL(path) ?? ObjectURL(bucket: bucket, key: path) }
+
     /// S3 answers a key already gone as deleted.
     package func remove(_ path: String, really: Bool) throws(ObjectStoreError) -> Removal {
-        guard let object = ObjectURL(path), really else { return .removed }
-        switch writer.perform([.delete(object, endpoint: endpoint)], parallel: 1)[0] {
+        guard really else { return .removed }
+        switch writer.perform([.delete(object(path), endpoint: endpoint)], parallel: 1)[0] {
         case nil: return .removed
         case .object(let reason)?: return .refused(reason)
         case .store(let error)?: throw error
@@ -210,7 +213,7 @@ package struct BucketDestination: Destination {
     }
 
     /// The object's own URL at its store: a public bucket's object, or one the browser may read.
-    package func link(to path: String) -> String? { ObjectURL(path).map { endpoint.url(bucket: $0.bucket, key: $0.key) } }
+    package func link(to path: String) -> String? { endpoint.url(bucket: object(path).bucket, key: object(path).key) }
 
     /// By its key relative to a document in the same bucket, else by its URL.
     package func reference(to path: String, from base: String) -> String {
