@@ -53,7 +53,7 @@ public enum JobRunner {
         let planner = Planner(job: job)
         let (lock, mirror, store) = try openState(job)
         defer { withExtendedLifetime(lock) {} }
-        defer { mirror?.release() }
+        defer { mirror?.lease.release() }
         defer { store.close() }
         let launcher = workerLauncher(job, options)
         defer { launcher.close() }
@@ -68,9 +68,9 @@ public enum JobRunner {
         let handoff = TaskQueue()
         let stopRecording: @Sendable (any Error) -> Void = { error in
             // Nothing more can be recorded (or kept): stop handing out work; the error ends the run.
-            control.stop(for: .failure(StateDatabaseError.naming(job.statePath, error)))
-            handoff.cancel()
             let named = StateDatabaseError.naming(job.statePath, error)
+            control.stop(for: .failure(named))
+            handoff.cancel()
             reporter.notice("\((named as? StateDatabaseError)?.summary ?? "\(named)"): stopping, finishing items in flight")
         }
         let recorder = Recorder(store: store, runID: plan.runID, outputs: job.outputs, uploads: job.remote.downloads,
@@ -115,36 +115,27 @@ public enum JobRunner {
         if mirror == nil, isFirst() { _ = try validate(job) }
         // With the state in a bucket the shard's lease comes first: a second run of the shard stops
         // having written nothing here, not even the lock file.
-        try mirror?.takeLease()
-        let lock: RunLock
-        do { lock = try RunLock(statePath: job.statePath) } catch {
-            mirror?.release()
-            throw error
-        }
+        try mirror?.lease.take()
         do {
+            let lock = try RunLock(statePath: job.statePath)
             try mirror?.pull()
             try StateMirror.pullOtherLayouts(of: job)
             if mirror != nil, isFirst() { _ = try validate(job) }
+            // Planning reads the job's state databases of other shard layouts too.
+            let store = try StateStore(path: job.statePath, readingAlso: job.stateLayout.otherLayouts(than: job.shard))
+            do {
+                try store.checkIntact()
+                // Holding the lock proves that a run still marked running was killed.
+                try store.closeAbandonedRuns()
+            } catch {
+                store.close()
+                throw error
+            }
+            return (lock, mirror, store)
         } catch {
-            mirror?.release()
+            mirror?.lease.release()
             throw error
         }
-        // Planning reads the job's state databases of other shard layouts too.
-        let store: StateStore
-        do { store = try StateStore(path: job.statePath, readingAlso: job.stateLayout.otherLayouts(than: job.shard)) } catch {
-            mirror?.release()
-            throw error
-        }
-        do {
-            try store.checkIntact()
-            // Holding the lock proves that a run still marked running was killed.
-            try store.closeAbandonedRuns()
-        } catch {
-            store.close()
-            mirror?.release()
-            throw error
-        }
-        return (lock, mirror, store)
     }
 
     /// Writes the metrics and the site manifest, records the run's end, keeps the state in its
@@ -153,7 +144,7 @@ public enum JobRunner {
     private static func finish(_ summary: inout RunSummary, _ job: Job, runID: Int64, store: StateStore, mirror: StateMirror?,
                                metricsPath: String?, reporter: Reporter) {
         var files: [() throws -> Void] = []
-        if let metricsPath { files.append { [summary] in try MetricsFile(job: job, summary: summary, store: store).write(to: metricsPath) } }
+        if let metricsPath { files.append { [summary] in try MetricsFile.write(job, summary: summary, store: store, to: metricsPath) } }
         // Once the manifest that stops naming them is out, retired files start their `keepReplaced`.
         // A store that stayed unreachable is not asked again for the manifest: the next run writes it.
         let storeDown = summary.failure?.exitCode == ExitStatus.storeUnavailable

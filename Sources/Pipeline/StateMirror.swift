@@ -17,8 +17,9 @@ import Reporting
 /// are made and written again, the same bytes.
 final class StateMirror: Sendable {
     private let mirror: ObjectMirror
-    private let lease: StateLease
-    private let statePath: String
+    /// The shard's lease, taken before anything is written here (even the lock file), given back once the run is over.
+    let lease: StateLease
+    let statePath: String
     private let checkpoint: Double
     /// The ETag of the version the local database was last fetched as or written as, beside it.
     private var notePath: String { statePath + ".bucket-etag" }
@@ -26,19 +27,17 @@ final class StateMirror: Sendable {
 
     convenience init?(_ job: Job) {
         guard let settings = job.stateBucket else { return nil }
-        self.init(settings, object: settings.object(for: job.statePath), statePath: job.statePath, retry: job.remote.retry)
+        self.init(settings, statePath: job.statePath, retry: job.remote.retry)
     }
 
-    /// The database at `statePath` kept as `object`.
-    init(_ settings: StateBucketSettings, object: ObjectURL, statePath: String, retry: RetryPolicy) {
+    /// The database at `statePath` kept in the bucket's state folder under its own name.
+    init(_ settings: StateBucketSettings, statePath: String, retry: RetryPolicy) {
+        let object = settings.object(for: statePath)
         mirror = ObjectMirror(endpoint: settings.endpoint, object: object, retry: retry)
         lease = StateLease(ObjectMirror(endpoint: settings.endpoint, object: ObjectURL(bucket: object.bucket, key: object.key + ".lease"),
                                         retry: retry))
         (self.statePath, checkpoint) = (statePath, settings.checkpoint)
     }
-
-    /// Takes the shard's lease: before anything is written here, even the lock file.
-    func takeLease() throws { try lease.take() }
 
     /// Brings the bucket's version here unless the local database already is it.
     func pull() throws {
@@ -66,7 +65,7 @@ final class StateMirror: Sendable {
             let snapshot = statePath + ".snapshot"
             defer { unlink(snapshot) }
             try store.snapshot(to: snapshot)
-            switch try mirror.store(from: snapshot, over: AtomicFile.note(at: notePath), mediaType: StateLease.sqliteType) {
+            switch try mirror.store(from: snapshot, over: AtomicFile.note(at: notePath), mediaType: "application/vnd.sqlite3") {
             case .stored(let etag): try note(etag)
             case .conflict: throw StateBucketConflict(object: mirror.object.description)
             }
@@ -92,9 +91,6 @@ final class StateMirror: Sendable {
         return timer
     }
 
-    /// Gives the lease back (the run is over, pushed or not).
-    func release() { lease.release() }
-
     /// The names of the job's databases the bucket keeps (its own, each shard's under any count).
     static func databases(of job: Job, in settings: StateBucketSettings) throws -> [String] {
         var listing = BucketListing(endpoint: settings.endpoint, bucket: settings.folder.bucket, prefix: settings.folder.key)
@@ -114,8 +110,7 @@ final class StateMirror: Sendable {
         guard let settings = job.stateBucket else { return }
         let folder = Paths.directory(of: job.jobStatePath)
         for name in try databases(of: job, in: settings) where !JobStateLayout.isSameLayout(named: name, jobStatePath: job.jobStatePath, as: job.shard) {
-            try StateMirror(settings, object: ObjectURL(bucket: settings.folder.bucket, key: settings.folder.key + name),
-                            statePath: folder + "/" + name, retry: job.remote.retry).pull()
+            try StateMirror(settings, statePath: folder + "/" + name, retry: job.remote.retry).pull()
         }
     }
 
@@ -127,12 +122,11 @@ final class StateMirror: Sendable {
 }
 
 /// A shard's hold on its state in the bucket: an object naming the holder and when its hold lapses
-/// (`seconds` after it was taken or last renewed: a pod killed on another node holds its shard no
+/// (`lapse` seconds after it was taken or last renewed: a pod killed on another node holds its shard no
 /// longer), created only where there is none (`If-None-Match: *`), renewed and taken over only over
 /// the version read (`If-Match`). A hold that lapsed (a minute's margin for clocks), or whose holder
 /// is a process of this machine that is gone (a run killed here), is taken over.
 final class StateLease: Sendable {
-    static let sqliteType = "application/vnd.sqlite3"
     private struct Holder: Codable {
         let host: String
         let pid: Int32
@@ -141,23 +135,24 @@ final class StateLease: Sendable {
     }
 
     private let object: ObjectMirror
-    private let seconds: Double
     private let held = Mutex<String?>(nil)
 
     /// How often a run renews its lease, and how long one lasts unrenewed.
     static let renewal = 30.0, lapse = 120.0
 
-    init(_ object: ObjectMirror, seconds: Double = lapse) { (self.object, self.seconds) = (object, seconds) }
+    init(_ object: ObjectMirror) { self.object = object }
 
     private static let host = ProcessInfo.processInfo.hostName
 
-    private func body() throws -> [UInt8] {
-        Array(try JSONEncoder().encode(Holder(host: Self.host, pid: getpid(), until: Date().timeIntervalSince1970 + seconds)))
+    /// This process's hold, written only over `etag` (nil: only where there is none).
+    private func store(over etag: String?) throws -> ObjectMirror.Stored {
+        let holder = Holder(host: Self.host, pid: getpid(), until: Date().timeIntervalSince1970 + Self.lapse)
+        return try object.store(Array(try JSONEncoder().encode(holder)), over: etag, mediaType: "application/json")
     }
 
     /// `again`: a lease given back between the refused create and the read is created once more.
     func take(again: Bool = true) throws {
-        if case .stored(let etag) = try object.store(try body(), over: nil, mediaType: "application/json") { return held.withLock { $0 = etag } }
+        if case .stored(let etag) = try store(over: nil) { return held.withLock { $0 = etag } }
         guard let (bytes, etag) = try object.read() else {
             guard again else { throw StateLeaseHeld(object: object.object.description, holder: nil, until: nil) }
             return try take(again: false)
@@ -165,7 +160,7 @@ final class StateLease: Sendable {
         let holder = try? JSONDecoder().decode(Holder.self, from: Data(bytes))
         let lapsed = holder.map { $0.until + 60 < Date().timeIntervalSince1970 } ?? true
         let goneHere = holder.map { $0.host == Self.host && kill($0.pid, 0) != 0 && errno == ESRCH } ?? false
-        guard lapsed || goneHere, case .stored(let taken) = try object.store(try body(), over: etag, mediaType: "application/json") else {
+        guard lapsed || goneHere, case .stored(let taken) = try store(over: etag) else {
             throw StateLeaseHeld(object: object.object.description, holder: holder.map { "\($0.host), pid \($0.pid)" },
                                  until: holder.map { Date(timeIntervalSince1970: $0.until) })
         }
@@ -174,7 +169,7 @@ final class StateLease: Sendable {
 
     func renew() throws {
         guard let etag = held.withLock({ $0 }) else { return }
-        guard case .stored(let renewed) = try object.store(try body(), over: etag, mediaType: "application/json") else {
+        guard case .stored(let renewed) = try store(over: etag) else {
             throw StateBucketConflict(object: object.object.description)
         }
         held.withLock { $0 = renewed }
@@ -237,7 +232,7 @@ extension JobRunner {
 private final class BucketStateCopy {
     let job: Job
     private let folder: String
-    private var mirrors: [(mirror: StateMirror, path: String)] = []
+    private var mirrors: [StateMirror] = []
 
     init?(_ job: Job, leasing: Bool = false) throws {
         guard let settings = job.stateBucket else { return nil }
@@ -245,11 +240,9 @@ private final class BucketStateCopy {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         self.job = job.withState(in: folder)
         for name in try StateMirror.databases(of: job, in: settings) {
-            let path = folder + "/" + name
-            let mirror = StateMirror(settings, object: ObjectURL(bucket: settings.folder.bucket, key: settings.folder.key + name), statePath: path,
-                                     retry: job.remote.retry)
-            mirrors.append((mirror, path))
-            if leasing { try mirror.takeLease() }
+            let mirror = StateMirror(settings, statePath: folder + "/" + name, retry: job.remote.retry)
+            mirrors.append(mirror)
+            if leasing { try mirror.lease.take() }
             try mirror.pull()
         }
     }
@@ -261,14 +254,14 @@ private final class BucketStateCopy {
 
     /// Each database written back over the version fetched.
     func pushBack() throws {
-        for (mirror, path) in mirrors {
-            let store = try StateStore(path: path)
+        for mirror in mirrors {
+            let store = try StateStore(path: mirror.statePath)
             defer { store.close() }
             try mirror.push(store)
         }
     }
 
     func release() {
-        for (mirror, _) in mirrors { mirror.release() }
+        for mirror in mirrors { mirror.lease.release() }
     }
 }

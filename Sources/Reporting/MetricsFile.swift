@@ -10,35 +10,30 @@ import State
 /// results, duration and exit code, and when the job last succeeded, so an alert can fire when a
 /// nightly job has not succeeded for a day. Written whole and renamed into place, so the collector
 /// never reads half a file.
-package struct MetricsFile {
-    package let job: Job
-    package let summary: RunSummary
-    package let store: StateStore
-
-    package init(job: Job, summary: RunSummary, store: StateStore) { (self.job, self.summary, self.store) = (job, summary, store) }
-
+package enum MetricsFile {
     /// States every job file shows, even at 0, so a dashboard's series do not come and go.
     private static let itemStates = ItemState.allCases.sorted { $0.rawValue < $1.rawValue }
 
-    package func write(to path: String) throws {
-        do { try AtomicFile.write(Data(try text().utf8), to: path) } catch {
+    package static func write(_ job: Job, summary: RunSummary, store: StateStore, to path: String) throws {
+        do { try AtomicFile.write(Data(try text(job, summary: summary, store: store).utf8), to: path) } catch {
             throw RunFileUnwritable(file: "the metrics file", path: path, reason: "\(error)")
         }
     }
 
-    package func text(now: Date = Date()) throws -> String {
+    private static func text(_ job: Job, summary: RunSummary, store: StateStore) throws -> String {
+        let now = Date()
         var lines: [String] = []
         func metric(_ name: String, _ help: String, _ samples: [(labels: [(String, String)], value: Double)]) {
             lines.append("# HELP \(name) \(help)")
             lines.append("# TYPE \(name) gauge")
             for sample in samples {
-                let labels = ([("job", job.name)] + sample.labels).map { "\($0.0)=\"\(Self.escaped($0.1))\"" }
+                let labels = ([("job", job.name)] + sample.labels).map { "\($0.0)=\"\(escaped($0.1))\"" }
                 lines.append("\(name){\(labels.joined(separator: ","))} \(canonicalNumber(sample.value))")
             }
         }
         let states = try store.stateCounts()
         metric("runner_items", "Items of the job by state, as its state database records them.",
-               Self.itemStates.map { ([("state", $0.rawValue)], Double(states[$0] ?? 0)) })
+               itemStates.map { ([("state", $0.rawValue)], Double(states[$0] ?? 0)) })
         metric("runner_failures", "Failed items of the job by failure kind.",
                try store.failureKinds().map { ([("kind", $0.kind.rawValue)], Double($0.count)) })
         let stale = try store.notRevalidated()

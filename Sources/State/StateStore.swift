@@ -48,7 +48,7 @@ public final class StateStore: Sendable {
             let database = try DatabaseQueue(path: path, configuration: configuration)
             try database.writeWithoutTransaction { db in
                 _ = try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL")
-                _ = try Self.schema(of: db, at: path, reading: false)
+                _ = try Self.isMigrated(db, at: path, reading: false)
             }
             try Self.migrator.migrate(database)
             return database
@@ -64,7 +64,7 @@ public final class StateStore: Sendable {
     public static func reading(at path: String, readingAlso otherPaths: [String] = []) throws -> StateStore? {
         guard FileManager.default.fileExists(atPath: path) else { return nil }
         let database = try StateDatabaseError.naming(path) { try openForReading(path) }
-        guard try StateDatabaseError.naming(path, { try database.read { try schema(of: $0, at: path, reading: true) } }) != .empty else {
+        guard try StateDatabaseError.naming(path, { try database.read { try isMigrated($0, at: path, reading: true) } }) else {
             try? database.close()
             return nil
         }
@@ -121,22 +121,20 @@ public final class StateStore: Sendable {
         return configuration
     }
 
-    enum Schema { case empty, current }
-
-    /// Whether the migrations applied to `db` are this runner's: `empty` before any was committed;
+    /// Whether any migration was committed to `db`, once those applied are found to be this runner's:
     /// one this runner does not know is a newer runner's (refused); one not yet applied, an older
     /// runner's database (refused by readers: a run, or `runner migrate`, upgrades it).
-    private static func schema(of db: Database, at path: String, reading: Bool) throws -> Schema {
+    private static func isMigrated(_ db: Database, at path: String, reading: Bool) throws -> Bool {
         let known = migrator.migrations
         let applied = try migrator.appliedIdentifiers(db)
         if let unknown = applied.filter({ !known.contains($0) }).sorted().last {
             throw StateDatabaseError(path: path, kind: .newerRunner, reason: unknown)
         }
-        guard !applied.isEmpty else { return .empty }
+        guard !applied.isEmpty else { return false }
         if reading, let missing = known.first(where: { !applied.contains($0) }) {
             throw StateDatabaseError(path: path, kind: .olderRunner, reason: missing)
         }
-        return .current
+        return true
     }
 
     /// Closes the connections now rather than with the last reference: SQLite checkpoints the WAL
