@@ -1,7 +1,6 @@
 import Support
-/// A job file problem, named by its exact location (`outputs[0].chain[2].sigma: must be > 0`),
-/// or for a JSON syntax error by line and column (`12:5: expected ',' or '}'`). Once `located` in
-/// the job's text, a key path error gives both (`12:5: outputs[0].chain[2].sigma: must be > 0`).
+/// A job file problem, named by its location (`outputs[0].chain[2].sigma: must be > 0`), a syntax
+/// error by line and column (`12:5: expected ',' or '}'`); once `located` in the text, both.
 public struct JobFileError: Error, Equatable, CustomStringConvertible, Sendable {
     /// The key path; empty for the file as a whole and for syntax errors.
     public let location: String

@@ -1,8 +1,6 @@
 import Support
-/// One key of a job-file object, declared once: its name, what its value may be, its default and
-/// what it means. `ObjectReader` accepts exactly an object's declared keys and reads each value
-/// through its declaration; `JobSchema` renders the same declarations as JSON Schema, so what the
-/// reader accepts and what an editor is told cannot drift apart.
+/// One key of a job-file object, declared once: `ObjectReader` reads values through it and `JobSchema`
+/// renders it as JSON Schema, so what the reader accepts and what an editor is told cannot drift apart.
 public protocol KeyDeclaration: Sendable {
     var name: String { get }
     /// Absent is an error ("is required").

@@ -1,11 +1,8 @@
 import Support
-/// Reads one JSON object of a job file through its declared keys (`Key`, `ObjectShape`), checking
-/// types and ranges. Every error names the exact location, in the spelling the job file used.
-///
-/// An object with fixed keys declares them all before any rule reads a value (`shape:` or
-/// `declareChoice`), so a misspelled key is reported as such, with the nearest known key, rather
-/// than through a rule it defeats (`"widht": 100` is not "width or height is required"). `finish()`
-/// then rejects the known keys that nothing read because other values make them inapplicable.
+/// Reads one JSON object of a job file through its declared keys, every error naming the exact location
+/// in the job file's spelling. Keys are declared before any rule reads a value, so a misspelled key is
+/// reported as such (`"widht": 100` is not "width or height is required"); `finish()` then rejects
+/// known keys that nothing read because other values make them inapplicable.
 public final class ObjectReader {
     public let path: String
     private var fields: [String: JSONValue]

@@ -44,9 +44,8 @@ public enum Preview {
     }
 
     /// Renders `source` (a path, relative to the current folder, or an http(s) URL) through every
-    /// output, or the one named `output`, into `folder` (created if need be). Outputs are named
-    /// `STEM.OUTPUT.EXT` after the file the run would write, so previews of several sources can
-    /// share a folder.
+    /// output, or the one named `output`, into `folder` as `STEM.OUTPUT.EXT` after the file the run
+    /// would write, so previews of several sources can share a folder.
     public static func render(_ job: Job, source: String, output: String?, into folder: String,
                               verbose: Bool) throws -> [Rendered] {
         let planner = Planner(job: job)
@@ -91,9 +90,8 @@ public enum Preview {
         return Paths.normalize(made)
     }
 
-    /// The source as the planner sees it, and the file the worker reads: the local file itself, or
-    /// the URL fetched into `downloadFolder` with the job's HTTP settings, as the job's own source
-    /// of that URL (its key and headers) where the job names it.
+    /// The source as the planner sees it, and the file the worker reads: the local file, or the URL
+    /// fetched into `downloadFolder` as the job's own source of it (key and headers) where it has one.
     private static func located(_ source: String, job: Job, downloadFolder: String?) throws -> (DiscoveredSource, String) {
         guard let downloadFolder else {
             let path = Paths.resolve(source, against: FileManager.default.currentDirectoryPath)

@@ -8,10 +8,9 @@ import Imaging
 import Reporting
 import Scheduling
 
-/// `runner report`: the HTML report, its contact sheet's previews made by worker processes
-/// through the same pipeline as outputs (a `thumbnail` chain and the WebP encoder), so libvips
-/// never decodes a file in the reporting process and a damaged output costs only its own preview.
-/// It only encodes ThumbHash placeholders there (32 px PNGs from decoded hashes, for the tiles).
+/// `runner report`: its contact sheet's previews are made by worker processes through the outputs'
+/// pipeline, so a damaged output costs only its own preview; libvips here only encodes ThumbHash
+/// placeholders (32 px PNGs from decoded hashes).
 extension JobRunner {
     /// Previews fit inside 256 × 192 (a tile is about 210 × 170), without metadata.
     static let previewJobText = """

@@ -10,9 +10,8 @@ import State
 import Reporting
 import Loading
 
-/// A run's planning pass, in one write transaction that a job-file error rolls back: each source
-/// is classified, recorded and spooled as it is found, so memory does not grow with the job. Only
-/// digests and folder names are kept.
+/// A run's planning pass, in one write transaction that a job-file error rolls back: each source is
+/// classified, recorded and spooled as found, so memory holds only digests and folder names.
 struct RunPlan {
     let runID: Int64
     let counts: PlanCounts

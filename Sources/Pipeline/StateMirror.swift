@@ -7,14 +7,11 @@ import State
 import ObjectStore
 import Reporting
 
-/// A run's state database kept in the job's `stateBucket` between runs, for a machine (a pod)
-/// with no disk of its own from one run to the next. A run first takes its shard's lease (a small
-/// object beside the database, created only where none is, renewed at each checkpoint), so a
-/// second run of the shard stops at once having written nothing; then, under the run lock, the
-/// bucket's copy replaces the local one unless the local one is that very version (or grew from it
-/// here); at checkpoints and at the end a snapshot goes back, written only over the version
-/// fetched. A run killed between checkpoints loses only the records since the last: their outputs
-/// are made and written again, the same bytes.
+/// A run's state database kept in the job's `stateBucket` between runs, for a pod with no disk of
+/// its own. The shard's lease comes first, so a second run of the shard stops having written nothing;
+/// then the bucket's copy replaces the local one unless it is that very version, and at checkpoints
+/// and at the end a snapshot goes back over the version fetched. A run killed between checkpoints
+/// loses only the records since the last: their outputs are made again, the same bytes.
 final class StateMirror: Sendable {
     private let mirror: ObjectMirror
     /// The shard's lease, taken before anything is written here (even the lock file), given back once the run is over.
@@ -121,11 +118,10 @@ final class StateMirror: Sendable {
     }
 }
 
-/// A shard's hold on its state in the bucket: an object naming the holder and when its hold lapses
-/// (`lapse` seconds after it was taken or last renewed: a pod killed on another node holds its shard no
-/// longer), created only where there is none (`If-None-Match: *`), renewed and taken over only over
-/// the version read (`If-Match`). A hold that lapsed (a minute's margin for clocks), or whose holder
-/// is a process of this machine that is gone (a run killed here), is taken over.
+/// A shard's hold on its state in the bucket: an object naming the holder, lapsing `lapse` seconds after
+/// it was last renewed (a pod killed on another node holds its shard no longer). Created only where there
+/// is none (`If-None-Match: *`), renewed and taken over only over the version read (`If-Match`): taken over
+/// once lapsed (a minute's margin for clocks) or when its holder is a gone process of this machine.
 final class StateLease: Sendable {
     private struct Holder: Codable {
         let host: String
@@ -206,9 +202,8 @@ struct StateBucketConflict: Error, ExitCoded, CustomStringConvertible {
 
 extension JobRunner {
     /// Runs `body` with the job's state as its `stateBucket` holds it (every database of the job's
-    /// layouts, fetched read-only into a temporary folder, removed after), or as it is here for a
-    /// job that keeps no state in a bucket: what `status`, `failed`, `report`, `plan`, `prune` and
-    /// `manifest` read. Nothing is written where the state is kept.
+    /// layouts, fetched read-only into a temporary folder, removed after), else as it is here: what
+    /// the commands that only read see. Nothing is written where the state is kept.
     public static func readingState<Result>(of job: Job, _ body: (Job) throws -> Result) throws -> Result {
         guard let copy = try BucketStateCopy(job) else { return try body(job) }
         return try body(copy.job)
@@ -226,9 +221,8 @@ extension JobRunner {
     }
 }
 
-/// The job's databases in its `stateBucket`, listed there and fetched into a temporary folder
-/// under their own names (each through a `StateMirror`, leased when they are to be changed), as a
-/// job reading them there sees them.
+/// The job's databases in its `stateBucket`, each fetched through a `StateMirror` (leased when they
+/// are to be changed) into a temporary folder under its own name.
 private final class BucketStateCopy {
     let job: Job
     private let folder: String

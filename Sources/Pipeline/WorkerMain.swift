@@ -9,12 +9,9 @@ import JobFile
 import Processing
 import Scheduling
 
-/// The image worker: `runner worker`, started by the supervisor over pipes.
-///
-/// libvips runs only here, one source at a time, so a crash inside a decoder costs one process
-/// and one item, never the run. The worker ignores SIGINT/SIGTERM (the supervisor decides when
-/// it stops) and exits when its input closes, after finishing the item it holds, or at once
-/// (SIGKILL) when the supervisor dies.
+/// The image worker (`runner worker`): libvips runs only here, one source at a time, so a decoder's
+/// crash costs one item, never the run. It ignores SIGINT/SIGTERM (the supervisor decides), exits when
+/// its input closes after finishing its item, or at once (SIGKILL) when the supervisor dies.
 public enum WorkerMain {
     /// Test-only fault injection: a source whose path contains the text of `crashTriggerVariable`
     /// crashes the worker; one containing `garbleTriggerVariable`'s makes it answer with garbage.
@@ -99,11 +96,9 @@ public enum WorkerMain {
         _ = setrlimit(__rlimit_resource_t(RLIMIT_AS.rawValue), &limit)
     }
 
-    /// Every image allocates and frees the same few megabytes of decode and region buffers.
-    /// With glibc's defaults those pages go back to the kernel after each image and fault in
-    /// again, zeroed, for the next (about 7% of a small thumbnail's time). Freed memory up to
-    /// 128 MiB stays for reuse; blocks of 32 MiB or more are still mapped and unmapped on their
-    /// own, so one huge image does not pin its memory, and workers are recycled anyway.
+    /// With glibc's defaults the few megabytes of buffers every image frees go back to the kernel and
+    /// fault in again, zeroed, for the next (about 7% of a small thumbnail's time). Freed memory up to
+    /// 128 MiB stays for reuse; blocks of 32 MiB or more are still unmapped, so a huge image pins nothing.
     private static func keepFreedMemory() {
         mallopt(M_MMAP_THRESHOLD, 32 << 20)
         mallopt(M_TRIM_THRESHOLD, 128 << 20)

@@ -4,9 +4,8 @@ import Keys
 import Imaging
 import JobFile
 
-/// `runner duplicates`: sources whose dHashes differ in at most `distance` bits (near duplicates:
-/// resized, recompressed), and sources with the same bytes (exact duplicates), from the derived
-/// values stored in every state database that answers for the job (each shard's, for a sharded job).
+/// `runner duplicates`: sources whose stored dHashes differ in at most `distance` bits (resized,
+/// recompressed), and sources with the same bytes, over every database that answers for the job.
 public struct DuplicatesReport: Encodable, Sendable {
     public struct Member: Encodable, Sendable {
         public let key: String

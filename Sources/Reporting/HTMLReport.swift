@@ -8,13 +8,10 @@ import Imaging
 import JobFile
 import State
 
-/// `runner report`: the job's state as a page to look at rather than read. One self-contained HTML
-/// file (inline CSS and SVG, a few lines of script, nothing fetched) with the items by state, the
-/// last runs and their throughput, failures by kind (beside their source image when a browser can
-/// show it), warnings and the blacklist, then a contact sheet of outputs. The sheet goes on over
-/// further pages (`thumbs-report-2.html`, …) of at most `maxPerPage` images; a job too big for `pages`
-/// of them is sampled evenly. Everything is read through bounded queries and a cursor, so a job
-/// of millions of items costs one page of HTML in memory, and every list is capped.
+/// `runner report`: one self-contained HTML file (inline CSS and SVG, nothing fetched) with the items
+/// by state, runs and throughput, failures, warnings and the blacklist, then a contact sheet of outputs
+/// over further pages (`thumbs-report-2.html`, …), sampled evenly past `pages`. Bounded queries and a
+/// cursor keep a job of millions of items to one page of HTML in memory; every list is capped.
 public struct HTMLReport {
     public static let maxPerPage = 500
     /// Sources shown per failure kind (each a card), and rows of warnings and blacklisted URLs;
@@ -46,15 +43,13 @@ public struct HTMLReport {
     package init(job: Job, options: Options) { (self.job, self.options) = (job, options) }
 
     /// Beside the state database, named after it (`state/thumbs.sqlite` -> `state/thumbs-report.html`):
-    /// jobs that share a state folder each get their own report, and their pages never replace,
-    /// or remove as stale, another job's.
+    /// jobs sharing a state folder never replace, or remove as stale, each other's pages.
     package static func defaultPath(for job: Job) -> String {
         let state = job.stateHomePath
         return Paths.directory(of: state) + "/" + Paths.splitExtension(Paths.lastComponent(state)).stem + "-report.html"
     }
 
-    /// `maker` makes the contact sheet's previews (`SheetPreviews`); the composition root
-    /// gives it worker processes.
+    /// `maker` makes the contact sheet's previews (`SheetPreviews`) in worker processes.
     package func write(previews maker: @escaping SheetPreviews.Maker) throws -> Outcome {
         // The runs, each with its shard, and the shards: as `runner status` tells them.
         let databases = try JobDatabases(job: job, runs: options.runs)
@@ -103,8 +98,7 @@ public struct HTMLReport {
             previews.discard()
             throw error
         }
-        // The pages are published together, so they always link to each other consistently, and
-        // after the previews they show.
+        // Published together, after their previews, so the pages always link to each other consistently.
         if let failure = AtomicFile.publish(previews.staged + staged).compactMap({ $0 }).first { throw failure }
         previews.removeUnused()
         // Pages of an earlier, longer report would otherwise linger unlinked.
@@ -252,9 +246,8 @@ public struct HTMLReport {
 
     // MARK: Duplicates
 
-    /// Groups of duplicate sources (for a job that derives dHashes, as `runner duplicates` finds
-    /// them), each group's pictures side by side, shown by previews over their placeholders as the
-    /// contact sheet's are.
+    /// Groups of duplicate sources (as `runner duplicates` finds them), each group's pictures side by
+    /// side, previews over their placeholders as on the contact sheet.
     private func duplicatesSection(_ databases: JobDatabases, previews: SheetPreviews, folder: String) throws -> String {
         guard let dhash = job.derive.values.first(where: { $0 is DHash }) else { return "" }
         let report = try DuplicatesReport(databases, dhash: dhash, job: job)
@@ -335,9 +328,8 @@ public struct HTMLReport {
         }.joined()
     }
 
-    /// Attributes for a tile's frame from its source's derived values: behind the picture what a site
-    /// shows while the image loads (the ThumbHash decoded, as a PNG data URL, over the dominant
-    /// colour), its placeholders as data attributes.
+    /// A tile frame's attributes from its source's derived values: behind the picture what a site shows
+    /// while it loads (the ThumbHash as a PNG data URL, over the dominant colour), and data attributes.
     private func placeholder(_ record: DerivedSourceRecord?) -> String {
         guard let record else { return "" }
         var (attributes, backgrounds) = ("", [String]())

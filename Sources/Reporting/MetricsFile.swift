@@ -5,11 +5,9 @@ import Imaging
 import JobFile
 import State
 
-/// Prometheus' text exposition format, written at the end of every run for node_exporter's
-/// textfile collector (`--metrics FILE`): the job's items by state and failures by kind, the run's
-/// results, duration and exit code, and when the job last succeeded, so an alert can fire when a
-/// nightly job has not succeeded for a day. Written whole and renamed into place, so the collector
-/// never reads half a file.
+/// Prometheus' text format for node_exporter's textfile collector (`--metrics FILE`), written at the
+/// end of every run: items by state, failures by kind, the run's results, and when the job last
+/// succeeded (for an alert on a nightly job that has not). Renamed into place: never read half written.
 package enum MetricsFile {
     /// States every job file shows, even at 0, so a dashboard's series do not come and go.
     private static let itemStates = ItemState.allCases.sorted { $0.rawValue < $1.rawValue }

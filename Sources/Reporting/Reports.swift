@@ -4,9 +4,8 @@ import Model
 import JobFile
 import State
 
-/// The state databases that hold a job's answer: the job's own, or with shards, each shard's of
-/// the layout that ran last (`--shard K/N` with the newest run). Databases of an earlier shard
-/// count are kept for lookups but no longer counted.
+/// The state databases that hold a job's answer: its own, or each shard's of the layout that ran last
+/// (`--shard K/N` with the newest run); those of an earlier shard count are no longer counted.
 package struct JobDatabases {
     package struct Part {
         package let store: StateStore
@@ -142,9 +141,8 @@ public struct StatusReport: Encodable, Sendable {
     }
 }
 
-/// `runner failed`: every failed item and why, every item that rendered with a warning, and the
-/// blacklist; for a sharded job, one list over its shards. Written as the databases' cursors give
-/// the lines, so a million failures cost a line of memory.
+/// `runner failed`: every failed item and why, every warning, and the blacklist, over every shard;
+/// written as the cursors give the lines, so a million failures cost a line of memory.
 public enum FailedReport {
     public static func write(_ job: Job, json: Bool, _ emit: @escaping (String) throws -> Void) throws {
         let databases = try JobDatabases(job: job)

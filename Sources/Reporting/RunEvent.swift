@@ -3,9 +3,8 @@ import Model
 import Planning
 import Output
 
-/// One line of `--log-format json`: an object with the event's name in `event`, when it was written
-/// in `time` (`Reporter.timestamp`) and the event's own fields. `RunEventSchema` is its JSON Schema
-/// (`runner schema --events`).
+/// One line of `--log-format json`: the event's name in `event`, when it was written in `time`, and
+/// its own fields; `RunEventSchema` is its JSON Schema (`runner schema --events`).
 package struct RunEvent: Codable, Sendable {
     package var time: String
     package var body: Body

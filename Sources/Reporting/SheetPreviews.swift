@@ -6,14 +6,13 @@ import Support
 import Model
 import Output
 
-/// The contact sheet's own small images: one per output shown, in a folder beside the report
-/// (`thumbs-report-previews/`), so a page of 500 tiles weighs a few MB rather than tens and a
-/// browser paints it whole (screenshots and PDFs included). A preview is named after its output's
-/// path, size and modification time, so it is made once and made again only when the output
-/// changes; its name also carries the output's pixel size (`HASH-1600x1067.webp`), which the tile shows.
+/// The contact sheet's small images, one per output shown, beside the report (`thumbs-report-previews/`),
+/// so a page of 500 tiles weighs a few MB rather than tens and a browser paints it whole. Named after
+/// the output's path, size and modification time (made again only when it changes) and its pixel size,
+/// which the tile shows (`HASH-1600x1067.webp`).
 package final class SheetPreviews {
-    /// Makes previews: for each (output file, preview path) the staged preview and the output's
-    /// pixel size, or nil when it could not be made (the tile then shows the output itself).
+    /// For each (output file, preview path) the staged preview and the output's pixel size; nil when
+    /// it could not be made (the tile then shows the output itself).
     package typealias Maker = ([(output: String, preview: String)]) -> [Made?]
 
     package struct Made {

@@ -5,11 +5,9 @@ import JobFile
 import State
 import ObjectStore
 
-/// The site manifest (docs/JOB-FILE.md, Site manifest): every source of the job with its outputs, for a
-/// site build's `srcset` and `<picture>`; read from state databases alone, in a stable order
-/// (source key, then output name, byte for byte) with sorted keys, so the same state gives the
-/// same bytes. A sharded job's databases are merged a page at a time, so memory stays flat.
-/// Not the job file (`JobFile`, the first stage).
+/// The site manifest (docs/JOB-FILE.md, Site manifest): every source with its outputs, for a site's
+/// `srcset` and `<picture>`, from the state databases alone. Sources by key, outputs by name (bytewise)
+/// and keys sorted, so the same state gives the same bytes; shards merged a page at a time.
 package struct SiteManifestWriter {
     /// `manifestVersion`: the shape `SiteManifestSchema` describes.
     package static let version = 1
@@ -110,7 +108,7 @@ package struct SiteManifestWriter {
     }
 
     /// One store's items in manifest order, a page at a time, each with its source's `source` row
-    /// (facts and derived values), read with the page: the one place the manifest reads them.
+    /// (facts and derived values) read with the page.
     private static func items(of store: StateStore) -> () throws -> (item: SiteManifestItem, record: DerivedSourceRecord?)? {
         var page: [SiteManifestItem] = [], index = 0, records: [String: DerivedSourceRecord] = [:], done = false
         return {

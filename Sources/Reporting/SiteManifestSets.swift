@@ -2,11 +2,9 @@ import Support
 import JobFile
 import State
 
-/// The site manifest's `sets` (docs/JOB-FILE.md, Width and format blocks): a source's done outputs
-/// of each block of `widths` × `formats`, by block name, one entry per format in the block's order,
-/// each with its media type and its images by width, so that a `<picture>` with a `<source type>`
-/// per format and a `srcset` per width is one loop. The job says which output is which pair; an
-/// output the job no longer has is left out of them (it stays in `outputs` until pruned).
+/// The site manifest's `sets` (docs/JOB-FILE.md, Width and format blocks): a source's done outputs of
+/// each block, one entry per format in the block's order with its images by width, so a `<picture>` is
+/// one loop. An output the job no longer has is left out (it stays in `outputs` until pruned).
 package struct SiteManifestSets: Sendable {
     private let members: [String: OutputSetMember]
 

@@ -42,9 +42,8 @@ public struct Orphan: Sendable {
     public let keptBecause: KeptBecause?
 }
 
-/// The items a job plans now, as 64-bit digests of (key, output path), of output paths and of
-/// source keys (16 MB each per million): what tells a recorded item or source from an orphan. A
-/// chance match only ever keeps a row or a file, so 64 bits do here where `DigestSet` needs 128.
+/// The items a job plans now, as 64-bit digests of (key, output path), output paths and source keys
+/// (16 MB each per million): a chance match only ever keeps a row or a file, so 64 bits do here.
 package struct CurrentItems {
     /// `{hash}` outputs by name: their items are planned at a path with `{hash}` in it.
     private let hashed: [String: PathTemplate]

@@ -2,9 +2,8 @@ import Foundation
 import GRDB
 import Planning
 
-/// A shard's last complete plan (`SourceMemory`), in the run's planning transaction: a job-file
-/// error rolls a new record back with everything else. A pass that only reads (`runner plan`)
-/// replays a record but never writes one.
+/// A shard's last complete plan (`SourceMemory`), in the run's planning transaction (a job-file error
+/// rolls it back); a pass that only reads (`runner plan`) replays a record but never writes one.
 extension StateStore.PlanningPass: SourceMemory {
     package func replaySources(madeUnder inputs: String, ifEach unchanged: (WalkedPath) -> Bool,
                                _ visit: (SourceEntry) throws -> Void) throws -> Bool {

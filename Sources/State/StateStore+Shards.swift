@@ -2,12 +2,9 @@ import Foundation
 import GRDB
 import Support
 
-/// Several state databases of one job read as one: the shards of the layout that answers for it
-/// (`JobStateLayout.current`). Figures are summed, listings merged in order from a cursor per
-/// database, every database's open at once (64 are fine; SQLite's ATTACH stops at 10), so memory
-/// holds a row per database however many items there are. A source, and so its items, belongs to
-/// one shard of a layout; were a key in two databases, both rows would be read, the earlier
-/// database's first.
+/// The shards of the layout that answers for a job (`JobStateLayout.current`) read as one: figures
+/// summed, listings merged from a cursor per database, all open at once (SQLite's ATTACH stops at 10),
+/// so memory holds a row per database. A key in two databases is read twice, the earlier's first.
 extension [StateStore] {
     /// Runs `body` with a read transaction open in every store at once (one nested in the next).
     func reading<T>(_ open: [Database] = [], _ body: ([Database]) throws -> T) throws -> T {

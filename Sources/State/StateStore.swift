@@ -4,10 +4,8 @@ import GRDBSQLite
 import Support
 import Model
 
-/// The job's state database: runs, items and (later) the failed-URL blacklist.
-///
-/// One type owns the connection (GRDB's `AppDatabase` pattern): WAL journal, a private migrator
-/// whose migrations are named and never edited once shipped, and methods that keep the invariants.
+/// The job's state database. One type owns the connection (GRDB's `AppDatabase` pattern): WAL journal,
+/// a private migrator whose migrations are never edited once shipped, methods that keep the invariants.
 public final class StateStore: Sendable {
     let database: Connection
     /// The job's other state databases (`JobStateLayout.otherLayouts`), opened read-only for planning.
@@ -56,11 +54,9 @@ public final class StateStore: Sendable {
         try self.init(database, path: path, readingAlso: otherPaths)
     }
 
-    /// Opens the database at `path` to read it as it is, for the commands that only read (`status`,
-    /// `failed`, `report`, `duplicates`, `manifest`, `plan`): read-only, no migration, no lock.
-    /// Nil when there is none, or when the run that made it was killed before it recorded anything.
-    /// One another runner's migrations describe is refused (`StateDatabaseError.Kind.olderRunner`,
-    /// `.newerRunner`): reading it as this runner's could only show wrong figures.
+    /// Opens the database at `path` for the commands that only read: read-only, no migration, no lock.
+    /// Nil when there is none, or its run was killed before it recorded anything. Another runner's is
+    /// refused (`olderRunner`, `newerRunner`): read as this runner's it could only show wrong figures.
     public static func reading(at path: String, readingAlso otherPaths: [String] = []) throws -> StateStore? {
         guard FileManager.default.fileExists(atPath: path) else { return nil }
         let database = try StateDatabaseError.naming(path) { try openForReading(path) }
@@ -107,10 +103,9 @@ public final class StateStore: Sendable {
         return try DatabaseQueue(path: path, configuration: configuration)
     }
 
-    /// The longest value a connection reads or writes, and row a query sorts, 64 MiB (SQLite's
-    /// length limit): four times the job-file limit. The paths, URLs and messages runner writes are
-    /// kilobytes, so a longer value was put there by hand or by damage, and is refused before it
-    /// is read (`unknownValue`).
+    /// The longest value a connection reads or writes, and row a query sorts: 64 MiB, four times the
+    /// job-file limit. What runner writes is kilobytes, so a longer value was put there by hand or by
+    /// damage, and is refused before it is read (`unknownValue`).
     package static let longestValue = 64 << 20
 
     /// Every connection's: a 5 s busy timeout, and `longestValue`.
@@ -137,11 +132,10 @@ public final class StateStore: Sendable {
         return true
     }
 
-    /// Closes the connections now rather than with the last reference: SQLite checkpoints the WAL
-    /// and removes its `-wal` and `-shm` files only on a clean close, and a run's threads still
-    /// winding down could hold the store past the process's exit (a later run by another user then
-    /// found root's `-shm` and could not write). Everything was committed before; a failure to close
-    /// loses nothing, so it is not an error.
+    /// Closes the connections now rather than with the last reference: SQLite removes the `-wal` and
+    /// `-shm` only on a clean close, and threads winding down could hold the store past the exit (a
+    /// later run by another user then found root's `-shm` and could not write). Everything was
+    /// committed before, so a failure to close loses nothing and is not an error.
     package func close() {
         try? database.queue.close()
         for other in others { try? other.queue.close() }

@@ -4,12 +4,10 @@ import Support
 import Model
 import Planning
 
-// Each table has one record type, its rows read into and written from it; its `Columns` spell the
-// column names once, and SQL names columns through them (`"... WHERE \(Columns.key) = ?"`).
-// A value stored by its spelling (item state, failure kind, run outcome, blacklist reason, walk
-// state) is read by `stored`: a newer runner's spelling comes with a migration, refused first
-// (`newerRunner`), so one this runner does not know means a damaged or hand-edited database:
-// `StateDatabaseError.Kind.unknownValue` (exit 2), never a trap, a nil or a guess.
+// Each table has one record type; its `Columns` spell the column names once, for SQL too.
+// A value stored by its spelling is read by `stored`: a newer runner's spelling comes with a
+// migration, refused first (`newerRunner`), so one this runner does not know means a damaged or
+// hand-edited database: `StateDatabaseError.Kind.unknownValue` (exit 2), never a trap or a guess.
 
 extension DefaultStringInterpolation {
     /// A column's name in SQL text.
@@ -232,10 +230,9 @@ extension WalkedPath.Seen: DatabaseValueConvertible {
     }
 }
 
-/// v12: clean folders (`StateStore.cleanFolders`): a folder by its `FileIdentity.description`.
-/// A file an item was recorded done at before it named another or none (a `{hash}` output's old
-/// bytes, a width its source no longer reaches, a moved output): a site deployed from the last
-/// manifest may still name it. `publishedAt`: when the manifest that stops naming it went out.
+/// v15: a file an item was recorded done at before it named another or none (a `{hash}` output's old
+/// bytes, a moved output): a site deployed from the last manifest may still name it. `publishedAt`:
+/// when the manifest that stops naming it went out.
 package struct RetiredOutput: Codable, FetchableRecord, PersistableRecord, Sendable {
     package static let databaseTableName = "retired"
     package enum Columns {
@@ -251,6 +248,7 @@ package struct RetiredOutput: Codable, FetchableRecord, PersistableRecord, Senda
     }
 }
 
+/// v12: clean folders (`StateStore.cleanFolders`): a folder by its `FileIdentity.description`.
 struct CleanFolder: Codable, FetchableRecord, PersistableRecord {
     static let databaseTableName = "clean_folder"
     let path: String
