@@ -31,21 +31,21 @@ package final class CommittedItems: Sendable {
                 case .skipped: counts.withLock { $0.skipped += 1 }
                 case .blocked: break
                 }
-            case .unchanged(let key, let outputPath, _):
-                reporter.itemRevalidated(key: key, outputPath: outputPath, .upToDate)
-                counts.withLock { $0.upToDate += 1 }
-            case .notRevalidated(let key, let outputPath, _):
-                reporter.itemRevalidated(key: key, outputPath: outputPath, .notRevalidated)
-                counts.withLock { $0.notRevalidated += 1 }
-            case .stillFailed(let key, let outputPath):
-                reporter.itemRevalidated(key: key, outputPath: outputPath, .knownFailure)
-                counts.withLock { $0.knownFailures += 1 }
+            case .unchanged(let key, let outputPath, _): revalidated(key, outputPath, .upToDate, counting: \.upToDate)
+            case .notRevalidated(let key, let outputPath, _): revalidated(key, outputPath, .notRevalidated, counting: \.notRevalidated)
+            case .stillFailed(let key, let outputPath): revalidated(key, outputPath, .knownFailure, counting: \.knownFailures)
             case .source(_, _, _, _, let derived):
                 counts.withLock { $0.derived += derived.count }
             case .started, .blacklisted, .unblocked:
                 break
             }
         }
+    }
+
+    /// A URL source's item with no work to do, said and counted.
+    private func revalidated(_ key: String, _ outputPath: String, _ state: RunEvent.Item.State, counting count: WritableKeyPath<RunSummary, Int>) {
+        reporter.itemRevalidated(key: key, outputPath: outputPath, state)
+        counts.withLock { $0[keyPath: count] += 1 }
     }
 }
 

@@ -97,19 +97,14 @@ package final class Reporter: Sendable {
     /// With `-v`: what libvips warned about while rendering `source`, each distinct warning once.
     package func libvipsWarnings(_ source: String, _ warnings: [String]) {
         guard verbose else { return }
-        for warning in warnings {
-            switch style {
-            case .json: emit(.libvipsWarning(.init(source: source, message: warning)))
-            case .text, .quiet: writeLine("libvips: \(source): \(warning)")
-            }
-        }
+        for warning in warnings { say(.libvipsWarning(.init(source: source, message: warning)), else: "libvips: \(source): \(warning)") }
     }
 
-    package func notice(_ message: String) {
-        switch style {
-        case .json: emit(.notice(.init(message: message)))
-        case .text, .quiet: writeLine(message)
-        }
+    package func notice(_ message: String) { say(.notice(.init(message: message)), else: message) }
+
+    /// `event` on stdout in JSON, else `line` on stderr.
+    private func say(_ event: RunEvent.Body, else line: String) {
+        if style == .json { emit(event) } else { writeLine(line) }
     }
 
     package func finished(_ summary: RunSummary) {

@@ -59,14 +59,11 @@ package final class SheetPreviews {
             guard let output, let hash, existing[hash] == nil, asked.insert(hash).inserted else { continue }
             wanted.append((hash, output, folder + "/" + hash + ".webp"))
         }
-        if !wanted.isEmpty {
-            for (request, made) in zip(wanted, maker(wanted.map { ($0.output, $0.preview) })) {
-                guard let made else { continue }
-                let hash = request.hash
-                let name = "\(hash)-\(made.width)x\(made.height).webp"
-                staged.append(AtomicFile.Staged(temporary: made.staged.temporary, path: folder + "/" + name))
-                existing[hash] = name
-            }
+        for (request, made) in zip(wanted, maker(wanted.map { ($0.output, $0.preview) })) {
+            guard let made else { continue }
+            let name = "\(request.hash)-\(made.width)x\(made.height).webp"
+            staged.append(AtomicFile.Staged(temporary: made.staged.temporary, path: folder + "/" + name))
+            existing[request.hash] = name
         }
         return hashes.map { hash in
             guard let hash, let name = existing[hash], let (_, width, height) = Self.parse(name) else { return nil }
