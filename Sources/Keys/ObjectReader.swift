@@ -125,14 +125,8 @@ public final class ObjectReader {
     package func object(_ key: ObjectKey) throws -> ObjectReader {
         let given = value(key.name)
         if given == nil && key.isRequired { throw error(key, "is required") }
-        return try Self.object(given ?? .object([:]), key, path: location(key))
-    }
-
-    private static func object(_ value: JSONValue, _ key: ObjectKey, path: String) throws -> ObjectReader {
-        switch key.content {
-        case .fixed(let shape): try ObjectReader(value, path: path, shape: shape)
-        case .tagged: try ObjectReader(value, path: path)
-        }
+        guard case .fixed(let shape) = key.content else { return try ObjectReader(given ?? .object([:]), path: location(key)) }
+        return try ObjectReader(given ?? .object([:]), path: location(key), shape: shape)
     }
 
     /// Elements of an array with their locations (`outputs[1]`).

@@ -63,7 +63,10 @@ public enum Preview {
             let name = [stem, item.outputName.replacingOccurrences(of: "/", with: "_"), ext].filter { !$0.isEmpty }.joined(separator: ".")
             return OutputRequest(outputIndex: item.outputIndex, path: folder + "/" + name)
         }
-        let outcomes = renderOnWorker(job, file: file, requests: requests, verbose: verbose)
+        // One task on one worker, as a run hands it out.
+        let hello = WorkerHello(jobText: job.text, jobFilePath: job.filePath, threadsPerImage: job.concurrency.threadsPerImage, supervisorPID: getpid())
+        let outcomes = zip(requests, WorkerBatch.render([WorkerTask(source: file, requests: requests)], hello: hello, workers: 1,
+                                                        timeout: Double(job.limits.itemTimeout), verbose: verbose)[0])
         let published = AtomicFile.publish(outcomes.compactMap { outcome in
             if case .done(let rendered, _) = outcome.1 { AtomicFile.Staged(temporary: rendered.temporary, path: rendered.path ?? outcome.0.path) } else { nil }
         })
@@ -110,14 +113,5 @@ public enum Preview {
         case .failed(let failure, _): throw Failure.download(url, failure.description)
         }
         return (discovered, file)
-    }
-
-    /// One task on one worker, as a run hands it out.
-    private static func renderOnWorker(_ job: Job, file: String, requests: [OutputRequest], verbose: Bool) -> [(OutputRequest, ItemOutcome)] {
-        let hello = WorkerHello(jobText: job.text, jobFilePath: job.filePath,
-                                threadsPerImage: job.concurrency.threadsPerImage, supervisorPID: getpid())
-        let outcomes = WorkerBatch.render([WorkerTask(source: file, requests: requests)], hello: hello, workers: 1,
-                                          timeout: Double(job.limits.itemTimeout), verbose: verbose)[0]
-        return Array(zip(requests, outcomes))
     }
 }

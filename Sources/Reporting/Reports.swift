@@ -50,17 +50,17 @@ public struct StatusReport: Encodable, Sendable {
     public let state: String
     /// False when the job has never run: there is no state database (and none is created).
     public let hasRun: Bool
-    public let items: [ItemState: Int]
+    public private(set) var items: [ItemState: Int] = [:]
     /// Done items that rendered with a warning (`runner failed` lists them).
-    public let warnings: Int
+    public private(set) var warnings = 0
     /// URL sources served from a cached original since its revalidation failed (`http.staleIfError`).
-    public let notRevalidated: Int
+    public private(set) var notRevalidated = 0
     /// The oldest such failure.
-    public let notRevalidatedSince: Date?
+    public private(set) var notRevalidatedSince: Date?
     /// Newest first, each with its shard when the job runs as shards.
     public let runs: [JobRun]
     /// One per shard database, when the job runs as shards.
-    public let shards: [ShardStatus]
+    public private(set) var shards: [ShardStatus] = []
     /// State databases of an earlier shard count, not counted in the totals.
     public let earlierLayouts: [String]
 
@@ -84,24 +84,19 @@ public struct StatusReport: Encodable, Sendable {
         self.job = job.name
         state = job.stateShownAs
         hasRun = !databases.parts.isEmpty
-        var totals: [ItemState: Int] = [:]
-        var warnings = 0, notRevalidated = 0
-        var since: [Date] = []
-        var shards: [ShardStatus] = []
         for part in databases.parts {
             let counts = try part.store.stateCounts()
-            totals.merge(counts, uniquingKeysWith: +)
+            items.merge(counts, uniquingKeysWith: +)
             warnings += try part.store.warnedItemCount()
             let stale = try part.store.notRevalidated()
             notRevalidated += stale.count
-            since += stale.since.map { [$0] } ?? []
+            notRevalidatedSince = [notRevalidatedSince, stale.since].compactMap { $0 }.min()
             if let shard = part.shard {
                 shards.append(ShardStatus(shard: shard, state: part.database.path, items: counts, lastRun: part.runs.first,
                                           running: RunLock.isHeld(statePath: part.database.path)))
             }
         }
-        (items, self.warnings, self.notRevalidated, notRevalidatedSince) = (totals, warnings, notRevalidated, since.min())
-        (self.runs, self.shards, earlierLayouts) = (databases.runsInTimeOrder(limit: runs), shards, databases.earlier)
+        (self.runs, earlierLayouts) = (databases.runsInTimeOrder(limit: runs), databases.earlier)
     }
 
     public func text() -> String {
