@@ -35,14 +35,11 @@ public struct DuplicatesReport: Encodable, Sendable {
     /// first; a group whose members are all one exact duplicate is listed under `exact` only.
     public let near: [Group]
 
-    /// Why there is nothing to compare: the job does not derive dHashes.
-    package static func noDHash() -> JobFileError {
-        JobFileError("derive", "lists no \"\(DHash.name)\": runner duplicates compares the dHashes a run stores; "
-                     + "add \"\(DHash.name)\" to derive and run the job (only the new value is computed)")
-    }
-
     package init(job: Job, distance: Int = DHash.duplicateDistance) throws {
-        guard let dhash = job.derive.values.first(where: { $0 is DHash }) else { throw Self.noDHash() }
+        guard let dhash = job.derive.values.first(where: { $0 is DHash }) else {
+            throw JobFileError("derive", "lists no \"\(DHash.name)\": runner duplicates compares the dHashes a run stores; "
+                               + "add \"\(DHash.name)\" to derive and run the job (only the new value is computed)")
+        }
         let databases = try JobDatabases(job: job)
         defer { databases.close() }
         try self.init(databases, dhash: dhash, job: job, distance: distance)

@@ -14,9 +14,9 @@ extension StateStore {
     /// what was there. The one writer of `source` and `derived` rows.
     static func recordSource(_ facts: SourceFacts, derived: [SourceDerivation.Value], of sourceKey: String, location: String,
                              fingerprint: String, at now: Double, in db: Database) throws {
-        let statement = try db.cachedStatement(sql: sourceSQL)
-        try statement.execute(arguments: [sourceKey, StoredSource.storedLocation(location, key: sourceKey), fingerprint, facts.bytes, facts.width, facts.height,
-                                          facts.format, facts.contentHash, now])
+        // The location is NULL when it is the key (a file's path): stored once.
+        try db.cachedStatement(sql: sourceSQL).execute(arguments: [sourceKey, location == sourceKey ? nil : location, fingerprint, facts.bytes,
+                                                                    facts.width, facts.height, facts.format, facts.contentHash, now])
         for value in derived {
             try StoredDerivedValue(sourceKey: sourceKey, identifier: value.identifier, name: value.name, fingerprint: fingerprint,
                                    json: value.json).insert(db, onConflict: .replace)

@@ -155,9 +155,6 @@ extension StoredSource: FetchableRecord, TableRecord {
                   format: row[Columns.format], contentHash: row[Columns.contentHash],
                   updatedAt: Date(timeIntervalSince1970: row[Columns.updatedAt]))
     }
-
-    /// `source.location` as stored: NULL when it is the key (a file's path), stored once then.
-    static func storedLocation(_ location: String, key: String) -> String? { location == key ? nil : location }
 }
 
 extension StoredDerivedValue: FetchableRecord, PersistableRecord {
