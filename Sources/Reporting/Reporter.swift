@@ -186,12 +186,15 @@ package final class Reporter: Sendable {
         if counts.withLock({ $0.liveLineShown }) { FileDescriptor.writeLog("\r\u{1B}[2K", to: STDERR_FILENO) }
     }
 
-    /// A line on stderr. Off a terminal (cron's log) each line starts with the time, so a log
-    /// read the morning after says when each thing happened.
     private func writeLine(_ text: String) {
         clearLiveLine()
-        let line = isTerminal ? text : Self.timestamp() + " " + text
-        FileDescriptor.writeLog(line + "\n", to: STDERR_FILENO)
+        Self.writeLog(text, terminal: isTerminal)
+    }
+
+    /// A line on stderr. Off a terminal (cron's log) it starts with the time, so a log read the
+    /// morning after says when each thing happened.
+    package static func writeLog(_ text: String, terminal: Bool = isatty(STDERR_FILENO) == 1) {
+        FileDescriptor.writeLog((terminal ? "" : timestamp() + " ") + text + "\n", to: STDERR_FILENO)
     }
 
     /// One JSON object per line on stdout, each with the time it was written.

@@ -43,26 +43,25 @@ extension StateStore {
 
     /// Marks originals used now (the cache trims least recently used first).
     package func touchOriginals(_ sourceKeys: [String]) throws {
-        guard !sourceKeys.isEmpty else { return }
-        try database.write { db in
-            let statement = try db.makeStatement(sql: "UPDATE original SET \(Original.usedAt) = ? WHERE \(Original.sourceKey) = ?")
-            let now = Date().timeIntervalSince1970
-            for key in sourceKeys { try statement.execute(arguments: [now, key]) }
-        }
+        try updateOriginals(sourceKeys, "UPDATE original SET \(Original.usedAt) = ? WHERE \(Original.sourceKey) = ?", [Date().timeIntervalSince1970])
     }
 
     /// Revalidating these cached originals failed transiently and they serve stale: why, and
     /// since the first such failure after their last successful revalidation.
     package func markNotRevalidated(_ sourceKeys: [String], reason: String) throws {
+        try updateOriginals(sourceKeys, """
+            UPDATE original SET \(Original.revalidationError) = ?,
+                \(Original.revalidationFailedSince) = COALESCE(\(Original.revalidationFailedSince), ?)
+            WHERE \(Original.sourceKey) = ?
+            """, [reason, Date().timeIntervalSince1970])
+    }
+
+    /// `sql` run for each of `sourceKeys` in one transaction, with `arguments` then the key.
+    private func updateOriginals(_ sourceKeys: [String], _ sql: String, _ arguments: StatementArguments) throws {
         guard !sourceKeys.isEmpty else { return }
         try database.write { db in
-            let statement = try db.makeStatement(sql: """
-                UPDATE original SET \(Original.revalidationError) = ?,
-                    \(Original.revalidationFailedSince) = COALESCE(\(Original.revalidationFailedSince), ?)
-                WHERE \(Original.sourceKey) = ?
-                """)
-            let now = Date().timeIntervalSince1970
-            for key in sourceKeys { try statement.execute(arguments: [reason, now, key]) }
+            let statement = try db.makeStatement(sql: sql)
+            for key in sourceKeys { try statement.execute(arguments: arguments + [key]) }
         }
     }
 

@@ -14,23 +14,15 @@ extension StateStore {
     /// visits, so whatever a visit removes from disk goes before the row that records it.
     /// With `retiring`, a dropped row's done file is retired with it (`RetiredOutput`), not lost.
     package func sweepItems(retiring: Bool = false, _ visit: (ItemRecord) throws -> Bool) throws {
-        var after: Int64 = 0
-        while true {
-            let page = try database.read { db in
-                try Row.fetchAll(db, sql: "SELECT rowid, * FROM item WHERE rowid > ? ORDER BY rowid LIMIT 1000", arguments: [after])
-                    .map { ($0[0] as Int64, try ItemRecord(row: $0)) }
+        try sweep(after: Int64(0), page: { db, after in
+            try Row.fetchAll(db, sql: "SELECT rowid, * FROM item WHERE rowid > ? ORDER BY rowid LIMIT 1000", arguments: [after])
+                .map { ($0[0] as Int64, try ItemRecord(row: $0)) }
+        }, visit: visit) { db, dropped in
+            let now = Date().timeIntervalSince1970
+            for item in dropped where retiring && item.state == .done {
+                try RetiredOutput(path: item.outputPath, itemKey: item.key, retiredAt: now, publishedAt: nil).insert(db, onConflict: .ignore)
             }
-            guard let last = page.last else { return }
-            after = last.0
-            let dropped = try page.map(\.1).filter(visit)
-            guard !dropped.isEmpty else { continue }
-            try database.write { db in
-                let now = Date().timeIntervalSince1970
-                for item in dropped where retiring && item.state == .done {
-                    try RetiredOutput(path: item.outputPath, itemKey: item.key, retiredAt: now, publishedAt: nil).insert(db, onConflict: .ignore)
-                }
-                try ItemRecord.filter(dropped.map(\.key).contains(Item.key)).deleteAll(db)
-            }
+            try ItemRecord.filter(dropped.map(\.key).contains(Item.key)).deleteAll(db)
         }
     }
 
@@ -38,23 +30,28 @@ extension StateStore {
     /// `visit` says whether to drop the source's row and its derived values, which go together,
     /// a page in one transaction.
     package func sweepSources(_ visit: (String) throws -> Bool) throws {
-        var after = ""
-        while true {
-            let page = try database.read { db in
-                try String.fetchAll(db, StoredSource.select(StoredSource.Columns.key).filter(StoredSource.Columns.key > after)
-                    .order(StoredSource.Columns.key).limit(1000))
-            }
-            guard let last = page.last else { return }
-            after = last
-            let dropped = try page.filter(visit)
-            guard !dropped.isEmpty else { continue }
-            try database.write { db in
-                try StoredSource.filter(dropped.contains(StoredSource.Columns.key)).deleteAll(db)
-                try StoredDerivedValue.filter(dropped.contains(StoredDerivedValue.Columns.sourceKey)).deleteAll(db)
-            }
+        try sweep(after: "", page: { db, after in
+            try String.fetchAll(db, StoredSource.select(StoredSource.Columns.key).filter(StoredSource.Columns.key > after)
+                .order(StoredSource.Columns.key).limit(1000)).map { ($0, $0) }
+        }, visit: visit) { db, dropped in
+            try StoredSource.filter(dropped.contains(StoredSource.Columns.key)).deleteAll(db)
+            try StoredDerivedValue.filter(dropped.contains(StoredDerivedValue.Columns.sourceKey)).deleteAll(db)
         }
     }
 
+    /// The sweeps' loop: each page of records after `start`, with where the next page starts, is read,
+    /// visited, then what `visit` dropped goes through `drop` in one transaction.
+    private func sweep<Place, Record>(after start: Place, page: (Database, Place) throws -> [(Place, Record)],
+                                      visit: (Record) throws -> Bool, drop: (Database, [Record]) throws -> Void) throws {
+        var after = start
+        while true {
+            let records = try database.read { db in try page(db, after) }
+            guard let last = records.last else { return }
+            after = last.0
+            let dropped = try records.map(\.1).filter(visit)
+            if !dropped.isEmpty { try database.write { db in try drop(db, dropped) } }
+        }
+    }
 
     // MARK: Reports
 

@@ -39,7 +39,7 @@ struct Runner: ParsableCommand {
         let text = fullMessage(for: error)
         let code = exitCode(for: error)
         if !text.isEmpty {
-            if code == .success { print(text) } else { writeError(text) }
+            if code == .success { print(text) } else { Reporter.writeLog(text) }
         }
         Foundation.exit(code.rawValue)
     }
@@ -138,11 +138,5 @@ extension RunnerCommand {
 }
 
 extension Runner {
-    static func printError(_ text: String) { writeError("runner: \(text)") }
-
-    /// Off a terminal (cron's log) the first line starts with the time, ISO 8601 in UTC.
-    private static func writeError(_ text: String) {
-        let time = isatty(STDERR_FILENO) == 1 ? "" : Reporter.timestamp() + " "
-        FileDescriptor.writeLog(time + text + "\n", to: STDERR_FILENO)
-    }
+    static func printError(_ text: String) { Reporter.writeLog("runner: \(text)") }
 }
