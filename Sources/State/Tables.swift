@@ -11,7 +11,7 @@ import Planning
 
 extension DefaultStringInterpolation {
     /// A column's name in SQL text.
-    mutating func appendInterpolation(_ column: Column) { appendLiteral(column.name) }
+    mutating func appendInterpolation(_ column: some ColumnExpression) { appendLiteral(column.name) }
 }
 
 extension RawRepresentable where Self: DatabaseValueConvertible, RawValue == String {
@@ -26,21 +26,21 @@ extension RunOutcome: DatabaseValueConvertible {}
 /// A stored value this runner never writes (`Row.stored`); the store's connection names the file
 /// it came from (`StateDatabaseError.Kind.unknownValue`).
 struct UnknownStoredValue: Error, CustomStringConvertible {
-    let table: String, column: Column, value: DatabaseValue
+    let table: String, column: String, value: DatabaseValue
 
     var description: String { "\(table).\(column) holds \(value)" }
 }
 
 extension DatabaseValue {
     /// This value of `column` (of `table`); one this runner never writes throws `UnknownStoredValue`.
-    func stored<Value: DatabaseValueConvertible>(_ column: Column, of table: any TableRecord.Type) throws -> Value {
-        guard let value = Value.fromDatabaseValue(self) else { throw UnknownStoredValue(table: table.databaseTableName, column: column, value: self) }
+    func stored<Value: DatabaseValueConvertible>(_ column: some ColumnExpression, of table: any TableRecord.Type) throws -> Value {
+        guard let value = Value.fromDatabaseValue(self) else { throw UnknownStoredValue(table: table.databaseTableName, column: column.name, value: self) }
         return value
     }
 }
 
 extension Row {
-    func stored<Value: DatabaseValueConvertible>(_ column: Column, of table: any TableRecord.Type) throws -> Value {
+    func stored<Value: DatabaseValueConvertible>(_ column: some ColumnExpression, of table: any TableRecord.Type) throws -> Value {
         try (self[column.name] as DatabaseValue).stored(column, of: table)
     }
 }
@@ -48,12 +48,10 @@ extension Row {
 extension RunRecord: FetchableRecord, TableRecord {
     public static let databaseTableName = "run"
 
-    public enum Columns {
-        static let id = Column("id"), startedAt = Column("started_at"), endedAt = Column("ended_at"), pid = Column("pid")
-        static let runnerVersion = Column("runner_version"), vipsVersion = Column("vips_version"), limits = Column("limits")
-        static let planned = Column("planned"), upToDate = Column("up_to_date"), notRevalidated = Column("not_revalidated")
-        static let done = Column("done"), failed = Column("failed"), blocked = Column("blocked"), skipped = Column("skipped")
-        static let outcome = Column("outcome"), exitCode = Column("exit_code")
+    public enum Columns: String, ColumnExpression {
+        case id, startedAt = "started_at", endedAt = "ended_at", pid, runnerVersion = "runner_version", vipsVersion = "vips_version"
+        case limits, planned, upToDate = "up_to_date", notRevalidated = "not_revalidated", done, failed, blocked, skipped, outcome
+        case exitCode = "exit_code"
     }
 
     public init(row: Row) throws {
@@ -69,22 +67,19 @@ extension RunRecord: FetchableRecord, TableRecord {
 extension ItemRecord: FetchableRecord, TableRecord {
     package static let databaseTableName = "item"
 
-    package enum Columns {
-        static let key = Column("key"), sourceKey = Column("source_key"), outputName = Column("output_name")
-        static let state = Column("state"), attempts = Column("attempts"), fingerprint = Column("fingerprint")
-        static let outputPath = Column("output_path"), errorKind = Column("error_kind"), errorMessage = Column("error_message")
-        static let duration = Column("duration"), runID = Column("run_id"), updatedAt = Column("updated_at")
-        static let warning = Column("warning"), failedSince = Column("failed_since")
+    package enum Columns: String, ColumnExpression {
+        case key, sourceKey = "source_key", outputName = "output_name", state, attempts, fingerprint, outputPath = "output_path"
+        case errorKind = "error_kind", errorMessage = "error_message", duration, runID = "run_id", updatedAt = "updated_at"
+        case warning, failedSince = "failed_since"
         // v9: output facts
-        static let width = Column("width"), height = Column("height"), bytes = Column("bytes"), mediaType = Column("media_type")
-        static let contentHash = Column("content_hash")
+        case width, height, bytes, mediaType = "media_type", contentHash = "content_hash"
     }
 
     /// A failed item with no kind is a value runner never writes, as an unknown kind is.
     package init(row: Row) throws {
         let state: ItemState = try row.stored(Columns.state, of: Self.self)
         let errorKind: ItemFailure.Kind? = try row.stored(Columns.errorKind, of: Self.self)
-        if state == .failed && errorKind == nil { throw UnknownStoredValue(table: Self.databaseTableName, column: Columns.errorKind, value: .null) }
+        if state == .failed && errorKind == nil { throw UnknownStoredValue(table: Self.databaseTableName, column: Columns.errorKind.name, value: .null) }
         self.init(key: row[Columns.key], sourceKey: row[Columns.sourceKey], outputName: row[Columns.outputName], state: state,
                   attempts: row[Columns.attempts], fingerprint: row[Columns.fingerprint], outputPath: row[Columns.outputPath],
                   errorKind: errorKind, errorMessage: row[Columns.errorMessage], warning: row[Columns.warning],
@@ -98,9 +93,8 @@ extension ItemRecord: FetchableRecord, TableRecord {
 extension BlacklistEntry: FetchableRecord, PersistableRecord {
     public static let databaseTableName = "blacklist"
 
-    public enum Columns {
-        static let url = Column("url"), kind = Column("kind"), httpStatus = Column("http_status"), message = Column("message")
-        static let firstSeen = Column("first_seen"), lastSeen = Column("last_seen"), count = Column("count")
+    public enum Columns: String, ColumnExpression {
+        case url, kind, httpStatus = "http_status", message, firstSeen = "first_seen", lastSeen = "last_seen", count
     }
 
     public init(row: Row) throws {
@@ -120,12 +114,11 @@ extension BlacklistReason: DatabaseValueConvertible {}
 extension CachedOriginal: FetchableRecord, PersistableRecord {
     package static let databaseTableName = "original"
 
-    package enum Columns {
-        static let sourceKey = Column("source_key"), url = Column("url"), file = Column("file"), etag = Column("etag")
-        static let lastModified = Column("last_modified"), contentHash = Column("content_hash"), size = Column("size")
-        static let fetchedAt = Column("fetched_at"), validatedAt = Column("validated_at"), usedAt = Column("used_at")
+    package enum Columns: String, ColumnExpression {
+        case sourceKey = "source_key", url, file, etag, lastModified = "last_modified", contentHash = "content_hash", size
+        case fetchedAt = "fetched_at", validatedAt = "validated_at", usedAt = "used_at"
         // v5: originals not revalidated (not in the record: a saved original replaces the row, clearing them)
-        static let revalidationError = Column("revalidation_error"), revalidationFailedSince = Column("revalidation_failed_since")
+        case revalidationError = "revalidation_error", revalidationFailedSince = "revalidation_failed_since"
     }
 
     package init(row: Row) {
@@ -142,10 +135,8 @@ extension CachedOriginal: FetchableRecord, PersistableRecord {
 extension StoredSource: FetchableRecord, TableRecord {
     package static let databaseTableName = "source"
 
-    package enum Columns {
-        static let key = Column("key"), location = Column("location"), fingerprint = Column("fingerprint"), bytes = Column("bytes")
-        static let width = Column("width"), height = Column("height"), format = Column("format")
-        static let contentHash = Column("content_hash"), updatedAt = Column("updated_at")
+    package enum Columns: String, ColumnExpression {
+        case key, location, fingerprint, bytes, width, height, format, contentHash = "content_hash", updatedAt = "updated_at"
     }
 
     package init(row: Row) {
@@ -160,9 +151,8 @@ extension StoredSource: FetchableRecord, TableRecord {
 extension StoredDerivedValue: FetchableRecord, PersistableRecord {
     package static let databaseTableName = "derived"
 
-    package enum Columns {
-        static let sourceKey = Column("source_key"), identifier = Column("identifier"), name = Column("name")
-        static let fingerprint = Column("fingerprint"), value = Column("value")
+    package enum Columns: String, ColumnExpression {
+        case sourceKey = "source_key", identifier, name, fingerprint, value
     }
 
     package init(row: Row) {
@@ -190,8 +180,8 @@ struct ShardPlanSeal: Codable, FetchableRecord, PersistableRecord {
 extension SourceEntry: FetchableRecord, TableRecord {
     package static let databaseTableName = "shard_plan_source"
 
-    package enum Columns {
-        static let position = Column("position"), spec = Column("spec"), line = Column("line")
+    package enum Columns: String, ColumnExpression {
+        case position, spec, line
     }
 
     package init(row: Row) {
@@ -203,8 +193,8 @@ extension SourceEntry: FetchableRecord, TableRecord {
 extension WalkedPath: FetchableRecord, TableRecord {
     package static let databaseTableName = "shard_plan_walked"
 
-    package enum Columns {
-        static let position = Column("position"), path = Column("path"), seen = Column("seen")
+    package enum Columns: String, ColumnExpression {
+        case position, path, seen
     }
 
     package init(row: Row) throws {
@@ -232,8 +222,8 @@ extension WalkedPath.Seen: DatabaseValueConvertible {
 /// when the manifest that stops naming it went out.
 package struct RetiredOutput: Codable, FetchableRecord, PersistableRecord, Sendable {
     package static let databaseTableName = "retired"
-    package enum Columns {
-        static let path = Column("path"), itemKey = Column("item_key"), retiredAt = Column("retired_at"), publishedAt = Column("published_at")
+    package enum Columns: String, ColumnExpression {
+        case path, itemKey = "item_key", retiredAt = "retired_at", publishedAt = "published_at"
     }
     package let path: String
     package let itemKey: String
