@@ -255,12 +255,10 @@ public struct ObjectShape: Sendable {
                 properties[other] = .object(same)
                 dependents[key.name] = ["not": ["required": [.string(other)]]]
             }
-            if key.isRequired {
-                if spellings.count == 1 {
-                    required.append(key.name)
-                } else {
-                    alternatives.append(["anyOf": .array(spellings.map { ["required": [.string($0)]] })])
-                }
+            if key.isRequired, spellings.count == 1 {
+                required.append(key.name)
+            } else if key.isRequired {
+                alternatives.append(["anyOf": .array(spellings.map { ["required": [.string($0)]] })])
             }
         }
         var schema: [String: JSONValue] = [
