@@ -16,11 +16,3 @@ public struct JobRun: Sendable, Encodable {
     /// `run 4` or `run 1 of shard 3/16`, as `status` prints it.
     public var name: String { "run \(run.id)" + (shard.map { " of shard \($0)" } ?? "") }
 }
-
-extension JobDatabases {
-    /// The latest `limit` runs of every database, newest first by start time (ids count per database).
-    package func runsInTimeOrder(limit: Int) -> [JobRun] {
-        let all = parts.flatMap { part in part.runs.map { JobRun(run: $0, shard: part.shard) } }
-        return Array(all.sorted { ($0.run.startedAt, $0.run.id) > ($1.run.startedAt, $1.run.id) }.prefix(limit))
-    }
-}

@@ -96,7 +96,10 @@ public struct StatusReport: Encodable, Sendable {
                                           running: RunLock.isHeld(statePath: part.database.path)))
             }
         }
-        (self.runs, earlierLayouts) = (databases.runsInTimeOrder(limit: runs), databases.earlier)
+        // The latest runs of every database, newest first by start time (ids count per database).
+        let all = databases.parts.flatMap { part in part.runs.map { JobRun(run: $0, shard: part.shard) } }
+        self.runs = Array(all.sorted { ($0.run.startedAt, $0.run.id) > ($1.run.startedAt, $1.run.id) }.prefix(runs))
+        earlierLayouts = databases.earlier
     }
 
     public func text() -> String {
