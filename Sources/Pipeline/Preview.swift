@@ -64,7 +64,8 @@ public enum Preview {
             return OutputRequest(outputIndex: item.outputIndex, path: folder + "/" + name)
         }
         // One task on one worker, as a run hands it out.
-        let hello = WorkerHello(jobText: job.text, jobFilePath: job.filePath, threadsPerImage: job.concurrency.threadsPerImage, supervisorPID: getpid())
+        let hello = WorkerHello(jobText: job.text, jobFilePath: job.filePath,
+                                threadsPerImage: job.concurrency.threadsPerImage, supervisorPID: getpid())
         let outcomes = zip(requests, WorkerBatch.render([WorkerTask(source: file, requests: requests)], hello: hello, workers: 1,
                                                         timeout: Double(job.limits.itemTimeout), verbose: verbose)[0])
         let published = AtomicFile.publish(outcomes.compactMap { outcome in

@@ -34,7 +34,9 @@ struct UnknownStoredValue: Error, CustomStringConvertible {
 extension DatabaseValue {
     /// This value of `column` (of `table`); one this runner never writes throws `UnknownStoredValue`.
     func stored<Value: DatabaseValueConvertible>(_ column: some ColumnExpression, of table: any TableRecord.Type) throws -> Value {
-        guard let value = Value.fromDatabaseValue(self) else { throw UnknownStoredValue(table: table.databaseTableName, column: column.name, value: self) }
+        guard let value = Value.fromDatabaseValue(self) else {
+            throw UnknownStoredValue(table: table.databaseTableName, column: column.name, value: self)
+        }
         return value
     }
 }
@@ -79,7 +81,9 @@ extension ItemRecord: FetchableRecord, TableRecord {
     package init(row: Row) throws {
         let state: ItemState = try row.stored(Columns.state, of: Self.self)
         let errorKind: ItemFailure.Kind? = try row.stored(Columns.errorKind, of: Self.self)
-        if state == .failed && errorKind == nil { throw UnknownStoredValue(table: Self.databaseTableName, column: Columns.errorKind.name, value: .null) }
+        if state == .failed && errorKind == nil {
+            throw UnknownStoredValue(table: Self.databaseTableName, column: Columns.errorKind.name, value: .null)
+        }
         self.init(key: row[Columns.key], sourceKey: row[Columns.sourceKey], outputName: row[Columns.outputName], state: state,
                   attempts: row[Columns.attempts], fingerprint: row[Columns.fingerprint], outputPath: row[Columns.outputPath],
                   errorKind: errorKind, errorMessage: row[Columns.errorMessage], warning: row[Columns.warning],
