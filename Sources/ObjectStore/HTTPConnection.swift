@@ -6,8 +6,7 @@ import FoundationXML
 #endif
 
 /// A request as runner sends it, to an origin or to a store: what differs from one request to
-/// another (redirects, the path sent as given, where the answer goes and how much of it is
-/// accepted, timeouts) is said here, and `HTTPConnection` is the one place that hands it to curl.
+/// another is said here, and `HTTPConnection` is the one place that hands it to curl.
 package struct HTTPRequest: @unchecked Sendable {
     package enum Body: @unchecked Sendable {
         case none
@@ -150,10 +149,9 @@ package struct HTTPFailure: Error, Sendable, Equatable, CustomStringConvertible 
     }
 }
 
-/// The one owner of a curl easy handle, for every request runner sends: an origin's download, a
-/// listing page, an object's GET, PUT or DELETE, the state, STS. Reused from request to request
-/// (a listing's pages, a writer's changes) so they share its connection; used by one thread at a
-/// time. `perform` runs a request on the calling thread; the downloader instead adds `easy`,
+/// The one owner of a curl easy handle, for every request runner sends. Reused from request to
+/// request (a listing's pages, a writer's changes) so they share its connection; used by one thread
+/// at a time. `perform` runs a request on the calling thread; the downloader instead adds `easy`,
 /// prepared by `prepare`, to its multi handle and calls `finish` when curl is done with it.
 package final class HTTPConnection: @unchecked Sendable {
     package let easy: UnsafeMutableRawPointer
@@ -233,7 +231,7 @@ package final class HTTPConnection: @unchecked Sendable {
 }
 
 /// One request's state while curl runs it: its header list and error buffer, the answer as it
-/// comes (headers, body in memory or written on), and the body as it is read out.
+/// comes, and the body as it is read out.
 private final class Exchange {
     let easy: UnsafeMutableRawPointer
     let request: HTTPRequest
@@ -328,13 +326,11 @@ private final class Exchange {
         if descriptor < 0 {
             descriptor = open()
             guard descriptor >= 0 else { return stop(HTTPFailure(.local, "cannot create a file for the answer: \(String(cString: strerror(errno)))")) }
-            let failure = memory.withUnsafeBytes { FileDescriptor.writeAll(descriptor, $0) }
-            memory = []
-            if let failure { return stop(HTTPFailure(.local, "cannot write the answer: \(String(cString: strerror(failure)))")) }
         }
-        if let failure = FileDescriptor.writeAll(descriptor, piece) {
-            return stop(HTTPFailure(.local, "cannot write the answer: \(String(cString: strerror(failure)))"))
-        }
+        // What stayed in memory goes first (nothing, once the answer spilled).
+        let failure = memory.withUnsafeBytes { FileDescriptor.writeAll(descriptor, $0) } ?? FileDescriptor.writeAll(descriptor, piece)
+        memory = []
+        if let failure { return stop(HTTPFailure(.local, "cannot write the answer: \(String(cString: strerror(failure)))")) }
         return piece.count
     }
 

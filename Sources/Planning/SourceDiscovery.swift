@@ -190,12 +190,12 @@ package struct SourceDiscovery {
             let code = errno
             // Gone since its parent was listed (or never there, for a glob's fixed part): nothing to find.
             if (code == ENOENT || code == ENOTDIR) && !Paths.hasUnnamableBytes(path) {
-                try walk.observe?(WalkedPath(absent: path))
+                try walk.observe?(WalkedPath(path: path, seen: .absent))
                 return nil
             }
             throw unlistable(path, location: walk.location, errno: code)
         }
-        try walk.observe?(WalkedPath(path, folder: FileIdentity(info)))
+        try walk.observe?(WalkedPath(path: path, seen: .read(FileIdentity(info))))
         switch readDirectory(path) {
         case .success(let entries):
             // A symlink to a folder stays one only while its target does, and one with no target
@@ -206,7 +206,7 @@ package struct SourceDiscovery {
             if let observe = walk.observe {
                 for entry in entries where entry.isSymlink && (entry.isDirectory || !entry.resolves) {
                     let link = path + "/" + entry.name
-                    try observe(entry.resolves ? WalkedPath(link, entryIsFolder: true) : WalkedPath(missing: link))
+                    try observe(entry.resolves ? WalkedPath(link, entryIsFolder: true) : WalkedPath(path: link, seen: .missing))
                 }
             }
             return (entries, FolderID(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)))

@@ -93,18 +93,12 @@ package struct WalkedPath: Equatable, Sendable {
 
     package init(path: String, seen: Seen) { (self.path, self.seen) = (path, seen) }
 
-    package init(_ path: String, folder identity: FileIdentity) { self.init(path: path, seen: .read(identity)) }
-
-    package init(missing path: String) { self.init(path: path, seen: .missing) }
-
-    package init(absent path: String) { self.init(path: path, seen: .absent) }
-
     package init(_ path: String, entryIsFolder: Bool) { self.init(path: path, seen: entryIsFolder ? .folder : .other) }
 
     /// Whether `path` is a folder, something else, or nothing, as `stat` (following symlinks) says now.
     package init(kindAt path: String) {
         var info = stat()
-        guard stat(path, &info) == 0 else { self.init(missing: path); return }
+        guard stat(path, &info) == 0 else { self.init(path: path, seen: .missing); return }
         self.init(path, entryIsFolder: (info.st_mode & S_IFMT) == S_IFDIR)
     }
 
