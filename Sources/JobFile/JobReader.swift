@@ -62,8 +62,13 @@ extension Job {
         let statePath = Paths.resolve(try root.optional(Keys.state) ?? "\(defaultName).sqlite", against: baseDirectory)
         let concurrencySection = try root.object(Keys.concurrency)
         let limitsSection = try root.object(Keys.limits)
-        let concurrency = try readConcurrency(concurrencySection)
-        let limits = try readLimits(limitsSection)
+        let concurrency = ConcurrencySettings(
+            process: try concurrencySection.optional(Concurrency.process) ?? ProcessInfo.processInfo.activeProcessorCount,
+            threadsPerImage: try concurrencySection.read(Concurrency.threadsPerImage),
+            recycleAfter: try concurrencySection.read(Concurrency.recycleAfter))
+        let limits = Limits(maxPixels: try limitsSection.read(Limit.maxPixels), failOn: try limitsSection.read(Limit.failOn),
+                            blockUntrustedLoaders: try limitsSection.read(Limit.blockUntrusted), frames: try limitsSection.read(Limit.frames),
+                            maxMemory: try limitsSection.read(Limit.maxMemory), itemTimeout: try limitsSection.read(Limit.itemTimeout))
         let remote = try readRemote(root, statePath: statePath, concurrency: concurrencySection, limits: limitsSection, retry: retry)
         let manifest = try SiteManifestSettings.read(root, jobFile: filePath, baseDirectory: baseDirectory,
                                                      roots: outputs.map { ($0.location, $0.template.root) },
@@ -459,12 +464,6 @@ extension Job {
                                               "A worker is replaced after this many sources, so memory stays flat.")
     }
 
-    private static func readConcurrency(_ section: ObjectReader) throws -> ConcurrencySettings {
-        ConcurrencySettings(process: try section.optional(Concurrency.process) ?? ProcessInfo.processInfo.activeProcessorCount,
-                            threadsPerImage: try section.read(Concurrency.threadsPerImage),
-                            recycleAfter: try section.read(Concurrency.recycleAfter))
-    }
-
     package enum Limit {
         /// sharp's `limitInputPixels` default: 16383 x 16383.
         package static let maxPixels = Key.integer("maxPixels", .positive, .defaults(268_402_689),
@@ -483,11 +482,5 @@ extension Job {
         package static let itemTimeout = Key.integer("itemTimeout", .positive, .defaults(600),
             "Seconds a worker may spend on one source (every output of it); one that takes longer or stops answering "
                 + "is killed and replaced, and the source fails as crashed (tried again next run).")
-    }
-
-    private static func readLimits(_ section: ObjectReader) throws -> Limits {
-        Limits(maxPixels: try section.read(Limit.maxPixels), failOn: try section.read(Limit.failOn),
-               blockUntrustedLoaders: try section.read(Limit.blockUntrusted), frames: try section.read(Limit.frames),
-               maxMemory: try section.read(Limit.maxMemory), itemTimeout: try section.read(Limit.itemTimeout))
     }
 }

@@ -17,9 +17,8 @@ package struct DiscoveredSource: Sendable, Codable {
     package var entry: SourceEntry? = nil
 }
 
-/// A source as the job names it: the index of its spec in `sources`, and `line`: for a list the
-/// line (trimmed); for a folder's or a glob's file its path below the folder or the glob's fixed
-/// part (nil for a `path` or a pattern naming one file, and for an inline URL).
+/// A source as the job names it: its spec's index in `sources`, and `line`: a list's line (trimmed),
+/// a walked file's path below the folder or the glob's fixed part, a bucket's key; nil for one named whole.
 package struct SourceEntry: Sendable, Equatable, Codable {
     package let spec: Int
     package let line: String?
@@ -28,12 +27,10 @@ package struct SourceEntry: Sendable, Equatable, Codable {
 }
 
 /// Expands the job's `sources` in a stable order, each spec through its kind's listing
-/// (`SourceSpec.listing`). A local file's listings, the folder and glob walks, are here, and so are
-/// list files, whose lines name files and URLs.
+/// (`SourceSpec.listing`): folder and glob walks and list files are here.
 package struct SourceDiscovery {
-    /// Visits every source the specs name, in order, one at a time (a list of a million URLs is
-    /// never held whole); errors name the spec's location (`sources[1].path`). `walked` hears of
-    /// every path a folder or glob walk looked at, as it looks (`WalkedPath`).
+    /// Visits every source the specs name, in order, one at a time; errors name the spec's location
+    /// (`sources[1].path`). `walked` hears of every path a walk looks at (`WalkedPath`).
     package static func discover(_ specs: [SourceSpec], walked: WalkObserver? = nil, _ visit: Visitor) throws {
         for (index, spec) in specs.enumerated() { try spec.listing.discover(spec: index, walked: walked, visit) }
     }
@@ -87,8 +84,7 @@ package struct SourceDiscovery {
         }
     }
 
-    /// A `list` spec: a text file naming one source a line, by its identity (the list is not read
-    /// to know whether it changed).
+    /// A `list` spec: a text file naming one source a line, known by its identity (`addInputs`).
     struct ListFile: SourceListing {
         let path: String
 
@@ -122,8 +118,7 @@ package struct SourceDiscovery {
         let observe: WalkObserver?
     }
 
-    /// The file at `line` below `root` (the folder or the glob's fixed part), `root` itself for nil,
-    /// made as a walk makes it, its entry included.
+    /// The file at `line` below `root` (the folder or the glob's fixed part), `root` itself for nil.
     private static func below(_ root: String, _ line: String?) -> DiscoveredSource {
         guard let line else { return .file(root, relativeDirectory: "") }
         let folder = line.utf8.lastIndex(of: UInt8(ascii: "/")).map { String(decoding: line.utf8[..<$0], as: UTF8.self) } ?? ""
@@ -179,11 +174,10 @@ package struct SourceDiscovery {
         let inode: UInt64
     }
 
-    /// The entries of a folder a source walks into, and which folder it is; nil when it vanished
-    /// since it was listed. A folder that cannot be listed (permission denied, a name that is not
-    /// UTF-8) is a job-file error: its files must never be taken for gone, or a prune would delete
-    /// their outputs. The walk's observer hears of the folder (its identity taken before its names
-    /// are read, so a change while they are read shows later) and of each symlink in it.
+    /// The entries of a folder a source walks into, and which folder it is; nil when it vanished. One
+    /// that cannot be listed is a job-file error: its files must never be taken for gone, or a prune
+    /// would delete their outputs. The observer hears of the folder (its identity taken before its
+    /// names are read, so a change meanwhile shows later) and of each symlink in it.
     private static func listSourceFolder(_ path: String, _ walk: Walk) throws -> ([DirectoryEntry], FolderID)? {
         var info = stat()
         guard stat(path, &info) == 0 else {
@@ -198,11 +192,9 @@ package struct SourceDiscovery {
         try walk.observe?(WalkedPath(path: path, seen: .read(FileIdentity(info))))
         switch readDirectory(path) {
         case .success(let entries):
-            // A symlink to a folder stays one only while its target does, and one with no target
-            // (dangling, a loop) is taken for a file only until a folder appears there: no folder
-            // read here tells either (a recursive walk reads a folder's link through it too). One to a
-            // file is not recorded: that would be a row per file in a tree of links (see docs/SCALE.md, "A
-            // shard reuses its last plan").
+            // A symlink to a folder stays one only while its target does, and a dangling one is a
+            // file only until a folder appears there: no folder read here tells either. One to a file
+            // is not recorded: a row per file in a tree of links (docs/SCALE.md, "A shard reuses its last plan").
             if let observe = walk.observe {
                 for entry in entries where entry.isSymlink && (entry.isDirectory || !entry.resolves) {
                     let link = path + "/" + entry.name
@@ -229,9 +221,8 @@ package struct SourceDiscovery {
         package var resolves = true
     }
 
-    /// The hidden entries of a folder (stale temporaries are hidden), unsorted, and no name made
-    /// of any other: a rerun sweeps every output folder, 10,000,000 names at 10M items; empty
-    /// when the folder cannot be read.
+    /// The hidden entries of a folder (stale temporaries), unsorted, no other name made: a rerun sweeps
+    /// every output folder, 10M names at 10M items. Empty when the folder cannot be read.
     package static func hiddenEntries(_ path: String) -> [DirectoryEntry] {
         (try? readDirectory(path, hiddenOnly: true).get()) ?? []
     }
@@ -329,9 +320,8 @@ package struct SourceDiscovery {
 
     // MARK: Lists
 
-    /// The longest list line read, 64 KiB before its line feed: sixteen times the longest path the
-    /// kernel opens (PATH_MAX) and eight times the longest URL most servers take. Lines are read
-    /// into a buffer of this size, so a file that is one endless line costs no more.
+    /// The longest list line read, 64 KiB: sixteen times PATH_MAX, eight times the longest URL most
+    /// servers take; the buffer's size, so a file that is one endless line costs no more.
     package static let longestListLine = 64 << 10
 
     private static func expandList(_ listPath: String, spec: Int, _ visit: Visitor) throws {

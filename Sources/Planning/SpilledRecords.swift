@@ -7,9 +7,8 @@ package struct SpillFailure: Error, CustomStringConvertible {
     package let description: String
 }
 
-/// Fixed-size records in partitions that stop growing in memory: a partition holds up to 8,192
-/// records and then goes on in an unlinked temporary file, so a job's worth of digests costs disk,
-/// not memory, and is read back one partition at a time.
+/// Fixed-size records in partitions of up to 8,192 in memory, then in an unlinked temporary file:
+/// a job's worth of digests costs disk, not memory, and is read back one partition at a time.
 struct SpilledRecords<Record: BitwiseCopyable>: ~Copyable {
     typealias Failure = SpillFailure
 
@@ -39,17 +38,9 @@ struct SpilledRecords<Record: BitwiseCopyable>: ~Copyable {
         let file = files[partition]
         if file >= 0 {
             let size = Int(lseek(file, 0, SEEK_END))
-            lseek(file, 0, SEEK_SET)
             // A partition's file exists only once it spilled, so it is never empty.
             records = [Record](unsafeUninitializedCapacity: size / MemoryLayout<Record>.stride) { buffer, count in
-                let bytes = UnsafeMutableRawPointer(buffer.baseAddress!)
-                var done = 0
-                while done < size {
-                    let got = Glibc.read(file, bytes + done, size - done)
-                    if got < 0 && errno == EINTR { continue }
-                    guard got > 0 else { break }
-                    done += got
-                }
+                let done = FileDescriptor.readAll(file, UnsafeMutableRawBufferPointer(buffer), at: 0)
                 count = done == size ? size / MemoryLayout<Record>.stride : 0
             }
             guard records.count * MemoryLayout<Record>.stride == size else {

@@ -2,12 +2,10 @@ internal import CSystem
 import Foundation
 import Support
 
-/// Passes each discovered source on once (the first time its key is seen), in memory that stops
-/// growing: up to `exactLimit` keys are remembered exactly (16 bytes each); past that a Bloom
-/// filter of fixed size answers "new" for almost every new key, whose digest then goes to disk,
-/// and a source the filter may have seen waits on disk too. `finish` settles those with the
-/// digests read back a partition at a time: repeats are dropped, the filter's false matches
-/// passed on then (the only sources that leave discovery order: about 1 in 30,000 at 10M keys).
+/// Passes each discovered source on the first time its key is seen, in memory that stops growing:
+/// `exactLimit` keys exactly (16 bytes each), then a fixed Bloom filter, new keys' digests and the
+/// sources it may have seen waiting on disk. `finish` settles those a partition at a time: repeats
+/// dropped, false matches passed on then (the only sources out of discovery order: 1 in 30,000 at 10M keys).
 package struct UniqueSources: ~Copyable {
     package typealias Failure = SpillFailure
 
@@ -40,8 +38,7 @@ package struct UniqueSources: ~Copyable {
 
     deinit { if waitingFile >= 0 { close(waitingFile) } }
 
-    /// True when `source` is to be visited now: its key is new. False for a repeat, or for a
-    /// source that waits for `finish`.
+    /// True when `source` is to be visited now; false for a repeat, or a source that waits for `finish`.
     package mutating func admit(_ source: DiscoveredSource) throws(Failure) -> Bool {
         let digest = DigestSet.digest(source.key)
         if bloom.isEmpty {
@@ -74,16 +71,14 @@ package struct UniqueSources: ~Copyable {
         let remembered = Array(exact)
         exact = []
         bloom = [UInt64](repeating: 0, count: bloomBits / 64)
-        // Every remembered key was passed on: each goes to the passed digests, whatever the filter
-        // already says of it.
+        // Every remembered key was passed on, whatever the filter already says of it.
         for digest in remembered {
             _ = addToFilter(digest)
             try passed.append(digest, to: Self.partition(digest))
         }
     }
 
-    /// Whether the filter may have seen `digest`; if not, it is added to the filter and to the
-    /// passed digests.
+    /// Whether the filter may have seen `digest`; if not, it is added to it and to the passed digests.
     private mutating func mayHaveSeen(_ digest: Digest) throws(Failure) -> Bool {
         let seen = addToFilter(digest)
         if !seen { try passed.append(digest, to: Self.partition(digest)) }
@@ -117,12 +112,10 @@ package struct UniqueSources: ~Copyable {
 
     private func readWaiting(at offset: Int64) throws -> DiscoveredSource {
         var length: UInt32 = 0
-        guard withUnsafeMutableBytes(of: &length, { pread(waitingFile, $0.baseAddress, 4, off_t(offset)) }) == 4 else {
-            throw Failure(description: "cannot read back a temporary file in \(folder)")
-        }
+        let lengthRead = withUnsafeMutableBytes(of: &length) { FileDescriptor.readAll(waitingFile, $0, at: offset) }
         var body = Data(count: Int(UInt32(littleEndian: length)))
         let count = body.count
-        guard body.withUnsafeMutableBytes({ pread(waitingFile, $0.baseAddress, count, off_t(offset + 4)) }) == count else {
+        guard lengthRead == 4, body.withUnsafeMutableBytes({ FileDescriptor.readAll(waitingFile, $0, at: offset + 4) }) == count else {
             throw Failure(description: "cannot read back a temporary file in \(folder)")
         }
         return try JSONDecoder().decode(DiscoveredSource.self, from: body)
