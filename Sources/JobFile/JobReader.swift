@@ -385,7 +385,7 @@ extension Job {
             }
             guard seen.insert(name).inserted else { throw output.error(Output.name, "\(Quoted.value(name)) is used by another output") }
             let written = try output.read(Output.path)
-            let block = try OutputBlock(output, name: name, written: written, baseDirectory: baseDirectory)
+            let members = try blockMembers(output, name: name, written: written, baseDirectory: baseDirectory)
             let chain = try OperationChain.read(try output.array(Output.chain), context: context)
             let autorotate = try output.read(Output.autorotate)
             let metadata = try readMetadata(output)
@@ -393,7 +393,7 @@ extension Job {
             let frames = try output.optional(Output.frames)
             let destination = try destination(output, written: written, retry: retry)
             try output.finish()
-            return try block.members.map { member in
+            return try members.map { member in
                 // The block's outputs are named after it; a name taken elsewhere is the block's error.
                 guard member.set == nil || seen.insert(member.name).inserted else {
                     throw output.error(Output.name, "\(Quoted.value(member.name)), which this block makes, is used by another output")
@@ -406,54 +406,45 @@ extension Job {
         }
     }
 
+    /// One output of a block as written: its name and path template, `{width}` and `{format}` written out.
+    private typealias BlockMember = (name: String, set: OutputSetMember?, template: PathTemplate, encoder: any OutputEncoder)
+
     /// An output as written, with its `widths` and `format` or `formats`: one member for a plain output,
-    /// one per width and format for a block (docs/JOB-FILE.md, Width and format blocks), each with its
-    /// name and path template, `{width}` and `{format}` written out.
-    private struct OutputBlock {
-        struct Member {
-            let name: String
-            let set: OutputSetMember?
-            let template: PathTemplate
-            let encoder: any OutputEncoder
+    /// one per width and format for a block (docs/JOB-FILE.md, Width and format blocks).
+    private static func blockMembers(_ output: ObjectReader, name: String, written: String, baseDirectory: String) throws -> [BlockMember] {
+        let widths = try output.optional(Output.widths)
+        let formats = try output.optional(Output.formats)
+        let encoders = try formats ?? [readEncoder(try output.object(Output.format))]
+        let isBlock = widths != nil || formats != nil
+        if written.contains("{width}") && widths == nil {
+            throw output.error(Output.path, "{width} is the width of a block: give widths, or leave {width} out")
         }
-
-        let members: [Member]
-
-        init(_ output: ObjectReader, name: String, written: String, baseDirectory: String) throws {
-            let widths = try output.optional(Output.widths)
-            let formats = try output.optional(Output.formats)
-            let encoders = try formats ?? [readEncoder(try output.object(Output.format))]
-            let isBlock = widths != nil || formats != nil
-            if written.contains("{width}") && widths == nil {
-                throw output.error(Output.path, "{width} is the width of a block: give widths, or leave {width} out")
-            }
-            if written.contains("{format}"), let auto = encoders.first(where: { type(of: $0).extensions.isEmpty }) {
-                throw output.error(Output.path, "{format} is a format's usual extension, which \(type(of: auto).type) has none of: use {ext}")
-            }
-            // Each output of a block must have a path of its own: its width and format in it, or its name.
-            for (count, token, noun) in [(widths?.count ?? 1, "{width}", "widths"), (encoders.count, "{format}", "formats")]
-            where count > 1 && !written.contains(token) && !written.contains("{name}") {
-                throw output.error(Output.path, "must contain \(token): the block makes \(count) \(noun) (or {name}, which names each output)")
-            }
-            var members: [Member] = []
-            for width in widths.map({ $0.map(Optional.some) }) ?? [nil] {
-                for (index, encoder) in encoders.enumerated() {
-                    let type = type(of: encoder)
-                    let memberName = name + (width.map { "-\($0)" } ?? "") + (formats == nil ? "" : "-\(type.type)")
-                    var path = written.replacingOccurrences(of: "{width}", with: width.map(String.init) ?? "")
-                    path = path.replacingOccurrences(of: "{format}", with: type.extensions.first ?? "")
-                    let template = try PathTemplate(path, baseDirectory: baseDirectory, location: output.location(Output.path))
-                    // A name that ends in a token is checked for each item by the planner.
-                    if !template.extensionVaries, let mismatch = extensionMismatch(Paths.lastComponent(path), for: encoder) {
-                        throw output.error(Output.path, (formats == nil ? "" : "with formats[\(index)]: ") + mismatch)
-                    }
-                    let set = isBlock ? OutputSetMember(block: name, width: width, narrower: (widths ?? []).filter { $0 < width ?? 0 }.max(),
-                                                            format: type.type, formatIndex: index) : nil
-                    members.append(Member(name: isBlock ? memberName : name, set: set, template: template, encoder: encoder))
+        if written.contains("{format}"), let auto = encoders.first(where: { type(of: $0).extensions.isEmpty }) {
+            throw output.error(Output.path, "{format} is a format's usual extension, which \(type(of: auto).type) has none of: use {ext}")
+        }
+        // Each output of a block must have a path of its own: its width and format in it, or its name.
+        for (count, token, noun) in [(widths?.count ?? 1, "{width}", "widths"), (encoders.count, "{format}", "formats")]
+        where count > 1 && !written.contains(token) && !written.contains("{name}") {
+            throw output.error(Output.path, "must contain \(token): the block makes \(count) \(noun) (or {name}, which names each output)")
+        }
+        var members: [BlockMember] = []
+        for width in widths.map({ $0.map(Optional.some) }) ?? [nil] {
+            for (index, encoder) in encoders.enumerated() {
+                let type = type(of: encoder)
+                let memberName = name + (width.map { "-\($0)" } ?? "") + (formats == nil ? "" : "-\(type.type)")
+                var path = written.replacingOccurrences(of: "{width}", with: width.map(String.init) ?? "")
+                path = path.replacingOccurrences(of: "{format}", with: type.extensions.first ?? "")
+                let template = try PathTemplate(path, baseDirectory: baseDirectory, location: output.location(Output.path))
+                // A name that ends in a token is checked for each item by the planner.
+                if !template.extensionVaries, let mismatch = extensionMismatch(Paths.lastComponent(path), for: encoder) {
+                    throw output.error(Output.path, (formats == nil ? "" : "with formats[\(index)]: ") + mismatch)
                 }
+                let set = isBlock ? OutputSetMember(block: name, width: width, narrower: (widths ?? []).filter { $0 < width ?? 0 }.max(),
+                                                        format: type.type, formatIndex: index) : nil
+                members.append((isBlock ? memberName : name, set, template, encoder))
             }
-            self.members = members
         }
+        return members
     }
 
     package enum Concurrency {

@@ -180,34 +180,21 @@ package final class HTTPConnection: @unchecked Sendable {
         let exchange = Exchange(easy, request)
         self.exchange = exchange
         _ = ccurl_set_string(easy, CURLOPT_URL, request.url)
-        _ = ccurl_set_long(easy, CURLOPT_PATH_AS_IS, request.pathAsIs ? 1 : 0)
         // Only http and https, for the first request and every redirect.
-        _ = ccurl_set_string(easy, CURLOPT_PROTOCOLS_STR, "http,https")
-        _ = ccurl_set_string(easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
-        _ = ccurl_set_long(easy, CURLOPT_FOLLOWLOCATION, request.redirects > 0 ? 1 : 0)
-        _ = ccurl_set_long(easy, CURLOPT_MAXREDIRS, request.redirects)
-        _ = ccurl_set_long(easy, CURLOPT_NOSIGNAL, 1)
+        for option in [CURLOPT_PROTOCOLS_STR, CURLOPT_REDIR_PROTOCOLS_STR] { _ = ccurl_set_string(easy, option, "http,https") }
+        if let userAgent = request.userAgent { _ = ccurl_set_string(easy, CURLOPT_USERAGENT, userAgent) }
+        if request.method != "GET" && request.method != "HEAD" { _ = ccurl_set_string(easy, CURLOPT_CUSTOMREQUEST, request.method) }
         // Any finite number of seconds; beyond ~30 years is "never", not a trap converting it.
         func capped(_ value: Double, _ scale: Double) -> Int { Int(min((value * scale).rounded(.up), 1e12)) }
-        _ = ccurl_set_long(easy, CURLOPT_TIMEOUT_MS, capped(request.timeout, 1000))
-        _ = ccurl_set_long(easy, CURLOPT_CONNECTTIMEOUT_MS, capped(request.connectTimeout, 1000))
-        if let (limit, seconds) = request.lowSpeed {
-            _ = ccurl_set_long(easy, CURLOPT_LOW_SPEED_LIMIT, limit)
-            _ = ccurl_set_long(easy, CURLOPT_LOW_SPEED_TIME, capped(seconds, 1))
-        }
-        if let userAgent = request.userAgent { _ = ccurl_set_string(easy, CURLOPT_USERAGENT, userAgent) }
-        if request.multiplexed {
-            _ = ccurl_set_long(easy, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
-            _ = ccurl_set_long(easy, CURLOPT_PIPEWAIT, 1)
-        }
+        var options = [(CURLOPT_PATH_AS_IS, request.pathAsIs ? 1 : 0), (CURLOPT_FOLLOWLOCATION, request.redirects > 0 ? 1 : 0),
+                       (CURLOPT_MAXREDIRS, request.redirects), (CURLOPT_NOSIGNAL, 1), (CURLOPT_BUFFERSIZE, 256 << 10),
+                       (CURLOPT_TIMEOUT_MS, capped(request.timeout, 1000)), (CURLOPT_CONNECTTIMEOUT_MS, capped(request.connectTimeout, 1000))]
+        if let (limit, seconds) = request.lowSpeed { options += [(CURLOPT_LOW_SPEED_LIMIT, limit), (CURLOPT_LOW_SPEED_TIME, capped(seconds, 1))] }
+        if request.multiplexed { options += [(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS)), (CURLOPT_PIPEWAIT, 1)] }
+        if request.method == "HEAD" { options.append((CURLOPT_NOBODY, 1)) }
+        for (option, value) in options { _ = ccurl_set_long(easy, option, value) }
         // Refused up front when Content-Length says so; counted as it comes otherwise.
         _ = ccurl_set_offset(easy, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(exchange.limit))
-        _ = ccurl_set_long(easy, CURLOPT_BUFFERSIZE, 256 << 10)
-        switch request.method {
-        case "GET": break
-        case "HEAD": _ = ccurl_set_long(easy, CURLOPT_NOBODY, 1)
-        default: _ = ccurl_set_string(easy, CURLOPT_CUSTOMREQUEST, request.method)
-        }
         switch request.body {
         case .none: break
         case .bytes(let bytes):
