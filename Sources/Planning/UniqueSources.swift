@@ -46,7 +46,10 @@ package struct UniqueSources: ~Copyable {
             if exact.count > exactLimit { try leaveExactSet() }
             return true
         }
-        if try !mayHaveSeen(digest) { return true }
+        if !addToFilter(digest) {
+            try passed.append(digest, to: Self.partition(digest))
+            return true
+        }
         try wait(source, digest)
         return false
     }
@@ -76,13 +79,6 @@ package struct UniqueSources: ~Copyable {
             _ = addToFilter(digest)
             try passed.append(digest, to: Self.partition(digest))
         }
-    }
-
-    /// Whether the filter may have seen `digest`; if not, it is added to it and to the passed digests.
-    private mutating func mayHaveSeen(_ digest: Digest) throws(Failure) -> Bool {
-        let seen = addToFilter(digest)
-        if !seen { try passed.append(digest, to: Self.partition(digest)) }
-        return seen
     }
 
     /// Sets `digest`'s bits; true when all of them were set already.
