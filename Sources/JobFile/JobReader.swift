@@ -201,7 +201,12 @@ extension Job {
             } else if source.has(Source.list) {
                 spec = .list(try path(source, Source.list, baseDirectory, mayBeURL: true))
             } else if source.has(Source.s3) {
-                spec = try bucket(source, retry: retry)
+                let location = try source.read(Source.s3)
+                guard let place = ObjectURL(location) else {
+                    throw source.error(Source.s3, "must be s3://BUCKET/PREFIX (the prefix may be empty), not \(Quoted.value(location))")
+                }
+                spec = .bucket(try store(source), bucket: place.bucket, prefix: place.key, include: try source.read(Source.include),
+                               exclude: try source.read(Source.exclude), retry: retry)
             } else {
                 // The exactlyOne rule leaves a URL.
                 let url = try source.read(Source.url)
@@ -211,16 +216,6 @@ extension Job {
             try source.finish()
             return spec
         }
-    }
-
-    /// An `s3` source: its bucket and prefix, and the store it is in.
-    private static func bucket(_ source: ObjectReader, retry: RetryPolicy) throws -> SourceSpec {
-        let location = try source.read(Source.s3)
-        guard let place = ObjectURL(location) else {
-            throw source.error(Source.s3, "must be s3://BUCKET/PREFIX (the prefix may be empty), not \(Quoted.value(location))")
-        }
-        return .bucket(try store(source), bucket: place.bucket, prefix: place.key, include: try source.read(Source.include),
-                       exclude: try source.read(Source.exclude), retry: retry)
     }
 
     /// The store a source's or an output's `endpoint`, `region` and `addressing` name.
