@@ -44,7 +44,22 @@ package struct SourceDiscovery {
 
         func discover(spec: Int, walked: WalkObserver?, _ visit: Visitor) throws {
             let walk = Walk(spec: spec, location: "sources[\(spec)].path", observe: walked)
-            try expandPath(root, recursive: recursive, include: include, exclude: exclude, walk, visit)
+            var info = stat()
+            guard stat(root, &info) == 0 else {
+                // A path of megabytes is no path (File name too long): the error quotes its start.
+                throw JobFileError(walk.location, "\(Quoted.text(root)): \(String(cString: strerror(errno)))")
+            }
+            if (info.st_mode & S_IFMT) != S_IFDIR {
+                try walk.observe?(WalkedPath(root, entryIsFolder: false))
+                try visit(found(root, nil, walk))
+                return
+            }
+            let include = include.map { Wildcard($0, caseInsensitive: true) }, exclude = exclude.map { Wildcard($0, caseInsensitive: true) }
+            try walkFolder(root, relative: "", recursive: recursive, walk, ancestors: []) { name, relative in
+                let line = relative.isEmpty ? name : relative + "/" + name
+                let wanted = include.contains { $0.matches(name) } && !exclude.contains { $0.matches(name) || $0.matches(line) }
+                if wanted { try visit(found(root, line, walk)) }
+            }
         }
 
         func source(at line: String?) -> DiscoveredSource? { below(root, line) }
@@ -64,15 +79,26 @@ package struct SourceDiscovery {
     /// A `glob` spec, its fixed part worked out once.
     struct Glob: SourceListing {
         let pattern: String
-        private let root: String
+        /// The folder the first wildcard segment is matched in (the whole pattern when it has none),
+        /// and the segments from that one on.
+        private let root: String, wild: [String]
 
         init(_ pattern: String) {
             self.pattern = pattern
-            root = globRoot(pattern).root
+            let segments = pattern.split(separator: "/").map(String.init)
+            let firstWild = segments.firstIndex { $0.contains { "*?[".contains($0) } } ?? segments.count
+            (root, wild) = ("/" + segments[..<firstWild].joined(separator: "/"), Array(segments[firstWild...]))
         }
 
         func discover(spec: Int, walked: WalkObserver?, _ visit: Visitor) throws {
-            try expandGlob(pattern, Walk(spec: spec, location: "sources[\(spec)].glob", observe: walked), visit)
+            let walk = Walk(spec: spec, location: "sources[\(spec)].glob", observe: walked)
+            if wild.isEmpty {
+                let seen = WalkedPath(kindAt: root)
+                try walk.observe?(seen)
+                if !seen.isMissing { try visit(found(root, nil, walk)) }
+                return
+            }
+            try matchGlob(wild, root: root, relative: "", walk, ancestors: [], visit)
         }
 
         func source(at line: String?) -> DiscoveredSource? { below(root, line) }
@@ -91,7 +117,33 @@ package struct SourceDiscovery {
         var canNameTwice: Bool { true }
 
         func discover(spec: Int, walked: WalkObserver?, _ visit: Visitor) throws {
-            try expandList(path, spec: spec, visit)
+            // Read line by line: lists of hundreds of thousands of URLs never sit in memory as text.
+            guard let file = fopen(path, "r") else {
+                throw JobFileError("sources[\(spec)].list", "cannot read list file \(Quoted.text(path)): \(String(cString: strerror(errno)))")
+            }
+            defer { fclose(file) }
+            let listFolder = Paths.directory(of: path)
+            // Room for a line, its line feed and fgets' terminator, which lands in the last byte only when
+            // fgets filled the buffer: the line then ends with its line feed before it, or is too long.
+            let buffer = UnsafeMutablePointer<CChar>.allocate(capacity: longestListLine + 2)
+            defer { buffer.deallocate() }
+            var number = 0
+            while true {
+                buffer[longestListLine + 1] = 1
+                guard fgets(buffer, Int32(longestListLine + 2), file) != nil else { return }
+                number += 1
+                if buffer[longestListLine + 1] == 0 && buffer[longestListLine] != 0x0A {
+                    throw JobFileError("sources[\(spec)].list", "line \(number) of \(Quoted.text(path)) is longer than "
+                                       + "\(Quoted.bytes(longestListLine)), the longest a list line may be (a path or a URL)")
+                }
+                // The line break goes on bytes, so most lines need no trimming by Foundation; a NUL ends the line.
+                var length = strlen(buffer)
+                while length > 0 && (buffer[length - 1] == 0x0A || buffer[length - 1] == 0x0D) { length -= 1; buffer[length] = 0 }
+                let line = RemoteURL.trimmed(Paths.name(cString: buffer), .whitespacesAndNewlines)
+                guard var source = listed(line, listFolder: listFolder) else { continue }
+                source.entry = SourceEntry(spec: spec, line: line)
+                try visit(source)
+            }
         }
 
         func source(at line: String?) -> DiscoveredSource? {
@@ -126,30 +178,10 @@ package struct SourceDiscovery {
     }
 
     /// `below(root, line)` with its entry, as a walk visits it.
-    private static func walked(_ root: String, _ line: String?, _ walk: Walk) -> DiscoveredSource {
+    private static func found(_ root: String, _ line: String?, _ walk: Walk) -> DiscoveredSource {
         var source = below(root, line)
         source.entry = SourceEntry(spec: walk.spec, line: line)
         return source
-    }
-
-    private static func expandPath(_ path: String, recursive: Bool, include: [String], exclude: [String],
-                                   _ walk: Walk, _ visit: Visitor) throws {
-        var info = stat()
-        guard stat(path, &info) == 0 else {
-            // A path of megabytes is no path (File name too long): the error quotes its start.
-            throw JobFileError(walk.location, "\(Quoted.text(path)): \(String(cString: strerror(errno)))")
-        }
-        if (info.st_mode & S_IFMT) != S_IFDIR {
-            try walk.observe?(WalkedPath(path, entryIsFolder: false))
-            try visit(walked(path, nil, walk))
-            return
-        }
-        let include = include.map { Wildcard($0, caseInsensitive: true) }, exclude = exclude.map { Wildcard($0, caseInsensitive: true) }
-        try walkFolder(path, relative: "", recursive: recursive, walk, ancestors: []) { name, relative in
-            let line = relative.isEmpty ? name : relative + "/" + name
-            let wanted = include.contains { $0.matches(name) } && !exclude.contains { $0.matches(name) || $0.matches(line) }
-            if wanted { try visit(walked(path, line, walk)) }
-        }
     }
 
     /// Visits the regular files below `root` (hidden entries skipped), sorted by name. A folder
@@ -271,25 +303,6 @@ package struct SourceDiscovery {
 
     // MARK: Globs
 
-    /// The folder a pattern's first wildcard segment is matched in (the whole pattern when it has
-    /// none), and the segments from that one on.
-    private static func globRoot(_ pattern: String) -> (root: String, wild: [String]) {
-        let segments = pattern.split(separator: "/").map(String.init)
-        let firstWild = segments.firstIndex { $0.contains { "*?[".contains($0) } } ?? segments.count
-        return ("/" + segments[..<firstWild].joined(separator: "/"), Array(segments[firstWild...]))
-    }
-
-    private static func expandGlob(_ pattern: String, _ walk: Walk, _ visit: Visitor) throws {
-        let (root, wild) = globRoot(pattern)
-        if wild.isEmpty {
-            let seen = WalkedPath(kindAt: root)
-            try walk.observe?(seen)
-            if !seen.isMissing { try visit(walked(root, nil, walk)) }
-            return
-        }
-        try matchGlob(wild, root: root, relative: "", walk, ancestors: [], visit)
-    }
-
     private static func matchGlob(_ segments: [String], root: String, relative: String, _ walk: Walk,
                                   ancestors: Set<FolderID>, _ visit: Visitor) throws {
         guard let segment = segments.first else { return }
@@ -311,7 +324,7 @@ package struct SourceDiscovery {
             if entry.name.hasPrefix(".") && !segment.hasPrefix(".") { continue }
             guard wildcard.matches(entry.name) else { continue }
             if rest.isEmpty {
-                if !entry.isDirectory { try visit(walked(root, child(entry.name), walk)) }
+                if !entry.isDirectory { try visit(found(root, child(entry.name), walk)) }
             } else if entry.isDirectory {
                 try matchGlob(rest, root: root, relative: child(entry.name), walk, ancestors: inside, visit)
             }
@@ -323,36 +336,6 @@ package struct SourceDiscovery {
     /// The longest list line read, 64 KiB: sixteen times PATH_MAX, eight times the longest URL most
     /// servers take; the buffer's size, so a file that is one endless line costs no more.
     package static let longestListLine = 64 << 10
-
-    private static func expandList(_ listPath: String, spec: Int, _ visit: Visitor) throws {
-        // Read line by line: lists of hundreds of thousands of URLs never sit in memory as text.
-        guard let file = fopen(listPath, "r") else {
-            throw JobFileError("sources[\(spec)].list", "cannot read list file \(Quoted.text(listPath)): \(String(cString: strerror(errno)))")
-        }
-        defer { fclose(file) }
-        let listFolder = Paths.directory(of: listPath)
-        // Room for a line, its line feed and fgets' terminator, which lands in the last byte only when
-        // fgets filled the buffer: the line then ends with its line feed before it, or is too long.
-        let buffer = UnsafeMutablePointer<CChar>.allocate(capacity: longestListLine + 2)
-        defer { buffer.deallocate() }
-        var number = 0
-        while true {
-            buffer[longestListLine + 1] = 1
-            guard fgets(buffer, Int32(longestListLine + 2), file) != nil else { return }
-            number += 1
-            if buffer[longestListLine + 1] == 0 && buffer[longestListLine] != 0x0A {
-                throw JobFileError("sources[\(spec)].list", "line \(number) of \(Quoted.text(listPath)) is longer than "
-                                   + "\(Quoted.bytes(longestListLine)), the longest a list line may be (a path or a URL)")
-            }
-            // The line break goes on bytes, so most lines need no trimming by Foundation; a NUL ends the line.
-            var length = strlen(buffer)
-            while length > 0 && (buffer[length - 1] == 0x0A || buffer[length - 1] == 0x0D) { length -= 1; buffer[length] = 0 }
-            let line = RemoteURL.trimmed(Paths.name(cString: buffer), .whitespacesAndNewlines)
-            guard var source = listed(line, listFolder: listFolder) else { continue }
-            source.entry = SourceEntry(spec: spec, line: line)
-            try visit(source)
-        }
-    }
 
     /// The source a list's line (trimmed) names; nil for a blank line or a comment.
     private static func listed(_ line: String, listFolder: String) -> DiscoveredSource? {
