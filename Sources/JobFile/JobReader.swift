@@ -54,8 +54,12 @@ extension Job {
         let defaultName = Paths.splitExtension(Paths.lastComponent(filePath)).stem
         let name = try root.optional(Keys.name) ?? defaultName
 
-        // A bucket's listing retries as the job's downloads and writes do.
-        let retry = try readRetry(root)
+        // The job's `retry`, which every request to an origin or a store follows (a bucket's listing too).
+        let retrySection = try root.object(RemoteSettings.Keys.retry)
+        let retry = RetryPolicy(attempts: try retrySection.read(RemoteSettings.Keys.attempts),
+                                initialDelay: try retrySection.read(RemoteSettings.Keys.initialDelay),
+                                maxDelay: try retrySection.read(RemoteSettings.Keys.maxDelay))
+        try retrySection.finish()
         let sources = try readSources(root, baseDirectory: baseDirectory, retry: retry)
         let outputs = try readOutputs(root, baseDirectory: baseDirectory, retry: retry)
         let derive = try root.read(Keys.derive)

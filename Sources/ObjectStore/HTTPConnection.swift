@@ -206,7 +206,6 @@ package final class HTTPConnection: @unchecked Sendable {
             _ = ccurl_set_long(easy, CURLOPT_UPLOAD, 1)
             _ = ccurl_set_offset(easy, CURLOPT_INFILESIZE_LARGE, curl_off_t(range.length))
         }
-        exchange.install()
     }
 
     /// The answer to the prepared request, once curl ended it with `result` (a `CURLcode`).
@@ -217,8 +216,8 @@ package final class HTTPConnection: @unchecked Sendable {
     }
 }
 
-/// One request's state while curl runs it: its header list and error buffer, the answer as it
-/// comes, and the body as it is read out.
+/// One request's state while curl runs it, installed on the handle as it is made: its header list and
+/// error buffer, the answer as it comes, and the body as it is read out.
 private final class Exchange {
     let easy: UnsafeMutableRawPointer
     let request: HTTPRequest
@@ -250,14 +249,6 @@ private final class Exchange {
         }
         for line in lines { headerList = curl_slist_append(headerList, line) }
         errorBuffer.initialize(to: 0)
-    }
-
-    deinit {
-        curl_slist_free_all(headerList)
-        errorBuffer.deallocate()
-    }
-
-    func install() {
         let context = Unmanaged.passUnretained(self).toOpaque()
         _ = ccurl_set_headers(easy, headerList)
         _ = ccurl_set_callback(easy, CURLOPT_WRITEFUNCTION) { data, size, count, context in
@@ -275,6 +266,11 @@ private final class Exchange {
             _ = ccurl_set_pointer(easy, CURLOPT_READDATA, context)
         }
         _ = ccurl_set_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer)
+    }
+
+    deinit {
+        curl_slist_free_all(headerList)
+        errorBuffer.deallocate()
     }
 
     func finish(_ code: CURLcode) throws(HTTPFailure) -> HTTPResponse {
