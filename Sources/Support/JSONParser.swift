@@ -64,14 +64,14 @@ private struct JSONParser {
         switch byte {
         case UInt8(ascii: "{"):
             var fields: [String: JSONValue] = [:]
-            _ = try members { key, parser throws(JSONSyntaxError) in
-                fields[key] = try parser.value()
+            _ = try items(keyed: true) { parser, key throws(JSONSyntaxError) in
+                fields[key!] = try parser.value()
                 return false
             }
             return .object(fields)
         case UInt8(ascii: "["):
             var values: [JSONValue] = []
-            _ = try elements { parser throws(JSONSyntaxError) in
+            _ = try items(keyed: false) { parser, _ throws(JSONSyntaxError) in
                 values.append(try parser.value())
                 return false
             }
@@ -89,48 +89,36 @@ private struct JSONParser {
         }
     }
 
-    /// Steps through the object at the current position: `member` reads each key's value, or stops
-    /// at it (true). Returns where the key it stopped at begins; nil after the object's end.
-    private mutating func members(_ member: (String, inout JSONParser) throws(JSONSyntaxError) -> Bool) throws(JSONSyntaxError) -> Int? {
+    /// Steps through the object (`keyed`) or array at the current position: `item` reads each member's
+    /// value (given its key) or element, or stops at it (true). Returns where the member's key or the
+    /// element it stopped at begins; nil after the end.
+    private mutating func items(keyed: Bool, _ item: (inout JSONParser, String?) throws(JSONSyntaxError) -> Bool) throws(JSONSyntaxError) -> Int? {
+        let close = UInt8(ascii: keyed ? "}" : "]")
         try enter()
         skipWhitespace()
-        if next == UInt8(ascii: "}") { index += 1; depth -= 1; return nil }
+        if next == close { index += 1; depth -= 1; return nil }
         for count in 0... {
             skipWhitespace()
-            guard next == UInt8(ascii: "\"") else {
-                throw failure(count == 0 ? "expected a key in double quotes or '}'" : "expected a key in double quotes")
+            let start = index
+            var key: String?
+            if keyed {
+                guard next == UInt8(ascii: "\"") else {
+                    throw failure(count == 0 ? "expected a key in double quotes or '}'" : "expected a key in double quotes")
+                }
+                key = try string()
+                skipWhitespace()
+                guard next == UInt8(ascii: ":") else { throw failure("expected ':'") }
+                index += 1
             }
-            let keyStart = index
-            let key = try string()
-            skipWhitespace()
-            guard next == UInt8(ascii: ":") else { throw failure("expected ':'") }
-            index += 1
-            if try member(key, &self) { return keyStart }
+            if try item(&self, key) { return start }
             skipWhitespace()
             switch next {
             case UInt8(ascii: ","): index += 1
-            case UInt8(ascii: "}"): index += 1; depth -= 1; return nil
-            default: throw failure("expected ',' or '}'")
+            case close: index += 1; depth -= 1; return nil
+            default: throw failure(keyed ? "expected ',' or '}'" : "expected ',' or ']'")
             }
         }
         preconditionFailure("the loop returns or throws")
-    }
-
-    /// Steps through the array at the current position: `element` reads each element, or stops at
-    /// it (true). Returns whether it stopped.
-    private mutating func elements(_ element: (inout JSONParser) throws(JSONSyntaxError) -> Bool) throws(JSONSyntaxError) -> Bool {
-        try enter()
-        skipWhitespace()
-        if next == UInt8(ascii: "]") { index += 1; depth -= 1; return false }
-        while true {
-            if try element(&self) { return true }
-            skipWhitespace()
-            switch next {
-            case UInt8(ascii: ","): index += 1
-            case UInt8(ascii: "]"): index += 1; depth -= 1; return false
-            default: throw failure("expected ',' or ']'")
-            }
-        }
     }
 
     /// Steps over the opening bracket.
@@ -257,13 +245,14 @@ private struct JSONParser {
             let here = index
             if rest.isEmpty {
                 guard let member, next == UInt8(ascii: "{") else { return here }
-                return try members { key, parser throws(JSONSyntaxError) in key == member ? true : try parser.skipValue() } ?? here
+                return try items(keyed: true) { parser, key throws(JSONSyntaxError) in key == member ? true : try parser.skipValue() } ?? here
             }
             switch next {
             case UInt8(ascii: "{"):
                 // The first key the path goes on from (a key may hold `.` or `[` itself).
                 var step: String?
-                _ = try members { key, parser throws(JSONSyntaxError) in
+                _ = try items(keyed: true) { parser, key throws(JSONSyntaxError) in
+                    guard let key else { return false }
                     let after = rest.utf8.starts(with: key.utf8) ? rest.utf8.dropFirst(key.utf8.count) : nil
                     guard let after, after.isEmpty || after.first == UInt8(ascii: ".") || after.first == UInt8(ascii: "[") else {
                         return try parser.skipValue()
@@ -277,10 +266,10 @@ private struct JSONParser {
                 guard rest.first == "[", let close = rest.firstIndex(of: "]"), let wanted = Int(rest[rest.index(after: rest.startIndex)..<close])
                 else { return here }
                 var count = 0
-                guard try elements({ parser throws(JSONSyntaxError) in
+                guard try items(keyed: false, { parser, _ throws(JSONSyntaxError) in
                     defer { count += 1 }
                     return count == wanted ? true : try parser.skipValue()
-                }) else { return here }
+                }) != nil else { return here }
                 rest = Self.dropping(String(rest[...close]), from: rest)
             default: return here
             }
