@@ -53,13 +53,11 @@ public enum BlacklistReason: Sendable, Hashable, Codable, RawRepresentable, Cust
 
     /// Reads a stored spelling; nil for one this version does not know.
     public init?(rawValue spelling: String) {
-        let httpPrefix = "http-"
-        if spelling.hasPrefix(httpPrefix), let status = Int(spelling.dropFirst(httpPrefix.count)) {
+        if spelling.hasPrefix("http-"), let status = Int(spelling.dropFirst("http-".count)) {
             self = .download(.httpStatus(status))
-        } else if let reason = Self.fixed.first(where: { $0.rawValue == spelling }) {
-            self = reason
         } else {
-            return nil
+            guard let reason = Self.fixed.first(where: { $0.rawValue == spelling }) else { return nil }
+            self = reason
         }
     }
 
