@@ -16,11 +16,9 @@ public struct BlacklistEntry: Sendable, Codable {
     }
 }
 
-/// Why a URL is on the failed-URL blacklist, as its `kind` column stores it and reports show it:
-/// a download that failed for good (the server's doing), or a body that came down but is no usable
-/// image (bad image data). One value, so a download over `limits.maxDownloadBytes` is never read
-/// back as an image over `limits.maxPixels`.
-/// Codable (and, in State, stored) through its spelling, `rawValue`.
+/// Why a URL is on the blacklist, as its `kind` column stores it (`rawValue`): a download that failed
+/// for good, or a body that is no usable image. One value, so a download over `limits.maxDownloadBytes`
+/// is never read back as an image over `limits.maxPixels`.
 public enum BlacklistReason: Sendable, Hashable, Codable, RawRepresentable, CustomStringConvertible {
     case download(Download)
     /// The item failure every output of the body met (`ItemFailure.isBadImageData`: decode, too-large).

@@ -2,10 +2,9 @@ import Foundation
 import Synchronization
 import Support
 
-/// Writes and deletes a run's objects (rendered outputs, the manifest, pruned orphans) a batch at
-/// a time, over up to `parallel` connections at once that stay open from batch to batch. Each
-/// request is retried as `StoreRequest` does. An object larger than its part size goes up as a
-/// multipart upload, a part at a time; bodies are read from their files as they are sent.
+/// Writes and deletes a run's objects a batch at a time, over up to `parallel` connections kept open
+/// from batch to batch. An object larger than its part size goes up as a multipart upload; bodies are
+/// read from their files as they are sent.
 package final class ObjectWriter: Sendable {
     package enum Change: Sendable {
         /// Writes the file at `file` as the object, with its media type and `Cache-Control`.

@@ -8,22 +8,14 @@ import Model
 /// order, so a run's memory does not grow with its length. Beside the state database (/tmp is often a
 /// RAM disk), unlinked once opened: nothing to clean up, even after a crash.
 package final class PlanSpool {
-    package struct Failure: Error, CustomStringConvertible {
-        package let description: String
-    }
+    package typealias Failure = SpillFailure
 
     private let descriptor: Int32
     private var pendingWrite = Data()
     private var count = 0
 
     package init(besideStateAt statePath: String) throws {
-        var template = Array((Paths.directory(of: statePath) + "/.runner-plan-XXXXXX").utf8CString)
-        descriptor = template.withUnsafeMutableBufferPointer { mkostemp($0.baseAddress!, O_CLOEXEC) }
-        let path = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
-        guard descriptor >= 0 else {
-            throw PlanSpool.Failure(description: "cannot create the plan file beside \(statePath): \(String(cString: strerror(errno)))")
-        }
-        unlink(path)
+        descriptor = try unlinkedFile(in: Paths.directory(of: statePath), prefix: ".runner-plan-", what: "the plan file beside \(statePath)")
     }
 
     /// Closed by the reader once writing is finished, or here if it never was.

@@ -53,18 +53,21 @@ struct SpilledRecords<Record: BitwiseCopyable>: ~Copyable {
     }
 
     private mutating func spill(_ partition: Int) throws(Failure) {
-        if files[partition] < 0 { files[partition] = try Self.unlinkedFile(in: folder, prefix: prefix) }
+        if files[partition] < 0 { files[partition] = try unlinkedFile(in: folder, prefix: prefix) }
         let failure = buffers[partition].withUnsafeBytes { FileDescriptor.writeAll(files[partition], $0) }
         if let failure { throw Failure(description: "cannot write a temporary file in \(folder): \(String(cString: strerror(failure)))") }
         buffers[partition].removeAll(keepingCapacity: true)
     }
 
-    /// A new file in `folder` that nobody else can open and that goes when it is closed.
-    static func unlinkedFile(in folder: String, prefix: String) throws(Failure) -> Int32 {
-        var template = Array((folder + "/" + prefix + "XXXXXX").utf8CString)
-        let file = template.withUnsafeMutableBufferPointer { mkostemp($0.baseAddress!, O_CLOEXEC) }
-        guard file >= 0 else { throw Failure(description: "cannot create a temporary file in \(folder): \(String(cString: strerror(errno)))") }
-        template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
-        return file
+}
+
+/// A new file in `folder` that nobody else can open and that goes when it is closed; `what` names it in an error.
+func unlinkedFile(in folder: String, prefix: String, what: String? = nil) throws(SpillFailure) -> Int32 {
+    var template = Array((folder + "/" + prefix + "XXXXXX").utf8CString)
+    let file = template.withUnsafeMutableBufferPointer { mkostemp($0.baseAddress!, O_CLOEXEC) }
+    guard file >= 0 else {
+        throw SpillFailure(description: "cannot create \(what ?? "a temporary file in \(folder)"): \(String(cString: strerror(errno)))")
     }
+    template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
+    return file
 }

@@ -95,7 +95,7 @@ package struct UniqueSources: ~Copyable {
     }
 
     private mutating func wait(_ source: DiscoveredSource, _ digest: Digest) throws(Failure) {
-        if waitingFile < 0 { waitingFile = try SpilledRecords<Digest>.unlinkedFile(in: folder, prefix: ".runner-keys-") }
+        if waitingFile < 0 { waitingFile = try unlinkedFile(in: folder, prefix: ".runner-keys-") }
         let body: Data
         do { body = try JSONEncoder().encode(source) } catch { throw Failure(description: "cannot encode \(source.key): \(error)") }
         var record = withUnsafeBytes(of: UInt32(body.count).littleEndian) { Data($0) }
