@@ -55,8 +55,6 @@ package struct FileRange: Sendable {
     package let descriptor: Int32
     package let offset: Int64
     package let length: Int
-
-    package init(descriptor: Int32, offset: Int64, length: Int) { (self.descriptor, self.offset, self.length) = (descriptor, offset, length) }
 }
 
 package struct HTTPResponse: Sendable {

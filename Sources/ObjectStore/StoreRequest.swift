@@ -32,10 +32,6 @@ package struct StoreRequest {
     package let location: String
     package var retry: RetryPolicy
 
-    package init(endpoint: S3Endpoint, bucket: String, location: String, retry: RetryPolicy = .standard) {
-        (self.endpoint, self.bucket, self.location, self.retry) = (endpoint, bucket, location, retry)
-    }
-
     /// The store's answer, a success or a refusal of this request alone (its caller reads which);
     /// throws `refused` for a refusal of the whole run (credentials, access, region, bucket, clock)
     /// with what to fix, and `unreachable` once the attempts are spent. `accept` says why a success

@@ -33,6 +33,7 @@ package protocol FetchedSource: SourceKind {
 }
 
 extension FetchedSource {
+    package var fetched: (any FetchedSource)? { self }
     package var changedAt: Date? { nil }
 }
 

@@ -26,8 +26,6 @@ package enum ImageSignature {
         package var mediaType: String { rawValue }
     }
 
-    package static func looksLikeImage(_ head: [UInt8]) -> Bool { format(head) != nil }
-
     package static func format(_ head: [UInt8]) -> Format? {
         func starts(_ bytes: [UInt8], at offset: Int = 0) -> Bool {
             head.count >= offset + bytes.count && Array(head[offset..<offset + bytes.count]) == bytes
