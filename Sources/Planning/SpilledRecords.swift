@@ -12,7 +12,6 @@ package struct SpillFailure: Error, CustomStringConvertible {
 struct SpilledRecords<Record: BitwiseCopyable>: ~Copyable {
     typealias Failure = SpillFailure
 
-    private static var bufferLimit: Int { 8_192 }
     private let folder: String
     private let prefix: String
     private var buffers: [[Record]]
@@ -29,7 +28,7 @@ struct SpilledRecords<Record: BitwiseCopyable>: ~Copyable {
 
     mutating func append(_ record: Record, to partition: Int) throws(Failure) {
         buffers[partition].append(record)
-        if buffers[partition].count >= Self.bufferLimit { try spill(partition) }
+        if buffers[partition].count >= 8_192 { try spill(partition) }
     }
 
     /// A partition's records in the order they came; its buffer is released.

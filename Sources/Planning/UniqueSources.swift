@@ -43,7 +43,16 @@ package struct UniqueSources: ~Copyable {
         let digest = DigestSet.digest(source.key)
         if bloom.isEmpty {
             guard exact.insert(digest).inserted else { return false }
-            if exact.count > exactLimit { try leaveExactSet() }
+            guard exact.count > exactLimit else { return true }
+            // Leaving the exact set: its table goes before the filter comes (the two at once were the
+            // plan's peak), and every remembered key goes to the passed digests, whatever the filter says.
+            let remembered = Array(exact)
+            exact = []
+            bloom = [UInt64](repeating: 0, count: bloomBits / 64)
+            for digest in remembered {
+                _ = addToFilter(digest)
+                try passed.append(digest, to: Self.partition(digest))
+            }
             return true
         }
         if !addToFilter(digest) {
@@ -67,18 +76,6 @@ package struct UniqueSources: ~Copyable {
             }
         }
         for offset in newOffsets.sorted() { try visit(try readWaiting(at: offset)) }
-    }
-
-    private mutating func leaveExactSet() throws(Failure) {
-        // The set's table goes before the filter comes: the two at once were the plan's peak.
-        let remembered = Array(exact)
-        exact = []
-        bloom = [UInt64](repeating: 0, count: bloomBits / 64)
-        // Every remembered key was passed on, whatever the filter already says of it.
-        for digest in remembered {
-            _ = addToFilter(digest)
-            try passed.append(digest, to: Self.partition(digest))
-        }
     }
 
     /// Sets `digest`'s bits; true when all of them were set already.
