@@ -2,10 +2,9 @@ import Support
 import Keys
 /// An output path such as `../out/thumbs/{dir}/{stem}.webp`.
 ///
-/// Tokens: `{stem}`, `{ext}` (the source's name without and its extension), `{dir}` (the source's
-/// folder relative to its source root), `{name}` (the output's name), `{key}` (a short stable hash
-/// of the source key), `{hash}` (a short hash of the output's bytes: see `hashSuffix`). Token values are sanitized and the result must stay inside `root`, the
-/// folder the template's literal prefix names, so no source name can write elsewhere.
+/// Tokens (`{stem}`, `{ext}`, `{dir}`: the source's folder below its root, `{name}`, `{key}`: a hash of its
+/// key, `{hash}`: of the output's bytes, see `hashSuffix`) are sanitized, and the result must stay inside
+/// `root`, the folder the template's literal prefix names, so no source name writes elsewhere.
 ///
 /// An `s3://BUCKET/...` template names objects: it is planned as the absolute path `/BUCKET/...`
 /// (the same rules keep a source's name inside its root) and its paths carry the scheme again.

@@ -38,10 +38,9 @@ package struct SiteManifestSettings: Sendable, Equatable {
     package static let key = ObjectKey("manifest", .fixed(ObjectShape([Keys.path, Keys.format, Keys.sources])),
         "Write a manifest of every source and output (sizes, types, content hashes, failures) at the end of every run, for a site build.")
 
-    /// Reads `manifest` when the job has it. Its path is fixed in the job, not made from source
-    /// names, so it may be anywhere (a site's data folder beside the job's); it must only not take
-    /// the place of the job file, the state database or a folder an output writes into (`roots`,
-    /// in the job's order of outputs, each with where the job file declares it). An output's own path is checked as the job is planned.
+    /// Reads `manifest` when the job has it. Its path is fixed in the job, so it may be anywhere, but
+    /// not in place of the job file, the state database or a folder an output writes into (`roots`,
+    /// with where the job declares each); an output's own path is checked as the job is planned.
     static func read(_ root: ObjectReader, jobFile: String, baseDirectory: String, roots: [(location: String, root: String)], statePath: String) throws -> SiteManifestSettings? {
         guard root.has(key) else { return nil }
         let section = try root.object(key)

@@ -142,12 +142,10 @@ package enum AtomicFile {
         ItemFailure(.write, "\(what): \(String(cString: strerror(errno)))")
     }
 
-    /// A whole file written piece by piece (a manifest of a million items), published like
-    /// `write`'s only if its bytes differ from the file at `path`. They are compared as they come,
-    /// against the file held open, and nothing is staged while they match: an unchanged file keeps
-    /// its inode and modification time, and its folder too (a site watcher sees nothing). At the
-    /// first difference the matched part is copied from the old file into a temporary beside it,
-    /// so memory stays at one buffer whatever the size.
+    /// A whole file written piece by piece (a manifest of a million items), published like `write`'s
+    /// only if its bytes differ from the file at `path`, compared as they come: an unchanged file keeps
+    /// its inode and modification time, and its folder too (a site watcher sees nothing). At the first
+    /// difference the matched part is copied into a temporary beside it: memory stays at one buffer.
     package final class Streamed {
         package let path: String
         /// The file at `path` when writing began, while it still matches; runner replaces files by
