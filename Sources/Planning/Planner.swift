@@ -43,7 +43,18 @@ package struct Planner {
         // Only a shard remembers: it is what reads the whole job for a part of it.
         let inputs = memory != nil && job.shard != nil ? SourceInputs(job) : nil
         let sourceStats = FolderStat()
-        if let memory, let inputs, replay, try replayed(memory, inputs, sourceStats, visit) { return true }
+        if let memory, let inputs, replay {
+            // The recorded sources, made again by their specs' listings, made once (a glob's fixed part
+            // per source was a tenth of a reused 10M glob shard's plan).
+            let listings = job.sources.map(\.listing)
+            let replayed = try memory.replaySources(madeUnder: inputs.fingerprint, ifEach: { $0.isUnchanged }) { entry in
+                guard listings.indices.contains(entry.spec), let discovered = listings[entry.spec].source(at: entry.line) else {
+                    throw RememberedSourceMismatch(entry: entry)
+                }
+                try visit(try planned(discovered, statting: sourceStats))
+            }
+            if replayed { return true }
+        }
         try memory?.forgetSources()
         var outputs = OutputCollisions(spillingInto: spillFolder)
         var latestFolderChange = Int64.min
@@ -73,19 +84,6 @@ package struct Planner {
             try memory.sealSources(madeUnder: inputs.fingerprint)
         }
         return false
-    }
-
-    /// Visits the sources `memory` recorded under `inputs`, made again by their specs' listings, made
-    /// once (a glob's fixed part per source was a tenth of a reused 10M glob shard's plan).
-    private func replayed(_ memory: any SourceMemory, _ inputs: SourceInputs, _ sourceStats: FolderStat,
-                          _ visit: (PlannedSource) throws -> Void) throws -> Bool {
-        let listings = job.sources.map(\.listing)
-        return try memory.replaySources(madeUnder: inputs.fingerprint, ifEach: { $0.isUnchanged }) { entry in
-            guard listings.indices.contains(entry.spec), let discovered = listings[entry.spec].source(at: entry.line) else {
-                throw RememberedSourceMismatch(entry: entry)
-            }
-            try visit(try planned(discovered, statting: sourceStats))
-        }
     }
 
     /// Where `OutputCollisions` spills: beside the state database once a run has created its folder

@@ -28,7 +28,11 @@ struct SpilledRecords<Record: BitwiseCopyable>: ~Copyable {
 
     mutating func append(_ record: Record, to partition: Int) throws(Failure) {
         buffers[partition].append(record)
-        if buffers[partition].count >= 8_192 { try spill(partition) }
+        guard buffers[partition].count >= 8_192 else { return }
+        if files[partition] < 0 { files[partition] = try unlinkedFile(in: folder, prefix: prefix) }
+        let failure = buffers[partition].withUnsafeBytes { FileDescriptor.writeAll(files[partition], $0) }
+        if let failure { throw Failure(description: "cannot write a temporary file in \(folder): \(String(cString: strerror(failure)))") }
+        buffers[partition].removeAll(keepingCapacity: true)
     }
 
     /// A partition's records in the order they came; its buffer is released.
@@ -49,13 +53,6 @@ struct SpilledRecords<Record: BitwiseCopyable>: ~Copyable {
         records += buffers[partition]
         buffers[partition] = []
         return records
-    }
-
-    private mutating func spill(_ partition: Int) throws(Failure) {
-        if files[partition] < 0 { files[partition] = try unlinkedFile(in: folder, prefix: prefix) }
-        let failure = buffers[partition].withUnsafeBytes { FileDescriptor.writeAll(files[partition], $0) }
-        if let failure { throw Failure(description: "cannot write a temporary file in \(folder): \(String(cString: strerror(failure)))") }
-        buffers[partition].removeAll(keepingCapacity: true)
     }
 
 }

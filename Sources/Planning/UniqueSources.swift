@@ -59,7 +59,16 @@ package struct UniqueSources: ~Copyable {
             try passed.append(digest, to: Self.partition(digest))
             return true
         }
-        try wait(source, digest)
+        // The filter may have seen it: it waits on disk for `finish`.
+        if waitingFile < 0 { waitingFile = try unlinkedFile(in: folder, prefix: ".runner-keys-") }
+        let body: Data
+        do { body = try JSONEncoder().encode(source) } catch { throw Failure(description: "cannot encode \(source.key): \(error)") }
+        var record = withUnsafeBytes(of: UInt32(body.count).littleEndian) { Data($0) }
+        record.append(body)
+        let failure = record.withUnsafeBytes { FileDescriptor.writeAll(waitingFile, $0) }
+        if let failure { throw Failure(description: "cannot write a temporary file in \(folder): \(String(cString: strerror(failure)))") }
+        try waiting.append(Waiting(digest: digest, offset: waitingBytes), to: Self.partition(digest))
+        waitingBytes += Int64(record.count)
         return false
     }
 
@@ -75,7 +84,16 @@ package struct UniqueSources: ~Copyable {
                 newOffsets.append(entry.offset)
             }
         }
-        for offset in newOffsets.sorted() { try visit(try readWaiting(at: offset)) }
+        for offset in newOffsets.sorted() {
+            var length: UInt32 = 0
+            let lengthRead = withUnsafeMutableBytes(of: &length) { FileDescriptor.readAll(waitingFile, $0, at: offset) }
+            var body = Data(count: Int(UInt32(littleEndian: length)))
+            let count = body.count
+            guard lengthRead == 4, body.withUnsafeMutableBytes({ FileDescriptor.readAll(waitingFile, $0, at: offset + 4) }) == count else {
+                throw Failure(description: "cannot read back a temporary file in \(folder)")
+            }
+            try visit(try JSONDecoder().decode(DiscoveredSource.self, from: body))
+        }
     }
 
     /// Sets `digest`'s bits; true when all of them were set already.
@@ -89,29 +107,6 @@ package struct UniqueSources: ~Copyable {
             if bloom[word] & mask == 0 { seen = false; bloom[word] |= mask }
         }
         return seen
-    }
-
-    private mutating func wait(_ source: DiscoveredSource, _ digest: Digest) throws(Failure) {
-        if waitingFile < 0 { waitingFile = try unlinkedFile(in: folder, prefix: ".runner-keys-") }
-        let body: Data
-        do { body = try JSONEncoder().encode(source) } catch { throw Failure(description: "cannot encode \(source.key): \(error)") }
-        var record = withUnsafeBytes(of: UInt32(body.count).littleEndian) { Data($0) }
-        record.append(body)
-        let failure = record.withUnsafeBytes { FileDescriptor.writeAll(waitingFile, $0) }
-        if let failure { throw Failure(description: "cannot write a temporary file in \(folder): \(String(cString: strerror(failure)))") }
-        try waiting.append(Waiting(digest: digest, offset: waitingBytes), to: Self.partition(digest))
-        waitingBytes += Int64(record.count)
-    }
-
-    private func readWaiting(at offset: Int64) throws -> DiscoveredSource {
-        var length: UInt32 = 0
-        let lengthRead = withUnsafeMutableBytes(of: &length) { FileDescriptor.readAll(waitingFile, $0, at: offset) }
-        var body = Data(count: Int(UInt32(littleEndian: length)))
-        let count = body.count
-        guard lengthRead == 4, body.withUnsafeMutableBytes({ FileDescriptor.readAll(waitingFile, $0, at: offset + 4) }) == count else {
-            throw Failure(description: "cannot read back a temporary file in \(folder)")
-        }
-        return try JSONDecoder().decode(DiscoveredSource.self, from: body)
     }
 
     private static func contains(_ sorted: [Digest], _ digest: Digest) -> Bool {
