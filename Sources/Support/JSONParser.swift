@@ -94,7 +94,14 @@ private struct JSONParser {
     /// element it stopped at begins; nil after the end.
     private mutating func items(keyed: Bool, _ item: (inout JSONParser, String?) throws(JSONSyntaxError) -> Bool) throws(JSONSyntaxError) -> Int? {
         let close = UInt8(ascii: keyed ? "}" : "]")
-        try enter()
+        guard depth < Self.maxDepth else {
+            var tooDeep = failure("nested more than \(Self.maxDepth) levels deep")
+            tooDeep.isTooDeep = true
+            throw tooDeep
+        }
+        // Steps over the opening bracket.
+        depth += 1
+        index += 1
         skipWhitespace()
         if next == close { index += 1; depth -= 1; return nil }
         for count in 0... {
@@ -119,17 +126,6 @@ private struct JSONParser {
             }
         }
         preconditionFailure("the loop returns or throws")
-    }
-
-    /// Steps over the opening bracket.
-    private mutating func enter() throws(JSONSyntaxError) {
-        guard depth < Self.maxDepth else {
-            var tooDeep = failure("nested more than \(Self.maxDepth) levels deep")
-            tooDeep.isTooDeep = true
-            throw tooDeep
-        }
-        depth += 1
-        index += 1
     }
 
     private mutating func string() throws(JSONSyntaxError) -> String {
