@@ -79,7 +79,8 @@ package struct Planner {
         let suspects = try outputs.suspects()
         // A plan with collisions is not remembered: the next one must find them again.
         let collisions = suspects.isEmpty ? 0 : try confirmCollisions(among: suspects, collided)
-        if let memory, let inputs, collisions == 0, inputs.settled(before: started), FileIdentity.settled(latestFolderChange, before: started),
+        // Every list and walked folder was last changed `FileIdentity.racyWindow` before the plan began.
+        if let memory, let inputs, collisions == 0, FileIdentity.settled(max(inputs.latestChange, latestFolderChange), before: started),
            SourceInputs(job) == inputs {
             try memory.sealSources(madeUnder: inputs.fingerprint)
         }

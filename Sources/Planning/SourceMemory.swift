@@ -26,7 +26,7 @@ package protocol SourceMemory {
 package struct SourceInputs: Equatable {
     package let fingerprint: String
     /// The latest modification or change time of any list, in nanoseconds.
-    private let latestChange: Int64
+    package let latestChange: Int64
 
     package init?(_ job: Job) {
         var hash = StableHash()
@@ -47,11 +47,6 @@ package struct SourceInputs: Equatable {
         hash.combine(job.manifestPath ?? "-")
         fingerprint = hash.hex
         latestChange = latest
-    }
-
-    /// Whether every list was last changed at least `FileIdentity.racyWindow` before `time` (seconds).
-    package func settled(before time: Double) -> Bool {
-        FileIdentity.settled(latestChange, before: time)
     }
 }
 

@@ -65,7 +65,7 @@ private struct JSONParser {
         case UInt8(ascii: "{"):
             var fields: [String: JSONValue] = [:]
             _ = try items(keyed: true) { parser, key throws(JSONSyntaxError) in
-                fields[key!] = try parser.value()
+                fields[key] = try parser.value()
                 return false
             }
             return .object(fields)
@@ -90,9 +90,9 @@ private struct JSONParser {
     }
 
     /// Steps through the object (`keyed`) or array at the current position: `item` reads each member's
-    /// value (given its key) or element, or stops at it (true). Returns where the member's key or the
+    /// value (given its key; empty for an element) or element, or stops at it (true). Returns where the member's key or the
     /// element it stopped at begins; nil after the end.
-    private mutating func items(keyed: Bool, _ item: (inout JSONParser, String?) throws(JSONSyntaxError) -> Bool) throws(JSONSyntaxError) -> Int? {
+    private mutating func items(keyed: Bool, _ item: (inout JSONParser, String) throws(JSONSyntaxError) -> Bool) throws(JSONSyntaxError) -> Int? {
         let close = UInt8(ascii: keyed ? "}" : "]")
         guard depth < Self.maxDepth else {
             var tooDeep = failure("nested more than \(Self.maxDepth) levels deep")
@@ -107,7 +107,7 @@ private struct JSONParser {
         for count in 0... {
             skipWhitespace()
             let start = index
-            var key: String?
+            var key = ""
             if keyed {
                 guard next == UInt8(ascii: "\"") else {
                     throw failure(count == 0 ? "expected a key in double quotes or '}'" : "expected a key in double quotes")
@@ -248,7 +248,6 @@ private struct JSONParser {
                 // The first key the path goes on from (a key may hold `.` or `[` itself).
                 var step: String?
                 _ = try items(keyed: true) { parser, key throws(JSONSyntaxError) in
-                    guard let key else { return false }
                     let after = rest.utf8.starts(with: key.utf8) ? rest.utf8.dropFirst(key.utf8.count) : nil
                     guard let after, after.isEmpty || after.first == UInt8(ascii: ".") || after.first == UInt8(ascii: "[") else {
                         return try parser.skipValue()
