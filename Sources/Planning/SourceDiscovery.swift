@@ -344,7 +344,7 @@ package struct SourceDiscovery {
         let path = Paths.resolve(line, against: listFolder)
         let folder = Paths.directory(of: path)
         // Inside the list's folder `{dir}` is relative to it; elsewhere the absolute folder, minus its leading slash.
-        let relative = Paths.relative(folder, to: listFolder) ?? Paths.droppingLeadingSlash(folder)
+        let relative = Paths.relative(folder, to: listFolder) ?? String(decoding: folder.utf8.dropFirst(), as: UTF8.self)
         return .file(path, relativeDirectory: relative)
     }
 }
