@@ -81,28 +81,22 @@ extension JSONValue {
     /// Text needing no escape (most keys, paths and hashes) is appended whole.
     private static func appendQuoted(_ string: String, to text: inout String) {
         let quote = UInt8(ascii: "\""), backslash = UInt8(ascii: "\\")
+        text += "\""
         if string.utf8.allSatisfy({ $0 >= 0x20 && $0 != quote && $0 != backslash }) {
-            text += "\""
             text += string
-            text += "\""
         } else {
-            text += quoted(string)
-        }
-    }
-
-    private static func quoted(_ text: String) -> String {
-        var quoted = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": quoted += "\\\""
-            case "\\": quoted += "\\\\"
-            case "\n": quoted += "\\n"
-            case "\t": quoted += "\\t"
-            case _ where scalar.value < 0x20: quoted += String(format: "\\u%04x", scalar.value)
-            default: quoted.unicodeScalars.append(scalar)
+            for scalar in string.unicodeScalars {
+                switch scalar {
+                case "\"": text += "\\\""
+                case "\\": text += "\\\\"
+                case "\n": text += "\\n"
+                case "\t": text += "\\t"
+                case _ where scalar.value < 0x20: text += String(format: "\\u%04x", scalar.value)
+                default: text.unicodeScalars.append(scalar)
+                }
             }
         }
-        return quoted + "\""
+        text += "\""
     }
 }
 
