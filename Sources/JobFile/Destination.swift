@@ -3,11 +3,9 @@ import Support
 import Model
 import ObjectStore
 
-/// Where a job keeps what it makes, its outputs and its site manifest: a folder, or a bucket in
-/// an S3-compatible store. The two are this protocol's conformers, and every difference between
-/// them is in one of the two: nothing else tests for `s3://` (the job reader names the kind,
-/// `Job.destination(of:)` finds a path's). A new kind (Google Cloud Storage, Azure Blob) is a third
-/// conformer, a case in the job reader and one in `Job.destination(of:)`.
+/// Where a job keeps its outputs and its site manifest: a folder, or a bucket in an S3-compatible
+/// store, every difference between the two in its conformer: nothing else tests for `s3://` but the
+/// job reader and `Job.destination(of:)`, where a new kind (Azure Blob) would add a case.
 package protocol Destination: Sendable {
     /// What an item's fingerprint holds of where its output goes: objects written to another
     /// store, or with another `Cache-Control`, are written again. Empty for a folder.

@@ -54,16 +54,25 @@ extension Job {
         let defaultName = Paths.splitExtension(Paths.lastComponent(filePath)).stem
         let name = try root.optional(Keys.name) ?? defaultName
 
-        // A bucket's listing retries as the job's downloads and writes do.
-        let retry = try readRetry(root)
+        // The job's `retry`, which every request to an origin or a store follows (a bucket's listing too).
+        let retrySection = try root.object(RemoteSettings.Keys.retry)
+        let retry = RetryPolicy(attempts: try retrySection.read(RemoteSettings.Keys.attempts),
+                                initialDelay: try retrySection.read(RemoteSettings.Keys.initialDelay),
+                                maxDelay: try retrySection.read(RemoteSettings.Keys.maxDelay))
+        try retrySection.finish()
         let sources = try readSources(root, baseDirectory: baseDirectory, retry: retry)
         let outputs = try readOutputs(root, baseDirectory: baseDirectory, retry: retry)
         let derive = try root.read(Keys.derive)
         let statePath = Paths.resolve(try root.optional(Keys.state) ?? "\(defaultName).sqlite", against: baseDirectory)
         let concurrencySection = try root.object(Keys.concurrency)
         let limitsSection = try root.object(Keys.limits)
-        let concurrency = try readConcurrency(concurrencySection)
-        let limits = try readLimits(limitsSection)
+        let concurrency = ConcurrencySettings(
+            process: try concurrencySection.optional(Concurrency.process) ?? ProcessInfo.processInfo.activeProcessorCount,
+            threadsPerImage: try concurrencySection.read(Concurrency.threadsPerImage),
+            recycleAfter: try concurrencySection.read(Concurrency.recycleAfter))
+        let limits = Limits(maxPixels: try limitsSection.read(Limit.maxPixels), failOn: try limitsSection.read(Limit.failOn),
+                            blockUntrustedLoaders: try limitsSection.read(Limit.blockUntrusted), frames: try limitsSection.read(Limit.frames),
+                            maxMemory: try limitsSection.read(Limit.maxMemory), itemTimeout: try limitsSection.read(Limit.itemTimeout))
         let remote = try readRemote(root, statePath: statePath, concurrency: concurrencySection, limits: limitsSection, retry: retry)
         let manifest = try SiteManifestSettings.read(root, jobFile: filePath, baseDirectory: baseDirectory,
                                                      roots: outputs.map { ($0.location, $0.template.root) },
@@ -196,7 +205,12 @@ extension Job {
             } else if source.has(Source.list) {
                 spec = .list(try path(source, Source.list, baseDirectory, mayBeURL: true))
             } else if source.has(Source.s3) {
-                spec = try bucket(source, retry: retry)
+                let location = try source.read(Source.s3)
+                guard let place = ObjectURL(location) else {
+                    throw source.error(Source.s3, "must be s3://BUCKET/PREFIX (the prefix may be empty), not \(Quoted.value(location))")
+                }
+                spec = .bucket(try store(source), bucket: place.bucket, prefix: place.key, include: try source.read(Source.include),
+                               exclude: try source.read(Source.exclude), retry: retry)
             } else {
                 // The exactlyOne rule leaves a URL.
                 let url = try source.read(Source.url)
@@ -206,16 +220,6 @@ extension Job {
             try source.finish()
             return spec
         }
-    }
-
-    /// An `s3` source: its bucket and prefix, and the store it is in.
-    private static func bucket(_ source: ObjectReader, retry: RetryPolicy) throws -> SourceSpec {
-        let location = try source.read(Source.s3)
-        guard let place = ObjectURL(location) else {
-            throw source.error(Source.s3, "must be s3://BUCKET/PREFIX (the prefix may be empty), not \(Quoted.value(location))")
-        }
-        return .bucket(try store(source), bucket: place.bucket, prefix: place.key, include: try source.read(Source.include),
-                       exclude: try source.read(Source.exclude), retry: retry)
     }
 
     /// The store a source's or an output's `endpoint`, `region` and `addressing` name.
@@ -380,7 +384,7 @@ extension Job {
             }
             guard seen.insert(name).inserted else { throw output.error(Output.name, "\(Quoted.value(name)) is used by another output") }
             let written = try output.read(Output.path)
-            let block = try OutputBlock(output, name: name, written: written, baseDirectory: baseDirectory)
+            let members = try blockMembers(output, name: name, written: written, baseDirectory: baseDirectory)
             let chain = try OperationChain.read(try output.array(Output.chain), context: context)
             let autorotate = try output.read(Output.autorotate)
             let metadata = try readMetadata(output)
@@ -388,7 +392,7 @@ extension Job {
             let frames = try output.optional(Output.frames)
             let destination = try destination(output, written: written, retry: retry)
             try output.finish()
-            return try block.members.map { member in
+            return try members.map { member in
                 // The block's outputs are named after it; a name taken elsewhere is the block's error.
                 guard member.set == nil || seen.insert(member.name).inserted else {
                     throw output.error(Output.name, "\(Quoted.value(member.name)), which this block makes, is used by another output")
@@ -401,54 +405,45 @@ extension Job {
         }
     }
 
+    /// One output of a block as written: its name and path template, `{width}` and `{format}` written out.
+    private typealias BlockMember = (name: String, set: OutputSetMember?, template: PathTemplate, encoder: any OutputEncoder)
+
     /// An output as written, with its `widths` and `format` or `formats`: one member for a plain output,
-    /// one per width and format for a block (docs/JOB-FILE.md, Width and format blocks), each with its
-    /// name and path template, `{width}` and `{format}` written out.
-    private struct OutputBlock {
-        struct Member {
-            let name: String
-            let set: OutputSetMember?
-            let template: PathTemplate
-            let encoder: any OutputEncoder
+    /// one per width and format for a block (docs/JOB-FILE.md, Width and format blocks).
+    private static func blockMembers(_ output: ObjectReader, name: String, written: String, baseDirectory: String) throws -> [BlockMember] {
+        let widths = try output.optional(Output.widths)
+        let formats = try output.optional(Output.formats)
+        let encoders = try formats ?? [readEncoder(try output.object(Output.format))]
+        let isBlock = widths != nil || formats != nil
+        if written.contains("{width}") && widths == nil {
+            throw output.error(Output.path, "{width} is the width of a block: give widths, or leave {width} out")
         }
-
-        let members: [Member]
-
-        init(_ output: ObjectReader, name: String, written: String, baseDirectory: String) throws {
-            let widths = try output.optional(Output.widths)
-            let formats = try output.optional(Output.formats)
-            let encoders = try formats ?? [readEncoder(try output.object(Output.format))]
-            let isBlock = widths != nil || formats != nil
-            if written.contains("{width}") && widths == nil {
-                throw output.error(Output.path, "{width} is the width of a block: give widths, or leave {width} out")
-            }
-            if written.contains("{format}"), let auto = encoders.first(where: { type(of: $0).extensions.isEmpty }) {
-                throw output.error(Output.path, "{format} is a format's usual extension, which \(type(of: auto).type) has none of: use {ext}")
-            }
-            // Each output of a block must have a path of its own: its width and format in it, or its name.
-            for (count, token, noun) in [(widths?.count ?? 1, "{width}", "widths"), (encoders.count, "{format}", "formats")]
-            where count > 1 && !written.contains(token) && !written.contains("{name}") {
-                throw output.error(Output.path, "must contain \(token): the block makes \(count) \(noun) (or {name}, which names each output)")
-            }
-            var members: [Member] = []
-            for width in widths.map({ $0.map(Optional.some) }) ?? [nil] {
-                for (index, encoder) in encoders.enumerated() {
-                    let type = type(of: encoder)
-                    let memberName = name + (width.map { "-\($0)" } ?? "") + (formats == nil ? "" : "-\(type.type)")
-                    var path = written.replacingOccurrences(of: "{width}", with: width.map(String.init) ?? "")
-                    path = path.replacingOccurrences(of: "{format}", with: type.extensions.first ?? "")
-                    let template = try PathTemplate(path, baseDirectory: baseDirectory, location: output.location(Output.path))
-                    // A name that ends in a token is checked for each item by the planner.
-                    if !template.extensionVaries, let mismatch = extensionMismatch(Paths.lastComponent(path), for: encoder) {
-                        throw output.error(Output.path, (formats == nil ? "" : "with formats[\(index)]: ") + mismatch)
-                    }
-                    let set = isBlock ? OutputSetMember(block: name, width: width, narrower: (widths ?? []).filter { $0 < width ?? 0 }.max(),
-                                                            format: type.type, formatIndex: index) : nil
-                    members.append(Member(name: isBlock ? memberName : name, set: set, template: template, encoder: encoder))
+        if written.contains("{format}"), let auto = encoders.first(where: { type(of: $0).extensions.isEmpty }) {
+            throw output.error(Output.path, "{format} is a format's usual extension, which \(type(of: auto).type) has none of: use {ext}")
+        }
+        // Each output of a block must have a path of its own: its width and format in it, or its name.
+        for (count, token, noun) in [(widths?.count ?? 1, "{width}", "widths"), (encoders.count, "{format}", "formats")]
+        where count > 1 && !written.contains(token) && !written.contains("{name}") {
+            throw output.error(Output.path, "must contain \(token): the block makes \(count) \(noun) (or {name}, which names each output)")
+        }
+        var members: [BlockMember] = []
+        for width in widths.map({ $0.map(Optional.some) }) ?? [nil] {
+            for (index, encoder) in encoders.enumerated() {
+                let type = type(of: encoder)
+                let memberName = name + (width.map { "-\($0)" } ?? "") + (formats == nil ? "" : "-\(type.type)")
+                var path = written.replacingOccurrences(of: "{width}", with: width.map(String.init) ?? "")
+                path = path.replacingOccurrences(of: "{format}", with: type.extensions.first ?? "")
+                let template = try PathTemplate(path, baseDirectory: baseDirectory, location: output.location(Output.path))
+                // A name that ends in a token is checked for each item by the planner.
+                if !template.extensionVaries, let mismatch = extensionMismatch(Paths.lastComponent(path), for: encoder) {
+                    throw output.error(Output.path, (formats == nil ? "" : "with formats[\(index)]: ") + mismatch)
                 }
+                let set = isBlock ? OutputSetMember(block: name, width: width, narrower: (widths ?? []).filter { $0 < width ?? 0 }.max(),
+                                                        format: type.type, formatIndex: index) : nil
+                members.append((isBlock ? memberName : name, set, template, encoder))
             }
-            self.members = members
         }
+        return members
     }
 
     package enum Concurrency {
@@ -457,12 +452,6 @@ extension Job {
         package static let threadsPerImage = Key.integer("threadsPerImage", .range(1, 64), .defaults(1), "libvips threads inside each worker.")
         package static let recycleAfter = Key.integer("recycleAfter", .positive, .defaults(1000),
                                               "A worker is replaced after this many sources, so memory stays flat.")
-    }
-
-    private static func readConcurrency(_ section: ObjectReader) throws -> ConcurrencySettings {
-        ConcurrencySettings(process: try section.optional(Concurrency.process) ?? ProcessInfo.processInfo.activeProcessorCount,
-                            threadsPerImage: try section.read(Concurrency.threadsPerImage),
-                            recycleAfter: try section.read(Concurrency.recycleAfter))
     }
 
     package enum Limit {
@@ -483,11 +472,5 @@ extension Job {
         package static let itemTimeout = Key.integer("itemTimeout", .positive, .defaults(600),
             "Seconds a worker may spend on one source (every output of it); one that takes longer or stops answering "
                 + "is killed and replaced, and the source fails as crashed (tried again next run).")
-    }
-
-    private static func readLimits(_ section: ObjectReader) throws -> Limits {
-        Limits(maxPixels: try section.read(Limit.maxPixels), failOn: try section.read(Limit.failOn),
-               blockUntrustedLoaders: try section.read(Limit.blockUntrusted), frames: try section.read(Limit.frames),
-               maxMemory: try section.read(Limit.maxMemory), itemTimeout: try section.read(Limit.itemTimeout))
     }
 }

@@ -2,9 +2,8 @@ import Support
 /// The JSON Schema (draft 2020-12) of version 1 job files, rendered from the declarations the
 /// reader reads them with (`Job.shape`), so it says what runner accepts: `runner schema`.
 ///
-/// It is a little more lenient than the reader where a rule depends on values rather than on
-/// which keys are given (a TIFF `quality` with lossless compression, two outputs with one name,
-/// a path that does not exist); `runner validate` has the last word.
+/// It is more lenient than the reader where a rule depends on values rather than on which keys are
+/// given (two outputs with one name); `runner validate` has the last word.
 public enum JobSchema {
     public static var document: JSONValue {
         var schema = Job.shape.schema(description: """

@@ -2,10 +2,9 @@ import Support
 import Keys
 /// An output path such as `../out/thumbs/{dir}/{stem}.webp`.
 ///
-/// Tokens: `{stem}`, `{ext}` (the source's name without and its extension), `{dir}` (the source's
-/// folder relative to its source root), `{name}` (the output's name), `{key}` (a short stable hash
-/// of the source key), `{hash}` (a short hash of the output's bytes: see `hashSuffix`). Token values are sanitized and the result must stay inside `root`, the
-/// folder the template's literal prefix names, so no source name can write elsewhere.
+/// Tokens (`{stem}`, `{ext}`, `{dir}`: the source's folder below its root, `{name}`, `{key}`: a hash of its
+/// key, `{hash}`: of the output's bytes, see `hashSuffix`) are sanitized, and the result must stay inside
+/// `root`, the folder the template's literal prefix names, so no source name writes elsewhere.
 ///
 /// An `s3://BUCKET/...` template names objects: it is planned as the absolute path `/BUCKET/...`
 /// (the same rules keep a source's name inside its root) and its paths carry the scheme again.
@@ -39,7 +38,7 @@ package struct PathTemplate: Sendable {
         // The bytes decide {hash} only once rendered, so it is where the name's end can find it: in
         // the file's name, with nothing but text after it. A `{` in text always opens a token, so
         // the last `{hash}` of a planned path is this one, whatever the sources' names hold.
-        if let place = pieces.firstIndex(where: { if case .hash = $0 { true } else { false } }) {
+        if let place = pieces.firstIndex(of: .token(.hash)) {
             let after = pieces[(place + 1)...]
             guard after.count <= 1, case .literal(let suffix) = after.first ?? .literal(""), !suffix.contains("/") else {
                 throw JobFileError(location, "{hash} must be in the file's name with only text after it ({stem}-{hash}.webp)")
@@ -68,11 +67,11 @@ package struct PathTemplate: Sendable {
     package let hashSuffix: String?
 
     /// Whether it has `{key}`: planning hashes a source's key for it only then.
-    package var namesKey: Bool { pieces.contains { if case .key = $0 { true } else { false } } }
+    package var namesKey: Bool { pieces.contains(.token(.key)) }
 
     /// Whether a source's name or key tells its path from another's: else every source writes one path.
     package var namesSource: Bool {
-        pieces.contains { switch $0 { case .stem, .ext, .dir, .key: true; case .literal, .name, .hash: false } }
+        pieces.contains { [.token(.stem), .token(.ext), .token(.dir), .token(.key)].contains($0) }
     }
 
     /// The digits `{hash}` stands for: `OutputFacts.shortHash`.
@@ -95,8 +94,12 @@ package struct PathTemplate: Sendable {
     }
 
     /// One stretch of the template: text as written, or a token's place.
-    private enum Piece: Sendable {
-        case literal(String), stem, ext, dir, name, key, hash
+    private enum Piece: Sendable, Equatable {
+        case literal(String), token(Token)
+    }
+
+    private enum Token: String, Sendable {
+        case stem, ext, dir, name, key, hash
     }
 
     /// The template made absolute against the job's folder, parsed once so that planning does not
@@ -111,12 +114,7 @@ package struct PathTemplate: Sendable {
         scheme + pieces.map { piece in
             switch piece {
             case .literal(let text): text
-            case .stem: "{stem}"
-            case .ext: "{ext}"
-            case .dir: "{dir}"
-            case .name: "{name}"
-            case .key: "{key}"
-            case .hash: "{hash}"
+            case .token(let token): "{\(token.rawValue)}"
             }
         }.joined()
     }
@@ -129,16 +127,12 @@ package struct PathTemplate: Sendable {
                 throw JobFileError(location, "unclosed { in path template")
             }
             if open > scan.startIndex { pieces.append(.literal(String(scan[..<open]))) }
-            switch scan[scan.index(after: open)..<close] {
-            case "stem": pieces.append(.stem)
-            case "ext": pieces.append(.ext)
-            case "dir": pieces.append(.dir)
-            case "name": pieces.append(.name)
-            case "key": pieces.append(.key)
-            case "hash" where !pieces.contains(where: { if case .hash = $0 { true } else { false } }): pieces.append(.hash)
-            case "hash": throw JobFileError(location, "{hash} may be given once")
-            case let token:
-                throw JobFileError(location, "unknown token {\(Quoted.text(String(token), limit: 60))} (known: {dir}, {ext}, {format}, {hash}, {key}, {name}, {stem}, {width})")
+            let written = String(scan[scan.index(after: open)..<close])
+            switch Token(rawValue: written) {
+            case .hash? where pieces.contains(.token(.hash)): throw JobFileError(location, "{hash} may be given once")
+            case let token?: pieces.append(.token(token))
+            case nil:
+                throw JobFileError(location, "unknown token {\(Quoted.text(written, limit: 60))} (known: {dir}, {ext}, {format}, {hash}, {key}, {name}, {stem}, {width})")
             }
             scan = scan[scan.index(after: close)...]
         }
@@ -167,12 +161,12 @@ package struct PathTemplate: Sendable {
         for piece in pieces {
             switch piece {
             case .literal(let text): result += text
-            case .stem: result += Self.component(values.stem)
-            case .ext: result += Self.component(values.ext)
-            case .dir: result += Self.folder(values.dir)
-            case .name: result += Self.component(values.name)
-            case .key: result += values.key
-            case .hash: result += "{hash}"
+            case .token(.stem): result += Self.component(values.stem)
+            case .token(.ext): result += Self.component(values.ext)
+            case .token(.dir): result += Self.folder(values.dir)
+            case .token(.name): result += Self.component(values.name)
+            case .token(.key): result += values.key
+            case .token(.hash): result += "{hash}"
             }
         }
         let path = Paths.normalize(result)

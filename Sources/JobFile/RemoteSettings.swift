@@ -103,16 +103,6 @@ extension RemoteSettings {
 }
 
 extension Job {
-    /// The job's `retry`, which every request to an origin or a store follows.
-    package static func readRetry(_ root: ObjectReader) throws -> RetryPolicy {
-        typealias Keys = RemoteSettings.Keys
-        let retry = try root.object(Keys.retry)
-        let policy = RetryPolicy(attempts: try retry.read(Keys.attempts), initialDelay: try retry.read(Keys.initialDelay),
-                                 maxDelay: try retry.read(Keys.maxDelay))
-        try retry.finish()
-        return policy
-    }
-
     package static func readRemote(_ root: ObjectReader, statePath: String, concurrency: ObjectReader,
                            limits: ObjectReader, retry: RetryPolicy) throws -> RemoteSettings {
         typealias Keys = RemoteSettings.Keys

@@ -38,10 +38,9 @@ package struct SiteManifestSettings: Sendable, Equatable {
     package static let key = ObjectKey("manifest", .fixed(ObjectShape([Keys.path, Keys.format, Keys.sources])),
         "Write a manifest of every source and output (sizes, types, content hashes, failures) at the end of every run, for a site build.")
 
-    /// Reads `manifest` when the job has it. Its path is fixed in the job, not made from source
-    /// names, so it may be anywhere (a site's data folder beside the job's); it must only not take
-    /// the place of the job file, the state database or a folder an output writes into (`roots`,
-    /// in the job's order of outputs, each with where the job file declares it). An output's own path is checked as the job is planned.
+    /// Reads `manifest` when the job has it. Its path is fixed in the job, so it may be anywhere, but
+    /// not in place of the job file, the state database or a folder an output writes into (`roots`,
+    /// with where the job declares each); an output's own path is checked as the job is planned.
     static func read(_ root: ObjectReader, jobFile: String, baseDirectory: String, roots: [(location: String, root: String)], statePath: String) throws -> SiteManifestSettings? {
         guard root.has(key) else { return nil }
         let section = try root.object(key)
@@ -50,26 +49,22 @@ package struct SiteManifestSettings: Sendable, Equatable {
         guard !written.hasSuffix("/"), !["", ".", ".."].contains(Paths.lastComponent(written)) else {
             throw section.error(Keys.path, "must name a file, not a folder")
         }
+        let path = ObjectURL(written) == nil ? Paths.resolve(written, against: baseDirectory) : written
         if let object = ObjectURL(written) {
             guard !object.key.isEmpty, roots.contains(where: { ObjectURL($0.root)?.bucket == object.bucket }) else {
                 throw section.error(Keys.path, "an s3:// manifest is written with the store of the outputs in its bucket: "
                                     + "no output writes to s3://\(object.bucket)/")
             }
-            return try finish(section, path: written)
+        } else {
+            // A folder above the job file or the state database could not be replaced by a file either.
+            for (taken, message) in [(Paths.normalize(jobFile), "is the job file"), (statePath, "is the state database's path")] {
+                guard let below = Paths.relative(taken, to: path) else { continue }
+                throw section.error(Keys.path, below.isEmpty ? message : "\(path) is a folder that holds \(taken)")
+            }
+            if let taken = roots.first(where: { Paths.relative($0.root, to: path) != nil }) {
+                throw section.error(Keys.path, "\(path) is a folder \(taken.location) writes into (\(taken.root))")
+            }
         }
-        let path = Paths.resolve(written, against: baseDirectory)
-        // A folder above the job file or the state database could not be replaced by a file either.
-        for (taken, message) in [(Paths.normalize(jobFile), "is the job file"), (statePath, "is the state database's path")] {
-            guard let below = Paths.relative(taken, to: path) else { continue }
-            throw section.error(Keys.path, below.isEmpty ? message : "\(path) is a folder that holds \(taken)")
-        }
-        if let taken = roots.first(where: { Paths.relative($0.root, to: path) != nil }) {
-            throw section.error(Keys.path, "\(path) is a folder \(taken.location) writes into (\(taken.root))")
-        }
-        return try finish(section, path: path)
-    }
-
-    private static func finish(_ section: ObjectReader, path: String) throws -> SiteManifestSettings {
         let settings = SiteManifestSettings(path: path, format: try section.read(Keys.format), naming: try section.read(Keys.sources))
         try section.finish()
         return settings

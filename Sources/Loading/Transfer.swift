@@ -65,7 +65,7 @@ final class Transfer {
             failure.retryAfter = response.retryAfter
             return .ended(.failed(failure, attempts: attempt))
         }
-        guard ImageSignature.looksLikeImage(Array(response.head.prefix(ImageSignature.prefixLength))) else {
+        guard ImageSignature.format(Array(response.head.prefix(ImageSignature.prefixLength))) != nil else {
             return .ended(.failed(DownloadFailure(reason: .notAnImage(contentType: response.headers["content-type"]), detail: ""), attempts: attempt))
         }
         let body = ReceivedBody(request: request, host: host, attempt: attempt, temporary: temporary, descriptor: descriptor,

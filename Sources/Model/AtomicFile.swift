@@ -4,12 +4,10 @@ import Support
 
 /// Writes outputs so that no file under a final name is ever partial, in two steps.
 ///
-/// A worker *stages* each output beside its destination as `.NAME.runner-tmp-OWNER-HOST`, without
-/// syncing. The supervisor then *publishes* a whole batch at once: one `syncfs` per filesystem
-/// makes every staged file's data durable, renames give them their final names, and a second
-/// `syncfs` makes the renames durable; only then are the items recorded done. That costs two
-/// journal commits per batch instead of two per file, on a thread no image waits for. A crash
-/// leaves at most temporary files of a dead owner, which the next run removes.
+/// A worker *stages* each output beside its destination as `.NAME.runner-tmp-OWNER-HOST`, unsynced.
+/// The supervisor *publishes* a batch: one `syncfs` per filesystem, the renames, a second `syncfs`;
+/// only then are the items recorded done: two journal commits per batch, not per file. A crash leaves
+/// at most a dead owner's temporary files, which the next run removes.
 package enum AtomicFile {
     package static let temporaryMarker = ".runner-tmp-"
     /// This machine in temporary names (a hash of its host name): shards on other machines write
@@ -144,12 +142,10 @@ package enum AtomicFile {
         ItemFailure(.write, "\(what): \(String(cString: strerror(errno)))")
     }
 
-    /// A whole file written piece by piece (a manifest of a million items), published like
-    /// `write`'s only if its bytes differ from the file at `path`. They are compared as they come,
-    /// against the file held open, and nothing is staged while they match: an unchanged file keeps
-    /// its inode and modification time, and its folder too (a site watcher sees nothing). At the
-    /// first difference the matched part is copied from the old file into a temporary beside it,
-    /// so memory stays at one buffer whatever the size.
+    /// A whole file written piece by piece (a manifest of a million items), published like `write`'s
+    /// only if its bytes differ from the file at `path`, compared as they come: an unchanged file keeps
+    /// its inode and modification time, and its folder too (a site watcher sees nothing). At the first
+    /// difference the matched part is copied into a temporary beside it: memory stays at one buffer.
     package final class Streamed {
         package let path: String
         /// The file at `path` when writing began, while it still matches; runner replaces files by

@@ -33,10 +33,8 @@ package struct SourceDerivation: Sendable, Codable, Equatable {
     package init(values: [Value]) { self.values = values }
 }
 
-/// What a source is, as the worker that rendered an output of it or derived a value from it found
-/// it: the `source` table's row (`v10: source facts`), which the site manifest, duplicates and the
-/// report read. Size in bytes, pixel size from the header in display orientation, format, and
-/// exact content hash.
+/// What a source is, as a worker found it: the `source` table's row (`v10: source facts`), which the
+/// manifest, duplicates and the report read; its pixel size is the header's, in display orientation.
 package struct SourceFacts: Sendable, Codable, Equatable {
     package let bytes: Int
     package let width: Int

@@ -37,14 +37,6 @@ public struct ItemFailure: Error, Sendable, Codable, Equatable, CustomStringConv
     /// need not reproduce. Everything else fails the same way until the source changes.
     public var isTransient: Bool { kind == .crashed }
 
-    /// Decided by the source's bytes and the output's recipe (corrupt, not an image, over a limit,
-    /// a chain step or an encoder that fails on these pixels): the same content fails the same way,
-    /// so the failure stands until the source, the recipe, the limits or runner's or libvips'
-    /// version changes, or `--retry-failed`. The rest (a file that cannot be read, a write, a
-    /// download, a crash) depend on the machine or the network and run again next time, but for a
-    /// path that names no regular file (`Kind.canBeFinal`).
-    public var isDecidedByContent: Bool { kind.isDecidedByContent }
-
     /// The bytes are no usable image (a downloaded body like that is blacklisted like a 404).
     public var isBadImageData: Bool { kind == .decode || kind == .tooLarge }
 
@@ -52,6 +44,10 @@ public struct ItemFailure: Error, Sendable, Codable, Equatable, CustomStringConv
 }
 
 extension ItemFailure.Kind {
+    /// Decided by the source's bytes and the output's recipe (corrupt, over a limit, a chain step or an
+    /// encoder that fails on these pixels): the failure stands until the source, the recipe, the limits
+    /// or runner's or libvips' version changes, or `--retry-failed`. The rest depend on the machine or
+    /// the network and run again next time, but for a path that names no regular file (`canBeFinal`).
     public var isDecidedByContent: Bool { [.decode, .tooLarge, .untrustedFormat, .process, .encode].contains(self) }
     /// May be the source's own doing, and so stand until the source changes: decided by its content,
     /// or `unreadable` when its path names no regular file (planning tells by its identity).

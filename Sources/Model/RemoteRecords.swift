@@ -16,11 +16,9 @@ public struct BlacklistEntry: Sendable, Codable {
     }
 }
 
-/// Why a URL is on the failed-URL blacklist, as its `kind` column stores it and reports show it:
-/// a download that failed for good (the server's doing), or a body that came down but is no usable
-/// image (bad image data). One value, so a download over `limits.maxDownloadBytes` is never read
-/// back as an image over `limits.maxPixels`.
-/// Codable (and, in State, stored) through its spelling, `rawValue`.
+/// Why a URL is on the blacklist, as its `kind` column stores it (`rawValue`): a download that failed
+/// for good, or a body that is no usable image. One value, so a download over `limits.maxDownloadBytes`
+/// is never read back as an image over `limits.maxPixels`.
 public enum BlacklistReason: Sendable, Hashable, Codable, RawRepresentable, CustomStringConvertible {
     case download(Download)
     /// The item failure every output of the body met (`ItemFailure.isBadImageData`: decode, too-large).
@@ -53,13 +51,11 @@ public enum BlacklistReason: Sendable, Hashable, Codable, RawRepresentable, Cust
 
     /// Reads a stored spelling; nil for one this version does not know.
     public init?(rawValue spelling: String) {
-        let httpPrefix = "http-"
-        if spelling.hasPrefix(httpPrefix), let status = Int(spelling.dropFirst(httpPrefix.count)) {
+        if spelling.hasPrefix("http-"), let status = Int(spelling.dropFirst("http-".count)) {
             self = .download(.httpStatus(status))
-        } else if let reason = Self.fixed.first(where: { $0.rawValue == spelling }) {
-            self = reason
         } else {
-            return nil
+            guard let reason = Self.fixed.first(where: { $0.rawValue == spelling }) else { return nil }
+            self = reason
         }
     }
 

@@ -55,14 +55,10 @@ package struct RemoteURL: Sendable {
     package static func canonicalParts(_ text: String) -> (normalized: String, host: String, path: Substring)? {
         var contiguous = text
         return contiguous.withUTF8 { bytes -> (normalized: String, host: String, path: Substring)? in
-            let schemeLength: Int
-            if bytes.starts(with: "https://".utf8) { schemeLength = 8 }
-            else if bytes.starts(with: "http://".utf8) { schemeLength = 7 }
-            else { return nil }
-            var index = schemeLength
-            guard let hostEnd = canonicalHostEnd(bytes, from: index) else { return nil }
-            index = hostEnd
-            let pathStart = index
+            let schemeLength = bytes.starts(with: "https://".utf8) ? 8 : bytes.starts(with: "http://".utf8) ? 7 : 0
+            guard schemeLength > 0, let hostEnd = canonicalHostEnd(bytes, from: schemeLength) else { return nil }
+            var index = hostEnd
+            let pathStart = hostEnd
             var queryStart = bytes.count
             guard index == bytes.count || bytes[index] == UInt8(ascii: "/") else { return nil }
             while index < bytes.count {

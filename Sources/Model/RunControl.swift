@@ -36,39 +36,30 @@ package final class RunControl: Sendable {
     package var failure: (any Error)? { state.withLock { $0.failure } }
 
     /// Drains (no new items; those in flight finish) for a budget or a failure; returns false when
-    /// the run was already stopping. A signal drains the first time and abandons the second.
+    /// the run was already stopping. A signal drains the first time and abandons the second (its
+    /// workers are killed), whatever else stopped the run before.
     @discardableResult
     package func stop(for reason: StopReason) -> Bool {
-        if case .signal(let number) = reason {
-            requestStop(signal: number)
-            return true
-        }
-        return state.withLock { state in
+        let (stopping, victims) = state.withLock { state -> (Bool, Set<pid_t>) in
             switch reason {
+            case .signal(let number):
+                state.signal = state.signal ?? number
+                state.signalsSeen += 1
+                guard state.signalsSeen == 1 else {
+                    state.phase = .abandoning
+                    return (true, state.workers)
+                }
+                if state.phase == .running { state.phase = .draining }
+                return (true, [])
             case .budget: if state.phase == .running { state.budgetReached = true }
             case .failure(let error): state.failure = state.failure ?? error
-            case .signal: break
             }
-            guard state.phase == .running else { return false }
+            guard state.phase == .running else { return (false, []) }
             state.phase = .draining
-            return true
-        }
-    }
-
-    /// The first signal drains; the second abandons (its workers are killed), whatever else
-    /// stopped the run before.
-    private func requestStop(signal: Int32) {
-        let victims: Set<pid_t> = state.withLock { state in
-            state.signal = state.signal ?? signal
-            state.signalsSeen += 1
-            guard state.signalsSeen > 1 else {
-                if state.phase == .running { state.phase = .draining }
-                return []
-            }
-            state.phase = .abandoning
-            return state.workers
+            return (true, [])
         }
         for pid in victims { kill(pid, SIGKILL) }
+        return stopping
     }
 
     package func register(worker pid: pid_t) {

@@ -41,11 +41,9 @@ package struct AWSCredentials: Sendable, Equatable, CustomStringConvertible, Cus
 
     package init(accessKeyID: String, secretAccessKey: String, sessionToken: String? = nil, source: CredentialSource,
                  expiration: Date? = nil) {
-        self.accessKeyID = accessKeyID
+        (self.accessKeyID, self.source, self.expiration) = (accessKeyID, source, expiration)
         self.secretAccessKey = Secret(secretAccessKey)
         self.sessionToken = sessionToken.flatMap { $0.isEmpty ? nil : Secret($0) }
-        self.source = source
-        self.expiration = expiration
     }
 
     package var description: String {

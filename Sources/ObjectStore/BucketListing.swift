@@ -20,15 +20,12 @@ package struct ListedObject: Sendable, Equatable {
     }
 }
 
-/// ListObjectsV2 over a prefix, page by page (at most `pageSize` keys each), each page handed on
-/// before the next is asked for: memory holds one page whatever the bucket's size.
+/// ListObjectsV2 over a prefix, a page (at most `pageSize` keys) handed on before the next is asked for.
 ///
-/// A listing is believed only whole, since what it leaves out is taken for gone (a prune deletes
-/// its outputs): a page that says more follow without a token to ask for them, a token given
-/// before, a page that is no ListObjectsV2 result, a key outside the prefix or not after the one
-/// before it (S3 lists in ascending byte order), or a page over `HTTPResponse.documentLimit` is
-/// asked again as a page that fails for now (5xx, throttling, a dropped connection) is, and once
-/// the attempts are spent the listing fails (`ObjectStoreError.unreachable`: the run stops, exit 69).
+/// A listing is believed only whole, since what it leaves out is taken for gone (a prune deletes its
+/// outputs): a page that contradicts itself or the pages before (`ListPage`), or is over
+/// `HTTPResponse.documentLimit`, is asked again as a 5xx is, and once the attempts are spent the
+/// listing fails (`ObjectStoreError.unreachable`: the run stops, exit 69).
 package struct BucketListing: Sendable {
     package let endpoint: S3Endpoint
     package let bucket: String
@@ -53,7 +50,7 @@ package struct BucketListing: Sendable {
             var query = ["list-type": "2", "max-keys": String(pageSize), "encoding-type": "url"]
             if !prefix.isEmpty { query["prefix"] = prefix }
             if let token { query["continuation-token"] = token }
-            var page = ListPage()
+            var page: ListPage?
             let request = StoreRequest(endpoint: endpoint, bucket: bucket, location: location, retry: retry)
             let response = try request.send(on: connection, accept: { response in
                 guard response.status == 200 else { return nil }
@@ -62,7 +59,7 @@ package struct BucketListing: Sendable {
                 }
                 return nil
             }) { endpoint.signed("GET", bucket: bucket, query: query, credentials: $0).http() }
-            guard response.status == 200 else {
+            guard response.status == 200, let page else {
                 throw ObjectStoreError.refused(location: location, status: response.status, code: response.errorCode, fix: "the listing was refused")
             }
             for object in page.objects { try visit(object) }
@@ -84,8 +81,6 @@ private struct ListPage {
     var next: String?
     /// The page's last key, folder markers included: the next page's keys come after it.
     var lastKey: String?
-
-    init() {}
 
     init(_ document: [UInt8], prefix: String, after previous: String?, tokens: Set<String>) throws(Unbelievable) {
         let reader = Reader()

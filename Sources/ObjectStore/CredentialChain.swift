@@ -97,11 +97,8 @@ extension AWSCredentials {
         guard response.status == 200, let id = fields["AccessKeyId"], let secret = fields["SecretAccessKey"] else {
             throw .stsRefused(endpoint: sts, status: response.status, code: fields["Code"], message: fields["Message"])
         }
-        let precise = ISO8601DateFormatter()
-        precise.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        let expiration = fields["Expiration"].flatMap { precise.date(from: $0) ?? ISO8601DateFormatter().date(from: $0) }
         return AWSCredentials(accessKeyID: id, secretAccessKey: secret, sessionToken: fields["SessionToken"],
-                              source: .webIdentity(roleARN: roleARN), expiration: expiration)
+                              source: .webIdentity(roleARN: roleARN), expiration: fields["Expiration"].flatMap(ListedObject.date))
     }
 
     /// The largest credentials file or web identity token file read, 1 MiB: a profile takes a few

@@ -6,8 +6,7 @@ import FoundationXML
 #endif
 
 /// A request as runner sends it, to an origin or to a store: what differs from one request to
-/// another (redirects, the path sent as given, where the answer goes and how much of it is
-/// accepted, timeouts) is said here, and `HTTPConnection` is the one place that hands it to curl.
+/// another is said here, and `HTTPConnection` is the one place that hands it to curl.
 package struct HTTPRequest: @unchecked Sendable {
     package enum Body: @unchecked Sendable {
         case none
@@ -56,8 +55,6 @@ package struct FileRange: Sendable {
     package let descriptor: Int32
     package let offset: Int64
     package let length: Int
-
-    package init(descriptor: Int32, offset: Int64, length: Int) { (self.descriptor, self.offset, self.length) = (descriptor, offset, length) }
 }
 
 package struct HTTPResponse: Sendable {
@@ -150,10 +147,9 @@ package struct HTTPFailure: Error, Sendable, Equatable, CustomStringConvertible 
     }
 }
 
-/// The one owner of a curl easy handle, for every request runner sends: an origin's download, a
-/// listing page, an object's GET, PUT or DELETE, the state, STS. Reused from request to request
-/// (a listing's pages, a writer's changes) so they share its connection; used by one thread at a
-/// time. `perform` runs a request on the calling thread; the downloader instead adds `easy`,
+/// The one owner of a curl easy handle, for every request runner sends. Reused from request to
+/// request (a listing's pages, a writer's changes) so they share its connection; used by one thread
+/// at a time. `perform` runs a request on the calling thread; the downloader instead adds `easy`,
 /// prepared by `prepare`, to its multi handle and calls `finish` when curl is done with it.
 package final class HTTPConnection: @unchecked Sendable {
     package let easy: UnsafeMutableRawPointer
@@ -182,34 +178,21 @@ package final class HTTPConnection: @unchecked Sendable {
         let exchange = Exchange(easy, request)
         self.exchange = exchange
         _ = ccurl_set_string(easy, CURLOPT_URL, request.url)
-        _ = ccurl_set_long(easy, CURLOPT_PATH_AS_IS, request.pathAsIs ? 1 : 0)
         // Only http and https, for the first request and every redirect.
-        _ = ccurl_set_string(easy, CURLOPT_PROTOCOLS_STR, "http,https")
-        _ = ccurl_set_string(easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
-        _ = ccurl_set_long(easy, CURLOPT_FOLLOWLOCATION, request.redirects > 0 ? 1 : 0)
-        _ = ccurl_set_long(easy, CURLOPT_MAXREDIRS, request.redirects)
-        _ = ccurl_set_long(easy, CURLOPT_NOSIGNAL, 1)
+        for option in [CURLOPT_PROTOCOLS_STR, CURLOPT_REDIR_PROTOCOLS_STR] { _ = ccurl_set_string(easy, option, "http,https") }
+        if let userAgent = request.userAgent { _ = ccurl_set_string(easy, CURLOPT_USERAGENT, userAgent) }
+        if request.method != "GET" && request.method != "HEAD" { _ = ccurl_set_string(easy, CURLOPT_CUSTOMREQUEST, request.method) }
         // Any finite number of seconds; beyond ~30 years is "never", not a trap converting it.
         func capped(_ value: Double, _ scale: Double) -> Int { Int(min((value * scale).rounded(.up), 1e12)) }
-        _ = ccurl_set_long(easy, CURLOPT_TIMEOUT_MS, capped(request.timeout, 1000))
-        _ = ccurl_set_long(easy, CURLOPT_CONNECTTIMEOUT_MS, capped(request.connectTimeout, 1000))
-        if let (limit, seconds) = request.lowSpeed {
-            _ = ccurl_set_long(easy, CURLOPT_LOW_SPEED_LIMIT, limit)
-            _ = ccurl_set_long(easy, CURLOPT_LOW_SPEED_TIME, capped(seconds, 1))
-        }
-        if let userAgent = request.userAgent { _ = ccurl_set_string(easy, CURLOPT_USERAGENT, userAgent) }
-        if request.multiplexed {
-            _ = ccurl_set_long(easy, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
-            _ = ccurl_set_long(easy, CURLOPT_PIPEWAIT, 1)
-        }
+        var options = [(CURLOPT_PATH_AS_IS, request.pathAsIs ? 1 : 0), (CURLOPT_FOLLOWLOCATION, request.redirects > 0 ? 1 : 0),
+                       (CURLOPT_MAXREDIRS, request.redirects), (CURLOPT_NOSIGNAL, 1), (CURLOPT_BUFFERSIZE, 256 << 10),
+                       (CURLOPT_TIMEOUT_MS, capped(request.timeout, 1000)), (CURLOPT_CONNECTTIMEOUT_MS, capped(request.connectTimeout, 1000))]
+        if let (limit, seconds) = request.lowSpeed { options += [(CURLOPT_LOW_SPEED_LIMIT, limit), (CURLOPT_LOW_SPEED_TIME, capped(seconds, 1))] }
+        if request.multiplexed { options += [(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS)), (CURLOPT_PIPEWAIT, 1)] }
+        if request.method == "HEAD" { options.append((CURLOPT_NOBODY, 1)) }
+        for (option, value) in options { _ = ccurl_set_long(easy, option, value) }
         // Refused up front when Content-Length says so; counted as it comes otherwise.
         _ = ccurl_set_offset(easy, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(exchange.limit))
-        _ = ccurl_set_long(easy, CURLOPT_BUFFERSIZE, 256 << 10)
-        switch request.method {
-        case "GET": break
-        case "HEAD": _ = ccurl_set_long(easy, CURLOPT_NOBODY, 1)
-        default: _ = ccurl_set_string(easy, CURLOPT_CUSTOMREQUEST, request.method)
-        }
         switch request.body {
         case .none: break
         case .bytes(let bytes):
@@ -221,7 +204,6 @@ package final class HTTPConnection: @unchecked Sendable {
             _ = ccurl_set_long(easy, CURLOPT_UPLOAD, 1)
             _ = ccurl_set_offset(easy, CURLOPT_INFILESIZE_LARGE, curl_off_t(range.length))
         }
-        exchange.install()
     }
 
     /// The answer to the prepared request, once curl ended it with `result` (a `CURLcode`).
@@ -232,8 +214,8 @@ package final class HTTPConnection: @unchecked Sendable {
     }
 }
 
-/// One request's state while curl runs it: its header list and error buffer, the answer as it
-/// comes (headers, body in memory or written on), and the body as it is read out.
+/// One request's state while curl runs it, installed on the handle as it is made: its header list and
+/// error buffer, the answer as it comes, and the body as it is read out.
 private final class Exchange {
     let easy: UnsafeMutableRawPointer
     let request: HTTPRequest
@@ -265,14 +247,6 @@ private final class Exchange {
         }
         for line in lines { headerList = curl_slist_append(headerList, line) }
         errorBuffer.initialize(to: 0)
-    }
-
-    deinit {
-        curl_slist_free_all(headerList)
-        errorBuffer.deallocate()
-    }
-
-    func install() {
         let context = Unmanaged.passUnretained(self).toOpaque()
         _ = ccurl_set_headers(easy, headerList)
         _ = ccurl_set_callback(easy, CURLOPT_WRITEFUNCTION) { data, size, count, context in
@@ -290,6 +264,11 @@ private final class Exchange {
             _ = ccurl_set_pointer(easy, CURLOPT_READDATA, context)
         }
         _ = ccurl_set_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer)
+    }
+
+    deinit {
+        curl_slist_free_all(headerList)
+        errorBuffer.deallocate()
     }
 
     func finish(_ code: CURLcode) throws(HTTPFailure) -> HTTPResponse {
@@ -328,13 +307,11 @@ private final class Exchange {
         if descriptor < 0 {
             descriptor = open()
             guard descriptor >= 0 else { return stop(HTTPFailure(.local, "cannot create a file for the answer: \(String(cString: strerror(errno)))")) }
-            let failure = memory.withUnsafeBytes { FileDescriptor.writeAll(descriptor, $0) }
-            memory = []
-            if let failure { return stop(HTTPFailure(.local, "cannot write the answer: \(String(cString: strerror(failure)))")) }
         }
-        if let failure = FileDescriptor.writeAll(descriptor, piece) {
-            return stop(HTTPFailure(.local, "cannot write the answer: \(String(cString: strerror(failure)))"))
-        }
+        // What stayed in memory goes first (nothing, once the answer spilled).
+        let failure = memory.withUnsafeBytes { FileDescriptor.writeAll(descriptor, $0) } ?? FileDescriptor.writeAll(descriptor, piece)
+        memory = []
+        if let failure { return stop(HTTPFailure(.local, "cannot write the answer: \(String(cString: strerror(failure)))")) }
         return piece.count
     }
 

@@ -29,43 +29,38 @@ package struct ObjectMirror: Sendable {
         case conflict
     }
 
-    private var request: StoreRequest { StoreRequest(endpoint: endpoint, bucket: object.bucket, location: object.description, retry: retry) }
-
     /// GETs the object into `path` (streamed to a file beside it, then renamed over it) unless it
     /// is still the version `known` names.
     package func fetch(into path: String, unless known: String?) throws -> Fetched {
         let partial = path + ".partial"
         let file = try Self.open(partial, O_WRONLY | O_CREAT | O_TRUNC)
         defer { close(file); unlink(partial) }
-        let response = try request.send(on: try ObjectStoreError.connection(for: object.description)) { credentials in
+        let response = try send("GET", headers: known.map { ["If-None-Match": $0] } ?? [:],
+                                answer: .spilling(inMemory: 0, limit: .max, buffer: [], open: { file })) {
             // A retry after part of the answer was written starts the file over.
             _ = ftruncate(file, 0)
             _ = lseek(file, 0, SEEK_SET)
-            return endpoint.signed("GET", bucket: object.bucket, key: object.key, headers: known.map { ["If-None-Match": $0] } ?? [:],
-                                   credentials: credentials).http(answer: .spilling(inMemory: 0, limit: .max, buffer: [], open: { file }))
         }
-        switch response.status {
-        case 304: return .unchanged
-        case 404: return .absent
-        case 200:
-            guard let etag = response.headers["etag"] else { throw refusal(response, "it has no ETag") }
-            guard fsync(file) == 0, rename(partial, path) == 0 else { throw ObjectMirrorFileError(path: path, number: errno) }
-            return .fetched(etag: etag)
-        default: throw refusal(response, "it could not be read")
-        }
+        if response.status == 304 { return .unchanged }
+        guard let etag = try etag(of: response) else { return .absent }
+        guard fsync(file) == 0, rename(partial, path) == 0 else { throw ObjectMirrorFileError(path: path, number: errno) }
+        return .fetched(etag: etag)
     }
 
     /// The object's bytes (a small document: up to `HTTPResponse.documentLimit`) and its ETag; nil
     /// when there is none.
     package func read() throws -> (bytes: [UInt8], etag: String)? {
-        let response = try request.send(on: try ObjectStoreError.connection(for: object.description)) {
-            endpoint.signed("GET", bucket: object.bucket, key: object.key, credentials: $0).http()
-        }
+        let response = try send("GET")
+        return try etag(of: response).map { (response.body, $0) }
+    }
+
+    /// A GET's ETag; nil when there is no such object.
+    private func etag(of response: HTTPResponse) throws -> String? {
         switch response.status {
         case 404: return nil
         case 200:
             guard let etag = response.headers["etag"] else { throw refusal(response, "it has no ETag") }
-            return (response.body, etag)
+            return etag
         default: throw refusal(response, "it could not be read")
         }
     }
@@ -88,19 +83,14 @@ package struct ObjectMirror: Sendable {
     }
 
     package func delete() throws {
-        let response = try request.send(on: try ObjectStoreError.connection(for: object.description)) {
-            endpoint.signed("DELETE", bucket: object.bucket, key: object.key, credentials: $0).http()
-        }
+        let response = try send("DELETE")
         guard (200..<300).contains(response.status) || response.status == 404 else { throw refusal(response, "it could not be deleted") }
     }
 
     private func put(_ body: HTTPRequest.Body, hash: String, md5: String, over etag: String?, mediaType: String) throws -> Stored {
         let condition = etag.map { ["If-Match": $0] } ?? ["If-None-Match": "*"]
         let connection = try ObjectStoreError.connection(for: object.description)
-        let response = try request.send(on: connection) { credentials in
-            endpoint.signed("PUT", bucket: object.bucket, key: object.key, headers: condition.merging(["Content-Type": mediaType]) { $1 },
-                            payloadHash: hash, credentials: credentials).http(body)
-        }
+        let response = try send("PUT", headers: condition.merging(["Content-Type": mediaType]) { $1 }, payloadHash: hash, body, on: connection)
         switch response.status {
         case 200..<300:
             guard let stored = response.headers["etag"] else { throw refusal(response, "the store gave no ETag") }
@@ -109,10 +99,23 @@ package struct ObjectMirror: Sendable {
         // answer a retry whose first attempt landed (the connection dropped before its answer): the
         // object is then these very bytes (a single PUT's ETag is their MD5), and this write stands.
         case 412, 409:
-            let head = try request.send(on: connection) { endpoint.signed("HEAD", bucket: object.bucket, key: object.key, credentials: $0).http() }
+            let head = try send("HEAD", on: connection)
             guard head.status == 200, let stored = head.headers["etag"], stored.trimmingCharacters(in: ["\""]) == md5 else { return .conflict }
             return .stored(etag: stored)
         default: throw refusal(response, "it could not be written")
+        }
+    }
+
+    /// One request on the object, signed anew and retried as `StoreRequest` does; `attempt` runs
+    /// before each attempt.
+    private func send(_ method: String, headers: [String: String] = [:], payloadHash: String = SigV4.unsignedPayload,
+                      _ body: HTTPRequest.Body = .none, answer: HTTPRequest.Answer = .memory(limit: HTTPResponse.documentLimit),
+                      on connection: HTTPConnection? = nil, attempt: () -> Void = {}) throws -> HTTPResponse {
+        let request = StoreRequest(endpoint: endpoint, bucket: object.bucket, location: object.description, retry: retry)
+        return try request.send(on: try connection ?? ObjectStoreError.connection(for: object.description)) { credentials in
+            attempt()
+            return endpoint.signed(method, bucket: object.bucket, key: object.key, headers: headers, payloadHash: payloadHash,
+                                   credentials: credentials).http(body, answer: answer)
         }
     }
 

@@ -74,9 +74,6 @@ package enum SharedCredentials {
                 return .failure(error)
             }
         }
-        switch result {
-        case .success(let credentials): return credentials
-        case .failure(let error): throw .credentials(error)
-        }
+        return try result.mapError(ObjectStoreError.credentials).get()
     }
 }

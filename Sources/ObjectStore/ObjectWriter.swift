@@ -2,10 +2,9 @@ import Foundation
 import Synchronization
 import Support
 
-/// Writes and deletes a run's objects (rendered outputs, the manifest, pruned orphans) a batch at
-/// a time, over up to `parallel` connections at once that stay open from batch to batch. Each
-/// request is retried as `StoreRequest` does. An object larger than its part size goes up as a
-/// multipart upload, a part at a time; bodies are read from their files as they are sent.
+/// Writes and deletes a run's objects a batch at a time, over up to `parallel` connections kept open
+/// from batch to batch. An object larger than its part size goes up as a multipart upload; bodies are
+/// read from their files as they are sent.
 package final class ObjectWriter: Sendable {
     package enum Change: Sendable {
         /// Writes the file at `file` as the object, with its media type and `Cache-Control`.
@@ -62,51 +61,27 @@ package final class ObjectWriter: Sendable {
             do throws(ObjectStoreError) { connection = try ObjectStoreError.connection(for: change.object.description) } catch { return .store(error) }
         }
         defer { idle.withLock { $0.append(connection) } }
-        let request = StoreRequest(endpoint: change.endpoint, bucket: change.object.bucket, location: change.object.description, retry: retry)
+        let requests = ObjectRequests(request: StoreRequest(endpoint: change.endpoint, bucket: change.object.bucket,
+                                                            location: change.object.description, retry: retry),
+                                      object: change.object, connection: connection)
         do throws(Failure) {
             switch change {
-            case .put(let object, _, let file, let mediaType, let cacheControl, let partSize):
+            case .put(_, _, let file, let mediaType, let cacheControl, let partSize):
                 let headers = ["Content-Type": mediaType, "Cache-Control": cacheControl]
                 let body = try FileBody(file)
                 if body.size > partSize {
-                    try MultipartUpload(request: request, object: object, headers: headers, connection: connection).send(body, partSize: partSize)
+                    try requests.multipart(body, partSize: partSize, headers: headers)
                 } else {
-                    let whole = try body.range(0, body.size)
-                    try Self.expectSuccess(try Self.send(request, on: connection) { endpoint, credentials in
-                        endpoint.signed("PUT", bucket: object.bucket, key: object.key, headers: headers, payloadHash: whole.hash, credentials: credentials)
-                            .http(.file(whole.range))
-                    })
+                    _ = try requests.send("PUT", headers: headers, upload: try body.range(0, body.size))
                 }
-            case .delete(let object, _):
+            case .delete:
                 // Deleting a key that is already gone succeeds (204): pruning twice is harmless.
-                let response = try Self.send(request, on: connection) { endpoint, credentials in
-                    endpoint.signed("DELETE", bucket: object.bucket, key: object.key, credentials: credentials).http()
-                }
-                if response.status != 404 { try Self.expectSuccess(response) }
+                _ = try requests.send("DELETE", orMissing: true)
             }
             return nil
         } catch {
             return error
         }
-    }
-
-    /// `request.send` with its errors as this writer's.
-    fileprivate static func send(_ request: StoreRequest, on connection: HTTPConnection,
-                                 _ sign: (S3Endpoint, AWSCredentials) -> HTTPRequest) throws(Failure) -> HTTPResponse {
-        do {
-            return try request.send(on: connection) { sign(request.endpoint, $0) }
-        } catch {
-            throw .store(error)
-        }
-    }
-
-    /// A refusal of this object alone, in the store's words; S3 can answer a completion 200 and
-    /// still fail it, in an error document.
-    fileprivate static func expectSuccess(_ response: HTTPResponse) throws(Failure) {
-        guard !(200..<300).contains(response.status) || response.errorCode != nil else { return }
-        let fields = XMLFields.first(of: ["Code", "Message"], in: response.body)
-        throw .object("the object store refused it: HTTP \(response.status)" + (fields["Code"].map { " \($0)" } ?? "")
-                      + (fields["Message"].map { ": \($0)" } ?? ""))
     }
 }
 
@@ -138,16 +113,17 @@ private final class FileBody {
     }
 }
 
-/// S3's multipart upload of one object: create, a part at a time, complete; aborted on failure
-/// so the store keeps no parts.
-private struct MultipartUpload {
+/// The requests of one change to one object, over one connection, each a success or this
+/// object's failure.
+private struct ObjectRequests {
     let request: StoreRequest
     let object: ObjectURL
-    let headers: [String: String]
     let connection: HTTPConnection
 
-    func send(_ body: FileBody, partSize: Int) throws(ObjectWriter.Failure) {
-        let created = try signedSend("POST", query: ["uploads": ""], headers: headers)
+    /// S3's multipart upload: create, a part at a time, complete; aborted on failure so the store
+    /// keeps no parts.
+    func multipart(_ body: FileBody, partSize: Int, headers: [String: String]) throws(ObjectWriter.Failure) {
+        let created = try send("POST", query: ["uploads": ""], headers: headers)
         guard let uploadID = XMLFields.first(of: ["UploadId"], in: created.body)["UploadId"] else {
             throw .object("the object store started no multipart upload: HTTP \(created.status)")
         }
@@ -155,15 +131,15 @@ private struct MultipartUpload {
             var parts: [String] = []
             for (number, offset) in stride(from: 0, to: body.size, by: partSize).enumerated() {
                 let part = try body.range(offset, min(partSize, body.size - offset))
-                let answer = try signedSend("PUT", query: ["partNumber": String(number + 1), "uploadId": uploadID], upload: part)
+                let answer = try send("PUT", query: ["partNumber": String(number + 1), "uploadId": uploadID], upload: part)
                 guard let etag = answer.headers["etag"] else { throw .object("the object store gave part \(number + 1) no ETag") }
                 parts.append("<Part><PartNumber>\(number + 1)</PartNumber><ETag>\(etag)</ETag></Part>")
             }
             let document = "<CompleteMultipartUpload>\(parts.joined())</CompleteMultipartUpload>"
-            _ = try signedSend("POST", query: ["uploadId": uploadID], body: Array(document.utf8))
+            _ = try send("POST", query: ["uploadId": uploadID], body: Array(document.utf8))
         } catch {
             // The store keeps an unfinished upload's parts (and bills them) until it is aborted.
-            do throws(ObjectWriter.Failure) { _ = try signedSend("DELETE", query: ["uploadId": uploadID]) } catch let abort {
+            do throws(ObjectWriter.Failure) { _ = try send("DELETE", query: ["uploadId": uploadID]) } catch let abort {
                 let note = "; aborting multipart upload \(uploadID) failed too (\(abort)): its parts stay until the bucket's lifecycle rule for incomplete uploads removes them"
                 switch error {
                 case .object(let reason): throw .object(reason + note)
@@ -175,16 +151,26 @@ private struct MultipartUpload {
         }
     }
 
-    /// One signed request of the upload, a success or this object's failure.
-    private func signedSend(_ method: String, query: [String: String], headers: [String: String] = [:], body: [UInt8]? = nil,
-                            upload part: (range: FileRange, hash: String)? = nil) throws(ObjectWriter.Failure) -> HTTPResponse {
+    /// One signed request: a success, or (`orMissing`, also a 404) this object's failure in the
+    /// store's words; S3 can answer a completion 200 and still fail it, in an error document.
+    func send(_ method: String, query: [String: String] = [:], headers: [String: String] = [:], body: [UInt8]? = nil,
+              upload part: (range: FileRange, hash: String)? = nil, orMissing: Bool = false) throws(ObjectWriter.Failure) -> HTTPResponse {
         let payloadHash = part?.hash ?? SigV4.payloadHash(of: body ?? [])
         let sent: HTTPRequest.Body = part.map { .file($0.range) } ?? body.map { .bytes($0) } ?? .none
-        let response = try ObjectWriter.send(request, on: connection) { endpoint, credentials in
-            endpoint.signed(method, bucket: object.bucket, key: object.key, query: query, headers: headers,
-                            payloadHash: payloadHash, credentials: credentials).http(sent)
+        let response: HTTPResponse
+        do {
+            response = try request.send(on: connection) { credentials in
+                request.endpoint.signed(method, bucket: object.bucket, key: object.key, query: query, headers: headers,
+                                        payloadHash: payloadHash, credentials: credentials).http(sent)
+            }
+        } catch {
+            throw .store(error)
         }
-        try ObjectWriter.expectSuccess(response)
+        guard (200..<300).contains(response.status) && response.errorCode == nil || orMissing && response.status == 404 else {
+            let fields = XMLFields.first(of: ["Code", "Message"], in: response.body)
+            throw .object("the object store refused it: HTTP \(response.status)" + (fields["Code"].map { " \($0)" } ?? "")
+                          + (fields["Message"].map { ": \($0)" } ?? ""))
+        }
         return response
     }
 }

@@ -23,7 +23,7 @@ package enum SigV4 {
             .joined(separator: "\n")
         let day = String(amzDate.prefix(8))
         let scope = "\(day)/\(region)/\(service)/aws4_request"
-        let stringToSign = ["AWS4-HMAC-SHA256", amzDate, scope, hex(sha256(Array(request.utf8)))].joined(separator: "\n")
+        let stringToSign = ["AWS4-HMAC-SHA256", amzDate, scope, Self.payloadHash(of: Array(request.utf8))].joined(separator: "\n")
         var key = Array("AWS4\(credentials.secretAccessKey.revealed)".utf8)
         for part in [day, region, service, "aws4_request"] { key = hmac(key, part) }
         return "AWS4-HMAC-SHA256 Credential=\(credentials.accessKeyID)/\(scope), SignedHeaders=\(signedHeaders), "
@@ -85,8 +85,6 @@ package enum SigV4 {
         _ = SHA256(bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count, &digest)
         return digest
     }
-
-    static func sha256(_ bytes: [UInt8]) -> [UInt8] { bytes.withUnsafeBytes { sha256($0) } }
 
     static func hmac(_ key: [UInt8], _ message: String) -> [UInt8] {
         var mac = [UInt8](repeating: 0, count: Int(SHA256_DIGEST_LENGTH))

@@ -1,9 +1,8 @@
 import Foundation
 import Support
 
-/// How a request that failed for now is sent again, to an origin or a store alike: exponential
-/// backoff with full jitter, a server's Retry-After honoured (capped at `maxDelay`). The job's
-/// `retry`; `standard` for what the job does not set it for (listings, STS).
+/// How a request that failed for now is sent again, to an origin or a store: exponential backoff with
+/// full jitter, Retry-After honoured up to `maxDelay`. The job's `retry`; `standard` where it sets none.
 public struct RetryPolicy: Sendable, Equatable {
     public var attempts: Int
     public var initialDelay: Double
@@ -23,20 +22,15 @@ public struct RetryPolicy: Sendable, Equatable {
     }
 }
 
-/// One request to a bucket, signed anew for each attempt with the run's current credentials and
-/// sent until the store answers other than for now (5xx, throttling, a dropped connection, an
-/// answer `accept` finds unusable), as `retry` says: what a listing page, an upload, a delete and
-/// the state share.
+/// One request to a bucket, signed anew for each attempt with the run's current credentials and sent
+/// until the store answers other than for now (5xx, throttling, a dropped connection, an answer
+/// `accept` finds unusable), as `retry` says.
 package struct StoreRequest {
     package let endpoint: S3Endpoint
     package let bucket: String
     /// Where it is, for messages: `s3://bucket/key`.
     package let location: String
     package var retry: RetryPolicy
-
-    package init(endpoint: S3Endpoint, bucket: String, location: String, retry: RetryPolicy = .standard) {
-        (self.endpoint, self.bucket, self.location, self.retry) = (endpoint, bucket, location, retry)
-    }
 
     /// The store's answer, a success or a refusal of this request alone (its caller reads which);
     /// throws `refused` for a refusal of the whole run (credentials, access, region, bucket, clock)

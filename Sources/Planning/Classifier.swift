@@ -3,9 +3,8 @@ import Support
 import Model
 import JobFile
 
-/// What the state database says about an item finished earlier: done, skipped (no file: a
-/// narrower output holds its bytes), or failed for a reason its content decides (`failureKind`)
-/// under the limits `failedUnder` (`Classifier.limitsDigest`).
+/// What the state database says of an item finished earlier: done, skipped (a narrower output holds
+/// its bytes), or failed for a reason its content decides under the limits `failedUnder`.
 package struct LedgerEntry: Sendable, Codable {
     package let fingerprint: String
     package let outputPath: String
@@ -19,9 +18,8 @@ package struct LedgerEntry: Sendable, Codable {
     }
 }
 
-/// The recorded state that decides whether an item runs, looked up one key at a time so a
-/// plan never needs the whole ledger in memory. `StateStore.PlanningPass` reads the database;
-/// `PlanningState` holds a few entries in memory.
+/// The recorded state that decides whether an item runs, looked up one key at a time so a plan
+/// never holds the whole ledger: `StateStore.PlanningPass` reads the database, `PlanningState` memory.
 package protocol PlanningLookup {
     /// The item's entry if it was recorded done, or failed for a reason its content decides.
     func recorded(_ itemKey: String) throws -> LedgerEntry?
@@ -48,9 +46,8 @@ package struct PlanningState: PlanningLookup, Sendable {
     package func derivedLedger(_ sourceKey: String) -> DerivedLedger { derived[sourceKey] ?? DerivedLedger() }
 }
 
-/// Decides from the recorded state what each planned item needs: up to date, a known failure,
-/// blocked by the blacklist, to revalidate, or to run; and which derived values its source needs.
-/// Owns the fingerprints both are decided by. Reads file metadata only; never decodes.
+/// Decides from the recorded state what each planned item needs (up to date, a known failure,
+/// blocked, to revalidate, or to run) and which derived values its source needs, by the fingerprints it owns.
 package struct Classifier: Sendable {
     package let job: Job
     package let vipsVersion: String
@@ -67,13 +64,11 @@ package struct Classifier: Sendable {
     }
 
     /// Marks items up to date whose recorded fingerprint and output path match and whose output
-    /// file still exists (or that were skipped: they have none), items that failed before on the same content known failures (unless
-    /// `retryFailed`), and items of blacklisted sources blocked. Nothing is decoded or downloaded.
-    /// A fetched source's items are decided here only when its cached original need not be revalidated;
-    /// otherwise the download stage decides, from what this records on the items (items made
-    /// from that original are marked `revalidate`).
-    /// `outputStats` reads the outputs' metadata (one held per classification pass, so that a
-    /// folder of outputs is walked once).
+    /// still exists (or was skipped), items that failed before on the same content known failures
+    /// (unless `retryFailed`), and items of blacklisted sources blocked; decodes and downloads nothing.
+    /// A fetched source whose cached original must be revalidated is left to the download stage
+    /// (items made from that original are marked `revalidate`). `outputStats` is held per pass, so a
+    /// folder of outputs is walked once.
     package func classify(_ source: inout PlannedSource, state: some PlanningLookup, retryFailed: Bool, force: Bool = false,
                   now: Double = Date().timeIntervalSince1970, statting outputStats: FolderStat = FolderStat()) throws {
         if let fetched = source.kind.fetched {
@@ -132,9 +127,8 @@ package struct Classifier: Sendable {
         if !source.items.isEmpty && source.items.allSatisfy({ $0.status == .knownFailure }) { source.derivation = nil }
     }
 
-    /// Which of the job's derived values the source needs: those not stored under its content's
-    /// fingerprint (all of them with `force`). A URL whose content is not known yet is planned from
-    /// its cached original, and decided again once downloaded (`derivation(of:identity:)`).
+    /// The derived values not stored under the source's content fingerprint (all with `force`); a URL
+    /// not downloaded yet is planned from its cached original, and decided again once downloaded.
     private func planDerivation(_ source: inout PlannedSource, state: some PlanningLookup, force: Bool) throws {
         guard !job.derive.values.isEmpty else { return }
         source.derivedLedger = force ? DerivedLedger() : try state.derivedLedger(source.key)
@@ -158,8 +152,7 @@ package struct Classifier: Sendable {
         return PlannedDerivation(values: values, fingerprint: fingerprint, contentHash: contentHash)
     }
 
-    /// What a source's derived values are keyed by besides their identifiers: its content
-    /// (a file's size and modification time, a download's hash) and the libvips that decoded it.
+    /// What a source's derived values are keyed by besides their identifiers: its content and the libvips that decoded it.
     package func derivationFingerprint(_ identity: SourceIdentity) -> String {
         StableHash.hex(Self.identityText(identity), vipsVersion)
     }
@@ -176,8 +169,7 @@ package struct Classifier: Sendable {
         }
     }
 
-    /// Covers the source's identity, the output's whole recipe (chain, format, load options) and
-    /// the versions of runner and libvips: change any of them and the item runs again.
+    /// The source's identity, the output's whole recipe and the versions of runner and libvips: change any and the item runs again.
     package func fingerprint(_ identity: SourceIdentity, output: Int) -> String {
         // Not StableHash.hex: its variadic array is an allocation per item on the plan's hot path.
         var hash = StableHash()

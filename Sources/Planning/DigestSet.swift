@@ -1,8 +1,6 @@
 import Support
-/// A set of strings held as 128-bit digests, so planning a million sources and output paths
-/// costs tens of megabytes rather than hundreds. The two halves come from unrelated hashes
-/// (FNV-1a and the standard library's seeded SipHash): a false match needs both to collide at
-/// once, about n²/2¹²⁹ (10⁻²⁷ for a million strings).
+/// Strings held as 128-bit digests: tens of megabytes for a million, not hundreds. The halves come
+/// from unrelated hashes (FNV-1a, seeded SipHash): a false match is about n²/2¹²⁹ (10⁻²⁷ for a million).
 package struct DigestSet {
     private var digests: Set<UInt128> = []
 

@@ -11,7 +11,6 @@ package struct HTTPSource: FetchedSource, Equatable, Codable {
     package let headers: [String: String]
 
     package var location: String { url }
-    package var fetched: (any FetchedSource)? { self }
     package func plannedIdentity(statting stats: FolderStat) -> SourceIdentity { .unknown }
 
     /// Redirects followed as `http.maxRedirects` allows.

@@ -1,12 +1,9 @@
 import Support
 
-/// Finds output paths written by two different items anywhere in a job, whichever shard each
-/// belongs to, in memory that does not grow with the job: each named output is 16 bytes (a digest
-/// of its path and one of its item key) appended to one of 64 partitions by its path's digest. A
-/// partition holds up to 8,192 of them in memory and then goes on in an unlinked temporary file;
-/// at the end each partition is sorted on its own (a 64th of the job at a time: 2.5 MB for ten
-/// million outputs) and neighbours with one path and two keys are suspects, which the planner
-/// confirms with the names themselves (a 64-bit digest can match by chance).
+/// Finds output paths written by two different items anywhere in a job, in memory that does not grow
+/// with it: each output is 16 bytes (digests of its path and its item key) in one of 64 partitions
+/// (`SpilledRecords`), each sorted on its own at the end (2.5 MB for ten million outputs): neighbours
+/// with one path and two keys are suspects, which the planner confirms by name (digests can match by chance).
 package struct OutputCollisions: ~Copyable {
     package typealias Failure = SpillFailure
 
@@ -24,8 +21,7 @@ package struct OutputCollisions: ~Copyable {
         records = SpilledRecords(partitions: Self.partitionCount, spillingInto: folder, prefix: ".runner-outputs-")
     }
 
-    /// Adds an output: its path, and a digest telling its item from any other (the same item
-    /// named twice, a source repeated in a list, is not a collision).
+    /// Adds an output: its path, and its item's digest (the same item named twice is no collision).
     package mutating func add(path: String, item: UInt64) throws(Failure) {
         let digest = StableHash.value(path)
         // The top bits pick the partition: the low ones are what a partition's sort compares first.

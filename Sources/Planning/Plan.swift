@@ -13,14 +13,11 @@ public struct PlanCounts: Sendable, Codable {
     public var upToDate = 0
     public var blocked = 0
     public var knownFailures = 0
-    /// Items not run because another source's item of their output would write the same path
-    /// (among those counted to run or to revalidate).
+    /// Items to run or revalidate that another source's item of their output would write over.
     public var collisions = 0
-    /// Derived values (`derive`) to compute, one per value per source; a source whose items are
-    /// all up to date is decoded for them alone.
+    /// Derived values (`derive`) to compute, one per value per source.
     public var toDerive = 0
-    /// The sources are those the shard's last plan found, its lists and walked folders unchanged
-    /// (`SourceMemory`): nothing was read but the state database (and a `stat` of each folder).
+    /// The sources are the shard's last plan's, its lists and walked folders unchanged (`SourceMemory`).
     public var reusedSources = false
 
     public init() {}
@@ -28,8 +25,7 @@ public struct PlanCounts: Sendable, Codable {
     /// Items a run takes up: those to run and those to revalidate.
     public var pending: Int { toRun + revalidate }
 
-    /// The counts as `runner plan` and a run's first line say them, in the same words:
-    /// `12 to run, 20 to revalidate, 300 up to date, 1 blocked, 2 known failures (…)`.
+    /// The counts as `runner plan` and a run's first line say them: `12 to run, 20 to revalidate, …`.
     public var described: String {
         var line = "\(toRun) to run, \(revalidate) to revalidate, \(upToDate) up to date, \(blocked) blocked"
         if knownFailures > 0 { line += ", \(knownFailures) known failure\(knownFailures == 1 ? "" : "s") (not retried without --retry-failed)" }
@@ -63,8 +59,7 @@ public struct PlanCounts: Sendable, Codable {
     }
 }
 
-/// One source and the items (one per output) planned for it. Codable: runs spool the sources
-/// they will work on to a file (`PlanSpool`) rather than hold them.
+/// One source and its items (one per output). Codable: runs spool their sources (`PlanSpool`).
 public struct PlannedSource: Sendable, Codable {
     /// The source key: a file's absolute path, a URL's normalized form, or an explicit key.
     public let key: String
@@ -77,8 +72,7 @@ public struct PlannedSource: Sendable, Codable {
     package var cachedIdentity: SourceIdentity? { cachedOriginal.flatMap { kind.fetched?.identity(of: $0) } }
     /// Why a blocked source's URL is blacklisted.
     package var blockedReason: String?
-    /// On the blacklist, but written again since (`FetchedSource.changedAt`): a fetch that
-    /// succeeds takes it off, as `--retry-failed` does.
+    /// Blacklisted, but written again since (`FetchedSource.changedAt`): a successful fetch unblocks it.
     package var retriesBlacklisted = false
     /// What the state database holds of the source's derived values, and which of them to compute.
     package var derivedLedger = DerivedLedger()
@@ -90,8 +84,7 @@ public struct PlannedSource: Sendable, Codable {
     public var location: String { origin.kind.location }
 }
 
-/// A source's derived values as the state database holds them: each value's identifier and the
-/// fingerprint it was computed under, and the fingerprint under which its content hash was taken.
+/// A source's derived values as the state database holds them: each identifier's fingerprint.
 package struct DerivedLedger: Sendable, Codable, Equatable {
     package var values: [String: String] = [:]
     /// The source's content hash on record, and the fingerprint of the content it was taken of.
@@ -114,12 +107,11 @@ package enum SourceIdentity: Sendable, Equatable, Codable {
     case unknown
     /// A local file that cannot be read, and why.
     case missing(String)
-    /// A local path that names no regular file (a FIFO, a device, a socket, or a link to one), by
-    /// its type, and why it is not read: what the source is, as a file's content is.
+    /// A local path that names no regular file (a FIFO, a device, a socket), by its type, and why it is not read.
     case notRegular(type: String, message: String)
 
-    /// Whether a failure of `kind` is the source's own, so it stands until this identity changes:
-    /// one its content decided, or, for a path that names no regular file, that it cannot be read.
+    /// Whether a failure of `kind` stands until this identity changes: one its content decided, or
+    /// for a path naming no regular file, that it cannot be read.
     package func decides(_ kind: ItemFailure.Kind) -> Bool {
         if case .notRegular = self, kind == .unreadable { return true }
         return kind.isDecidedByContent
@@ -137,8 +129,7 @@ public struct PlannedItem: Sendable, Codable {
         case blocked
         /// Will not run: it failed on this same content and recipe before, for a reason the source decides (see `SourceIdentity.decides`).
         case knownFailure = "known-failure"
-        /// A URL item done from its cached original and still on disk, whose original a run
-        /// revalidates first (`http.revalidate`): it runs only if the URL's content changed.
+        /// A URL item done from its cached original, which a run revalidates first: it runs only if the content changed.
         case revalidate
     }
 
@@ -149,18 +140,15 @@ public struct PlannedItem: Sendable, Codable {
     public let outputPath: String
     public package(set) var fingerprint: String
     public internal(set) var status: Status
-    /// What the state database recorded for this item: done at this same output path, or failed
-    /// in a way its content decided.
+    /// What the state database recorded: done at this output path, or failed in a way its content decided.
     package var recorded: LedgerEntry?
 
-    /// Where the item's file is: where it was recorded done (a `{hash}` output's name has its
-    /// bytes' digits where `outputPath` says `{hash}`), else `outputPath`.
+    /// Where the item's file is: where it was recorded done (a `{hash}` name with its digits), else `outputPath`.
     package var currentPath: String {
         recorded.flatMap { $0.failureKind == nil ? $0.outputPath : nil } ?? outputPath
     }
 
-    /// Up to date: recorded done with this fingerprint, and the output is still there, as its
-    /// destination tells.
+    /// Recorded done with this fingerprint, and the output still there as its destination tells.
     package func isUpToDate(in place: any Destination, statting stats: FolderStat) -> Bool {
         guard let recorded, recorded.failureKind == nil, recorded.fingerprint == fingerprint else { return false }
         return recorded.skipped || place.holds(recorded.outputPath, statting: stats)

@@ -4,28 +4,18 @@ import Synchronization
 import Support
 import Model
 
-/// The sources a run will work on, written once by the planning pass and read back in order,
-/// so a run's memory does not grow with its length. The file sits beside the state database
-/// (not in /tmp, often a RAM disk) and is unlinked as soon as it is opened: nothing to clean up,
-/// even after a crash. One JSON line per source. One writer (the planning pass) appends; then
-/// `finishWriting` hands the file over to a `PlannedSources`, which any thread may read.
+/// The sources a run will work on, one JSON line each, written by the planning pass and read back in
+/// order, so a run's memory does not grow with its length. Beside the state database (/tmp is often a
+/// RAM disk), unlinked once opened: nothing to clean up, even after a crash.
 package final class PlanSpool {
-    package struct Failure: Error, CustomStringConvertible {
-        package let description: String
-    }
+    package typealias Failure = SpillFailure
 
     private let descriptor: Int32
     private var pendingWrite = Data()
     private var count = 0
 
     package init(besideStateAt statePath: String) throws {
-        var template = Array((Paths.directory(of: statePath) + "/.runner-plan-XXXXXX").utf8CString)
-        descriptor = template.withUnsafeMutableBufferPointer { mkostemp($0.baseAddress!, O_CLOEXEC) }
-        let path = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
-        guard descriptor >= 0 else {
-            throw PlanSpool.Failure(description: "cannot create the plan file beside \(statePath): \(String(cString: strerror(errno)))")
-        }
-        unlink(path)
+        descriptor = try unlinkedFile(in: Paths.directory(of: statePath), prefix: ".runner-plan-", what: "the plan file beside \(statePath)")
     }
 
     /// Closed by the reader once writing is finished, or here if it never was.
@@ -40,8 +30,7 @@ package final class PlanSpool {
         if pendingWrite.count >= 1 << 20 { try flush() }
     }
 
-    /// Ends writing; the sources are then read back, in order, through the returned reader, but for
-    /// the items `collided` names, which are not to run: their events are handed over instead.
+    /// Ends writing; the returned reader reads the sources back but for the items `collided` names.
     package func finishWriting(collided: [String: ItemEvent] = [:]) throws -> PlannedSources {
         try flush()
         lseek(descriptor, 0, SEEK_SET)
@@ -72,8 +61,7 @@ package final class PlannedSources: Sendable {
 
     deinit { close(descriptor) }
 
-    /// The next source with work, or nil after the last; `record` gets the events of its items
-    /// that collided, which are left out.
+    /// The next source with work, or nil after the last; `record` gets its collided items' events.
     package func next(recording record: ([ItemEvent]) -> Void) throws(PlanSpool.Failure) -> PlannedSource? {
         while var source = try read() {
             guard !collided.isEmpty else { return source }

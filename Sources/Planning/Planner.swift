@@ -5,10 +5,9 @@ import Keys
 import Imaging
 import JobFile
 
-/// Enumerates a job's sources as planned sources: finds them (or replays a shard's last plan),
-/// each key once, names every output and rejects collisions; `classifyAll` then has each one's
-/// items classified (`Classifier`). Streams: a source is visited as soon as it is found, and only
-/// digests of keys and paths are kept. Reads file metadata only; never decodes.
+/// Enumerates a job's sources as planned sources (found, or replayed from a shard's last plan), each
+/// key once, outputs named, collisions rejected; `classifyAll` classifies their items. Streams, keeping
+/// only digests of keys and paths; reads file metadata only, never decodes.
 package struct Planner {
     package let job: Job
     /// Fingerprints the items it names, and classifies them in `classifyAll`.
@@ -27,19 +26,16 @@ package struct Planner {
 
     /// Visits every source of the job (of its shard, when it has one) once, in order, with all its
     /// items pending: sources deduplicated, outputs named, escapes rejected (as `JobFileError`).
-    /// Collisions are checked at the end of the pass, in `OutputCollisions`' bounded memory: two
-    /// outputs of the job writing one path, or a path template naming no source, is the job file's
-    /// doing (`JobFileError`); two sources one output would write to one path (`x//a.jpg` and
-    /// `x/a.jpg`, `a.jpg` and `a.png`) are what a folder or a bucket holds, and `collided` hears of
-    /// each such item of this shard's, which must not run. A shard names the whole job's outputs,
-    /// so a collision with another shard's output is seen in every shard, never a silent
-    /// overwrite; but it only names another shard's sources' outputs (no `stat`, fingerprint or lookup).
+    /// Collisions are checked at the end, in `OutputCollisions`' bounded memory: two outputs on one
+    /// path, or a template naming no source, is the job file's doing (`JobFileError`); two sources
+    /// one output would write to one path (`x//a.jpg` and `x/a.jpg`) are what a folder holds, and
+    /// `collided` hears of each such item of this shard's, which must not run. A shard names the
+    /// whole job's outputs, so a collision with another shard's is seen in every shard.
     ///
-    /// With `memory`, a shard whose `SourceInputs` are those its last complete plan was recorded
-    /// under, every path its walks saw unchanged, visits that plan's own sources instead (unless
-    /// `replay` is false) and returns true; otherwise it records the sources it visits and what
-    /// its walks saw, sealed only once the job passed the collision check and no list or walked
-    /// folder changed while it was read or just before.
+    /// With `memory`, a shard whose `SourceInputs` and walked paths are those of its last complete
+    /// plan replays that plan's sources (unless `replay` is false) and returns true; otherwise it
+    /// records what it visits and walks, sealed only once the job passed the collision check and no
+    /// list or walked folder changed while it was read or just before.
     @discardableResult
     package func forEachSource(memory: (any SourceMemory)? = nil, replay: Bool = true, collided: (_ item: String, _ path: String, ItemFailure) throws -> Void = { _, _, _ in },
                                _ visit: (PlannedSource) throws -> Void) throws -> Bool {
@@ -47,7 +43,18 @@ package struct Planner {
         // Only a shard remembers: it is what reads the whole job for a part of it.
         let inputs = memory != nil && job.shard != nil ? SourceInputs(job) : nil
         let sourceStats = FolderStat()
-        if let memory, let inputs, replay, try replayed(memory, inputs, sourceStats, visit) { return true }
+        if let memory, let inputs, replay {
+            // The recorded sources, made again by their specs' listings, made once (a glob's fixed part
+            // per source was a tenth of a reused 10M glob shard's plan).
+            let listings = job.sources.map(\.listing)
+            let replayed = try memory.replaySources(madeUnder: inputs.fingerprint, ifEach: { $0.isUnchanged }) { entry in
+                guard listings.indices.contains(entry.spec), let discovered = listings[entry.spec].source(at: entry.line) else {
+                    throw RememberedSourceMismatch(entry: entry)
+                }
+                try visit(try planned(discovered, statting: sourceStats))
+            }
+            if replayed { return true }
+        }
         try memory?.forgetSources()
         var outputs = OutputCollisions(spillingInto: spillFolder)
         var latestFolderChange = Int64.min
@@ -72,25 +79,12 @@ package struct Planner {
         let suspects = try outputs.suspects()
         // A plan with collisions is not remembered: the next one must find them again.
         let collisions = suspects.isEmpty ? 0 : try confirmCollisions(among: suspects, collided)
-        if let memory, let inputs, collisions == 0, inputs.settled(before: started), FileIdentity.settled(latestFolderChange, before: started),
+        // Every list and walked folder was last changed `FileIdentity.racyWindow` before the plan began.
+        if let memory, let inputs, collisions == 0, FileIdentity.settled(max(inputs.latestChange, latestFolderChange), before: started),
            SourceInputs(job) == inputs {
             try memory.sealSources(madeUnder: inputs.fingerprint)
         }
         return false
-    }
-
-    /// Visits the sources `memory` recorded under `inputs`, made again by their specs' listings as
-    /// discovery makes them. The listings are made once (a glob's works out its fixed part once, not
-    /// per source: a tenth of a reused 10M glob shard's plan otherwise).
-    private func replayed(_ memory: any SourceMemory, _ inputs: SourceInputs, _ sourceStats: FolderStat,
-                          _ visit: (PlannedSource) throws -> Void) throws -> Bool {
-        let listings = job.sources.map(\.listing)
-        return try memory.replaySources(madeUnder: inputs.fingerprint, ifEach: { $0.isUnchanged }) { entry in
-            guard listings.indices.contains(entry.spec), let discovered = listings[entry.spec].source(at: entry.line) else {
-                throw RememberedSourceMismatch(entry: entry)
-            }
-            try visit(try planned(discovered, statting: sourceStats))
-        }
     }
 
     /// Where `OutputCollisions` spills: beside the state database once a run has created its folder
@@ -107,10 +101,9 @@ package struct Planner {
         return hash.value
     }
 
-    /// Discovered sources, each key once, and whether each is of this run's shard (every source is,
-    /// without one). One folder walk or one glob cannot name a file twice, so only jobs with lists
-    /// or several sources pay for remembering keys (`UniqueSources`: flat memory past a million),
-    /// and only those of their own shard: a source's repeats all fall in one shard.
+    /// Discovered sources, each key once, and whether each is of this run's shard. One walk or glob
+    /// cannot name a file twice, so only jobs with lists or several sources remember keys
+    /// (`UniqueSources`), and only their own shard's: a source's repeats all fall in one shard.
     private func forEachUniqueSource(walked: SourceDiscovery.WalkObserver? = nil,
                                      _ visit: (DiscoveredSource, _ own: Bool) throws -> Void) throws {
         let canRepeat = job.sources.count > 1 || job.sources.contains { $0.listing.canNameTwice }
@@ -161,11 +154,10 @@ package struct Planner {
         }
     }
 
-    /// Tells `collided` of each item of this shard's that writes a path another source's item of
-    /// the same output writes (both, whatever the order), among the paths whose digests `suspects`
-    /// names, and returns how many; throws for two outputs on one path, or an output naming one path
-    /// for every source. Discovers again and keeps the names of those paths only, so it is only for
-    /// the rare digest match (almost always a real collision).
+    /// Tells `collided` of each item of this shard's that writes a path (among `suspects`) another
+    /// source's item of the same output writes, and returns how many; throws for two outputs on one
+    /// path, or an output naming one path for every source. Discovers again: only for the rare
+    /// digest match (almost always a real collision).
     private func confirmCollisions(among suspects: Set<UInt64>, _ collided: (String, String, ItemFailure) throws -> Void) throws -> Int {
         var writers: [String: [(item: String, source: String, own: Bool)]] = [:]
         try forEachUniqueSource { discovered, own in
@@ -204,9 +196,8 @@ package struct Planner {
     }
 
     /// Plans every source and classifies its items against `state`, passing each on as it is
-    /// classified; returns the counts. Runs and `runner plan` both plan through here.
-    /// A shard reuses and records its own sources through `memory` (`forEachSource`); `force`
-    /// finds them again.
+    /// classified; returns the counts. Runs and `runner plan` both plan here; `force` finds a
+    /// shard's sources again rather than replaying `memory` (`forEachSource`).
     package func classifyAll(state: some PlanningLookup, memory: (any SourceMemory)? = nil, retryFailed: Bool, force: Bool,
                              collided: (_ item: String, _ path: String, ItemFailure) throws -> Void = { _, _, _ in },
                              _ visit: (PlannedSource) throws -> Void) throws -> PlanCounts {

@@ -24,7 +24,6 @@ package struct S3Source: FetchedSource, Equatable, Codable {
 
     package var location: String { ObjectURL(bucket: bucket, key: key).description }
     package var url: String { endpoint.url(bucket: bucket, key: key) }
-    package var fetched: (any FetchedSource)? { self }
 
     package func plannedIdentity(statting stats: FolderStat) -> SourceIdentity { etag.map(Self.identity) ?? .unknown }
 

@@ -17,9 +17,8 @@ package struct DiscoveredSource: Sendable, Codable {
     package var entry: SourceEntry? = nil
 }
 
-/// A source as the job names it: the index of its spec in `sources`, and `line`: for a list the
-/// line (trimmed); for a folder's or a glob's file its path below the folder or the glob's fixed
-/// part (nil for a `path` or a pattern naming one file, and for an inline URL).
+/// A source as the job names it: its spec's index in `sources`, and `line`: a list's line (trimmed),
+/// a walked file's path below the folder or the glob's fixed part, a bucket's key; nil for one named whole.
 package struct SourceEntry: Sendable, Equatable, Codable {
     package let spec: Int
     package let line: String?
@@ -28,12 +27,10 @@ package struct SourceEntry: Sendable, Equatable, Codable {
 }
 
 /// Expands the job's `sources` in a stable order, each spec through its kind's listing
-/// (`SourceSpec.listing`). A local file's listings, the folder and glob walks, are here, and so are
-/// list files, whose lines name files and URLs.
+/// (`SourceSpec.listing`): folder and glob walks and list files are here.
 package struct SourceDiscovery {
-    /// Visits every source the specs name, in order, one at a time (a list of a million URLs is
-    /// never held whole); errors name the spec's location (`sources[1].path`). `walked` hears of
-    /// every path a folder or glob walk looked at, as it looks (`WalkedPath`).
+    /// Visits every source the specs name, in order, one at a time; errors name the spec's location
+    /// (`sources[1].path`). `walked` hears of every path a walk looks at (`WalkedPath`).
     package static func discover(_ specs: [SourceSpec], walked: WalkObserver? = nil, _ visit: Visitor) throws {
         for (index, spec) in specs.enumerated() { try spec.listing.discover(spec: index, walked: walked, visit) }
     }
@@ -47,7 +44,22 @@ package struct SourceDiscovery {
 
         func discover(spec: Int, walked: WalkObserver?, _ visit: Visitor) throws {
             let walk = Walk(spec: spec, location: "sources[\(spec)].path", observe: walked)
-            try expandPath(root, recursive: recursive, include: include, exclude: exclude, walk, visit)
+            var info = stat()
+            guard stat(root, &info) == 0 else {
+                // A path of megabytes is no path (File name too long): the error quotes its start.
+                throw JobFileError(walk.location, "\(Quoted.text(root)): \(String(cString: strerror(errno)))")
+            }
+            if (info.st_mode & S_IFMT) != S_IFDIR {
+                try walk.observe?(WalkedPath(root, entryIsFolder: false))
+                try visit(found(root, nil, walk))
+                return
+            }
+            let include = include.map { Wildcard($0, caseInsensitive: true) }, exclude = exclude.map { Wildcard($0, caseInsensitive: true) }
+            try walkFolder(root, relative: "", recursive: recursive, walk, ancestors: []) { name, relative in
+                let line = relative.isEmpty ? name : relative + "/" + name
+                let wanted = include.contains { $0.matches(name) } && !exclude.contains { $0.matches(name) || $0.matches(line) }
+                if wanted { try visit(found(root, line, walk)) }
+            }
         }
 
         func source(at line: String?) -> DiscoveredSource? { below(root, line) }
@@ -67,15 +79,26 @@ package struct SourceDiscovery {
     /// A `glob` spec, its fixed part worked out once.
     struct Glob: SourceListing {
         let pattern: String
-        private let root: String
+        /// The folder the first wildcard segment is matched in (the whole pattern when it has none),
+        /// and the segments from that one on.
+        private let root: String, wild: [String]
 
         init(_ pattern: String) {
             self.pattern = pattern
-            root = globRoot(pattern).root
+            let segments = pattern.split(separator: "/").map(String.init)
+            let firstWild = segments.firstIndex { $0.contains { "*?[".contains($0) } } ?? segments.count
+            (root, wild) = ("/" + segments[..<firstWild].joined(separator: "/"), Array(segments[firstWild...]))
         }
 
         func discover(spec: Int, walked: WalkObserver?, _ visit: Visitor) throws {
-            try expandGlob(pattern, Walk(spec: spec, location: "sources[\(spec)].glob", observe: walked), visit)
+            let walk = Walk(spec: spec, location: "sources[\(spec)].glob", observe: walked)
+            if wild.isEmpty {
+                let seen = WalkedPath(kindAt: root)
+                try walk.observe?(seen)
+                if !seen.isMissing { try visit(found(root, nil, walk)) }
+                return
+            }
+            try matchGlob(wild, root: root, relative: "", walk, ancestors: [], visit)
         }
 
         func source(at line: String?) -> DiscoveredSource? { below(root, line) }
@@ -87,15 +110,40 @@ package struct SourceDiscovery {
         }
     }
 
-    /// A `list` spec: a text file naming one source a line, by its identity (the list is not read
-    /// to know whether it changed).
+    /// A `list` spec: a text file naming one source a line, known by its identity (`addInputs`).
     struct ListFile: SourceListing {
         let path: String
 
         var canNameTwice: Bool { true }
 
         func discover(spec: Int, walked: WalkObserver?, _ visit: Visitor) throws {
-            try expandList(path, spec: spec, visit)
+            // Read line by line: lists of hundreds of thousands of URLs never sit in memory as text.
+            guard let file = fopen(path, "r") else {
+                throw JobFileError("sources[\(spec)].list", "cannot read list file \(Quoted.text(path)): \(String(cString: strerror(errno)))")
+            }
+            defer { fclose(file) }
+            let listFolder = Paths.directory(of: path)
+            // Room for a line, its line feed and fgets' terminator, which lands in the last byte only when
+            // fgets filled the buffer: the line then ends with its line feed before it, or is too long.
+            let buffer = UnsafeMutablePointer<CChar>.allocate(capacity: longestListLine + 2)
+            defer { buffer.deallocate() }
+            var number = 0
+            while true {
+                buffer[longestListLine + 1] = 1
+                guard fgets(buffer, Int32(longestListLine + 2), file) != nil else { return }
+                number += 1
+                if buffer[longestListLine + 1] == 0 && buffer[longestListLine] != 0x0A {
+                    throw JobFileError("sources[\(spec)].list", "line \(number) of \(Quoted.text(path)) is longer than "
+                                       + "\(Quoted.bytes(longestListLine)), the longest a list line may be (a path or a URL)")
+                }
+                // The line break goes on bytes, so most lines need no trimming by Foundation; a NUL ends the line.
+                var length = strlen(buffer)
+                while length > 0 && (buffer[length - 1] == 0x0A || buffer[length - 1] == 0x0D) { length -= 1; buffer[length] = 0 }
+                let line = RemoteURL.trimmed(Paths.name(cString: buffer), .whitespacesAndNewlines)
+                guard var source = listed(line, listFolder: listFolder) else { continue }
+                source.entry = SourceEntry(spec: spec, line: line)
+                try visit(source)
+            }
         }
 
         func source(at line: String?) -> DiscoveredSource? {
@@ -122,8 +170,7 @@ package struct SourceDiscovery {
         let observe: WalkObserver?
     }
 
-    /// The file at `line` below `root` (the folder or the glob's fixed part), `root` itself for nil,
-    /// made as a walk makes it, its entry included.
+    /// The file at `line` below `root` (the folder or the glob's fixed part), `root` itself for nil.
     private static func below(_ root: String, _ line: String?) -> DiscoveredSource {
         guard let line else { return .file(root, relativeDirectory: "") }
         let folder = line.utf8.lastIndex(of: UInt8(ascii: "/")).map { String(decoding: line.utf8[..<$0], as: UTF8.self) } ?? ""
@@ -131,30 +178,10 @@ package struct SourceDiscovery {
     }
 
     /// `below(root, line)` with its entry, as a walk visits it.
-    private static func walked(_ root: String, _ line: String?, _ walk: Walk) -> DiscoveredSource {
+    private static func found(_ root: String, _ line: String?, _ walk: Walk) -> DiscoveredSource {
         var source = below(root, line)
         source.entry = SourceEntry(spec: walk.spec, line: line)
         return source
-    }
-
-    private static func expandPath(_ path: String, recursive: Bool, include: [String], exclude: [String],
-                                   _ walk: Walk, _ visit: Visitor) throws {
-        var info = stat()
-        guard stat(path, &info) == 0 else {
-            // A path of megabytes is no path (File name too long): the error quotes its start.
-            throw JobFileError(walk.location, "\(Quoted.text(path)): \(String(cString: strerror(errno)))")
-        }
-        if (info.st_mode & S_IFMT) != S_IFDIR {
-            try walk.observe?(WalkedPath(path, entryIsFolder: false))
-            try visit(walked(path, nil, walk))
-            return
-        }
-        let include = include.map { Wildcard($0, caseInsensitive: true) }, exclude = exclude.map { Wildcard($0, caseInsensitive: true) }
-        try walkFolder(path, relative: "", recursive: recursive, walk, ancestors: []) { name, relative in
-            let line = relative.isEmpty ? name : relative + "/" + name
-            let wanted = include.contains { $0.matches(name) } && !exclude.contains { $0.matches(name) || $0.matches(line) }
-            if wanted { try visit(walked(path, line, walk)) }
-        }
     }
 
     /// Visits the regular files below `root` (hidden entries skipped), sorted by name. A folder
@@ -179,34 +206,31 @@ package struct SourceDiscovery {
         let inode: UInt64
     }
 
-    /// The entries of a folder a source walks into, and which folder it is; nil when it vanished
-    /// since it was listed. A folder that cannot be listed (permission denied, a name that is not
-    /// UTF-8) is a job-file error: its files must never be taken for gone, or a prune would delete
-    /// their outputs. The walk's observer hears of the folder (its identity taken before its names
-    /// are read, so a change while they are read shows later) and of each symlink in it.
+    /// The entries of a folder a source walks into, and which folder it is; nil when it vanished. One
+    /// that cannot be listed is a job-file error: its files must never be taken for gone, or a prune
+    /// would delete their outputs. The observer hears of the folder (its identity taken before its
+    /// names are read, so a change meanwhile shows later) and of each symlink in it.
     private static func listSourceFolder(_ path: String, _ walk: Walk) throws -> ([DirectoryEntry], FolderID)? {
         var info = stat()
         guard stat(path, &info) == 0 else {
             let code = errno
             // Gone since its parent was listed (or never there, for a glob's fixed part): nothing to find.
             if (code == ENOENT || code == ENOTDIR) && !Paths.hasUnnamableBytes(path) {
-                try walk.observe?(WalkedPath(absent: path))
+                try walk.observe?(WalkedPath(path: path, seen: .absent))
                 return nil
             }
             throw unlistable(path, location: walk.location, errno: code)
         }
-        try walk.observe?(WalkedPath(path, folder: FileIdentity(info)))
+        try walk.observe?(WalkedPath(path: path, seen: .read(FileIdentity(info))))
         switch readDirectory(path) {
         case .success(let entries):
-            // A symlink to a folder stays one only while its target does, and one with no target
-            // (dangling, a loop) is taken for a file only until a folder appears there: no folder
-            // read here tells either (a recursive walk reads a folder's link through it too). One to a
-            // file is not recorded: that would be a row per file in a tree of links (see docs/SCALE.md, "A
-            // shard reuses its last plan").
+            // A symlink to a folder stays one only while its target does, and a dangling one is a
+            // file only until a folder appears there: no folder read here tells either. One to a file
+            // is not recorded: a row per file in a tree of links (docs/SCALE.md, "A shard reuses its last plan").
             if let observe = walk.observe {
                 for entry in entries where entry.isSymlink && (entry.isDirectory || !entry.resolves) {
                     let link = path + "/" + entry.name
-                    try observe(entry.resolves ? WalkedPath(link, entryIsFolder: true) : WalkedPath(missing: link))
+                    try observe(entry.resolves ? WalkedPath(link, entryIsFolder: true) : WalkedPath(path: link, seen: .missing))
                 }
             }
             return (entries, FolderID(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)))
@@ -229,9 +253,8 @@ package struct SourceDiscovery {
         package var resolves = true
     }
 
-    /// The hidden entries of a folder (stale temporaries are hidden), unsorted, and no name made
-    /// of any other: a rerun sweeps every output folder, 10,000,000 names at 10M items; empty
-    /// when the folder cannot be read.
+    /// The hidden entries of a folder (stale temporaries), unsorted, no other name made: a rerun sweeps
+    /// every output folder, 10M names at 10M items. Empty when the folder cannot be read.
     package static func hiddenEntries(_ path: String) -> [DirectoryEntry] {
         (try? readDirectory(path, hiddenOnly: true).get()) ?? []
     }
@@ -280,25 +303,6 @@ package struct SourceDiscovery {
 
     // MARK: Globs
 
-    /// The folder a pattern's first wildcard segment is matched in (the whole pattern when it has
-    /// none), and the segments from that one on.
-    private static func globRoot(_ pattern: String) -> (root: String, wild: [String]) {
-        let segments = pattern.split(separator: "/").map(String.init)
-        let firstWild = segments.firstIndex { $0.contains { "*?[".contains($0) } } ?? segments.count
-        return ("/" + segments[..<firstWild].joined(separator: "/"), Array(segments[firstWild...]))
-    }
-
-    private static func expandGlob(_ pattern: String, _ walk: Walk, _ visit: Visitor) throws {
-        let (root, wild) = globRoot(pattern)
-        if wild.isEmpty {
-            let seen = WalkedPath(kindAt: root)
-            try walk.observe?(seen)
-            if !seen.isMissing { try visit(walked(root, nil, walk)) }
-            return
-        }
-        try matchGlob(wild, root: root, relative: "", walk, ancestors: [], visit)
-    }
-
     private static func matchGlob(_ segments: [String], root: String, relative: String, _ walk: Walk,
                                   ancestors: Set<FolderID>, _ visit: Visitor) throws {
         guard let segment = segments.first else { return }
@@ -320,7 +324,7 @@ package struct SourceDiscovery {
             if entry.name.hasPrefix(".") && !segment.hasPrefix(".") { continue }
             guard wildcard.matches(entry.name) else { continue }
             if rest.isEmpty {
-                if !entry.isDirectory { try visit(walked(root, child(entry.name), walk)) }
+                if !entry.isDirectory { try visit(found(root, child(entry.name), walk)) }
             } else if entry.isDirectory {
                 try matchGlob(rest, root: root, relative: child(entry.name), walk, ancestors: inside, visit)
             }
@@ -329,40 +333,9 @@ package struct SourceDiscovery {
 
     // MARK: Lists
 
-    /// The longest list line read, 64 KiB before its line feed: sixteen times the longest path the
-    /// kernel opens (PATH_MAX) and eight times the longest URL most servers take. Lines are read
-    /// into a buffer of this size, so a file that is one endless line costs no more.
+    /// The longest list line read, 64 KiB: sixteen times PATH_MAX, eight times the longest URL most
+    /// servers take; the buffer's size, so a file that is one endless line costs no more.
     package static let longestListLine = 64 << 10
-
-    private static func expandList(_ listPath: String, spec: Int, _ visit: Visitor) throws {
-        // Read line by line: lists of hundreds of thousands of URLs never sit in memory as text.
-        guard let file = fopen(listPath, "r") else {
-            throw JobFileError("sources[\(spec)].list", "cannot read list file \(Quoted.text(listPath)): \(String(cString: strerror(errno)))")
-        }
-        defer { fclose(file) }
-        let listFolder = Paths.directory(of: listPath)
-        // Room for a line, its line feed and fgets' terminator, which lands in the last byte only when
-        // fgets filled the buffer: the line then ends with its line feed before it, or is too long.
-        let buffer = UnsafeMutablePointer<CChar>.allocate(capacity: longestListLine + 2)
-        defer { buffer.deallocate() }
-        var number = 0
-        while true {
-            buffer[longestListLine + 1] = 1
-            guard fgets(buffer, Int32(longestListLine + 2), file) != nil else { return }
-            number += 1
-            if buffer[longestListLine + 1] == 0 && buffer[longestListLine] != 0x0A {
-                throw JobFileError("sources[\(spec)].list", "line \(number) of \(Quoted.text(listPath)) is longer than "
-                                   + "\(Quoted.bytes(longestListLine)), the longest a list line may be (a path or a URL)")
-            }
-            // The line break goes on bytes, so most lines need no trimming by Foundation; a NUL ends the line.
-            var length = strlen(buffer)
-            while length > 0 && (buffer[length - 1] == 0x0A || buffer[length - 1] == 0x0D) { length -= 1; buffer[length] = 0 }
-            let line = RemoteURL.trimmed(Paths.name(cString: buffer), .whitespacesAndNewlines)
-            guard var source = listed(line, listFolder: listFolder) else { continue }
-            source.entry = SourceEntry(spec: spec, line: line)
-            try visit(source)
-        }
-    }
 
     /// The source a list's line (trimmed) names; nil for a blank line or a comment.
     private static func listed(_ line: String, listFolder: String) -> DiscoveredSource? {
@@ -371,7 +344,7 @@ package struct SourceDiscovery {
         let path = Paths.resolve(line, against: listFolder)
         let folder = Paths.directory(of: path)
         // Inside the list's folder `{dir}` is relative to it; elsewhere the absolute folder, minus its leading slash.
-        let relative = Paths.relative(folder, to: listFolder) ?? Paths.droppingLeadingSlash(folder)
+        let relative = Paths.relative(folder, to: listFolder) ?? String(decoding: folder.utf8.dropFirst(), as: UTF8.self)
         return .file(path, relativeDirectory: relative)
     }
 }

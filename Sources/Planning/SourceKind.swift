@@ -4,47 +4,36 @@ import Model
 import JobFile
 import ObjectStore
 
-/// One kind of source (a local file, an HTTP(S) URL; the object stores that come next): everything
-/// planning and the run ask of a source that depends on its kind, in one type. `SourceOrigin` stores
-/// which kind a source is (it travels through the plan spool); its `kind` is the one place that
-/// matches on it, and every other stage asks the kind.
+/// One kind of source (a file, an HTTP(S) URL, a bucket's object): all planning and the run ask of a
+/// source that depends on its kind. `SourceOrigin.kind` is the one place that matches on which kind.
 package protocol SourceKind: Sendable {
-    /// The file path or URL: for people, and for a fetched source the key of its blacklist entry
-    /// and of the one transfer that sources naming it share.
+    /// The file path or URL: for people, and a fetched source's blacklist and transfer key.
     var location: String { get }
-    /// What planning knows of the content before any transfer: a file's size and modification
-    /// time, or why it cannot be read; for a fetched source, what its listing said, or nothing
-    /// (`unknown`) until its cached original or a download says. `stats` reads file metadata,
-    /// folder by folder.
+    /// What planning knows of the content before any transfer: a file's size and modification time
+    /// (or why it cannot be read); a fetched source's listing, or `unknown`.
     func plannedIdentity(statting stats: FolderStat) -> SourceIdentity
-    /// Itself when the download stage must fetch it into the originals cache before a worker can
-    /// read it; nil for a source a worker reads where it is, at `location`.
+    /// Itself when the download stage must fetch it before a worker can read it; nil for a file.
     var fetched: (any FetchedSource)? { get }
 }
 
-/// A kind the download stage fetches: `Downloader` runs its requests (one curl multi handle,
-/// `http.downloads` and `perHost`, retries with backoff, a conditional request from its cached
-/// original's validators) without knowing the kind, which says what to send and what a failed
-/// response means.
+/// A kind the download stage fetches: `Downloader` runs its requests without knowing the kind,
+/// which says what to send and what a failed response means.
 package protocol FetchedSource: SourceKind {
     /// What is requested (its host is what `http.perHost` counts).
     var url: String { get }
-    /// The request for it, made as each attempt starts (so a kind that signs its requests signs
-    /// each as it is sent): its URL, headers (never logged or stored) and redirects; the downloader
-    /// adds the validators, the job's timeouts and where the body goes.
+    /// The request, made as each attempt starts (a signature is the attempt's): URL, headers (never
+    /// logged or stored), redirects; the downloader adds validators, timeouts and the body's place.
     func request(_ settings: RemoteSettings) -> HTTPRequest
-    /// What a response other than success (or not-modified, to a conditional request) means; `body`
-    /// is its start (an S3 error document names its code).
+    /// What a response other than success or not-modified means; `body` is its start (an S3 error's code).
     func meaning(ofStatus status: Int, body: [UInt8]) -> ResponseMeaning
-    /// The content of a fetched original, as items made from it are fingerprinted: what the next
-    /// plan will know of it (a URL's: its bytes' hash, taken from the cached original).
+    /// The content of a fetched original, as items made from it are fingerprinted.
     func identity(of original: CachedOriginal) -> SourceIdentity
-    /// When the source was last written, if planning knows (a bucket's listing does): one written
-    /// after its blacklisting is tried again.
+    /// When the source was last written, if its listing says: one written after its blacklisting is tried again.
     var changedAt: Date? { get }
 }
 
 extension FetchedSource {
+    package var fetched: (any FetchedSource)? { self }
     package var changedAt: Date? { nil }
 }
 
@@ -60,17 +49,14 @@ package enum ResponseMeaning: Sendable, Equatable {
     case refused(ObjectStoreError)
 }
 
-/// How one spec of the job's `sources` names sources: its kind's listing (a folder walk, a glob, a
-/// list file, one URL; a bucket's pages next). `SourceSpec.listing` is the one place that matches
-/// on a spec's kind.
+/// How one spec of the job's `sources` names sources; `SourceSpec.listing` is the one place that matches on its kind.
 package protocol SourceListing {
-    /// Visits the sources it names, in a stable order, each with its entry (`spec`: its index in
-    /// `sources`); `walked` hears what a folder walk reads.
+    /// Visits the sources it names in a stable order, each with its entry; `walked` hears what a walk reads.
     func discover(spec: Int, walked: SourceDiscovery.WalkObserver?, _ visit: SourceDiscovery.Visitor) throws
     /// The source its entry's `line` names, made as `discover` makes it; nil when it names none.
     func source(at line: String?) -> DiscoveredSource?
-    /// Adds what decides the sources it names to a shard plan's `SourceInputs`, `latestChange`
-    /// raised to a file it reads; false when only listing again tells (nothing is then remembered).
+    /// Adds what decides its sources to `SourceInputs`, `latestChange` raised to a file it reads;
+    /// false when only listing again tells.
     func addInputs(to hash: inout StableHash, latestChange: inout Int64) -> Bool
     /// Whether it can name one source twice (a list's lines can; a walk cannot).
     var canNameTwice: Bool { get }

@@ -2,36 +2,31 @@ import Foundation
 import Support
 import JobFile
 
-/// A shard's last complete plan, kept by its state database (`StateStore.PlanningPass`): the own
-/// sources that plan visited, in order, under the fingerprint of everything that decided them
-/// (`SourceInputs`) and what its folder and glob walks saw (`WalkedPath`). A plan made under the
-/// same fingerprint, every walked path unchanged, visits those sources again instead of reading
-/// the whole job's lists and folders and naming every other shard's outputs for the collision check.
+/// A shard's last complete plan, kept by its state database: its own sources in order, under the
+/// fingerprint of what decided them (`SourceInputs`), and what its walks saw (`WalkedPath`). A plan
+/// under the same fingerprint, every walked path unchanged, replays those sources instead of reading
+/// the whole job's lists and folders and naming every other shard's outputs.
 package protocol SourceMemory {
     /// Visits the recorded sources and returns true when the record was made under `inputs` and
-    /// `unchanged` holds for each recorded `WalkedPath` (streamed, stopping at the first that does
-    /// not); returns false, having visited none, otherwise.
+    /// `unchanged` holds for each recorded `WalkedPath`; returns false, having visited none, otherwise.
     func replaySources(madeUnder inputs: String, ifEach unchanged: (WalkedPath) -> Bool,
                        _ visit: (SourceEntry) throws -> Void) throws -> Bool
-    /// Drops the record; a plan that finds its sources then records them (`recordSource`) and what
-    /// its walks saw (`recordWalked`) and, once the whole job passed the collision check, seals
-    /// them (`sealSources`).
+    /// Drops the record; a plan then records its sources and walks, sealed once the whole job
+    /// passed the collision check.
     func forgetSources() throws
     func recordSource(_ entry: SourceEntry) throws
     func recordWalked(_ path: WalkedPath) throws
     func sealSources(madeUnder inputs: String) throws
 }
 
-/// What decides a shard's own sources and whether any two outputs of the job collide: runner's
-/// version, the shard, the job's sources (inline URLs, folders with their filters, and globs
-/// whole; each list by path and identity: inode, size, modification and change times in
-/// nanoseconds), and what names an output (each output's name, path template and format, the
-/// manifest's paths). What a folder or glob finds is not in it: the walked paths are recorded
-/// beside it (`WalkedPath`). Nil when a list cannot be `stat`ed.
+/// What decides a shard's own sources and whether two outputs collide: runner's version, the shard,
+/// the job's sources (each list by path and `FileIdentity`), and what names an output (name, path
+/// template, format, the manifest's paths). What a walk finds is recorded beside it (`WalkedPath`).
+/// Nil when a list cannot be `stat`ed.
 package struct SourceInputs: Equatable {
     package let fingerprint: String
     /// The latest modification or change time of any list, in nanoseconds.
-    private let latestChange: Int64
+    package let latestChange: Int64
 
     package init?(_ job: Job) {
         var hash = StableHash()
@@ -53,15 +48,9 @@ package struct SourceInputs: Equatable {
         fingerprint = hash.hex
         latestChange = latest
     }
-
-    /// Whether every list was last changed at least `FileIdentity.racyWindow` before `time` (seconds).
-    package func settled(before time: Double) -> Bool {
-        FileIdentity.settled(latestChange, before: time)
-    }
 }
 
-/// The state database's record of a plan names a source the job does not: it was changed by
-/// something other than runner. `--force` finds the sources again and records them afresh.
+/// The state database's record of a plan names a source the job does not: something else changed it.
 package struct RememberedSourceMismatch: Error, CustomStringConvertible {
     package let entry: SourceEntry
 
@@ -70,21 +59,17 @@ package struct RememberedSourceMismatch: Error, CustomStringConvertible {
     }
 }
 
-/// What a folder or glob walk saw at one path, as a shard's plan records it (`SourceMemory`). A
-/// walk that sees the same at every recorded path finds the same sources.
+/// What a walk saw at one path, as a shard's plan records it: seeing the same at every recorded path, it finds the same sources.
 package struct WalkedPath: Equatable, Sendable {
     package enum Seen: Equatable, Sendable {
-        /// A folder it read, by its identity from before its names were read (any entry added,
-        /// removed or renamed since changes it).
+        /// A folder it read, by its identity from before its names were read.
         case read(FileIdentity)
         /// Only whether the path is a folder or something else (a `path` naming a file, a glob
         /// naming one path, a symlink to a folder the walk did not enter).
         case folder, other
-        /// Nothing there, also behind a dangling symlink (which the walk takes for a file until a
-        /// folder appears there).
+        /// Nothing there, also behind a dangling symlink (taken for a file until a folder appears).
         case missing
-        /// No folder to list: `stat` said no such file or not a folder. Any other failure
-        /// (permission denied, a symlink loop) is a walk's error, so it never reads as the same.
+        /// No folder to list (`ENOENT`, `ENOTDIR`); any other failure is a walk's error, never the same.
         case absent
     }
 
@@ -93,18 +78,12 @@ package struct WalkedPath: Equatable, Sendable {
 
     package init(path: String, seen: Seen) { (self.path, self.seen) = (path, seen) }
 
-    package init(_ path: String, folder identity: FileIdentity) { self.init(path: path, seen: .read(identity)) }
-
-    package init(missing path: String) { self.init(path: path, seen: .missing) }
-
-    package init(absent path: String) { self.init(path: path, seen: .absent) }
-
     package init(_ path: String, entryIsFolder: Bool) { self.init(path: path, seen: entryIsFolder ? .folder : .other) }
 
     /// Whether `path` is a folder, something else, or nothing, as `stat` (following symlinks) says now.
     package init(kindAt path: String) {
         var info = stat()
-        guard stat(path, &info) == 0 else { self.init(missing: path); return }
+        guard stat(path, &info) == 0 else { self.init(path: path, seen: .missing); return }
         self.init(path, entryIsFolder: (info.st_mode & S_IFMT) == S_IFDIR)
     }
 

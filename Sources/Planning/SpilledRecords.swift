@@ -7,13 +7,11 @@ package struct SpillFailure: Error, CustomStringConvertible {
     package let description: String
 }
 
-/// Fixed-size records in partitions that stop growing in memory: a partition holds up to 8,192
-/// records and then goes on in an unlinked temporary file, so a job's worth of digests costs disk,
-/// not memory, and is read back one partition at a time.
+/// Fixed-size records in partitions of up to 8,192 in memory, then in an unlinked temporary file:
+/// a job's worth of digests costs disk, not memory, and is read back one partition at a time.
 struct SpilledRecords<Record: BitwiseCopyable>: ~Copyable {
     typealias Failure = SpillFailure
 
-    private static var bufferLimit: Int { 8_192 }
     private let folder: String
     private let prefix: String
     private var buffers: [[Record]]
@@ -30,7 +28,11 @@ struct SpilledRecords<Record: BitwiseCopyable>: ~Copyable {
 
     mutating func append(_ record: Record, to partition: Int) throws(Failure) {
         buffers[partition].append(record)
-        if buffers[partition].count >= Self.bufferLimit { try spill(partition) }
+        guard buffers[partition].count >= 8_192 else { return }
+        if files[partition] < 0 { files[partition] = try unlinkedFile(in: folder, prefix: prefix) }
+        let failure = buffers[partition].withUnsafeBytes { FileDescriptor.writeAll(files[partition], $0) }
+        if let failure { throw Failure(description: "cannot write a temporary file in \(folder): \(String(cString: strerror(failure)))") }
+        buffers[partition].removeAll(keepingCapacity: true)
     }
 
     /// A partition's records in the order they came; its buffer is released.
@@ -39,17 +41,9 @@ struct SpilledRecords<Record: BitwiseCopyable>: ~Copyable {
         let file = files[partition]
         if file >= 0 {
             let size = Int(lseek(file, 0, SEEK_END))
-            lseek(file, 0, SEEK_SET)
             // A partition's file exists only once it spilled, so it is never empty.
             records = [Record](unsafeUninitializedCapacity: size / MemoryLayout<Record>.stride) { buffer, count in
-                let bytes = UnsafeMutableRawPointer(buffer.baseAddress!)
-                var done = 0
-                while done < size {
-                    let got = Glibc.read(file, bytes + done, size - done)
-                    if got < 0 && errno == EINTR { continue }
-                    guard got > 0 else { break }
-                    done += got
-                }
+                let done = FileDescriptor.readAll(file, UnsafeMutableRawBufferPointer(buffer), at: 0)
                 count = done == size ? size / MemoryLayout<Record>.stride : 0
             }
             guard records.count * MemoryLayout<Record>.stride == size else {
@@ -61,19 +55,15 @@ struct SpilledRecords<Record: BitwiseCopyable>: ~Copyable {
         return records
     }
 
-    private mutating func spill(_ partition: Int) throws(Failure) {
-        if files[partition] < 0 { files[partition] = try Self.unlinkedFile(in: folder, prefix: prefix) }
-        let failure = buffers[partition].withUnsafeBytes { FileDescriptor.writeAll(files[partition], $0) }
-        if let failure { throw Failure(description: "cannot write a temporary file in \(folder): \(String(cString: strerror(failure)))") }
-        buffers[partition].removeAll(keepingCapacity: true)
-    }
+}
 
-    /// A new file in `folder` that nobody else can open and that goes when it is closed.
-    static func unlinkedFile(in folder: String, prefix: String) throws(Failure) -> Int32 {
-        var template = Array((folder + "/" + prefix + "XXXXXX").utf8CString)
-        let file = template.withUnsafeMutableBufferPointer { mkostemp($0.baseAddress!, O_CLOEXEC) }
-        guard file >= 0 else { throw Failure(description: "cannot create a temporary file in \(folder): \(String(cString: strerror(errno)))") }
-        template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
-        return file
+/// A new file in `folder` that nobody else can open and that goes when it is closed; `what` names it in an error.
+func unlinkedFile(in folder: String, prefix: String, what: String? = nil) throws(SpillFailure) -> Int32 {
+    var template = Array((folder + "/" + prefix + "XXXXXX").utf8CString)
+    let file = template.withUnsafeMutableBufferPointer { mkostemp($0.baseAddress!, O_CLOEXEC) }
+    guard file >= 0 else {
+        throw SpillFailure(description: "cannot create \(what ?? "a temporary file in \(folder)"): \(String(cString: strerror(errno)))")
     }
+    template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
+    return file
 }

@@ -2,12 +2,10 @@ internal import CSystem
 import Foundation
 import Support
 
-/// Passes each discovered source on once (the first time its key is seen), in memory that stops
-/// growing: up to `exactLimit` keys are remembered exactly (16 bytes each); past that a Bloom
-/// filter of fixed size answers "new" for almost every new key, whose digest then goes to disk,
-/// and a source the filter may have seen waits on disk too. `finish` settles those with the
-/// digests read back a partition at a time: repeats are dropped, the filter's false matches
-/// passed on then (the only sources that leave discovery order: about 1 in 30,000 at 10M keys).
+/// Passes each discovered source on the first time its key is seen, in memory that stops growing:
+/// `exactLimit` keys exactly (16 bytes each), then a fixed Bloom filter, new keys' digests and the
+/// sources it may have seen waiting on disk. `finish` settles those a partition at a time: repeats
+/// dropped, false matches passed on then (the only sources out of discovery order: 1 in 30,000 at 10M keys).
 package struct UniqueSources: ~Copyable {
     package typealias Failure = SpillFailure
 
@@ -40,17 +38,37 @@ package struct UniqueSources: ~Copyable {
 
     deinit { if waitingFile >= 0 { close(waitingFile) } }
 
-    /// True when `source` is to be visited now: its key is new. False for a repeat, or for a
-    /// source that waits for `finish`.
+    /// True when `source` is to be visited now; false for a repeat, or a source that waits for `finish`.
     package mutating func admit(_ source: DiscoveredSource) throws(Failure) -> Bool {
         let digest = DigestSet.digest(source.key)
         if bloom.isEmpty {
             guard exact.insert(digest).inserted else { return false }
-            if exact.count > exactLimit { try leaveExactSet() }
+            guard exact.count > exactLimit else { return true }
+            // Leaving the exact set: its table goes before the filter comes (the two at once were the
+            // plan's peak), and every remembered key goes to the passed digests, whatever the filter says.
+            let remembered = Array(exact)
+            exact = []
+            bloom = [UInt64](repeating: 0, count: bloomBits / 64)
+            for digest in remembered {
+                _ = addToFilter(digest)
+                try passed.append(digest, to: Self.partition(digest))
+            }
             return true
         }
-        if try !mayHaveSeen(digest) { return true }
-        try wait(source, digest)
+        if !addToFilter(digest) {
+            try passed.append(digest, to: Self.partition(digest))
+            return true
+        }
+        // The filter may have seen it: it waits on disk for `finish`.
+        if waitingFile < 0 { waitingFile = try unlinkedFile(in: folder, prefix: ".runner-keys-") }
+        let body: Data
+        do { body = try JSONEncoder().encode(source) } catch { throw Failure(description: "cannot encode \(source.key): \(error)") }
+        var record = withUnsafeBytes(of: UInt32(body.count).littleEndian) { Data($0) }
+        record.append(body)
+        let failure = record.withUnsafeBytes { FileDescriptor.writeAll(waitingFile, $0) }
+        if let failure { throw Failure(description: "cannot write a temporary file in \(folder): \(String(cString: strerror(failure)))") }
+        try waiting.append(Waiting(digest: digest, offset: waitingBytes), to: Self.partition(digest))
+        waitingBytes += Int64(record.count)
         return false
     }
 
@@ -66,28 +84,16 @@ package struct UniqueSources: ~Copyable {
                 newOffsets.append(entry.offset)
             }
         }
-        for offset in newOffsets.sorted() { try visit(try readWaiting(at: offset)) }
-    }
-
-    private mutating func leaveExactSet() throws(Failure) {
-        // The set's table goes before the filter comes: the two at once were the plan's peak.
-        let remembered = Array(exact)
-        exact = []
-        bloom = [UInt64](repeating: 0, count: bloomBits / 64)
-        // Every remembered key was passed on: each goes to the passed digests, whatever the filter
-        // already says of it.
-        for digest in remembered {
-            _ = addToFilter(digest)
-            try passed.append(digest, to: Self.partition(digest))
+        for offset in newOffsets.sorted() {
+            var length: UInt32 = 0
+            let lengthRead = withUnsafeMutableBytes(of: &length) { FileDescriptor.readAll(waitingFile, $0, at: offset) }
+            var body = Data(count: Int(UInt32(littleEndian: length)))
+            let count = body.count
+            guard lengthRead == 4, body.withUnsafeMutableBytes({ FileDescriptor.readAll(waitingFile, $0, at: offset + 4) }) == count else {
+                throw Failure(description: "cannot read back a temporary file in \(folder)")
+            }
+            try visit(try JSONDecoder().decode(DiscoveredSource.self, from: body))
         }
-    }
-
-    /// Whether the filter may have seen `digest`; if not, it is added to the filter and to the
-    /// passed digests.
-    private mutating func mayHaveSeen(_ digest: Digest) throws(Failure) -> Bool {
-        let seen = addToFilter(digest)
-        if !seen { try passed.append(digest, to: Self.partition(digest)) }
-        return seen
     }
 
     /// Sets `digest`'s bits; true when all of them were set already.
@@ -101,31 +107,6 @@ package struct UniqueSources: ~Copyable {
             if bloom[word] & mask == 0 { seen = false; bloom[word] |= mask }
         }
         return seen
-    }
-
-    private mutating func wait(_ source: DiscoveredSource, _ digest: Digest) throws(Failure) {
-        if waitingFile < 0 { waitingFile = try SpilledRecords<Digest>.unlinkedFile(in: folder, prefix: ".runner-keys-") }
-        let body: Data
-        do { body = try JSONEncoder().encode(source) } catch { throw Failure(description: "cannot encode \(source.key): \(error)") }
-        var record = withUnsafeBytes(of: UInt32(body.count).littleEndian) { Data($0) }
-        record.append(body)
-        let failure = record.withUnsafeBytes { FileDescriptor.writeAll(waitingFile, $0) }
-        if let failure { throw Failure(description: "cannot write a temporary file in \(folder): \(String(cString: strerror(failure)))") }
-        try waiting.append(Waiting(digest: digest, offset: waitingBytes), to: Self.partition(digest))
-        waitingBytes += Int64(record.count)
-    }
-
-    private func readWaiting(at offset: Int64) throws -> DiscoveredSource {
-        var length: UInt32 = 0
-        guard withUnsafeMutableBytes(of: &length, { pread(waitingFile, $0.baseAddress, 4, off_t(offset)) }) == 4 else {
-            throw Failure(description: "cannot read back a temporary file in \(folder)")
-        }
-        var body = Data(count: Int(UInt32(littleEndian: length)))
-        let count = body.count
-        guard body.withUnsafeMutableBytes({ pread(waitingFile, $0.baseAddress, count, off_t(offset + 4)) }) == count else {
-            throw Failure(description: "cannot read back a temporary file in \(folder)")
-        }
-        return try JSONDecoder().decode(DiscoveredSource.self, from: body)
     }
 
     private static func contains(_ sorted: [Digest], _ digest: Digest) -> Bool {

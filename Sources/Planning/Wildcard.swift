@@ -2,13 +2,10 @@
 import Glibc
 #endif
 
-/// A shell wildcard pattern, made once and matched against many names: `*` any run (`/`
-/// included, as fnmatch without flags), `?` one character, `[…]` one of a set (`a-z` ranges,
-/// `!` or `^` first to negate), `\` makes the next one literal; `caseInsensitive` folds case in
-/// any script. Matched by character (glibc's fnmatch matches `?` and `[é]` against one byte even
-/// in a UTF-8 locale), except by fnmatch when that cannot differ: an ASCII pattern without `?`,
-/// `[` or `\`, whose `*`s and literals match the same bytes either way (the default filters, and
-/// most globs, keep fnmatch's speed).
+/// A shell wildcard pattern, made once and matched against many names: `*` any run (`/` included),
+/// `?` one character, `[…]` one of a set (`a-z`, `!` or `^` to negate), `\` escapes. Matched by
+/// character (glibc's fnmatch matches `?` and `[é]` against one byte even in a UTF-8 locale), but by
+/// fnmatch (faster) for an ASCII pattern without `?`, `[` or `\`, which matches the same bytes either way.
 package struct Wildcard {
     private enum Token: Equatable {
         case literal(Character)

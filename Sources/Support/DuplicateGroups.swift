@@ -1,7 +1,5 @@
-/// Groups of duplicates among many sources: near duplicates by a 64-bit perceptual hash (within a
-/// number of differing bits), exact ones by content hash. Each group lists indices into the input
-/// in input order; groups of one are left out, and the largest groups come first (ties by their
-/// first index), so the answer is the same on every run.
+/// Groups of duplicates, near by a 64-bit perceptual hash or exact by content hash: indices into the
+/// input in input order, groups of one left out, the largest first (ties by their first index).
 package enum DuplicateGroups {
     /// Connected components of "at most `distance` bits apart": a chain of near duplicates is one
     /// group even where its ends differ by more. Found through a `HammingIndex`, not all pairs.

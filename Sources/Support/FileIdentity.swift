@@ -1,12 +1,9 @@
 import Foundation
 
-/// What changes whenever a file or folder does: inode, size, and modification and change times in
-/// nanoseconds. A folder's times change whenever an entry is added, removed or renamed in it, and
-/// nobody can set a change time back, so an unchanged identity means unchanged contents, for an
-/// identity read at least `racyWindow` after the last change (`settled`). Not the device: each NFS
-/// client numbers a mount its own way, so a shard run on another node would never match (git leaves
-/// st_dev out of its index for the same reason); another file system at the path differs in inode
-/// and nanosecond times anyway.
+/// What changes whenever a file or folder does: inode, size, modification and change times (ns). No
+/// one can set a change time back, so an unchanged identity read `racyWindow` after the last change
+/// (`settled`) means unchanged contents. Not the device: each NFS client numbers a mount its own way
+/// (git leaves st_dev out of its index for the same reason).
 package struct FileIdentity: Equatable, Sendable, LosslessStringConvertible {
     package let inode: UInt64
     package let size: Int64

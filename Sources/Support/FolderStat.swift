@@ -1,16 +1,13 @@
 import Foundation
 import CSystem
 
-/// `stat` for paths that come folder by folder, as planning's sources and each output's paths do:
-/// a folder seen twice in a row is opened once (`O_PATH`) and its files are looked up by name in
-/// it, so the kernel walks the folder's path once instead of once per file. An up-to-date shard
-/// rerun stats every source and output, and those walks (one dentry lookup per component, slow
-/// with millions of cached dentries) were a third of its CPU.
+/// `stat` for paths that come folder by folder: a folder seen twice in a row is opened once (`O_PATH`)
+/// and its files looked up by name in it, so the kernel walks its path once, not once per file (those
+/// walks were a third of an up-to-date shard rerun's CPU, with millions of cached dentries).
 ///
-/// Answers as `stat(path)` would, folder permissions included (a lookup in the open folder needs
-/// its search permission). A folder renamed or replaced while it is held open is still read until
-/// the paths move on to another folder: a plan reads a tree that may change under it either way.
-/// One owner at a time: not for sharing between threads.
+/// Answers as `stat(path)` would, folder permissions included. A folder renamed while held open is
+/// still read until the paths move on: a plan reads a tree that may change under it either way. One
+/// owner at a time.
 package final class FolderStat {
     private struct Folder {
         let path: String

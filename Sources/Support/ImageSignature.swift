@@ -5,11 +5,15 @@ import Foundation
 package enum ImageSignature {
     package static let prefixLength = 16
 
-    package enum Format {
-        case jpeg, png, gif, webp, tiff, avif, heif, jpegXL
+    /// Each format by its IANA media type (a manifest's output `type`, for `<source type=...>`).
+    package enum Format: String {
+        case jpeg = "image/jpeg", png = "image/png", gif = "image/gif", webp = "image/webp", tiff = "image/tiff", avif = "image/avif"
+        case heif = "image/heif", jpegXL = "image/jxl"
         /// Read only by loaders libvips marks untrusted (or by ImageMagick): a body of one is an
         /// image, so it reaches a worker, which reads it or says that `limits.blockUntrusted` blocks it.
-        case netpbm, bmp, pdf, xcf, psd, jpeg2000, openEXR, radiance, fits
+        case netpbm = "image/x-portable-anymap", bmp = "image/bmp", pdf = "application/pdf", xcf = "image/x-xcf"
+        case psd = "image/vnd.adobe.photoshop", jpeg2000 = "image/jp2", openEXR = "image/x-exr", radiance = "image/vnd.radiance"
+        case fits = "image/fits"
 
         /// Formats every current browser shows in an `<img>` (a report shows these sources as they are).
         package var displaysInBrowsers: Bool {
@@ -19,31 +23,8 @@ package enum ImageSignature {
             }
         }
 
-        /// The IANA media type (a manifest's output `type`, for `<source type=...>`).
-        package var mediaType: String {
-            switch self {
-            case .jpeg: "image/jpeg"
-            case .png: "image/png"
-            case .gif: "image/gif"
-            case .webp: "image/webp"
-            case .tiff: "image/tiff"
-            case .avif: "image/avif"
-            case .heif: "image/heif"
-            case .jpegXL: "image/jxl"
-            case .netpbm: "image/x-portable-anymap"
-            case .bmp: "image/bmp"
-            case .pdf: "application/pdf"
-            case .xcf: "image/x-xcf"
-            case .psd: "image/vnd.adobe.photoshop"
-            case .jpeg2000: "image/jp2"
-            case .openEXR: "image/x-exr"
-            case .radiance: "image/vnd.radiance"
-            case .fits: "image/fits"
-            }
-        }
+        package var mediaType: String { rawValue }
     }
-
-    package static func looksLikeImage(_ head: [UInt8]) -> Bool { format(head) != nil }
 
     package static func format(_ head: [UInt8]) -> Format? {
         func starts(_ bytes: [UInt8], at offset: Int = 0) -> Bool {

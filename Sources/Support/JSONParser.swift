@@ -62,8 +62,20 @@ private struct JSONParser {
         skipWhitespace()
         guard let byte = next else { throw failure("expected a value") }
         switch byte {
-        case UInt8(ascii: "{"): return try object()
-        case UInt8(ascii: "["): return try array()
+        case UInt8(ascii: "{"):
+            var fields: [String: JSONValue] = [:]
+            _ = try items(keyed: true) { parser, key throws(JSONSyntaxError) in
+                fields[key] = try parser.value()
+                return false
+            }
+            return .object(fields)
+        case UInt8(ascii: "["):
+            var values: [JSONValue] = []
+            _ = try items(keyed: false) { parser, _ throws(JSONSyntaxError) in
+                values.append(try parser.value())
+                return false
+            }
+            return .array(values)
         case UInt8(ascii: "\""): return .string(try string())
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return .number(try number())
         default:
@@ -77,55 +89,43 @@ private struct JSONParser {
         }
     }
 
-    private mutating func object() throws(JSONSyntaxError) -> JSONValue {
-        try enter()
-        var fields: [String: JSONValue] = [:]
-        skipWhitespace()
-        if next == UInt8(ascii: "}") { index += 1; depth -= 1; return .object(fields) }
-        while true {
-            skipWhitespace()
-            guard next == UInt8(ascii: "\"") else {
-                throw failure(fields.isEmpty ? "expected a key in double quotes or '}'" : "expected a key in double quotes")
-            }
-            let key = try string()
-            skipWhitespace()
-            guard next == UInt8(ascii: ":") else { throw failure("expected ':'") }
-            index += 1
-            fields[key] = try value()
-            skipWhitespace()
-            switch next {
-            case UInt8(ascii: ","): index += 1
-            case UInt8(ascii: "}"): index += 1; depth -= 1; return .object(fields)
-            default: throw failure("expected ',' or '}'")
-            }
-        }
-    }
-
-    private mutating func array() throws(JSONSyntaxError) -> JSONValue {
-        try enter()
-        var elements: [JSONValue] = []
-        skipWhitespace()
-        if next == UInt8(ascii: "]") { index += 1; depth -= 1; return .array(elements) }
-        while true {
-            elements.append(try value())
-            skipWhitespace()
-            switch next {
-            case UInt8(ascii: ","): index += 1
-            case UInt8(ascii: "]"): index += 1; depth -= 1; return .array(elements)
-            default: throw failure("expected ',' or ']'")
-            }
-        }
-    }
-
-    /// Steps over the opening bracket.
-    private mutating func enter() throws(JSONSyntaxError) {
+    /// Steps through the object (`keyed`) or array at the current position: `item` reads each member's
+    /// value (given its key; empty for an element) or element, or stops at it (true). Returns where the member's key or the
+    /// element it stopped at begins; nil after the end.
+    private mutating func items(keyed: Bool, _ item: (inout JSONParser, String) throws(JSONSyntaxError) -> Bool) throws(JSONSyntaxError) -> Int? {
+        let close = UInt8(ascii: keyed ? "}" : "]")
         guard depth < Self.maxDepth else {
             var tooDeep = failure("nested more than \(Self.maxDepth) levels deep")
             tooDeep.isTooDeep = true
             throw tooDeep
         }
+        // Steps over the opening bracket.
         depth += 1
         index += 1
+        skipWhitespace()
+        if next == close { index += 1; depth -= 1; return nil }
+        for count in 0... {
+            skipWhitespace()
+            let start = index
+            var key = ""
+            if keyed {
+                guard next == UInt8(ascii: "\"") else {
+                    throw failure(count == 0 ? "expected a key in double quotes or '}'" : "expected a key in double quotes")
+                }
+                key = try string()
+                skipWhitespace()
+                guard next == UInt8(ascii: ":") else { throw failure("expected ':'") }
+                index += 1
+            }
+            if try item(&self, key) { return start }
+            skipWhitespace()
+            switch next {
+            case UInt8(ascii: ","): index += 1
+            case close: index += 1; depth -= 1; return nil
+            default: throw failure(keyed ? "expected ',' or '}'" : "expected ',' or ']'")
+            }
+        }
+        preconditionFailure("the loop returns or throws")
     }
 
     private mutating func string() throws(JSONSyntaxError) -> String {
@@ -241,65 +241,40 @@ private struct JSONParser {
             let here = index
             if rest.isEmpty {
                 guard let member, next == UInt8(ascii: "{") else { return here }
-                return try enterMember { $0 == member } ?? here
+                return try items(keyed: true) { parser, key throws(JSONSyntaxError) in key == member ? true : try parser.skipValue() } ?? here
             }
             switch next {
             case UInt8(ascii: "{"):
-                let path = rest
-                guard try enterMember(matching: { key in
-                    guard path.utf8.starts(with: key.utf8) else { return false }
-                    let after = path.utf8.dropFirst(key.utf8.count)
-                    return after.isEmpty || after.first == UInt8(ascii: ".") || after.first == UInt8(ascii: "[")
-                }) != nil, let key = lastKey else { return here }
-                rest = Self.dropping(key, from: rest)
+                // The first key the path goes on from (a key may hold `.` or `[` itself).
+                var step: String?
+                _ = try items(keyed: true) { parser, key throws(JSONSyntaxError) in
+                    let after = rest.utf8.starts(with: key.utf8) ? rest.utf8.dropFirst(key.utf8.count) : nil
+                    guard let after, after.isEmpty || after.first == UInt8(ascii: ".") || after.first == UInt8(ascii: "[") else {
+                        return try parser.skipValue()
+                    }
+                    step = key
+                    return true
+                }
+                guard let step else { return here }
+                rest = Self.dropping(step, from: rest)
             case UInt8(ascii: "["):
-                guard rest.first == "[", let close = rest.firstIndex(of: "]"), let wanted = Int(rest[rest.index(after: rest.startIndex)..<close]),
-                      try enterElement(wanted) else { return here }
+                guard rest.first == "[", let close = rest.firstIndex(of: "]"), let wanted = Int(rest[rest.index(after: rest.startIndex)..<close])
+                else { return here }
+                var count = 0
+                guard try items(keyed: false, { parser, _ throws(JSONSyntaxError) in
+                    defer { count += 1 }
+                    return count == wanted ? true : try parser.skipValue()
+                }) != nil else { return here }
                 rest = Self.dropping(String(rest[...close]), from: rest)
             default: return here
             }
         }
     }
 
-    /// The key `enterMember` stepped into.
-    private var lastKey: String?
-
-    /// In the object at the current position, steps to the value of the first key `matching` takes
-    /// and returns where that key begins; nil (at the object's end) when no key matches.
-    private mutating func enterMember(matching: (String) -> Bool) throws(JSONSyntaxError) -> Int? {
-        try enter()
-        while true {
-            skipWhitespace()
-            guard next == UInt8(ascii: "\"") else { return nil }
-            let keyStart = index
-            let key = try string()
-            skipWhitespace()
-            guard next == UInt8(ascii: ":") else { return nil }
-            index += 1
-            if matching(key) {
-                lastKey = key
-                return keyStart
-            }
-            _ = try value()
-            skipWhitespace()
-            guard next == UInt8(ascii: ",") else { return nil }
-            index += 1
-        }
-    }
-
-    /// In the array at the current position, steps to element `wanted`; false when it has fewer.
-    private mutating func enterElement(_ wanted: Int) throws(JSONSyntaxError) -> Bool {
-        try enter()
-        for _ in 0..<wanted {
-            skipWhitespace()
-            guard next != UInt8(ascii: "]") else { return false }
-            _ = try value()
-            skipWhitespace()
-            guard next == UInt8(ascii: ",") else { return false }
-            index += 1
-        }
-        skipWhitespace()
-        return next != UInt8(ascii: "]") && next != nil
+    /// Steps over a value; false, to go on to the next.
+    private mutating func skipValue() throws(JSONSyntaxError) -> Bool {
+        _ = try value()
+        return false
     }
 
     /// `path` after its first step and the `.` that follows it.

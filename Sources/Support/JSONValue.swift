@@ -38,78 +38,65 @@ extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, Ex
 extension JSONValue {
     /// Indented JSON with sorted keys, so output diffs well; whole numbers without a fraction.
     package func formatted(indent: String = "") -> String {
-        let inner = indent + "  "
-        switch self {
-        case .null: return "null"
-        case .bool(let flag): return String(flag)
-        case .number(let number): return canonicalNumber(number)
-        case .string(let text): return Self.quoted(text)
-        case .array(let elements):
-            guard !elements.isEmpty else { return "[]" }
-            return "[\n" + elements.map { inner + $0.formatted(indent: inner) }.joined(separator: ",\n") + "\n\(indent)]"
-        case .object(let fields):
-            guard !fields.isEmpty else { return "{}" }
-            let members = fields.sorted { $0.key < $1.key }.map { "\(inner)\(Self.quoted($0.key)): \($0.value.formatted(indent: inner))" }
-            return "{\n" + members.joined(separator: ",\n") + "\n\(indent)}"
-        }
+        var text = ""
+        append(to: &text, indent: indent)
+        return text
     }
 
     /// One line, keys sorted, no spaces: a JSON Lines record, stable byte for byte.
     package var compact: String {
         var text = ""
-        appendCompact(to: &text)
+        append(to: &text, indent: nil)
         return text
     }
 
-    /// Appended into one string: a manifest writes a million of these.
-    private func appendCompact(to text: inout String) {
+    /// Appended into one string (a manifest writes a million of these): indented by `indent`, or on one line.
+    private func append(to text: inout String, indent: String?) {
+        let inner = indent.map { $0 + "  " }
+        func list<Item>(_ items: [Item], _ open: String, _ close: String, _ each: (Item, inout String) -> Void) {
+            text += open
+            for (index, item) in items.enumerated() {
+                if index > 0 { text += "," }
+                if let inner { text += "\n" + inner }
+                each(item, &text)
+            }
+            if let indent, !items.isEmpty { text += "\n" + indent }
+            text += close
+        }
         switch self {
-        case .null, .bool, .number: text += formatted()
+        case .null: text += "null"
+        case .bool(let flag): text += String(flag)
+        case .number(let number): text += canonicalNumber(number)
         case .string(let string): Self.appendQuoted(string, to: &text)
-        case .array(let elements):
-            text += "["
-            for (index, element) in elements.enumerated() {
-                if index > 0 { text += "," }
-                element.appendCompact(to: &text)
-            }
-            text += "]"
+        case .array(let elements): list(elements, "[", "]") { $0.append(to: &$1, indent: inner) }
         case .object(let fields):
-            text += "{"
-            for (index, field) in fields.sorted(by: { $0.key < $1.key }).enumerated() {
-                if index > 0 { text += "," }
+            list(fields.sorted { $0.key < $1.key }, "{", "}") { field, text in
                 Self.appendQuoted(field.key, to: &text)
-                text += ":"
-                field.value.appendCompact(to: &text)
+                text += inner == nil ? ":" : ": "
+                field.value.append(to: &text, indent: inner)
             }
-            text += "}"
         }
     }
 
     /// Text needing no escape (most keys, paths and hashes) is appended whole.
     private static func appendQuoted(_ string: String, to text: inout String) {
         let quote = UInt8(ascii: "\""), backslash = UInt8(ascii: "\\")
+        text += "\""
         if string.utf8.allSatisfy({ $0 >= 0x20 && $0 != quote && $0 != backslash }) {
-            text += "\""
             text += string
-            text += "\""
         } else {
-            text += quoted(string)
-        }
-    }
-
-    private static func quoted(_ text: String) -> String {
-        var quoted = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": quoted += "\\\""
-            case "\\": quoted += "\\\\"
-            case "\n": quoted += "\\n"
-            case "\t": quoted += "\\t"
-            case _ where scalar.value < 0x20: quoted += String(format: "\\u%04x", scalar.value)
-            default: quoted.unicodeScalars.append(scalar)
+            for scalar in string.unicodeScalars {
+                switch scalar {
+                case "\"": text += "\\\""
+                case "\\": text += "\\\\"
+                case "\n": text += "\\n"
+                case "\t": text += "\\t"
+                case _ where scalar.value < 0x20: text += String(format: "\\u%04x", scalar.value)
+                default: text.unicodeScalars.append(scalar)
+                }
             }
         }
-        return quoted + "\""
+        text += "\""
     }
 }
 

@@ -99,11 +99,6 @@ package enum Paths {
         }
     }
 
-    /// `path` without its first byte (a leading slash).
-    package static func droppingLeadingSlash(_ path: String) -> String {
-        path.utf8.first == slash ? String(decoding: path.utf8.dropFirst(), as: UTF8.self) : path
-    }
-
     /// How to get from the folder `base` to `path` (both absolute and normal), with `..` where needed.
     /// On bytes; a path inside `base` (a manifest's million outputs) takes no split at all.
     package static func relative(_ path: String, from base: String) -> String {

@@ -56,26 +56,20 @@ public struct StableHash: Sendable {
             guard !lanes.isEmpty else { break }
             let step = lanes.map { buffers[$0.index].count - $0.position }.min()!
             if step > 0 {
-                // Four lanes; missing ones repeat lane 0 and their results are dropped.
-                func start(_ lane: Int) -> UnsafePointer<UInt8> {
-                    let (index, position) = lanes[min(lane, lanes.count - 1)]
-                    return buffers[index].baseAddress!.assumingMemoryBound(to: UInt8.self) + position
+                // Four lanes; missing ones repeat the last lane and their results are dropped.
+                func lane(_ number: Int) -> (start: UnsafePointer<UInt8>, state: UInt64) {
+                    let (index, position) = lanes[min(number, lanes.count - 1)]
+                    return (buffers[index].baseAddress!.assumingMemoryBound(to: UInt8.self) + position, states[index])
                 }
-                let (p0, p1, p2, p3) = (start(0), start(1), start(2), start(3))
-                var s0 = states[lanes[0].index]
-                var s1 = lanes.count > 1 ? states[lanes[1].index] : offsetBasis
-                var s2 = lanes.count > 2 ? states[lanes[2].index] : offsetBasis
-                var s3 = lanes.count > 3 ? states[lanes[3].index] : offsetBasis
+                let (p0, p1, p2, p3) = (lane(0).start, lane(1).start, lane(2).start, lane(3).start)
+                var (s0, s1, s2, s3) = (lane(0).state, lane(1).state, lane(2).state, lane(3).state)
                 for i in 0..<step {
                     s0 = (s0 ^ UInt64(p0[i])) &* prime
                     s1 = (s1 ^ UInt64(p1[i])) &* prime
                     s2 = (s2 ^ UInt64(p2[i])) &* prime
                     s3 = (s3 ^ UInt64(p3[i])) &* prime
                 }
-                states[lanes[0].index] = s0
-                if lanes.count > 1 { states[lanes[1].index] = s1 }
-                if lanes.count > 2 { states[lanes[2].index] = s2 }
-                if lanes.count > 3 { states[lanes[3].index] = s3 }
+                for (number, state) in [s0, s1, s2, s3].prefix(lanes.count).enumerated() { states[lanes[number].index] = state }
             }
             lanes = lanes.map { ($0.index, $0.position + step) }.filter { $0.position < buffers[$0.index].count }
         }

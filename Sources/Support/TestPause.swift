@@ -1,14 +1,11 @@
 import Foundation
 
-/// Test-only pause points (fail points, as in TiKV's `fail` or FreeBSD's fail(9)): a named place
-/// in the code that does nothing unless a test arms it, so a test drives a race as a sequence
-/// (wait until a worker has staged an output, kill it, check) on a machine of any speed.
+/// Test-only pause points (fail points, as TiKV's `fail`): a named place that does nothing unless a
+/// test arms it, so a test drives a race as a sequence on a machine of any speed.
 ///
-/// `RUNNER_TEST_PAUSE` arms points as `name` or `name@text` (the point's subject, a path, must
-/// contain the text), separated by `;`. `RUNNER_TEST_PAUSE_DIR` is the folder a paused
-/// process and the test share: at an armed point the process writes `NAME.PID` there, holding
-/// the subject, and waits until the test removes that file, or writes `released` (after which no
-/// point pauses). A killed process stays killed where it paused.
+/// `RUNNER_TEST_PAUSE` arms points as `name` or `name@text` (the subject must contain the text),
+/// separated by `;`. At an armed point the process writes `NAME.PID`, holding the subject, in
+/// `RUNNER_TEST_PAUSE_DIR` and waits until the test removes it, or writes `released` there.
 package enum TestPause {
     package static let pointsVariable = "RUNNER_TEST_PAUSE"
     package static let folderVariable = "RUNNER_TEST_PAUSE_DIR"
