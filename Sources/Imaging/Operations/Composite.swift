@@ -25,7 +25,7 @@ package struct Composite: ImageOperation {
                                   "Resize it to this fraction of this image's width.")
     package static let keys: [any KeyDeclaration] = [image, gravity, offsetX, offsetY, opacity, blend, scale]
 
-    /// libvips' VipsBlendMode, by its own names.
+    /// libvips' VipsBlendMode, by its own names and in its order: the C enum's values count up from 0.
     package enum Blend: String, CaseIterable, Sendable {
         case clear, source, over, `in`, out, atop, dest
         case destOver = "dest-over", destIn = "dest-in", destOut = "dest-out", destAtop = "dest-atop"
@@ -33,35 +33,7 @@ package struct Composite: ImageOperation {
         case colourDodge = "colour-dodge", colourBurn = "colour-burn", hardLight = "hard-light", softLight = "soft-light"
         case difference, exclusion
 
-        package var vipsMode: VipsBlendMode {
-            switch self {
-            case .clear: VIPS_BLEND_MODE_CLEAR
-            case .source: VIPS_BLEND_MODE_SOURCE
-            case .over: VIPS_BLEND_MODE_OVER
-            case .in: VIPS_BLEND_MODE_IN
-            case .out: VIPS_BLEND_MODE_OUT
-            case .atop: VIPS_BLEND_MODE_ATOP
-            case .dest: VIPS_BLEND_MODE_DEST
-            case .destOver: VIPS_BLEND_MODE_DEST_OVER
-            case .destIn: VIPS_BLEND_MODE_DEST_IN
-            case .destOut: VIPS_BLEND_MODE_DEST_OUT
-            case .destAtop: VIPS_BLEND_MODE_DEST_ATOP
-            case .xor: VIPS_BLEND_MODE_XOR
-            case .add: VIPS_BLEND_MODE_ADD
-            case .saturate: VIPS_BLEND_MODE_SATURATE
-            case .multiply: VIPS_BLEND_MODE_MULTIPLY
-            case .screen: VIPS_BLEND_MODE_SCREEN
-            case .overlay: VIPS_BLEND_MODE_OVERLAY
-            case .darken: VIPS_BLEND_MODE_DARKEN
-            case .lighten: VIPS_BLEND_MODE_LIGHTEN
-            case .colourDodge: VIPS_BLEND_MODE_COLOUR_DODGE
-            case .colourBurn: VIPS_BLEND_MODE_COLOUR_BURN
-            case .hardLight: VIPS_BLEND_MODE_HARD_LIGHT
-            case .softLight: VIPS_BLEND_MODE_SOFT_LIGHT
-            case .difference: VIPS_BLEND_MODE_DIFFERENCE
-            case .exclusion: VIPS_BLEND_MODE_EXCLUSION
-            }
-        }
+        package var vipsMode: VipsBlendMode { VipsBlendMode(rawValue: UInt32(Self.allCases.firstIndex(of: self)!)) }
     }
 
     /// The largest overlay file read, 16 MiB, as a job file: each worker holds it for the whole run,
@@ -78,8 +50,8 @@ package struct Composite: ImageOperation {
     package let blend: Blend
     package let scale: Double?
 
-    package init(reading parameters: ObjectReader, context: OperationContext) throws {
-        imagePath = Paths.resolve(try parameters.read(Self.image), against: context.baseDirectory)
+    package init(reading parameters: ObjectReader, baseDirectory: String) throws {
+        imagePath = Paths.resolve(try parameters.read(Self.image), against: baseDirectory)
         do { imageBytes = try FileDescriptor.readWhole(imagePath, limit: Self.largestImage) } catch {
             throw parameters.error(Self.image, "cannot read \(imagePath): \(error)")
         }
