@@ -5,6 +5,7 @@ package struct Colour: Sendable, Equatable {
     package let red: UInt8, green: UInt8, blue: UInt8, alpha: UInt8
 
     package static let black = Colour(red: 0, green: 0, blue: 0, alpha: 255)
+    package static let white = Colour(red: 255, green: 255, blue: 255, alpha: 255)
 
     package init(red: UInt8, green: UInt8, blue: UInt8, alpha: UInt8) {
         (self.red, self.green, self.blue, self.alpha) = (red, green, blue, alpha)

@@ -395,12 +395,7 @@ package struct ImagePipeline {
         case (false, true): VIPS_INTERPRETATION_RGB16
         }
         if image.interpretation != target { image = try image.derive("colourspace") { cvips_colourspace($0, $1, target) } }
-        if !encoder.supportsAlpha && image.hasAlpha {
-            let white = image.values(of: Colour(red: 255, green: 255, blue: 255, alpha: 255), bands: image.colourBands)
-            image = try image.derive("flatten") { input, output in
-                white.withUnsafeBufferPointer { cvips_flatten(input, output, $0.baseAddress, Int32($0.count)) }
-            }
-        }
+        if !encoder.supportsAlpha { image = try image.flattened(onto: .white) }
         let format = encoder.sixteenBit ? VIPS_FORMAT_USHORT : VIPS_FORMAT_UCHAR
         if image.bandFormat != format { image = try image.derive("cast") { cvips_cast($0, $1, format) } }
         // Metadata edits go on a copy: the image may be a decode other outputs share.

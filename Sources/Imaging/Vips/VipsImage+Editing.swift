@@ -40,6 +40,15 @@ extension VipsImageHandle {
         return try mapped.joined(with: alpha.cast(like: mapped))
     }
 
+    /// Alpha removed by laying the image on an opaque `background`; an image without alpha as it is.
+    package func flattened(onto background: Colour) throws(VipsError) -> VipsImageHandle {
+        guard hasAlpha else { return self }
+        let values = values(of: background, bands: colourBands)
+        return try derive("flatten") { input, output in
+            values.withUnsafeBufferPointer { cvips_flatten(input, output, $0.baseAddress, Int32($0.count)) }
+        }
+    }
+
     /// An opaque alpha band added when a translucent `colour` is about to be drawn on an image without one.
     package func withAlpha(for colour: Colour) throws(VipsError) -> VipsImageHandle {
         colour.alpha < 255 ? try withOpaqueAlpha() : self
