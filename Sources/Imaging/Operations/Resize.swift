@@ -7,17 +7,15 @@ import Keys
 package struct Resize: ImageOperation {
     package static let name = "resize"
     package static let summary = "Resample the decoded image (libvips resize, no shrink-on-load: use thumbnail as a first step for speed) with sharp's fit. With one side given the other follows the aspect ratio, whatever fit says. Without enlarge no side grows."
-    package static let width = Key.integer("width", .pixels(.side), .optional(), "Box width in pixels.")
-    package static let height = Key.integer("height", .pixels(.side), .optional(), "Box height in pixels.")
     package static let fit = Key.choice("fit", .defaults(Thumbnail.Fit.cover),
         "cover fills the box and crops at position; contain fits inside and pads at position; fill stretches; inside fits inside; outside covers without cropping.")
     package static let position = Key.choice("position", .defaults(Crop.Gravity.centre),
                                      "Where cover crops and contain pads; attention and entropy with cover only.")
     package static let enlarge = Key.flag("enlarge", default: false, "Allow sides to grow.")
     package static let kernel = Key.choice("kernel", .defaults(Kernel.lanczos3), "The resampling kernel.")
-    package static let background = Key.colour("background", .defaults(.black), "Padding colour, for contain.")
-    package static let keys: [any KeyDeclaration] = [width, height, fit, position, enlarge, kernel, background]
-    package static let rules: [KeyRule] = [.atLeastOne(width, height)]
+    // The box and its padding are read as thumbnail reads them.
+    package static let keys: [any KeyDeclaration] = [Thumbnail.width, Thumbnail.height, fit, position, enlarge, kernel, Thumbnail.background]
+    package static let rules: [KeyRule] = [.atLeastOne(Thumbnail.width, Thumbnail.height)]
 
     package enum Kernel: String, CaseIterable, Sendable {
         case nearest, linear, cubic, lanczos3
@@ -40,16 +38,16 @@ package struct Resize: ImageOperation {
     package let kernel: Kernel
     package let background: Colour
 
-    package init(reading parameters: ObjectReader, context: OperationContext) throws {
-        width = try parameters.optional(Self.width)
-        height = try parameters.optional(Self.height)
+    package init(reading parameters: ObjectReader, baseDirectory: String) throws {
+        width = try parameters.optional(Thumbnail.width)
+        height = try parameters.optional(Thumbnail.height)
         let fit = try parameters.read(Self.fit)
         // With one side given every fit means the same thing: scale to that side.
         self.fit = width == nil || height == nil ? .inside : fit
         position = try parameters.read(Self.position)
         enlarge = try parameters.read(Self.enlarge)
         kernel = try parameters.read(Self.kernel)
-        background = try parameters.read(Self.background)
+        background = try parameters.read(Thumbnail.background)
         if position.isSmart && self.fit != .cover {
             throw parameters.error(Self.position, "\(position.rawValue) needs fit cover")
         }
