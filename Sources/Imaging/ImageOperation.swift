@@ -21,8 +21,8 @@ package protocol ImageOperation: Sendable {
     static var keys: [any KeyDeclaration] { get }
     /// Rules between its parameters (width or height).
     static var rules: [KeyRule] { get }
-    /// Reads and validates the op's parameters; errors name the exact key.
-    init(reading parameters: ObjectReader, context: OperationContext) throws
+    /// Reads and validates the op's parameters (errors name the exact key); relative paths resolve against `baseDirectory`.
+    init(reading parameters: ObjectReader, baseDirectory: String) throws
     var identifier: String { get }
     /// True when the op reads pixels out of top-to-bottom order (rotations, smart crops), so
     /// the decode cannot stream.
@@ -48,13 +48,6 @@ package protocol LoadingOperation: ImageOperation {
     /// Whether what `load` returns is the whole frame, scaled, aspect kept (nothing cropped, padded
     /// or stretched), so smaller outputs can be derived from it.
     var loadsWholeFrame: Bool { get }
-}
-
-/// What ops may need from the job while they are being read: where relative paths resolve.
-package struct OperationContext: Sendable {
-    package let baseDirectory: String
-
-    package init(baseDirectory: String) { self.baseDirectory = baseDirectory }
 }
 
 /// Builds the canonical `name(key:value,...)` spelling of an op or encoder.
@@ -104,7 +97,7 @@ package struct OperationChain: Sendable {
     /// Kingfisher's `|>` join; empty for a chain that only re-encodes.
     package var identifier: String { steps.map(\.identifier).joined(separator: "|>") }
 
-    package static func read(_ elements: [(value: JSONValue, path: String)], context: OperationContext) throws -> OperationChain {
+    package static func read(_ elements: [(value: JSONValue, path: String)], baseDirectory: String) throws -> OperationChain {
         let types = Dictionary(uniqueKeysWithValues: operationCatalogue.flatMap { type in
             ([type.name] + type.aliases).map { ($0, type) }
         })
@@ -112,7 +105,7 @@ package struct OperationChain: Sendable {
         for element in elements {
             let reader = try ObjectReader(element.value, path: element.path)
             let type = try reader.declareChoice(operationShape, among: types)
-            let step = try type.init(reading: reader, context: context)
+            let step = try type.init(reading: reader, baseDirectory: baseDirectory)
             try reader.finish()
             steps.append(step)
         }

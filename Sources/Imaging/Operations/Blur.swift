@@ -9,7 +9,7 @@ package struct Blur: ImageOperation {
     package static let keys: [any KeyDeclaration] = [sigma]
     package let sigma: Double
 
-    package init(reading parameters: ObjectReader, context: OperationContext) throws {
+    package init(reading parameters: ObjectReader, baseDirectory: String) throws {
         sigma = try parameters.read(Self.sigma)
     }
 

@@ -13,7 +13,7 @@ package struct Border: ImageOperation {
     package let width: Int
     package let colour: Colour
 
-    package init(reading parameters: ObjectReader, context: OperationContext) throws {
+    package init(reading parameters: ObjectReader, baseDirectory: String) throws {
         width = try parameters.read(Self.width)
         colour = try parameters.read(Self.colour)
     }

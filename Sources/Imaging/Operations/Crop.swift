@@ -50,7 +50,7 @@ package struct Crop: ImageOperation {
         (self.width, self.height, self.placement) = (width, height, .gravity(gravity))
     }
 
-    package init(reading parameters: ObjectReader, context: OperationContext) throws {
+    package init(reading parameters: ObjectReader, baseDirectory: String) throws {
         if try parameters.read(Self.trim) {
             for key: any KeyDeclaration in [Self.width, Self.height, Self.x, Self.y, Self.gravity] where parameters.has(key) {
                 throw parameters.error(key, "does not apply to trim")

@@ -12,7 +12,7 @@ package struct Flip: ImageOperation {
 
     package let direction: Direction
 
-    package init(reading parameters: ObjectReader, context: OperationContext) throws {
+    package init(reading parameters: ObjectReader, baseDirectory: String) throws {
         direction = try parameters.read(Self.direction)
     }
 

@@ -24,7 +24,7 @@ package struct Pad: ImageOperation {
     package let extent: Extent
     package let background: Colour
 
-    package init(reading parameters: ObjectReader, context: OperationContext) throws {
+    package init(reading parameters: ObjectReader, baseDirectory: String) throws {
         let sized = parameters.has(Self.width) || parameters.has(Self.height)
         if sized {
             if let key = Self.marginKeys.first(where: parameters.has) {

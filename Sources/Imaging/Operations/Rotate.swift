@@ -11,7 +11,7 @@ package struct Rotate: ImageOperation {
     package let angle: Double
     package let background: Colour
 
-    package init(reading parameters: ObjectReader, context: OperationContext) throws {
+    package init(reading parameters: ObjectReader, baseDirectory: String) throws {
         let written = try parameters.read(Self.angle)
         let turned = written.truncatingRemainder(dividingBy: 360)
         angle = turned < 0 ? turned + 360 : turned + 0   // + 0 folds -0 into 0

@@ -15,7 +15,7 @@ package struct RoundCorners: ImageOperation {
     /// Canonical order, no repeats.
     package let corners: [Corner]
 
-    package init(reading parameters: ObjectReader, context: OperationContext) throws {
+    package init(reading parameters: ObjectReader, baseDirectory: String) throws {
         radius = try parameters.read(Self.radius)
         let chosen = Set(try parameters.read(Self.corners))
         corners = Corner.allCases.filter(chosen.contains)

@@ -14,7 +14,7 @@ package struct Sharpen: ImageOperation {
     package let m1: Double
     package let m2: Double
 
-    package init(reading parameters: ObjectReader, context: OperationContext) throws {
+    package init(reading parameters: ObjectReader, baseDirectory: String) throws {
         sigma = try parameters.read(Self.sigma)
         m1 = try parameters.read(Self.m1)
         m2 = try parameters.read(Self.m2)

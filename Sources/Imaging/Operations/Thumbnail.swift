@@ -28,7 +28,7 @@ package struct Thumbnail: LoadingOperation {
     package let enlarge: Bool
     package let background: Colour
 
-    package init(reading parameters: ObjectReader, context: OperationContext) throws {
+    package init(reading parameters: ObjectReader, baseDirectory: String) throws {
         width = try parameters.optional(Self.width)
         height = try parameters.optional(Self.height)
         fit = try parameters.read(Self.fit)
