@@ -75,11 +75,10 @@ package struct Composite: ImageOperation {
     }
 
     package func apply(to image: VipsImageHandle) throws(VipsError) -> VipsImageHandle {
-        let source = SourceBytes(imageBytes)
-        let pointer = source.withUnsafeBytes { cvips_new_from_buffer($0.baseAddress, $0.count, VIPS_ACCESS_RANDOM, VIPS_FAIL_ON_ERROR) }
+        let pointer = imageBytes.withUnsafeBytes { cvips_new_from_buffer($0.baseAddress, $0.count, VIPS_ACCESS_RANDOM, VIPS_FAIL_ON_ERROR) }
         guard let pointer else { throw VipsError.capture("load \(imagePath)") }
-        // Decoded into memory: the result outlives `source`, which only this handle keeps alive.
-        var overlay = try VipsImageHandle(taking: pointer, retaining: source).copiedToMemory()
+        // Decoded into memory, so the result does not read the bytes this handle keeps alive.
+        var overlay = try VipsImageHandle(taking: pointer, retaining: imageBytes).copiedToMemory()
         if let scale {
             // Any positive scale is accepted; no width beyond libvips' largest coordinate (nor an
             // integer conversion that traps).

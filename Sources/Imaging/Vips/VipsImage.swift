@@ -5,13 +5,13 @@ import Synchronization
 /// The one Swift owner of a `VipsImage*`: `deinit` drops the reference it took.
 ///
 /// libvips reads buffer-backed images lazily and never copies the buffer, so every image
-/// derived from one keeps the source bytes alive through `retainedSource`.
+/// derived from one keeps the source bytes (`Data`'s one shared storage) alive through `retainedSource`.
 package final class VipsImageHandle {
     package let pointer: UnsafeMutablePointer<VipsImage>
-    private let retainedSource: SourceBytes?
+    private let retainedSource: Data?
 
     /// Takes ownership of a reference returned by a libvips call.
-    package init(taking pointer: UnsafeMutablePointer<VipsImage>, retaining source: SourceBytes?) {
+    package init(taking pointer: UnsafeMutablePointer<VipsImage>, retaining source: Data?) {
         (self.pointer, self.retainedSource) = (pointer, source)
     }
 
@@ -52,13 +52,7 @@ package final class VipsImageHandle {
     package var fieldNames: [String] {
         guard let fields = vips_image_get_fields(pointer) else { return [] }
         defer { g_strfreev(fields) }
-        var names: [String] = []
-        var index = 0
-        while let name = fields[index] {
-            names.append(String(cString: name))
-            index += 1
-        }
-        return names
+        return sequence(first: fields) { $0 + 1 }.prefix { $0.pointee != nil }.map { String(cString: $0.pointee!) }
     }
 
     /// EXIF orientation 1...8 (1 when absent).
@@ -127,18 +121,6 @@ package final class VipsImageHandle {
         var length = 0
         guard call(pointer, &buffer, &length) == 0, let buffer else { throw VipsError.capture(saver) }
         return Data(bytesNoCopy: buffer, count: length, deallocator: .custom { pointer, _ in g_free(pointer) })
-    }
-}
-
-/// A source file's bytes, read once and shared by every chain that needs them
-/// (LKImageKit's request combining, inside one worker).
-package final class SourceBytes {
-    package let data: Data
-
-    package init(_ data: Data) { self.data = data }
-
-    package func withUnsafeBytes<T>(_ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T {
-        try data.withUnsafeBytes(body)
     }
 }
 
