@@ -17,7 +17,8 @@ final class DownloadSession {
     private let next: () -> DownloadRequest?
     private let canStart: () -> Bool
     private let deliver: (DownloadRequest, DownloadResult) -> Void
-    private var active: [ObjectIdentifier: Transfer] = [:]
+    /// Transfers in flight, by their curl handle.
+    private var active: [UnsafeMutableRawPointer: Transfer] = [:]
     private var perHost: [String: Int] = [:]
     private var waiting: [Waiting] = []
     private var exhausted = false
@@ -79,10 +80,8 @@ final class DownloadSession {
         while let message = curl_multi_info_read(downloader.multi, &queued) {
             ended = true
             guard ccurl_message_is_done(message) != 0, let easy = ccurl_message_handle(message),
-                  let context = ccurl_info_private(easy) else { continue }
-            let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
+                  let transfer = active.removeValue(forKey: easy) else { continue }
             curl_multi_remove_handle(downloader.multi, easy)
-            active[ObjectIdentifier(transfer)] = nil
             perHost[transfer.host, default: 1] -= 1
             switch transfer.finish(ccurl_message_result(message)) {
             case .ended(let result): conclude(transfer.request, host: transfer.host, attempt: transfer.attempt, result)
@@ -97,7 +96,7 @@ final class DownloadSession {
     /// Stopped (or done): transfers in flight are abandoned; bodies already received finish
     /// storing and stored ones are delivered; failed ones are not retried.
     func stop() {
-        for transfer in active.values { curl_multi_remove_handle(downloader.multi, transfer.connection.easy) }
+        for easy in active.keys { curl_multi_remove_handle(downloader.multi, easy) }
         store.close()
         for body in store.collect() {
             if case .fetched = body.result { deliver(body.request, body.result) }
@@ -108,7 +107,7 @@ final class DownloadSession {
         do {
             let transfer = try Transfer(request: request, host: host, attempt: attempt, settings: settings,
                                         userAgent: downloader.userAgent, buffer: spareBuffers.popLast() ?? [])
-            active[ObjectIdentifier(transfer)] = transfer
+            active[transfer.connection.easy] = transfer
             perHost[host, default: 0] += 1
             curl_multi_add_handle(downloader.multi, transfer.connection.easy)
         } catch {

@@ -20,7 +20,6 @@ final class Transfer {
     let attempt: Int
     let host: String
     let connection: HTTPConnection
-    private let limit: Int
     private let temporary: String
     /// The temporary file, once the body outgrew `Downloader.memoryLimit`.
     private var descriptor: Int32 = -1
@@ -28,7 +27,6 @@ final class Transfer {
     init(request: DownloadRequest, host: String, attempt: Int, settings: RemoteSettings, userAgent: String,
          buffer: [UInt8]) throws(DownloadFailure) {
         (self.request, self.attempt, self.host) = (request, attempt, host)
-        limit = settings.maxDownloadBytes
         // Named after this process: while it lives, no other run removes the file.
         temporary = AtomicFile.temporaryPath(for: request.destination, owner: getpid())
         do { connection = try HTTPConnection() } catch { throw DownloadFailure(reason: .transfer(error.reason), detail: error.detail) }
@@ -37,12 +35,11 @@ final class Transfer {
         if let lastModified = request.lastModified { sent.headers["If-Modified-Since"] = lastModified }
         (sent.timeout, sent.connectTimeout) = (settings.timeout, settings.connectTimeout)
         (sent.lowSpeed, sent.userAgent, sent.multiplexed) = ((settings.lowSpeedLimit, settings.lowSpeedTime), userAgent, true)
-        sent.answer = .spilling(inMemory: Downloader.memoryLimit, limit: limit, buffer: buffer) { [unowned self] in
+        sent.answer = .spilling(inMemory: Downloader.memoryLimit, limit: settings.maxDownloadBytes, buffer: buffer) { [unowned self] in
             descriptor = Downloader.createTemporary(temporary)
             return descriptor
         }
         connection.prepare(sent)
-        _ = ccurl_set_pointer(connection.easy, CURLOPT_PRIVATE, Unmanaged.passUnretained(self).toOpaque())
     }
 
     deinit {
