@@ -388,12 +388,8 @@ package struct ImagePipeline {
                         frameHeight: Int?) throws(VipsError) -> VipsImageHandle {
         var image = image
         let grey = image.interpretation == VIPS_INTERPRETATION_B_W || image.interpretation == VIPS_INTERPRETATION_GREY16
-        let target = switch (grey, encoder.sixteenBit) {
-        case (true, false): VIPS_INTERPRETATION_B_W
-        case (true, true): VIPS_INTERPRETATION_GREY16
-        case (false, false): VIPS_INTERPRETATION_sRGB
-        case (false, true): VIPS_INTERPRETATION_RGB16
-        }
+        let target = encoder.sixteenBit ? (grey ? VIPS_INTERPRETATION_GREY16 : VIPS_INTERPRETATION_RGB16)
+            : (grey ? VIPS_INTERPRETATION_B_W : VIPS_INTERPRETATION_sRGB)
         if image.interpretation != target { image = try image.derive("colourspace") { cvips_colourspace($0, $1, target) } }
         if !encoder.supportsAlpha { image = try image.flattened(onto: .white) }
         let format = encoder.sixteenBit ? VIPS_FORMAT_USHORT : VIPS_FORMAT_UCHAR
