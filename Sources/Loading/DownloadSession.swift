@@ -5,13 +5,6 @@ import JobFile
 /// One `run`'s transfers: those in flight, those waiting for a retry or for their host, and the
 /// bodies being stored.
 final class DownloadSession {
-    private struct Waiting {
-        let request: DownloadRequest
-        let host: String
-        let attempt: Int
-        let due: Double
-    }
-
     private let downloader: Downloader
     private let settings: RemoteSettings
     private let next: () -> DownloadRequest?
@@ -20,7 +13,7 @@ final class DownloadSession {
     /// Transfers in flight, by their curl handle.
     private var active: [UnsafeMutableRawPointer: Transfer] = [:]
     private var perHost: [String: Int] = [:]
-    private var waiting: [Waiting] = []
+    private var waiting: [(attempt: Attempt, due: Double)] = []
     private var exhausted = false
     /// Bodies handed to the store threads and not yet collected: at most `downloads`, so the
     /// memory and temporary files they hold stay bounded when the disk is slow.
@@ -47,7 +40,7 @@ final class DownloadSession {
         for body in store.collect() {
             storing -= 1
             if spareBuffers.count < settings.downloads, let buffer = body.takeBuffer() { spareBuffers.append(buffer) }
-            conclude(body.request, host: body.host, attempt: body.attempt, body.result)
+            conclude(body.attempt, body.result)
         }
     }
 
@@ -57,19 +50,14 @@ final class DownloadSession {
     func admit() {
         let now = Date().timeIntervalSince1970
         while active.count < settings.downloads && storing < settings.downloads && canStart() {
-            if let index = waiting.firstIndex(where: { $0.due <= now && perHost[$0.host, default: 0] < settings.perHost }) {
-                let ready = waiting.remove(at: index)
-                start(ready.request, host: ready.host, attempt: ready.attempt)
+            if let index = waiting.firstIndex(where: { $0.due <= now && perHost[$0.attempt.host, default: 0] < settings.perHost }) {
+                start(waiting.remove(at: index).attempt)
                 continue
             }
             guard waiting.count < settings.downloads, !exhausted else { break }
             guard let request = next() else { exhausted = true; break }
-            let host = Downloader.host(of: request.source.url)
-            if perHost[host, default: 0] >= settings.perHost {
-                waiting.append(Waiting(request: request, host: host, attempt: 1, due: now))
-            } else {
-                start(request, host: host, attempt: 1)
-            }
+            let attempt = Attempt(request: request, host: Downloader.host(of: request.source.url), number: 1)
+            if perHost[attempt.host, default: 0] >= settings.perHost { waiting.append((attempt, now)) } else { start(attempt) }
         }
     }
 
@@ -82,9 +70,9 @@ final class DownloadSession {
             guard ccurl_message_is_done(message) != 0, let easy = ccurl_message_handle(message),
                   let transfer = active.removeValue(forKey: easy) else { continue }
             curl_multi_remove_handle(downloader.multi, easy)
-            perHost[transfer.host, default: 1] -= 1
+            perHost[transfer.attempt.host, default: 1] -= 1
             switch transfer.finish(ccurl_message_result(message)) {
-            case .ended(let result): conclude(transfer.request, host: transfer.host, attempt: transfer.attempt, result)
+            case .ended(let result): conclude(transfer.attempt, result)
             case .store(let body):
                 storing += 1
                 store.submit(body)
@@ -99,30 +87,35 @@ final class DownloadSession {
         for easy in active.keys { curl_multi_remove_handle(downloader.multi, easy) }
         store.close()
         for body in store.collect() {
-            if case .fetched = body.result { deliver(body.request, body.result) }
+            if case .fetched = body.result { deliver(body.attempt.request, body.result) }
         }
     }
 
-    private func start(_ request: DownloadRequest, host: String, attempt: Int) {
+    private func start(_ attempt: Attempt) {
         do {
-            let transfer = try Transfer(request: request, host: host, attempt: attempt, settings: settings,
-                                        userAgent: downloader.userAgent, buffer: spareBuffers.popLast() ?? [])
+            let transfer = try Transfer(attempt, settings: settings, userAgent: downloader.userAgent, buffer: spareBuffers.popLast() ?? [])
             active[transfer.connection.easy] = transfer
-            perHost[host, default: 0] += 1
+            perHost[attempt.host, default: 0] += 1
             curl_multi_add_handle(downloader.multi, transfer.connection.easy)
         } catch {
-            deliver(request, .failed(error, attempts: attempt))
+            deliver(attempt.request, .failed(error, attempts: attempt.number))
         }
     }
 
     /// A transient failure waits for its retry; anything else is final.
-    private func conclude(_ request: DownloadRequest, host: String, attempt: Int, _ result: DownloadResult) {
-        if case .failed(let failure, _) = result, failure.isTransient, attempt < settings.retry.attempts {
-            let delay = settings.retry.delay(after: attempt, retryAfter: failure.retryAfter)
-            waiting.append(Waiting(request: request, host: host, attempt: attempt + 1,
-                                   due: Date().timeIntervalSince1970 + delay))
+    private func conclude(_ attempt: Attempt, _ result: DownloadResult) {
+        if case .failed(let failure, _) = result, failure.isTransient, attempt.number < settings.retry.attempts {
+            let delay = settings.retry.delay(after: attempt.number, retryAfter: failure.retryAfter)
+            waiting.append((Attempt(request: attempt.request, host: attempt.host, number: attempt.number + 1), Date().timeIntervalSince1970 + delay))
         } else {
-            deliver(request, result)
+            deliver(attempt.request, result)
         }
     }
+}
+
+/// One try at a request: the host whose cap it counts against, and which try it is (1 up).
+struct Attempt: Sendable {
+    let request: DownloadRequest
+    let host: String
+    let number: Int
 }
