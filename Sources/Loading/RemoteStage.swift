@@ -140,19 +140,11 @@ package final class RemoteStage: @unchecked Sendable {
             let (stale, failing) = staleIfError(failure, sources: sources, now: now)
             if !stale.isEmpty { serveStale(fetched, stale, failure) }
             guard !failing.isEmpty else { return }
-            var message = failure.description
-            var events: [ItemEvent] = []
-            if failure.isTransient {
-                message += " (after \(attempts) attempts; retried next run)"
-            } else if failure.blacklistReason == nil || !stale.isEmpty {
-                // A URL some source still serves stale from is never blacklisted: that would block it too.
-                message += " (retried next run)"
-            } else {
-                message += " (blacklisted)"
-                if firstTime, let reason = failure.blacklistReason {
-                    events.append(.blacklisted(url: url, reason: reason, message: failure.description))
-                }
-            }
+            // A URL some source still serves stale from is never blacklisted: that would block it too.
+            let blacklisted = stale.isEmpty ? failure.blacklistReason : nil
+            let message = failure.description + (failure.isTransient ? " (after \(attempts) attempts; retried next run)"
+                : blacklisted == nil ? " (retried next run)" : " (blacklisted)")
+            let events: [ItemEvent] = firstTime ? blacklisted.map { [.blacklisted(url: url, reason: $0, message: failure.description)] } ?? [] : []
             // A body this machine could not store is a local write failure, not the server's.
             let kind: ItemFailure.Kind = failure.reason == .transfer(.local) ? .write : .download
             let outcome = ItemOutcome.failed(ItemFailure(kind, message), seconds: 0)
