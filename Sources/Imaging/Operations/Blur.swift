@@ -1,7 +1,6 @@
 internal import CVips
 import Keys
 
-/// Gaussian blur with standard deviation `sigma` (pixels).
 package struct Blur: ImageOperation {
     package static let name = "blur"
     package static let summary = "Gaussian blur."

@@ -3,11 +3,6 @@ import Foundation
 import Support
 import Keys
 
-/// Lay another image (a watermark, a badge) over this one: placed by `gravity` and moved by
-/// `offsetX`/`offsetY` (positive is right/down), faded by `opacity`, blended with a libvips
-/// blend mode, optionally scaled to `scale` x the base image's width. Kingfisher's Blend and
-/// Compositing processors.
-///
 /// The file is read once, when the job is read, so its content is part of the identifier:
 /// replacing the watermark re-runs every item that uses it.
 package struct Composite: ImageOperation {

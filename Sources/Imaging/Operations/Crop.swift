@@ -1,9 +1,7 @@
 internal import CVips
 import Keys
 
-/// Cut a region: by box (`x`, `y`, `width`, `height`), by `width`/`height` placed with `gravity`,
-/// or by `trim`ming a uniform border. A region larger than the image is clipped to it, so one
-/// chain works on mixed sizes.
+/// A region larger than the image is clipped to it, so one chain works on mixed sizes.
 package struct Crop: ImageOperation {
     package static let name = "crop"
     package static let summary = "Cut a region, clipped to the image: a box (x, y, width, height), width and height placed by gravity, or trim: true to remove the border that differs from background by less than threshold (libvips find_trim). An image that is all background is kept as it is."

@@ -1,7 +1,6 @@
 import Keys
 
-/// Remove alpha by laying the image on an opaque `background` (white by default, the colour
-/// runner flattens onto for formats without alpha). Images without alpha pass unchanged.
+/// White by default: what runner flattens onto for formats without alpha.
 package struct Flatten: ImageOperation {
     package static let name = "flatten"
     package static let summary = "Remove alpha by laying the image on an opaque background."

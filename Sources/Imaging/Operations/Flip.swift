@@ -1,7 +1,6 @@
 internal import CVips
 import Keys
 
-/// Mirror the image: `horizontal` swaps left and right, `vertical` swaps top and bottom.
 package struct Flip: ImageOperation {
     package static let name = "flip"
     package static let summary = "Mirror the image."

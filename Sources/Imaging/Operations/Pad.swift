@@ -1,8 +1,6 @@
 internal import CVips
 import Keys
 
-/// Grow the canvas with `background`: to at least `width` x `height` with the image placed by
-/// `gravity`, or by `top`/`right`/`bottom`/`left` margins. Never crops.
 package struct Pad: ImageOperation {
     package static let name = "pad"
     package static let summary = "Grow the canvas, never cropping: to at least width x height with the image placed by gravity, or by top, right, bottom and left margins. A translucent background adds alpha."

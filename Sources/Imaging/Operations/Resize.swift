@@ -1,9 +1,6 @@
 package import CVips
 import Keys
 
-/// Resample the decoded image (libvips `resize`, no shrink-on-load), then crop or pad as `fit`
-/// says. `fit` follows sharp: cover fills the box and crops at `position`, contain fits inside
-/// and pads at `position`, fill stretches, inside fits within, outside covers without cropping.
 package struct Resize: ImageOperation {
     package static let name = "resize"
     package static let summary = "Resample the decoded image (libvips resize, no shrink-on-load: use thumbnail as a first step for speed) with sharp's fit. With one side given the other follows the aspect ratio, whatever fit says. Without enlarge no side grows."

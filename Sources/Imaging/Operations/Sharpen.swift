@@ -1,8 +1,6 @@
 internal import CVips
 import Keys
 
-/// Unsharp mask on lightness (libvips `sharpen`): `sigma` of the blur, `m1` flat-area and `m2`
-/// edge gains. Defaults are libvips' own.
 package struct Sharpen: ImageOperation {
     package static let name = "sharpen"
     package static let summary = "Unsharp mask on lightness (libvips sharpen); the defaults are libvips' own."

@@ -3,8 +3,6 @@ import Model
 import Keys
 
 /// Resize to fit a box, decoding at reduced size where the format allows (shrink-on-load).
-/// `fit` follows sharp: cover crops to fill the box, contain letterboxes into it, fill
-/// stretches, inside fits within, outside covers without cropping.
 package struct Thumbnail: LoadingOperation {
     package static let name = "thumbnail"
     package static let summary = "Resize with shrink-on-load (sharp's fit). With one side given only inside is allowed."
