@@ -80,7 +80,8 @@ package final class RemoteStage: @unchecked Sendable {
         var freshOriginals: [String] = []
         defer { touch(&freshOriginals) }
         let capacity = 2 * job.concurrency.process + job.remote.downloads
-        Downloader(settings: job.remote).run(
+        Downloader(
+            settings: job.remote,
             next: { [self] in
                 while let source = nextSource() {
                     guard let fetched = source.kind.fetched else { continue }
@@ -106,13 +107,12 @@ package final class RemoteStage: @unchecked Sendable {
                 return nil
             },
             canStart: { [self] in handoff.count < capacity },
-            shouldStop: { control.phase != .running },
             deliver: { [self] request, result in
                 let address = request.source.location
                 guard let fetch = fetching.removeValue(forKey: address) else { return }
                 if repeatedURLs.contains(address) { settled[address] = (fetch.primary, result) }
                 resolve(request.source, primary: fetch.primary, sources: [fetch.primary] + fetch.followers, result, firstTime: true)
-            })
+            }).run(shouldStop: { control.phase != .running })
     }
 
     private func nextSource() -> PlannedSource? {
