@@ -165,14 +165,19 @@ package struct VipsError: Error, CustomStringConvertible {
         }
         // Some loaders complain only in warnings and leave the buffer empty (libpng's IHDR checks).
         if message.isEmpty { message = VipsWarnings.take().joined(separator: "\n") }
-        // Each distinct line once: lcms, for one, reports the same damage on every read of a profile.
-        var seen: Set<String> = []
-        let lines = message.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
-        let text = lines.filter { !$0.isEmpty && seen.insert($0).inserted }.joined(separator: "; ")
+        let text = distinctLines(message)
         return VipsError(operation: operation, message: text.isEmpty ? "\(operation) failed" : text)
     }
 
     package var description: String { message }
+
+    /// Each distinct line of `text` once, trimmed, joined with "; ": lcms, for one, reports the same
+    /// damage on every read of a profile, and libvips' "read gave 1 warnings" repeats the decoder's words.
+    static func distinctLines(_ text: String) -> String {
+        var seen: Set<String> = []
+        let lines = text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
+        return lines.filter { !$0.isEmpty && seen.insert($0).inserted }.joined(separator: "; ")
+    }
 
     /// Forgets what libvips said so far (its error buffer and warnings): calls that succeed leave
     /// text there too (lcms does), and it is not about the next source or output.
@@ -207,10 +212,7 @@ package enum VipsWarnings {
             lines.append(line)
             if lines.count > 16 { lines.removeFirst() }
         }
-        // One line each: libvips' "read gave 1 warnings" is followed by the decoder's words, repeated.
-        var seenInLine: Set<Substring> = []
-        let parts = line.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces)[...] }
-        let oneLine = parts.filter { !$0.isEmpty && seenInLine.insert($0).inserted }.joined(separator: "; ")
+        let oneLine = VipsError.distinctLines(line)
         guard !oneLine.isEmpty else { return }
         let shape = String(oneLine.unicodeScalars.filter { !("0"..."9").contains($0) })
         ofSource.withLock { source in
