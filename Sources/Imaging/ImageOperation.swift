@@ -2,13 +2,10 @@ internal import CVips
 import Support
 import Model
 import Keys
-/// One step of an output's chain: a small value whose `identifier` spells out every
-/// parameter in canonical form (Kingfisher's `ImageProcessor`). A chain's identifier joins
-/// its steps with `|>`, and that identifier is part of every item's fingerprint, so editing
-/// a chain re-runs exactly the outputs it belongs to.
-///
-/// Adding an op: one file with a type conforming to this protocol, and one line in `operationCatalogue`.
-/// Its parameters are declared once (`keys`), and read through those declarations, so `runner
+/// One step of an output's chain (Kingfisher's `ImageProcessor`): its `identifier` spells out every
+/// parameter in canonical form and is part of every item's fingerprint, so editing a chain re-runs
+/// exactly the outputs it belongs to. Adding an op: a conforming type and one line in
+/// `operationCatalogue`; its parameters are read through their declarations (`keys`), so `runner
 /// schema` describes exactly what the reader accepts.
 package protocol ImageOperation: Sendable {
     /// The `op` value in a job file.

@@ -3,11 +3,10 @@ import Model
 import Imaging
 
 extension ImagePipeline {
-    /// The derived values at `indices` of the job's `derive` list. They are
-    /// computed from the smallest whole frame an output kept in memory (display orientation) that
-    /// still fills the 100x100 derivation frame, so a responsive set decodes nothing more; a source
-    /// with no such frame (a cropped thumbnail, or no output to render) is decoded once more, with
-    /// shrink-on-load straight to that size.
+    /// The derived values at `indices` of the job's `derive` list, from the smallest whole frame an
+    /// output kept in memory (display orientation) that still fills the 100x100 derivation frame, so
+    /// a responsive set decodes nothing more; a source with no such frame (a cropped thumbnail, or
+    /// no output to render) is decoded once more, with shrink-on-load straight to that size.
     func derivation(_ indices: [Int], source: OpenedSource) -> DerivationOutcome {
         do throws(ItemFailure) {
             VipsError.clearMessages()

@@ -5,11 +5,9 @@ import Model
 import Imaging
 import JobFile
 
-/// Renders one source into every output that needs it, inside a worker process.
-///
-/// The source is read once; its header is checked against the limits before any pixel is
-/// decoded; chains that start with `thumbnail` decode with shrink-on-load; chains that need the
-/// full image share one decode. Each output fails or succeeds on its own.
+/// Renders one source into every output that needs it, inside a worker process: the source is read
+/// once and its header checked against the limits before any pixel is decoded (`DecodeSharing`
+/// then says how each output gets its pixels). Each output fails or succeeds on its own.
 package struct ImagePipeline {
     package let outputs: [OutputSpec]
     package let limits: Limits
@@ -155,9 +153,8 @@ package struct ImagePipeline {
         return rendered
     }
 
-    /// The frames an output's chain starts from, and the steps still to run on them: a loader step
-    /// (thumbnail's shrink-on-load) makes the first image itself; otherwise a full decode, shared
-    /// with the source's other outputs that need the same one, cut into frames and autorotated.
+    /// The frames an output's chain starts from (its loader step's image, or a full decode cut into
+    /// frames and autorotated), and the steps still to run on them.
     private func startingFrames(_ plan: OutputRoute, _ pixels: Sources.Pixels, at step: Int,
                                 _ source: OpenedSource) throws(ItemFailure) -> ([VipsImageHandle], ArraySlice<any ImageOperation>) {
         let output = plan.output
@@ -272,7 +269,7 @@ package struct ImagePipeline {
         let file: VipsSourceHandle
         let header: ImageHeader
         /// The file's size in bytes.
-        var bytes = 0
+        let bytes: Int
         /// The file's content hash (`StableHash.ofFile`: the downloader's hash of an original), read
         /// once for all its outputs and its derivation; nil if the file cannot be read again.
         lazy var contentHash: String? = StableHash.ofFile(path)?.hex
@@ -285,8 +282,8 @@ package struct ImagePipeline {
         /// The decodes made once for the outputs that share them.
         var shared: [Sources.Decode: VipsImageHandle] = [:]
 
-        init(path: String, file: VipsSourceHandle, header: ImageHeader, headerDecoder: VipsImageHandle) {
-            (self.path, self.file, self.header, self.headerDecoder) = (path, file, header, headerDecoder)
+        init(path: String, file: VipsSourceHandle, header: ImageHeader, headerDecoder: VipsImageHandle, bytes: Int) {
+            (self.path, self.file, self.header, self.headerDecoder, self.bytes) = (path, file, header, headerDecoder, bytes)
         }
     }
 
@@ -309,9 +306,7 @@ package struct ImagePipeline {
             throw ItemFailure(.tooLarge, "image is \(header.width)x\(header.height) (\(pixels) pixels), over limits.maxPixels \(limits.maxPixels)")
         }
         try checkDecodedSize(image)
-        let opened = OpenedSource(path: path, file: source, header: header, headerDecoder: image)
-        opened.bytes = Int(info.st_size)
-        return opened
+        return OpenedSource(path: path, file: source, header: header, headerDecoder: image, bytes: Int(info.st_size))
     }
 
     /// `limits.maxMemory` against what a full decode needs (width x height x bands x bytes per band).
@@ -381,9 +376,8 @@ package struct ImagePipeline {
         return rgbOrGrey ? image : try image.derive("colourspace") { cvips_colourspace($0, $1, VIPS_INTERPRETATION_sRGB) }
     }
 
-    /// Last steps before encoding: sRGB or grey at 8 bits (16 when the encoder wants them), alpha
-    /// flattened onto white for formats without it, metadata the output does not keep removed,
-    /// and the frame height an animation is saved with.
+    /// Last steps before encoding: the colour space, depth and alpha the encoder takes, the metadata
+    /// the output keeps, and the frame height an animation is saved with.
     private func finish(_ image: VipsImageHandle, encoder: any OutputEncoder, metadata: MetadataPolicy,
                         frameHeight: Int?) throws(VipsError) -> VipsImageHandle {
         var image = image

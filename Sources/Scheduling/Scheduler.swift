@@ -6,9 +6,7 @@ import Output
 import Reporting
 import Loading
 
-/// Runs work on a bounded pool of supervised worker processes.
-///
-/// Each slot is a thread that owns at most one worker at a time: it takes the next source,
+/// Runs work on a bounded pool of supervised worker processes. Each slot is a thread that owns at most one worker at a time: it takes the next source,
 /// sends it with every output that needs it (one load feeds every chain), and records the
 /// replies; a second source waits in the worker's pipe so it goes on without a round trip.
 /// Local sources are taken in plan order; downloaded ones as the download stage hands them

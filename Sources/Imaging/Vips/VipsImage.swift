@@ -2,9 +2,7 @@ package import CVips
 import Foundation
 import Synchronization
 
-/// The one Swift owner of a `VipsImage*`: `deinit` drops the reference it took.
-///
-/// libvips reads buffer-backed images lazily and never copies the buffer, so every image
+/// The one Swift owner of a `VipsImage*`: `deinit` drops the reference it took. libvips reads buffer-backed images lazily and never copies the buffer, so every image
 /// derived from one keeps the source bytes (`Data`'s one shared storage) alive through `retainedSource`.
 package final class VipsImageHandle {
     package let pointer: UnsafeMutablePointer<VipsImage>
@@ -79,9 +77,7 @@ package final class VipsImageHandle {
         return VipsImageHandle(taking: output, retaining: frames.first?.retainedSource)
     }
 
-    /// Decodes every pixel into memory so several chains can read it without decoding again.
-    ///
-    /// With one libvips thread per image the render runs here, strip by strip:
+    /// Decodes every pixel into memory so several chains can read it without decoding again. With one libvips thread per image the render runs here, strip by strip:
     /// `vips_image_copy_memory` would hand every strip to a pool thread and wait for it, a
     /// thread round trip per strip that buys no parallelism (about 0.5 ms of a 9 ms thumbnail).
     /// The caller's thread should be a libvips one (`VipsRuntime.onLibvipsThread`), or every
@@ -259,9 +255,7 @@ package enum VipsRuntime {
 
     package static var version: String { String(cString: vips_version_string()) }
 
-    /// Runs `body` on a thread libvips started, and waits for it.
-    ///
-    /// libvips keeps a reserve of region buffers per thread, but only on its own threads. On any
+    /// Runs `body` on a thread libvips started, and waits for it. libvips keeps a reserve of region buffers per thread, but only on its own threads. On any
     /// other thread, every strip a region moves to gets fresh buffers at each step of the pipeline,
     /// each zeroed (`vips_tracked_malloc`): for a 1920 px output of a large photo that is hundreds
     /// of megabytes of memset per image, about a tenth of its decode and resize.
