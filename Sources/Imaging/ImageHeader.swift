@@ -51,15 +51,9 @@ package enum SourceFormat: Sendable, Equatable {
 
     /// From the loader libvips picked (`jpegload_buffer`, ...); HEIF files are AVIF when AV1-compressed.
     package init(loader: String, heifCompression: String?) {
-        switch loader.prefix(while: { $0 != "_" }) {
-        case "jpegload": self = .jpeg
-        case "pngload": self = .png
-        case "webpload": self = .webp
-        case "gifload": self = .gif
-        case "tiffload": self = .tiff
-        case "heifload": self = heifCompression == "av1" ? .avif : .other
-        default: self = .other
-        }
+        let formats: [Substring: SourceFormat] = ["jpegload": .jpeg, "pngload": .png, "webpload": .webp, "gifload": .gif, "tiffload": .tiff,
+                                                  "heifload": heifCompression == "av1" ? .avif : .other]
+        self = formats[loader.prefix { $0 != "_" }] ?? .other
     }
 }
 

@@ -305,18 +305,15 @@ package struct ImagePipeline {
         if pixels > limits.maxPixels {
             throw ItemFailure(.tooLarge, "image is \(header.width)x\(header.height) (\(pixels) pixels), over limits.maxPixels \(limits.maxPixels)")
         }
-        try checkDecodedSize(image)
-        return OpenedSource(path: path, file: source, header: header, headerDecoder: image, bytes: Int(info.st_size))
-    }
-
-    /// `limits.maxMemory` against what a full decode needs (width x height x bands x bytes per band).
-    private func checkDecodedSize(_ image: VipsImageHandle) throws(ItemFailure) {
+        // `limits.maxMemory` against what a full decode needs (width x height x bands x bytes per band).
         let bandBytes = Int(vips_format_sizeof(image.bandFormat))
         let needed = Double(image.width) * Double(image.height) * Double(image.bands) * Double(bandBytes)
-        guard needed > Double(limits.maxMemory) else { return }
-        let mib = { (bytes: Double) in String(format: "%.0f MiB", bytes / 1_048_576) }
-        throw ItemFailure(.tooLarge, "image needs \(mib(needed)) decoded (\(image.width)x\(image.height), \(image.bands) bands of "
-                          + "\(bandBytes) bytes), over limits.maxMemory \(limits.maxMemory) (\(mib(Double(limits.maxMemory))))")
+        if needed > Double(limits.maxMemory) {
+            let mib = { (bytes: Double) in String(format: "%.0f MiB", bytes / 1_048_576) }
+            throw ItemFailure(.tooLarge, "image needs \(mib(needed)) decoded (\(image.width)x\(image.height), \(image.bands) bands of "
+                              + "\(bandBytes) bytes), over limits.maxMemory \(limits.maxMemory) (\(mib(Double(limits.maxMemory))))")
+        }
+        return OpenedSource(path: path, file: source, header: header, headerDecoder: image, bytes: Int(info.st_size))
     }
 
     /// A lazy decoder over the source bytes: streaming top to bottom, or random access;

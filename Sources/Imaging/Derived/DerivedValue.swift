@@ -5,9 +5,7 @@ import Keys
 /// focal point), declared in a job's `derive` list. Like a chain op it is a small value whose
 /// `identifier` spells out every parameter in canonical form, so a stored value is computed again
 /// only when its settings change. Every one reads the same `DerivationFrame`, made once per source
-/// from pixels already decoded.
-///
-/// Adding one: a type conforming to this protocol, and one line in `derivedValueCatalogue`.
+/// from pixels already decoded. Adding one: a type conforming to this protocol, and one line in `derivedValueCatalogue`.
 package protocol DerivedValue: Sendable {
     /// The name in a job's `derive` list, and the value's name wherever it is written.
     static var name: String { get }
