@@ -26,8 +26,7 @@ final class ReceivedBody: @unchecked Sendable {
     private(set) var result = DownloadResult.notModified
 
     init(_ attempt: Attempt, temporary: String, descriptor: Int32, memory: [UInt8], size: Int, etag: String?, lastModified: String?) {
-        self.attempt = attempt
-        (self.temporary, self.descriptor, self.memory, self.size) = (temporary, descriptor, memory, size)
+        (self.attempt, self.temporary, self.descriptor, self.memory, self.size) = (attempt, temporary, descriptor, memory, size)
         (self.etag, self.lastModified) = (etag, lastModified)
         spilled = descriptor >= 0
     }

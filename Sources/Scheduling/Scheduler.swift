@@ -50,10 +50,9 @@ package final class Scheduler: Sendable {
 
     package init(local: @escaping LocalSource, downloaded: TaskQueue, settings: Settings, launcher: WorkerLauncher,
                  control: RunControl, recorder: Recorder, reporter: Reporter) {
-        (self.settings, self.launcher) = (settings, launcher)
+        (self.settings, self.launcher, self.local, self.downloaded) = (settings, launcher, local, downloaded)
+        (self.control, self.recorder, self.reporter) = (control, recorder, reporter)
         hungrySlots = Atomic(settings.slots)
-        (self.local, self.downloaded, self.control, self.recorder) = (local, downloaded, control, recorder)
-        self.reporter = reporter
     }
 
     /// Runs until the work is done or the run is stopped; returns how many workers it started.
