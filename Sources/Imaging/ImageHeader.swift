@@ -80,12 +80,5 @@ extension ImageHeader {
 }
 
 extension FailOn {
-    package var vipsValue: VipsFailOn {
-        switch self {
-        case .none: VIPS_FAIL_ON_NONE
-        case .truncated: VIPS_FAIL_ON_TRUNCATED
-        case .error: VIPS_FAIL_ON_ERROR
-        case .warning: VIPS_FAIL_ON_WARNING
-        }
-    }
+    package var vipsValue: VipsFailOn { VipsFailOn(rawValue: vipsEnum(vips_fail_on_get_type(), rawValue)) }
 }

@@ -20,7 +20,7 @@ package struct Composite: ImageOperation {
                                   "Resize it to this fraction of this image's width.")
     package static let keys: [any KeyDeclaration] = [image, gravity, offsetX, offsetY, opacity, blend, scale]
 
-    /// libvips' VipsBlendMode, by its own names and in its order: the C enum's values count up from 0.
+    /// libvips' VipsBlendMode, by its own names.
     package enum Blend: String, CaseIterable, Sendable {
         case clear, source, over, `in`, out, atop, dest
         case destOver = "dest-over", destIn = "dest-in", destOut = "dest-out", destAtop = "dest-atop"
@@ -28,7 +28,7 @@ package struct Composite: ImageOperation {
         case colourDodge = "colour-dodge", colourBurn = "colour-burn", hardLight = "hard-light", softLight = "soft-light"
         case difference, exclusion
 
-        package var vipsMode: VipsBlendMode { VipsBlendMode(rawValue: UInt32(Self.allCases.firstIndex(of: self)!)) }
+        package var vipsMode: VipsBlendMode { VipsBlendMode(rawValue: vipsEnum(vips_blend_mode_get_type(), rawValue)) }
     }
 
     /// The largest overlay file read, 16 MiB, as a job file: each worker holds it for the whole run,

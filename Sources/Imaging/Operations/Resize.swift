@@ -17,14 +17,7 @@ package struct Resize: ImageOperation {
     package enum Kernel: String, CaseIterable, Sendable {
         case nearest, linear, cubic, lanczos3
 
-        package var vipsKernel: VipsKernel {
-            switch self {
-            case .nearest: VIPS_KERNEL_NEAREST
-            case .linear: VIPS_KERNEL_LINEAR
-            case .cubic: VIPS_KERNEL_CUBIC
-            case .lanczos3: VIPS_KERNEL_LANCZOS3
-            }
-        }
+        package var vipsKernel: VipsKernel { VipsKernel(rawValue: vipsEnum(vips_kernel_get_type(), rawValue)) }
     }
 
     package let width: Int?

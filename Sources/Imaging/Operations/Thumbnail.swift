@@ -70,13 +70,7 @@ package struct Thumbnail: LoadingOperation {
             // Stretch to the box, unless that would enlarge an image the job said not to.
             let shrinksOnly = Int(boxWidth) <= sourceWidth && Int(boxHeight) <= sourceHeight
             return (boxWidth, boxHeight, enlarge || shrinksOnly ? VIPS_SIZE_FORCE : size, VIPS_INTERESTING_NONE)
-        case .cover:
-            let crop: VipsInteresting = switch position {
-            case .centre: VIPS_INTERESTING_CENTRE
-            case .attention: VIPS_INTERESTING_ATTENTION
-            case .entropy: VIPS_INTERESTING_ENTROPY
-            }
-            return (boxWidth, boxHeight, size, crop)
+        case .cover: return (boxWidth, boxHeight, size, VipsInteresting(rawValue: vipsEnum(vips_interesting_get_type(), position.rawValue)))
         case .outside:
             // Scale by the larger ratio: pin the side that needs the most scaling, free the other.
             let widthRatio = Double(boxWidth) / Double(max(sourceWidth, 1))

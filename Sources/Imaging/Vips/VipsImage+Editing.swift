@@ -125,6 +125,9 @@ extension VipsImageHandle {
     }
 }
 
+/// libvips' value for `nick` in its enum `type`: the job file spells these choices as libvips names them.
+package func vipsEnum(_ type: GType, _ nick: String) -> UInt32 { UInt32(bitPattern: vips_enum_from_nick("runner", type, nick)) }
+
 extension VipsBlendMode {
     /// Modes whose result over an opaque base is opaque (`over`, `atop` and the separable blends).
     package var keepsOpaqueBaseOpaque: Bool {
