@@ -14,17 +14,15 @@ package enum IPTCRecords {
         guard !datasets.isEmpty, let records = records(in: [UInt8](data)) else { return nil }
         var kept: [UInt8] = []
         var envelope: [UInt8] = []
-        var any = false
         for record in records {
             // The record version and the character set say how to read the rest; kept with it.
             if record.number == 2 && record.dataset == 0 || record.number == 1 && record.dataset == 90 {
                 envelope += record.bytes
             } else if record.number == 2 && datasets.contains(record.dataset) {
                 kept += record.bytes
-                any = true
             }
         }
-        guard any else { return nil }
+        guard !kept.isEmpty else { return nil }
         let iim = envelope + kept
         switch container {
         case .records:
