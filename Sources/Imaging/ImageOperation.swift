@@ -34,19 +34,6 @@ extension ImageOperation {
     package var needsRandomAccess: Bool { false }
 }
 
-/// An op that can replace the decode itself, such as `thumbnail` (shrink-on-load).
-/// As a chain's first step it decodes; anywhere else it runs through `apply` like any op.
-package protocol LoadingOperation: ImageOperation {
-    func load(_ source: VipsSourceHandle, header: ImageHeader, settings: DecodeSettings) throws(VipsError) -> VipsImageHandle
-    /// The size of the whole frame this step scales the source to before any crop or padding,
-    /// for a source of `width` x `height` (in display orientation). Another output of the same
-    /// source may start from an image at least this large instead of decoding again.
-    func scaledFrame(width: Int, height: Int) -> (width: Int, height: Int)
-    /// Whether what `load` returns is the whole frame, scaled, aspect kept (nothing cropped, padded
-    /// or stretched), so smaller outputs can be derived from it.
-    var loadsWholeFrame: Bool { get }
-}
-
 /// Builds the canonical `name(key:value,...)` spelling of an op or encoder.
 package func canonicalIdentifier(_ name: String, _ parameters: [(String, String)]) -> String {
     "\(name)(" + parameters.map { "\($0.0):\($0.1)" }.joined(separator: ",") + ")"

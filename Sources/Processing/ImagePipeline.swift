@@ -33,7 +33,7 @@ package struct ImagePipeline {
             encoder = output.encoder.resolved(for: header.format)
             animated = encoder.canAnimate && header.pages > 1
             // An animation decodes every page; a loader step then runs per frame like any op.
-            if !animated, let loader = output.chain.steps.first as? any LoadingOperation {
+            if !animated, let loader = output.chain.steps.first as? Thumbnail {
                 let frame = loader.scaledFrame(width: header.displayWidth(autorotate: output.autorotate),
                                                height: header.displayHeight(autorotate: output.autorotate))
                 let settings = DecodeSettings(failOn: failOn, autorotate: output.autorotate, colourSpace: output.colourSpace)
@@ -45,7 +45,7 @@ package struct ImagePipeline {
         }
     }
 
-    typealias Sources = DecodeSharing<any LoadingOperation>
+    typealias Sources = DecodeSharing<Thumbnail>
 
     /// Read each source file again to hash it (`SourceFacts.contentHash`): about 1.8 ms of CPU per
     /// MB, up to a sixth of a plain thumbnail's, so only for a job that writes a site manifest.
@@ -191,7 +191,7 @@ package struct ImagePipeline {
     /// cascade: the largest whole-frame output decodes from the source, and each smaller one is
     /// scaled from a frame an earlier step kept (`candidates`) when that is less work than decoding
     /// (`Cascade.base`), then kept itself when the plan says a later one can use it.
-    private func loaded(_ loader: any LoadingOperation, settings: DecodeSettings, candidates: [Int], keep: Bool, at step: Int,
+    private func loaded(_ loader: Thumbnail, settings: DecodeSettings, candidates: [Int], keep: Bool, at step: Int,
                         from source: OpenedSource) throws(ItemFailure) -> VipsImageHandle {
         let header = source.header
         let needed = loader.scaledFrame(width: header.displayWidth(autorotate: settings.autorotate),
@@ -201,7 +201,7 @@ package struct ImagePipeline {
         let decodeCost = header.decodeCost(toMake: needed, displayWidth: header.displayWidth(autorotate: settings.autorotate))
         let image: VipsImageHandle
         if let base = Cascade.base(for: needed, among: frames.map { ($0.width, $0.height) }, decodeCost: decodeCost) {
-            image = try processStep(type(of: loader).name) { () throws(VipsError) in try loader.apply(to: frames[base]) }
+            image = try processStep(Thumbnail.name) { () throws(VipsError) in try loader.apply(to: frames[base]) }
         } else {
             image = try decodeStep { () throws(VipsError) in
                 try droppingUnusableProfile(loader.load(source.file, header: header, settings: settings), header)

@@ -2,8 +2,9 @@ internal import CVips
 import Model
 import Keys
 
-/// Resize to fit a box, decoding at reduced size where the format allows (shrink-on-load).
-package struct Thumbnail: LoadingOperation {
+/// Resize to fit a box, decoding at reduced size where the format allows (shrink-on-load): as a
+/// chain's first step it replaces the decode (`load`); anywhere else it runs through `apply` like any op.
+package struct Thumbnail: ImageOperation {
     package static let name = "thumbnail"
     package static let summary = "Resize with shrink-on-load (sharp's fit). With one side given only inside is allowed."
     package static let width = Key.integer("width", .pixels(.side), .optional(), "Box width in pixels.")
@@ -96,7 +97,12 @@ package struct Thumbnail: LoadingOperation {
         return try letterbox(VipsImageHandle(taking: output, retaining: nil))
     }
 
+    /// Whether what `load` returns is the whole frame, scaled, aspect kept (nothing cropped, padded
+    /// or stretched), so smaller outputs can be derived from it.
     package var loadsWholeFrame: Bool { fit == .inside || fit == .outside }
+
+    /// The size of the whole frame the source of `sourceWidth` x `sourceHeight` (display orientation) is
+    /// scaled to before any crop or padding: another output may start from an image at least this large.
 
     package func scaledFrame(width sourceWidth: Int, height sourceHeight: Int) -> (width: Int, height: Int) {
         let widthRatio = width.map { Double($0) / Double(max(sourceWidth, 1)) }
