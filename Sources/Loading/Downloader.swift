@@ -67,7 +67,7 @@ package final class Downloader {
         multi = curl_multi_init()
         _ = ccurl_multi_set_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, settings.perHost)
         _ = ccurl_multi_set_long(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, settings.downloads)
-        store = OriginalStore(threads: min(Self.storeThreads, settings.downloads), wake: MultiWaker(multi: multi))
+        store = OriginalStore(threads: min(Self.storeThreads, settings.downloads), waking: multi)
     }
 
     deinit {

@@ -3,12 +3,6 @@ internal import CSystem
 import Foundation
 import Support
 
-/// Lets a store thread wake the transfer thread out of `curl_multi_poll` (thread-safe in libcurl).
-struct MultiWaker: @unchecked Sendable {
-    let multi: UnsafeMutableRawPointer
-    func wake() { _ = curl_multi_wakeup(multi) }
-}
-
 /// A verified body on its way into the cache. Built on the transfer thread, stored on a store
 /// thread, collected back on the transfer thread; never touched by two threads at once.
 final class ReceivedBody: @unchecked Sendable {
@@ -119,11 +113,11 @@ final class OriginalStore: @unchecked Sendable {
     private var done: [ReceivedBody] = []
     private var closed = false
     private var running = 0
-    private let waker: MultiWaker
+    /// The transfer thread's multi handle, woken out of `curl_multi_poll` when bodies are done (thread-safe in libcurl).
+    private let multi: UnsafeMutableRawPointer
 
-    init(threads: Int, wake waker: MultiWaker) {
-        self.waker = waker
-        running = threads
+    init(threads: Int, waking multi: UnsafeMutableRawPointer) {
+        (self.multi, running) = (multi, threads)
         for index in 0..<threads {
             let thread = Thread { [self] in work() }
             thread.name = "runner.store.\(index)"
@@ -163,7 +157,7 @@ final class OriginalStore: @unchecked Sendable {
             ReceivedBody.store(batch)
             condition.lock()
             done.append(contentsOf: batch)
-            waker.wake()
+            _ = curl_multi_wakeup(multi)
         }
         running -= 1
         condition.broadcast()
