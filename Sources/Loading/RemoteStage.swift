@@ -7,11 +7,9 @@ import Planning
 import State
 import Output
 
-/// The download stage: reads the run's URL sources from their spool, fetches every URL once
-/// (however many sources and outputs use it), revalidates cached originals, blacklists permanent
+/// The download stage: fetches every URL of the run's spool once (however many sources and outputs
+/// use it), revalidates cached originals (a fresh one without a request), blacklists permanent
 /// failures, and hands sources that need work to the image workers through the bounded queue.
-/// Blocked sources are recorded as such; a source whose cached original is fresh goes to the
-/// workers without a request.
 package final class RemoteStage: @unchecked Sendable {
     private let job: Job
     private let classifier: Classifier

@@ -4,12 +4,7 @@ package import CVips
 /// range, constant layers and compositing. Each wraps one or two libvips calls.
 extension VipsImageHandle {
     /// White in this image's sample range (16-bit images run to 65535).
-    package var maxValue: Double {
-        switch interpretation {
-        case VIPS_INTERPRETATION_RGB16, VIPS_INTERPRETATION_GREY16: 65535
-        default: 255
-        }
-    }
+    package var maxValue: Double { [VIPS_INTERPRETATION_RGB16, VIPS_INTERPRETATION_GREY16].contains(interpretation) ? 65535 : 255 }
 
     /// Bands that carry colour (alpha excluded).
     package var colourBands: Int { hasAlpha ? bands - 1 : bands }
@@ -131,11 +126,7 @@ package func vipsEnum(_ type: GType, _ nick: String) -> UInt32 { UInt32(bitPatte
 extension VipsBlendMode {
     /// Modes whose result over an opaque base is opaque (`over`, `atop` and the separable blends).
     package var keepsOpaqueBaseOpaque: Bool {
-        switch self {
-        case VIPS_BLEND_MODE_CLEAR, VIPS_BLEND_MODE_SOURCE, VIPS_BLEND_MODE_IN, VIPS_BLEND_MODE_OUT,
-             VIPS_BLEND_MODE_DEST_IN, VIPS_BLEND_MODE_DEST_OUT, VIPS_BLEND_MODE_DEST_ATOP, VIPS_BLEND_MODE_XOR:
-            false
-        default: true
-        }
+        ![VIPS_BLEND_MODE_CLEAR, VIPS_BLEND_MODE_SOURCE, VIPS_BLEND_MODE_IN, VIPS_BLEND_MODE_OUT,
+          VIPS_BLEND_MODE_DEST_IN, VIPS_BLEND_MODE_DEST_OUT, VIPS_BLEND_MODE_DEST_ATOP, VIPS_BLEND_MODE_XOR].contains(self)
     }
 }

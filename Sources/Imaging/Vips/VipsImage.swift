@@ -46,7 +46,6 @@ package final class VipsImageHandle {
         return String(cString: value)
     }
 
-    /// Names of every metadata item on the image.
     package var fieldNames: [String] {
         guard let fields = vips_image_get_fields(pointer) else { return [] }
         defer { g_strfreev(fields) }
