@@ -85,14 +85,11 @@ package struct OperationChain: Sendable {
         let types = Dictionary(uniqueKeysWithValues: operationCatalogue.flatMap { type in
             ([type.name] + type.aliases).map { ($0, type) }
         })
-        var steps: [any ImageOperation] = []
-        for element in elements {
+        return OperationChain(steps: try elements.map { element in
             let reader = try ObjectReader(element.value, path: element.path)
-            let type = try reader.declareChoice(operationShape, among: types)
-            let step = try type.init(reading: reader, baseDirectory: baseDirectory)
+            let step = try reader.declareChoice(operationShape, among: types).init(reading: reader, baseDirectory: baseDirectory)
             try reader.finish()
-            steps.append(step)
-        }
-        return OperationChain(steps: steps)
+            return step
+        })
     }
 }

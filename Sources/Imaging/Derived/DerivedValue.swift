@@ -92,8 +92,7 @@ package struct DerivedValues: Sendable {
             return try type.init(reading: ObjectReader(.object([:]), path: path, shape: ObjectShape(type.keys)))
         case .object:
             let reader = try ObjectReader(element, path: path)
-            let type = try reader.declareChoice(derivedValueShape, among: types)
-            let derived = try type.init(reading: reader)
+            let derived = try reader.declareChoice(derivedValueShape, among: types).init(reading: reader)
             try reader.finish()
             return derived
         default: throw JobFileError(path, "must be a value's name or an object naming it in \"value\", not \(element.kindName)")
