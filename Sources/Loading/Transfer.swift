@@ -62,7 +62,8 @@ final class Transfer {
             return .ended(.failed(failure, attempts: attempt.number))
         }
         guard ImageSignature.looksLikeImage(Array(response.head.prefix(ImageSignature.prefixLength))) else {
-            return .ended(.failed(DownloadFailure(reason: .notAnImage(contentType: response.headers["content-type"]), detail: ""), attempts: attempt.number))
+            let failure = DownloadFailure(reason: .notAnImage(contentType: response.headers["content-type"]), detail: "")
+            return .ended(.failed(failure, attempts: attempt.number))
         }
         let body = ReceivedBody(attempt, temporary: temporary, descriptor: descriptor, memory: response.body, size: response.size,
                                 etag: response.headers["etag"], lastModified: response.headers["last-modified"])

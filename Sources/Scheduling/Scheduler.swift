@@ -6,13 +6,13 @@ import Output
 import Reporting
 import Loading
 
-/// Runs work on a bounded pool of supervised worker processes. Each slot is a thread that owns at most one worker at a time: it takes the next source,
-/// sends it with every output that needs it (one load feeds every chain), and records the
-/// replies; a second source waits in the worker's pipe so it goes on without a round trip.
-/// Local sources are taken in plan order; downloaded ones as the download stage hands them
-/// over (first, so the originals cache stays small). A worker that dies, or breaks the protocol,
-/// fails only the source it held (kind `crashed`, retried once in the run); a fresh worker takes
-/// its place. Workers are replaced after `recycleAfter` sources so memory stays flat over long runs.
+/// Runs work on a bounded pool of supervised worker processes. Each slot is a thread that owns at most one
+/// worker at a time: it takes the next source, sends it with every output that needs it (one load feeds every
+/// chain), and records the replies; a second source waits in the worker's pipe so it goes on without a round
+/// trip. Local sources are taken in plan order; downloaded ones as the download stage hands them over (first,
+/// so the originals cache stays small). A worker that dies, or breaks the protocol, fails only the source it
+/// held (kind `crashed`, retried once in the run); a fresh worker takes its place. Workers are replaced after
+/// `recycleAfter` sources so memory stays flat over long runs.
 package final class Scheduler: Sendable {
     package struct Settings: Sendable {
         package let slots: Int

@@ -2,8 +2,9 @@ package import CVips
 import Foundation
 import Synchronization
 
-/// The one Swift owner of a `VipsImage*`: `deinit` drops the reference it took. libvips reads buffer-backed images lazily and never copies the buffer, so every image
-/// derived from one keeps the source bytes (`Data`'s one shared storage) alive through `retainedSource`.
+/// The one Swift owner of a `VipsImage*`: `deinit` drops the reference it took. libvips reads buffer-backed
+/// images lazily and never copies the buffer, so every image derived from one keeps the source bytes (`Data`'s
+/// one shared storage) alive through `retainedSource`.
 package final class VipsImageHandle {
     package let pointer: UnsafeMutablePointer<VipsImage>
     private let retainedSource: Data?
@@ -76,11 +77,11 @@ package final class VipsImageHandle {
         return VipsImageHandle(taking: output, retaining: frames.first?.retainedSource)
     }
 
-    /// Decodes every pixel into memory so several chains can read it without decoding again. With one libvips thread per image the render runs here, strip by strip:
-    /// `vips_image_copy_memory` would hand every strip to a pool thread and wait for it, a
-    /// thread round trip per strip that buys no parallelism (about 0.5 ms of a 9 ms thumbnail).
-    /// The caller's thread should be a libvips one (`VipsRuntime.onLibvipsThread`), or every
-    /// strip allocates fresh region buffers.
+    /// Decodes every pixel into memory so several chains can read it without decoding again. With one libvips
+    /// thread per image the render runs here, strip by strip: `vips_image_copy_memory` would hand every strip
+    /// to a pool thread and wait for it, a thread round trip per strip that buys no parallelism (about 0.5 ms
+    /// of a 9 ms thumbnail). The caller's thread should be a libvips one (`VipsRuntime.onLibvipsThread`), or
+    /// every strip allocates fresh region buffers.
     package func copiedToMemory() throws(VipsError) -> VipsImageHandle {
         guard vips_concurrency_get() == 1 else {
             guard let copy = vips_image_copy_memory(pointer) else { throw VipsError.capture("copy_memory") }
@@ -254,10 +255,10 @@ package enum VipsRuntime {
 
     package static var version: String { String(cString: vips_version_string()) }
 
-    /// Runs `body` on a thread libvips started, and waits for it. libvips keeps a reserve of region buffers per thread, but only on its own threads. On any
-    /// other thread, every strip a region moves to gets fresh buffers at each step of the pipeline,
-    /// each zeroed (`vips_tracked_malloc`): for a 1920 px output of a large photo that is hundreds
-    /// of megabytes of memset per image, about a tenth of its decode and resize.
+    /// Runs `body` on a thread libvips started, and waits for it. libvips keeps a reserve of region buffers per
+    /// thread, but only on its own threads. On any other thread, every strip a region moves to gets fresh
+    /// buffers at each step of the pipeline, each zeroed (`vips_tracked_malloc`): for a 1920 px output of a
+    /// large photo that is hundreds of megabytes of memset per image, about a tenth of its decode and resize.
     package static func onLibvipsThread<Result>(_ body: () -> Result) -> Result {
         withoutActuallyEscaping(body) { body in
             var result: Result?
