@@ -19,12 +19,9 @@ package struct ImageHeader {
     package let formatName: String
 
     package init(_ image: VipsImageHandle) {
-        width = image.width
-        height = image.height
-        orientation = image.orientation
+        (width, height, orientation, interpretation) = (image.width, image.height, image.orientation, image.interpretation)
         unusableProfileBytes = image.unusableICCProfileBytes
         hasICCProfile = image.hasICCProfile && unusableProfileBytes == nil
-        interpretation = image.interpretation
         pages = max(image.int("n-pages") ?? 1, 1)
         let loader = image.string("vips-loader") ?? ""
         format = SourceFormat(loader: loader, heifCompression: image.string("heif-compression"))

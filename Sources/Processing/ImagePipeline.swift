@@ -234,8 +234,7 @@ package struct ImagePipeline {
         if decode.animated {
             image = try reopen(source.file, access: VIPS_ACCESS_RANDOM, allPages: true)
         } else if headerDecoder, let unused = source.headerDecoder {
-            source.headerDecoder = nil
-            image = unused
+            (image, source.headerDecoder) = (unused, nil)
         } else {
             image = try reopen(source.file, access: random ? VIPS_ACCESS_RANDOM : VIPS_ACCESS_SEQUENTIAL)
         }

@@ -23,8 +23,7 @@ package struct Pad: ImageOperation {
     package let background: Colour
 
     package init(reading parameters: ObjectReader, baseDirectory: String) throws {
-        let sized = parameters.has(Self.width) || parameters.has(Self.height)
-        if sized {
+        if parameters.has(Self.width) || parameters.has(Self.height) {
             if let key = Self.marginKeys.first(where: parameters.has) {
                 throw parameters.error(key, "give either width/height or margins, not both")
             }
@@ -58,8 +57,7 @@ package struct Pad: ImageOperation {
         let (x, y, width, height): (Int, Int, Int, Int)
         switch extent {
         case .size(let targetWidth, let targetHeight, let gravity):
-            width = max(targetWidth ?? 0, image.width)
-            height = max(targetHeight ?? 0, image.height)
+            (width, height) = (max(targetWidth ?? 0, image.width), max(targetHeight ?? 0, image.height))
             (x, y) = gravity.origin(spareX: width - image.width, spareY: height - image.height)
         case .margins(let top, let right, let bottom, let left):
             (x, y, width, height) = (left, top, image.width + left + right, image.height + top + bottom)
