@@ -22,14 +22,11 @@ package enum DownloadResult: Sendable {
     case failed(DownloadFailure, attempts: Int)
 }
 
-/// Fetches URLs with libcurl's multi interface on the calling thread: one connection pool, HTTP/2 multiplexing
-/// where the server offers it, at most `downloads` transfers at once and `perHost` per host, transient failures
-/// retried with backoff and jitter. The transfer thread only moves bytes. A body up to `memoryLimit` stays in
-/// memory until its transfer ends; a larger one spills to its temporary file as it arrives. A few store threads
-/// then put each verified body into the cache: write (what is still in memory), start its writeback, hash,
-/// fsync, and rename to its final name, so a cached original is never partial under that name and no transfer
-/// waits for the disk. One downloader serves one `run`: its transfers in flight, those waiting for a retry or
-/// for their host, and the bodies being stored.
+/// One run's downloads, with libcurl's multi interface on the calling thread: one connection pool, HTTP/2
+/// multiplexing where the server offers it, at most `downloads` transfers at once and `perHost` per host,
+/// transient failures retried with backoff and jitter. The transfer thread only moves bytes (a body beyond
+/// `memoryLimit` spills to its temporary file as it arrives); store threads write, hash, fsync and rename each
+/// verified body, so a cached original is never partial under its name and no transfer waits for the disk.
 package final class Downloader {
     /// Bodies up to this size are buffered in memory until their transfer ends.
     package static let memoryLimit = 1 << 20

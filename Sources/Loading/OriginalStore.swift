@@ -15,7 +15,6 @@ final class ReceivedBody: @unchecked Sendable {
     private let size: Int
     private let etag: String?
     private let lastModified: String?
-    /// The content hash, once known.
     private var digest: String?
     private(set) var result = DownloadResult.notModified
 

@@ -65,7 +65,6 @@ package final class TaskQueue: @unchecked Sendable {
         condition.withLock { items.append(task); condition.signal() }
     }
 
-    /// The next task without waiting, or nil.
     package func tryPop() -> ScheduledTask? { condition.withLock { takeLocked() } }
 
     /// Waits for the next task; nil once the producers are done and the queue is empty, or on cancel.

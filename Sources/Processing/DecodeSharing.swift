@@ -1,10 +1,8 @@
 import Model
 
-/// How one source's outputs get their pixels, decided from its header before any pixel is read,
-/// then carried out by `ImagePipeline`: the order the outputs render in, which decode the file,
-/// which keep their frame for later ones, which scale from a kept frame, which read one shared
-/// decode, and which takes the streaming decoder the header was read with. `Loader` is the loader
-/// step an output starts with (thumbnail's shrink-on-load); the plan only carries it.
+/// How one source's outputs get their pixels, decided from its header before any pixel is read: the order
+/// they render in, which decode the file, keep their frame, scale from a kept one, share a decode or take the
+/// streaming decoder the header was read with. `Loader` (thumbnail) is only carried.
 package struct DecodeSharing<Loader> {
     /// What one output needs, as its first step and the header say.
     package enum Need {

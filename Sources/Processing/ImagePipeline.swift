@@ -57,11 +57,9 @@ package struct ImagePipeline {
         self.uploadFolder = uploadFolder
     }
 
-    /// Renders every request from the source at `sourcePath`: one outcome per request, in order,
-    /// each carrying its own rendering time plus an equal share of opening the source (a decode
-    /// several outputs share counts for the first that needs it), so the times add up to the source's.
-    /// `derive` (indices into the job's `derive` list) are computed from a frame the outputs kept,
-    /// or from a decode of their own when none did (`derivation`); the time they take is the source's.
+    /// One outcome per request, in order, each with its own rendering time plus an equal share of opening
+    /// the source (a shared decode counts for the first output that needs it), so the times add up to the
+    /// source's; the time `derive` (indices into the job's list) takes is the source's too.
     package func render(sourcePath: String, requests: [OutputRequest], derive: [Int] = [],
                         hashContent: Bool = false) -> (outcomes: [ItemOutcome], source: SourceFacts?, derivation: DerivationOutcome?) {
         let clock = { DispatchTime.now().uptimeNanoseconds }

@@ -15,7 +15,6 @@ extension VipsImageHandle {
         colour.bandValues(bands: count ?? bands).map { $0 * maxValue / 255 }
     }
 
-    /// The colour bands and, when present, the alpha band.
     package func splitAlpha() throws(VipsError) -> (colour: VipsImageHandle, alpha: VipsImageHandle?) {
         guard hasAlpha else { return (self, nil) }
         let colour = try derive("extract_band") { cvips_extract_bands($0, $1, 0, Int32(bands - 1)) }
