@@ -42,7 +42,6 @@ package final class Downloader {
     private let next: () -> DownloadRequest?
     private let canStart: () -> Bool
     private let deliver: (DownloadRequest, DownloadResult) -> Void
-    /// Transfers in flight, by their curl handle.
     private var active: [UnsafeMutableRawPointer: Transfer] = [:]
     private var perHost: [String: Int] = [:]
     private var waiting: [(attempt: Attempt, due: Double)] = []

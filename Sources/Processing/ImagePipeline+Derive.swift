@@ -24,13 +24,6 @@ extension ImagePipeline {
         }
     }
 
-    /// What the source is (`SourceFacts`), its file hashed only when `hashContent`.
-    static func facts(of source: OpenedSource, hashContent: Bool) -> SourceFacts {
-        let header = source.header
-        return SourceFacts(bytes: source.bytes, width: header.displayWidth(autorotate: true), height: header.displayHeight(autorotate: true),
-                           format: header.formatName, contentHash: hashContent ? source.contentHash : nil)
-    }
-
     /// A decoded image in display orientation to scale the derivation frame from.
     private func derivationBase(_ source: OpenedSource) throws(ItemFailure) -> VipsImageHandle {
         let header = source.header

@@ -96,7 +96,9 @@ package struct ImagePipeline {
             // A source that rendered or derived something is recorded as what it is; one that only failed is not.
             let derived = if case .computed? = derivation { true } else { false }
             if derived || !skipped.isEmpty || results.contains(where: { (try? $0.get()) != nil }) {
-                facts = Self.facts(of: source, hashContent: hashContent || hashesSources)
+                facts = SourceFacts(bytes: source.bytes, width: header.displayWidth(autorotate: true),
+                                    height: header.displayHeight(autorotate: true), format: header.formatName,
+                                    contentHash: hashContent || hashesSources ? source.contentHash : nil)
             }
         } catch {
             results = requests.map { _ in .failure(error) }

@@ -62,7 +62,6 @@ package struct DerivedValues: Sendable {
 
     package static let none = DerivedValues(values: [])
 
-    /// Each value's identifier, in the order listed.
     package var identifiers: [String] { values.map(\.identifier) }
 
     package static func key(_ name: String, _ summary: String) -> Key<DerivedValues> {
