@@ -129,7 +129,7 @@ package final class Downloader {
             }
             guard waiting.count < settings.downloads, !exhausted else { break }
             guard let request = next() else { exhausted = true; break }
-            let attempt = Attempt(request: request, host: Downloader.host(of: request.source.url), number: 1)
+            let attempt = Attempt(request: request, host: URLComponents(string: request.source.url)?.host ?? "", number: 1)
             if perHost[attempt.host, default: 0] >= settings.perHost { waiting.append((attempt, now)) } else { start(attempt) }
         }
     }
@@ -185,8 +185,6 @@ package final class Downloader {
             deliver(attempt.request, result)
         }
     }
-
-    package static func host(of url: String) -> String { URLComponents(string: url)?.host ?? "" }
 
     /// Creates (truncates) a temporary file for reading and writing, creating its folder if missing.
     package static func createTemporary(_ path: String) -> Int32 {

@@ -66,14 +66,9 @@ package final class RemoteStage: @unchecked Sendable {
         job.remote.cacheDirectory + "/" + StableHash.hex(sourceKey)
     }
 
-    /// One URL's download: the source that asked, and the others that wait on it.
-    private struct Fetch {
-        let primary: PlannedSource
-        var followers: [PlannedSource] = []
-    }
-
     private func run() {
-        var fetching: [String: Fetch] = [:]
+        // Each URL's download in flight: the source that asked, and the others that wait on it.
+        var fetching: [String: (primary: PlannedSource, followers: [PlannedSource])] = [:]
         var settled: [String: (primary: PlannedSource, result: DownloadResult)] = [:]
         var freshOriginals: [String] = []
         defer { touch(&freshOriginals) }
@@ -96,7 +91,7 @@ package final class RemoteStage: @unchecked Sendable {
                     } else if let earlier = settled[fetched.location] {
                         resolve(fetched, primary: earlier.primary, sources: [source], earlier.result, firstTime: false)
                     } else {
-                        fetching[fetched.location] = Fetch(primary: source)
+                        fetching[fetched.location] = (source, [])
                         let destination = cacheFile(for: source.key)
                         let cached = source.cachedOriginal.flatMap { FileManager.default.fileExists(atPath: destination) ? $0 : nil }
                         return DownloadRequest(source: fetched, etag: cached?.etag, lastModified: cached?.lastModified, destination: destination)
