@@ -129,12 +129,7 @@ final class OriginalStore: @unchecked Sendable {
     }
 
     /// Bodies stored (or failed) since the last call.
-    func collect() -> [ReceivedBody] {
-        condition.withLock {
-            defer { done.removeAll() }
-            return done
-        }
-    }
+    func collect() -> [ReceivedBody] { condition.withLock { exchange(&done, with: []) } }
 
     /// Stores what was submitted, then ends the threads.
     func close() {

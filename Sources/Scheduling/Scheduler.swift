@@ -229,8 +229,7 @@ private final class WorkerSlot {
     /// The worker died holding the oldest task, or broke the protocol (it is killed); the other
     /// tasks it held were never started and go back to the queue. Returns false when abandoning.
     private func replaceBroken(_ broken: WorkerProcess, _ error: ChannelError) -> Bool {
-        worker = nil
-        served = 0
+        (worker, served) = (nil, 0)
         broken.kill()
         let ended = broken.waitStatus()
         scheduler.control.unregister(worker: broken.pid)
@@ -269,7 +268,6 @@ private final class WorkerSlot {
         guard let worker else { return }
         worker.finish()
         scheduler.control.unregister(worker: worker.pid)
-        self.worker = nil
-        served = 0
+        (self.worker, served) = (nil, 0)
     }
 }

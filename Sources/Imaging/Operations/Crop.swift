@@ -57,8 +57,7 @@ package struct Crop: ImageOperation {
             placement = .trim(threshold: try parameters.read(Self.threshold), background: try parameters.optional(Self.background))
             return
         }
-        width = try parameters.read(Self.width)
-        height = try parameters.read(Self.height)
+        (width, height) = (try parameters.read(Self.width), try parameters.read(Self.height))
         if parameters.has(Self.x) || parameters.has(Self.y) {
             if parameters.has(Self.gravity) { throw parameters.error(Self.gravity, "give either x/y or gravity, not both") }
             placement = .box(x: try parameters.read(Self.x), y: try parameters.read(Self.y))
