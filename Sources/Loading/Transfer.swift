@@ -5,9 +5,8 @@ import Model
 import JobFile
 import ObjectStore
 
-/// One download in flight on the downloader's multi handle: its request, made by the source's
-/// kind and sent by the one HTTP client (`HTTPConnection`), with the body kept in memory up to
-/// `Downloader.memoryLimit` and spilled to its temporary file beyond.
+/// One download in flight on the downloader's multi handle: its request, made by the source's kind and
+/// sent by `HTTPConnection`, its body spilled to its temporary file beyond `Downloader.memoryLimit`.
 final class Transfer {
     enum Completion {
         /// The request's result, with nothing to store.

@@ -39,15 +39,8 @@ package struct AutoEncoder: OutputEncoder {
     }
 
     package func resolved(for format: SourceFormat) -> any OutputEncoder {
-        switch format {
-        case .jpeg: jpeg
-        case .png: png
-        case .webp: webp
-        case .avif: avif
-        case .tiff: tiff
-        case .gif: gif
-        case .other: self
-        }
+        let kept: [SourceFormat: any OutputEncoder] = [.jpeg: jpeg, .png: png, .webp: webp, .avif: avif, .tiff: tiff, .gif: gif]
+        return kept[format] ?? self
     }
 
     package func encode(_ image: VipsImageHandle, metadata: MetadataPolicy) throws(VipsError) -> Data {
