@@ -155,8 +155,11 @@ package final class RemoteStage: @unchecked Sendable {
         for source in sources {
             let file = cacheFile(for: source.key)
             do {
-                // Each source keys its own cached original; sources sharing a URL share its bytes.
-                if file != primaryFile { try Self.hardLink(primaryFile, as: file) }
+                // Each source keys its own cached original; sources sharing a URL share its bytes (`file`, a
+                // second name of the primary's, replaces what was there).
+                if file != primaryFile && (unlink(file) != 0 && errno != ENOENT || link(primaryFile, file) != 0) {
+                    throw ItemFailure(.write, "cannot link the cached original \(file): \(String(cString: strerror(errno)))")
+                }
                 try store.saveOriginal(CachedOriginal(sourceKey: source.key, url: url, file: file, etag: content.etag,
                                                       lastModified: content.lastModified, contentHash: content.contentHash,
                                                       size: content.size, fetchedAt: content.fetchedAt, validatedAt: now,
@@ -203,13 +206,6 @@ package final class RemoteStage: @unchecked Sendable {
         }
         for (source, original) in sources {
             dispatch(source, identity: fetched.identity(of: original), file: original.file, revalidated: false)
-        }
-    }
-
-    /// `file` as a second name of `original`, replacing what was there.
-    private static func hardLink(_ original: String, as file: String) throws(ItemFailure) {
-        if unlink(file) != 0 && errno != ENOENT || link(original, file) != 0 {
-            throw ItemFailure(.write, "cannot link the cached original \(file): \(String(cString: strerror(errno)))")
         }
     }
 
