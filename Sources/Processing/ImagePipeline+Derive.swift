@@ -30,9 +30,7 @@ extension ImagePipeline {
         let (width, height) = (header.displayWidth(autorotate: true), header.displayHeight(autorotate: true))
         // The frame's long side: 100 px, or the source's own when smaller.
         let needed = min(DerivationFrame.side, max(width, height))
-        let upright = source.kept.filter { step, _ in
-            source.keptSettings[step].map { Self.derivationCanUse($0, header: header) } ?? false
-        }.map(\.value)
+        let upright = source.kept.values.filter { Self.derivationCanUse($0.settings, header: header) }.map(\.image)
         if let kept = upright.filter({ max($0.width, $0.height) >= needed }).min(by: { $0.width * $0.height < $1.width * $1.height }) {
             return kept
         }

@@ -197,7 +197,7 @@ package struct ImagePipeline {
         let needed = loader.scaledFrame(width: header.displayWidth(autorotate: settings.autorotate),
                                         height: header.displayHeight(autorotate: settings.autorotate))
         // A candidate whose step failed kept nothing.
-        let frames = candidates.compactMap { source.kept[$0] }
+        let frames = candidates.compactMap { source.kept[$0]?.image }
         let decodeCost = header.decodeCost(toMake: needed, displayWidth: header.displayWidth(autorotate: settings.autorotate))
         let image: VipsImageHandle
         if let base = Cascade.base(for: needed, among: frames.map { ($0.width, $0.height) }, decodeCost: decodeCost) {
@@ -210,8 +210,7 @@ package struct ImagePipeline {
         // The very frame of a kept one (scaled from it unchanged) is not kept twice.
         guard keep, !frames.contains(where: { $0.width == image.width && $0.height == image.height }) else { return image }
         let kept = try decodeStep { () throws(VipsError) in try image.copiedToMemory() }
-        source.kept[step] = kept
-        source.keptSettings[step] = settings
+        source.kept[step] = (kept, settings)
         return kept
     }
 
@@ -276,8 +275,7 @@ package struct ImagePipeline {
         var headerDecoder: VipsImageHandle?
         /// Whole frames kept in memory for smaller outputs, by the step that made them, with the
         /// settings they were decoded with.
-        var kept: [Int: VipsImageHandle] = [:]
-        var keptSettings: [Int: DecodeSettings] = [:]
+        var kept: [Int: (image: VipsImageHandle, settings: DecodeSettings)] = [:]
         /// The decodes made once for the outputs that share them.
         var shared: [Sources.Decode: VipsImageHandle] = [:]
 
