@@ -56,14 +56,12 @@ package struct Resize: ImageOperation {
 
     package func apply(to image: VipsImageHandle) throws(VipsError) -> VipsImageHandle {
         let (sourceWidth, sourceHeight) = (Double(image.width), Double(image.height))
-        let boxWidth = width.map(Double.init)
-        let boxHeight = height.map(Double.init)
+        let (boxWidth, boxHeight) = (width.map(Double.init), height.map(Double.init))
         let limit = enlarge ? Double.infinity : 1
         var horizontal: Double, vertical: Double
         switch fit {
         case .fill:
-            horizontal = min(boxWidth! / sourceWidth, limit)
-            vertical = min(boxHeight! / sourceHeight, limit)
+            (horizontal, vertical) = (min(boxWidth! / sourceWidth, limit), min(boxHeight! / sourceHeight, limit))
         case .inside, .contain:
             let scale = min(boxWidth.map { $0 / sourceWidth } ?? .infinity, boxHeight.map { $0 / sourceHeight } ?? .infinity, limit)
             (horizontal, vertical) = (scale, scale)
@@ -76,8 +74,7 @@ package struct Resize: ImageOperation {
         let targetHeight = max(1, Int((sourceHeight * vertical).rounded()))
         var resized = image
         if targetWidth != image.width || targetHeight != image.height {
-            horizontal = Double(targetWidth) / sourceWidth
-            vertical = Double(targetHeight) / sourceHeight
+            (horizontal, vertical) = (Double(targetWidth) / sourceWidth, Double(targetHeight) / sourceHeight)
             resized = try image.derive("resize") { cvips_resize($0, $1, horizontal, vertical, kernel.vipsKernel) }
         }
         switch fit {
