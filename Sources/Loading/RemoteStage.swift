@@ -168,8 +168,7 @@ package final class RemoteStage: @unchecked Sendable {
                 recorder.record(source.finished(.failed(failure, seconds: 0)))
                 continue
             } catch {
-                fail(error)
-                return
+                return fail(error)
             }
             dispatch(source, identity: fetched.identity(of: content), file: file)
         }
@@ -200,10 +199,7 @@ package final class RemoteStage: @unchecked Sendable {
             notice("\(origin): \(failure); its cached originals serve unrevalidated (http.staleIfError "
                 + "\(Durations.describe(job.remote.staleIfError)) after their last revalidation); runner status shows since when")
         }
-        do { try store.markNotRevalidated(sources.map(\.0.key), reason: failure.description) } catch {
-            fail(error)
-            return
-        }
+        do { try store.markNotRevalidated(sources.map(\.0.key), reason: failure.description) } catch { return fail(error) }
         for (source, original) in sources {
             dispatch(source, identity: fetched.identity(of: original), file: original.file, revalidated: false)
         }

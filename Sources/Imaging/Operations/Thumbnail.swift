@@ -63,8 +63,7 @@ package struct Thumbnail: ImageOperation {
     private func request(sourceWidth: Int, sourceHeight: Int) -> (width: Int32, height: Int32, size: VipsSize, crop: VipsInteresting) {
         let unbounded = Int32(CVIPS_MAX_COORD)
         let size = enlarge ? VIPS_SIZE_BOTH : VIPS_SIZE_DOWN
-        let boxWidth = width.map(Int32.init) ?? unbounded
-        let boxHeight = height.map(Int32.init) ?? unbounded
+        let (boxWidth, boxHeight) = (width.map(Int32.init) ?? unbounded, height.map(Int32.init) ?? unbounded)
         switch fit {
         case .inside, .contain: return (boxWidth, boxHeight, size, VIPS_INTERESTING_NONE)
         case .fill:
