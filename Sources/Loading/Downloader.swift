@@ -53,7 +53,6 @@ package final class Downloader {
     private var spareBuffers: [[UInt8]] = []
     private let store: OriginalStore
 
-
     /// `next` gives the requests, `canStart` applies back-pressure (the hand-off to image workers is
     /// full), and `deliver` gets each request's final result, on the thread that runs.
     package init(settings: RemoteSettings, next: @escaping () -> DownloadRequest?, canStart: @escaping () -> Bool,
