@@ -1,10 +1,13 @@
+import Foundation
 import Support
 import Keys
+
 /// A colour written `#rgb`, `#rrggbb` or `#rrggbbaa` in a job file.
 package struct Colour: Sendable, Equatable {
     package let red: UInt8, green: UInt8, blue: UInt8, alpha: UInt8
 
     package static let black = Colour(red: 0, green: 0, blue: 0, alpha: 255)
+    package static let white = Colour(red: 255, green: 255, blue: 255, alpha: 255)
 
     package init(red: UInt8, green: UInt8, blue: UInt8, alpha: UInt8) {
         (self.red, self.green, self.blue, self.alpha) = (red, green, blue, alpha)
@@ -16,11 +19,7 @@ package struct Colour: Sendable, Equatable {
         if digits.count == 3 { digits = digits.flatMap { [$0, $0] } }
         // Hex digits only: UInt8(_:radix:) would also take a sign.
         guard digits.count == 6 || digits.count == 8, digits.allSatisfy({ $0.isASCII && $0.isHexDigit }) else { return nil }
-        var bytes: [UInt8] = []
-        for index in stride(from: 0, to: digits.count, by: 2) {
-            guard let byte = UInt8(String(digits[index...index + 1]), radix: 16) else { return nil }
-            bytes.append(byte)
-        }
+        let bytes = stride(from: 0, to: digits.count, by: 2).compactMap { UInt8(String(digits[$0...$0 + 1]), radix: 16) }
         self.init(red: bytes[0], green: bytes[1], blue: bytes[2], alpha: bytes.count == 4 ? bytes[3] : 255)
     }
 
@@ -32,10 +31,7 @@ package struct Colour: Sendable, Equatable {
 
     /// Canonical spelling for identifiers: always `#rrggbbaa`, lower case.
     package var canonical: String {
-        "#" + [red, green, blue, alpha].map { byte in
-            let digits = String(byte, radix: 16)
-            return digits.count == 1 ? "0" + digits : digits
-        }.joined()
+        "#" + [red, green, blue, alpha].map { String(format: "%02x", $0) }.joined()
     }
 
     /// Band values for an image with `bands` bands (grey images get the colour's luminance).

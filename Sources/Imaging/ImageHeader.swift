@@ -19,12 +19,9 @@ package struct ImageHeader {
     package let formatName: String
 
     package init(_ image: VipsImageHandle) {
-        width = image.width
-        height = image.height
-        orientation = image.orientation
+        (width, height, orientation, interpretation) = (image.width, image.height, image.orientation, image.interpretation)
         unusableProfileBytes = image.unusableICCProfileBytes
         hasICCProfile = image.hasICCProfile && unusableProfileBytes == nil
-        interpretation = image.interpretation
         pages = max(image.int("n-pages") ?? 1, 1)
         let loader = image.string("vips-loader") ?? ""
         format = SourceFormat(loader: loader, heifCompression: image.string("heif-compression"))
@@ -51,15 +48,9 @@ package enum SourceFormat: Sendable, Equatable {
 
     /// From the loader libvips picked (`jpegload_buffer`, ...); HEIF files are AVIF when AV1-compressed.
     package init(loader: String, heifCompression: String?) {
-        switch loader.prefix(while: { $0 != "_" }) {
-        case "jpegload": self = .jpeg
-        case "pngload": self = .png
-        case "webpload": self = .webp
-        case "gifload": self = .gif
-        case "tiffload": self = .tiff
-        case "heifload": self = heifCompression == "av1" ? .avif : .other
-        default: self = .other
-        }
+        let formats: [Substring: SourceFormat] = ["jpegload": .jpeg, "pngload": .png, "webpload": .webp, "gifload": .gif, "tiffload": .tiff,
+                                                  "heifload": heifCompression == "av1" ? .avif : .other]
+        self = formats[loader.prefix { $0 != "_" }] ?? .other
     }
 }
 
@@ -86,12 +77,5 @@ extension ImageHeader {
 }
 
 extension FailOn {
-    package var vipsValue: VipsFailOn {
-        switch self {
-        case .none: VIPS_FAIL_ON_NONE
-        case .truncated: VIPS_FAIL_ON_TRUNCATED
-        case .error: VIPS_FAIL_ON_ERROR
-        case .warning: VIPS_FAIL_ON_WARNING
-        }
-    }
+    package var vipsValue: VipsFailOn { VipsFailOn(rawValue: vipsEnum(vips_fail_on_get_type(), rawValue)) }
 }

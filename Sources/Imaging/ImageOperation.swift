@@ -2,13 +2,10 @@ internal import CVips
 import Support
 import Model
 import Keys
-/// One step of an output's chain: a small value whose `identifier` spells out every
-/// parameter in canonical form (Kingfisher's `ImageProcessor`). A chain's identifier joins
-/// its steps with `|>`, and that identifier is part of every item's fingerprint, so editing
-/// a chain re-runs exactly the outputs it belongs to.
-///
-/// Adding an op: one file with a type conforming to this protocol, and one line in `operationCatalogue`.
-/// Its parameters are declared once (`keys`), and read through those declarations, so `runner
+/// One step of an output's chain (Kingfisher's `ImageProcessor`): its `identifier` spells out every
+/// parameter in canonical form and is part of every item's fingerprint, so editing a chain re-runs
+/// exactly the outputs it belongs to. Adding an op: a conforming type and one line in
+/// `operationCatalogue`; its parameters are read through their declarations (`keys`), so `runner
 /// schema` describes exactly what the reader accepts.
 package protocol ImageOperation: Sendable {
     /// The `op` value in a job file.
@@ -21,8 +18,8 @@ package protocol ImageOperation: Sendable {
     static var keys: [any KeyDeclaration] { get }
     /// Rules between its parameters (width or height).
     static var rules: [KeyRule] { get }
-    /// Reads and validates the op's parameters; errors name the exact key.
-    init(reading parameters: ObjectReader, context: OperationContext) throws
+    /// Reads and validates the op's parameters (errors name the exact key); relative paths resolve against `baseDirectory`.
+    init(reading parameters: ObjectReader, baseDirectory: String) throws
     var identifier: String { get }
     /// True when the op reads pixels out of top-to-bottom order (rotations, smart crops), so
     /// the decode cannot stream.
@@ -35,26 +32,6 @@ extension ImageOperation {
     package static var aliases: [String] { [] }
     package static var rules: [KeyRule] { [] }
     package var needsRandomAccess: Bool { false }
-}
-
-/// An op that can replace the decode itself, such as `thumbnail` (shrink-on-load).
-/// As a chain's first step it decodes; anywhere else it runs through `apply` like any op.
-package protocol LoadingOperation: ImageOperation {
-    func load(_ source: VipsSourceHandle, header: ImageHeader, settings: DecodeSettings) throws(VipsError) -> VipsImageHandle
-    /// The size of the whole frame this step scales the source to before any crop or padding,
-    /// for a source of `width` x `height` (in display orientation). Another output of the same
-    /// source may start from an image at least this large instead of decoding again.
-    func scaledFrame(width: Int, height: Int) -> (width: Int, height: Int)
-    /// Whether what `load` returns is the whole frame, scaled, aspect kept (nothing cropped, padded
-    /// or stretched), so smaller outputs can be derived from it.
-    var loadsWholeFrame: Bool { get }
-}
-
-/// What ops may need from the job while they are being read: where relative paths resolve.
-package struct OperationContext: Sendable {
-    package let baseDirectory: String
-
-    package init(baseDirectory: String) { self.baseDirectory = baseDirectory }
 }
 
 /// Builds the canonical `name(key:value,...)` spelling of an op or encoder.
@@ -104,18 +81,15 @@ package struct OperationChain: Sendable {
     /// Kingfisher's `|>` join; empty for a chain that only re-encodes.
     package var identifier: String { steps.map(\.identifier).joined(separator: "|>") }
 
-    package static func read(_ elements: [(value: JSONValue, path: String)], context: OperationContext) throws -> OperationChain {
+    package static func read(_ elements: [(value: JSONValue, path: String)], baseDirectory: String) throws -> OperationChain {
         let types = Dictionary(uniqueKeysWithValues: operationCatalogue.flatMap { type in
             ([type.name] + type.aliases).map { ($0, type) }
         })
-        var steps: [any ImageOperation] = []
-        for element in elements {
+        return OperationChain(steps: try elements.map { element in
             let reader = try ObjectReader(element.value, path: element.path)
-            let type = try reader.declareChoice(operationShape, among: types)
-            let step = try type.init(reading: reader, context: context)
+            let step = try reader.declareChoice(operationShape, among: types).init(reading: reader, baseDirectory: baseDirectory)
             try reader.finish()
-            steps.append(step)
-        }
-        return OperationChain(steps: steps)
+            return step
+        })
     }
 }

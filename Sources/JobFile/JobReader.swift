@@ -375,7 +375,6 @@ extension Job {
 
     private static func readOutputs(_ root: ObjectReader, baseDirectory: String, retry: RetryPolicy) throws -> [OutputSpec] {
         var seen: Set<String> = []
-        let context = OperationContext(baseDirectory: baseDirectory)
         return try root.array(Keys.outputs).flatMap { element in
             let output = try ObjectReader(element.value, path: element.path, shape: Output.shape)
             let name = try output.read(Output.name)
@@ -385,7 +384,7 @@ extension Job {
             guard seen.insert(name).inserted else { throw output.error(Output.name, "\(Quoted.value(name)) is used by another output") }
             let written = try output.read(Output.path)
             let members = try blockMembers(output, name: name, written: written, baseDirectory: baseDirectory)
-            let chain = try OperationChain.read(try output.array(Output.chain), context: context)
+            let chain = try OperationChain.read(try output.array(Output.chain), baseDirectory: baseDirectory)
             let autorotate = try output.read(Output.autorotate)
             let metadata = try readMetadata(output)
             let colourSpace = try output.read(Output.colorspace)

@@ -7,11 +7,9 @@ import Planning
 import State
 import Output
 
-/// The download stage: reads the run's URL sources from their spool, fetches every URL once
-/// (however many sources and outputs use it), revalidates cached originals, blacklists permanent
+/// The download stage: fetches every URL of the run's spool once (however many sources and outputs
+/// use it), revalidates cached originals (a fresh one without a request), blacklists permanent
 /// failures, and hands sources that need work to the image workers through the bounded queue.
-/// Blocked sources are recorded as such; a source whose cached original is fresh goes to the
-/// workers without a request.
 package final class RemoteStage: @unchecked Sendable {
     private let job: Job
     private let classifier: Classifier
@@ -68,19 +66,15 @@ package final class RemoteStage: @unchecked Sendable {
         job.remote.cacheDirectory + "/" + StableHash.hex(sourceKey)
     }
 
-    /// One URL's download: the source that asked, and the others that wait on it.
-    private struct Fetch {
-        let primary: PlannedSource
-        var followers: [PlannedSource] = []
-    }
-
     private func run() {
-        var fetching: [String: Fetch] = [:]
+        // Each URL's download in flight: the source that asked, and the others that wait on it.
+        var fetching: [String: (primary: PlannedSource, followers: [PlannedSource])] = [:]
         var settled: [String: (primary: PlannedSource, result: DownloadResult)] = [:]
         var freshOriginals: [String] = []
         defer { touch(&freshOriginals) }
         let capacity = 2 * job.concurrency.process + job.remote.downloads
-        Downloader(settings: job.remote).run(
+        Downloader(
+            settings: job.remote,
             next: { [self] in
                 while let source = nextSource() {
                     guard let fetched = source.kind.fetched else { continue }
@@ -97,7 +91,7 @@ package final class RemoteStage: @unchecked Sendable {
                     } else if let earlier = settled[fetched.location] {
                         resolve(fetched, primary: earlier.primary, sources: [source], earlier.result, firstTime: false)
                     } else {
-                        fetching[fetched.location] = Fetch(primary: source)
+                        fetching[fetched.location] = (source, [])
                         let destination = cacheFile(for: source.key)
                         let cached = source.cachedOriginal.flatMap { FileManager.default.fileExists(atPath: destination) ? $0 : nil }
                         return DownloadRequest(source: fetched, etag: cached?.etag, lastModified: cached?.lastModified, destination: destination)
@@ -106,13 +100,12 @@ package final class RemoteStage: @unchecked Sendable {
                 return nil
             },
             canStart: { [self] in handoff.count < capacity },
-            shouldStop: { control.phase != .running },
             deliver: { [self] request, result in
                 let address = request.source.location
                 guard let fetch = fetching.removeValue(forKey: address) else { return }
                 if repeatedURLs.contains(address) { settled[address] = (fetch.primary, result) }
                 resolve(request.source, primary: fetch.primary, sources: [fetch.primary] + fetch.followers, result, firstTime: true)
-            })
+            }).run(shouldStop: { control.phase != .running })
     }
 
     private func nextSource() -> PlannedSource? {
@@ -140,19 +133,11 @@ package final class RemoteStage: @unchecked Sendable {
             let (stale, failing) = staleIfError(failure, sources: sources, now: now)
             if !stale.isEmpty { serveStale(fetched, stale, failure) }
             guard !failing.isEmpty else { return }
-            var message = failure.description
-            var events: [ItemEvent] = []
-            if failure.isTransient {
-                message += " (after \(attempts) attempts; retried next run)"
-            } else if failure.blacklistReason == nil || !stale.isEmpty {
-                // A URL some source still serves stale from is never blacklisted: that would block it too.
-                message += " (retried next run)"
-            } else {
-                message += " (blacklisted)"
-                if firstTime, let reason = failure.blacklistReason {
-                    events.append(.blacklisted(url: url, reason: reason, message: failure.description))
-                }
-            }
+            // A URL some source still serves stale from is never blacklisted: that would block it too.
+            let blacklisted = stale.isEmpty ? failure.blacklistReason : nil
+            let message = failure.description + (failure.isTransient ? " (after \(attempts) attempts; retried next run)"
+                : blacklisted == nil ? " (retried next run)" : " (blacklisted)")
+            let events: [ItemEvent] = firstTime ? blacklisted.map { [.blacklisted(url: url, reason: $0, message: failure.description)] } ?? [] : []
             // A body this machine could not store is a local write failure, not the server's.
             let kind: ItemFailure.Kind = failure.reason == .transfer(.local) ? .write : .download
             let outcome = ItemOutcome.failed(ItemFailure(kind, message), seconds: 0)
@@ -170,8 +155,11 @@ package final class RemoteStage: @unchecked Sendable {
         for source in sources {
             let file = cacheFile(for: source.key)
             do {
-                // Each source keys its own cached original; sources sharing a URL share its bytes.
-                if file != primaryFile { try Self.hardLink(primaryFile, as: file) }
+                // Each source keys its own cached original; sources sharing a URL share its bytes (`file`, a
+                // second name of the primary's, replaces what was there).
+                if file != primaryFile && (unlink(file) != 0 && errno != ENOENT || link(primaryFile, file) != 0) {
+                    throw ItemFailure(.write, "cannot link the cached original \(file): \(String(cString: strerror(errno)))")
+                }
                 try store.saveOriginal(CachedOriginal(sourceKey: source.key, url: url, file: file, etag: content.etag,
                                                       lastModified: content.lastModified, contentHash: content.contentHash,
                                                       size: content.size, fetchedAt: content.fetchedAt, validatedAt: now,
@@ -180,8 +168,7 @@ package final class RemoteStage: @unchecked Sendable {
                 recorder.record(source.finished(.failed(failure, seconds: 0)))
                 continue
             } catch {
-                fail(error)
-                return
+                return fail(error)
             }
             dispatch(source, identity: fetched.identity(of: content), file: file)
         }
@@ -212,19 +199,9 @@ package final class RemoteStage: @unchecked Sendable {
             notice("\(origin): \(failure); its cached originals serve unrevalidated (http.staleIfError "
                 + "\(Durations.describe(job.remote.staleIfError)) after their last revalidation); runner status shows since when")
         }
-        do { try store.markNotRevalidated(sources.map(\.0.key), reason: failure.description) } catch {
-            fail(error)
-            return
-        }
+        do { try store.markNotRevalidated(sources.map(\.0.key), reason: failure.description) } catch { return fail(error) }
         for (source, original) in sources {
             dispatch(source, identity: fetched.identity(of: original), file: original.file, revalidated: false)
-        }
-    }
-
-    /// `file` as a second name of `original`, replacing what was there.
-    private static func hardLink(_ original: String, as file: String) throws(ItemFailure) {
-        if unlink(file) != 0 && errno != ENOENT || link(original, file) != 0 {
-            throw ItemFailure(.write, "cannot link the cached original \(file): \(String(cString: strerror(errno)))")
         }
     }
 

@@ -22,14 +22,9 @@ package struct ScheduledTask: Sendable {
     /// `items` of `planned`, whose image is at `file` (downloaded from `url`) with content `fingerprint`, and its derived values.
     package init(file: String, url: String? = nil, items: [PlannedItem], of planned: PlannedSource, fingerprint: String,
                  derivation: PlannedDerivation?) {
-        source = file
+        (source, self.url, sourceKey, sourceFingerprint, self.derivation) = (file, url, planned.key, fingerprint, derivation)
         requests = items.map { OutputRequest(outputIndex: $0.outputIndex, path: $0.outputPath) }
-        keys = items.map(\.key)
-        fingerprints = items.map(\.fingerprint)
-        self.url = url
-        sourceKey = planned.key
-        sourceFingerprint = fingerprint
-        self.derivation = derivation
+        (keys, fingerprints) = (items.map(\.key), items.map(\.fingerprint))
     }
 
     /// Where the source comes from, for people: its URL, else its file.
@@ -70,7 +65,6 @@ package final class TaskQueue: @unchecked Sendable {
         condition.withLock { items.append(task); condition.signal() }
     }
 
-    /// The next task without waiting, or nil.
     package func tryPop() -> ScheduledTask? { condition.withLock { takeLocked() } }
 
     /// Waits for the next task; nil once the producers are done and the queue is empty, or on cancel.

@@ -5,9 +5,8 @@ import Model
 import JobFile
 import ObjectStore
 
-/// One download in flight on the downloader's multi handle: its request, made by the source's
-/// kind and sent by the one HTTP client (`HTTPConnection`), with the body kept in memory up to
-/// `Downloader.memoryLimit` and spilled to its temporary file beyond.
+/// One download in flight on the downloader's multi handle: its request, made by the source's kind and
+/// sent by `HTTPConnection`, its body spilled to its temporary file beyond `Downloader.memoryLimit`.
 final class Transfer {
     enum Completion {
         /// The request's result, with nothing to store.
@@ -16,19 +15,15 @@ final class Transfer {
         case store(ReceivedBody)
     }
 
-    let request: DownloadRequest
-    let attempt: Int
-    let host: String
+    let attempt: Attempt
     let connection: HTTPConnection
-    private let limit: Int
     private let temporary: String
     /// The temporary file, once the body outgrew `Downloader.memoryLimit`.
     private var descriptor: Int32 = -1
 
-    init(request: DownloadRequest, host: String, attempt: Int, settings: RemoteSettings, userAgent: String,
-         buffer: [UInt8]) throws(DownloadFailure) {
-        (self.request, self.attempt, self.host) = (request, attempt, host)
-        limit = settings.maxDownloadBytes
+    init(_ attempt: Attempt, settings: RemoteSettings, userAgent: String, buffer: [UInt8]) throws(DownloadFailure) {
+        self.attempt = attempt
+        let request = attempt.request
         // Named after this process: while it lives, no other run removes the file.
         temporary = AtomicFile.temporaryPath(for: request.destination, owner: getpid())
         do { connection = try HTTPConnection() } catch { throw DownloadFailure(reason: .transfer(error.reason), detail: error.detail) }
@@ -37,12 +32,11 @@ final class Transfer {
         if let lastModified = request.lastModified { sent.headers["If-Modified-Since"] = lastModified }
         (sent.timeout, sent.connectTimeout) = (settings.timeout, settings.connectTimeout)
         (sent.lowSpeed, sent.userAgent, sent.multiplexed) = ((settings.lowSpeedLimit, settings.lowSpeedTime), userAgent, true)
-        sent.answer = .spilling(inMemory: Downloader.memoryLimit, limit: limit, buffer: buffer) { [unowned self] in
+        sent.answer = .spilling(inMemory: Downloader.memoryLimit, limit: settings.maxDownloadBytes, buffer: buffer) { [unowned self] in
             descriptor = Downloader.createTemporary(temporary)
             return descriptor
         }
         connection.prepare(sent)
-        _ = ccurl_set_pointer(connection.easy, CURLOPT_PRIVATE, Unmanaged.passUnretained(self).toOpaque())
     }
 
     deinit {
@@ -54,23 +48,24 @@ final class Transfer {
 
     /// Classifies the ended transfer; a verified 2xx body goes on to be stored.
     func finish(_ code: CURLcode) -> Completion {
+        let request = attempt.request
         let response: HTTPResponse
         do { response = try connection.finish(code.rawValue) } catch {
-            return .ended(.failed(DownloadFailure(reason: .transfer(error.reason), detail: error.detail), attempts: attempt))
+            return .ended(.failed(DownloadFailure(reason: .transfer(error.reason), detail: error.detail), attempts: attempt.number))
         }
         if response.status == 304 && (request.etag != nil || request.lastModified != nil) { return .ended(.notModified) }
         guard (200..<300).contains(response.status) else {
             var failure = DownloadFailure(reason: .httpStatus(response.status, request.source.meaning(ofStatus: response.status, body: response.body)),
                                           detail: "")
             failure.retryAfter = response.retryAfter
-            return .ended(.failed(failure, attempts: attempt))
+            return .ended(.failed(failure, attempts: attempt.number))
         }
         guard ImageSignature.format(Array(response.head.prefix(ImageSignature.prefixLength))) != nil else {
-            return .ended(.failed(DownloadFailure(reason: .notAnImage(contentType: response.headers["content-type"]), detail: ""), attempts: attempt))
+            let failure = DownloadFailure(reason: .notAnImage(contentType: response.headers["content-type"]), detail: "")
+            return .ended(.failed(failure, attempts: attempt.number))
         }
-        let body = ReceivedBody(request: request, host: host, attempt: attempt, temporary: temporary, descriptor: descriptor,
-                                memory: response.body, size: response.size, etag: response.headers["etag"],
-                                lastModified: response.headers["last-modified"])
+        let body = ReceivedBody(attempt, temporary: temporary, descriptor: descriptor, memory: response.body, size: response.size,
+                                etag: response.headers["etag"], lastModified: response.headers["last-modified"])
         descriptor = -1  // the body owns the temporary file now
         return .store(body)
     }

@@ -8,7 +8,6 @@ import Planning
 extension AtomicFile {
     /// What a sweep (`sweep`) did.
     package struct Sweep: Sendable {
-        /// Temporary files removed.
         package var removed = 0
         /// Folders whose names were read, and folders skipped as still clean.
         package var read = 0

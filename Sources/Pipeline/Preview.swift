@@ -109,7 +109,7 @@ public enum Preview {
             .first { $0.origin.kind.fetched?.location == url } ?? .remote(url, key: nil, headers: [:])
         guard let fetched = discovered.origin.kind.fetched else { throw Failure.badURL(source) }
         let file = downloadFolder + "/original"
-        switch Downloader(settings: job.remote).fetch(fetched, to: file) {
+        switch Downloader.fetch(fetched, to: file, settings: job.remote) {
         case .fetched, .notModified: break
         case .failed(let failure, _): throw Failure.download(url, failure.description)
         }

@@ -1,7 +1,6 @@
 /// The frame a responsive set's output scales from, instead of decoding its source again.
 package enum Cascade {
     /// Index into `frames` (the whole frames kept so far) of the one to scale from, or nil to decode.
-    ///
     /// `needed` is the frame the output's loader makes, each side rounded up; libvips rounds to
     /// nearest, so sides are compared with a pixel of slack (a 1920x4239 frame serves a 1280 px
     /// output that needs 1280x2826.3). The very frame another output made (the same size in two

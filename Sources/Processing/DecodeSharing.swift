@@ -1,10 +1,8 @@
 import Model
 
-/// How one source's outputs get their pixels, decided from its header before any pixel is read,
-/// then carried out by `ImagePipeline`: the order the outputs render in, which decode the file,
-/// which keep their frame for later ones, which scale from a kept frame, which read one shared
-/// decode, and which takes the streaming decoder the header was read with. `Loader` is the loader
-/// step an output starts with (thumbnail's shrink-on-load); the plan only carries it.
+/// How one source's outputs get their pixels, decided from its header before any pixel is read: the order
+/// they render in, which decode the file, keep their frame, scale from a kept one, share a decode or take the
+/// streaming decoder the header was read with. `Loader` (thumbnail) is only carried.
 package struct DecodeSharing<Loader> {
     /// What one output needs, as its first step and the header say.
     package enum Need {
@@ -54,7 +52,8 @@ package struct DecodeSharing<Loader> {
     /// `keepingFrames`: whole frames made with settings it accepts are kept to the end, for a use
     /// after the outputs (the source's derived values), besides those a later output scales from.
     package init(_ needs: [Need], keepingFrames extraUse: ((DecodeSettings) -> Bool)? = nil) {
-        let order = Self.renderOrder(needs)
+        func area(_ index: Int) -> Int? { if case .load(_, let area, _, _) = needs[index] { area } else { nil } }
+        let order = needs.indices.filter { area($0) != nil }.sorted { area($0)! > area($1)! } + needs.indices.filter { area($0) == nil }
         var readers: [Decode: Int] = [:]
         for case .decode(let decode, _) in needs { readers[decode, default: 0] += 1 }
         var headerDecoderTaken = false
@@ -79,13 +78,6 @@ package struct DecodeSharing<Loader> {
             }
         }
         self.steps = steps
-    }
-
-    private static func renderOrder(_ needs: [Need]) -> [Int] {
-        func area(_ index: Int) -> Int { if case .load(_, let area, _, _) = needs[index] { area } else { 0 } }
-        let isLoad = { (index: Int) in if case .load = needs[index] { true } else { false } }
-        let loaders = needs.indices.filter(isLoad).sorted { area($0) > area($1) }
-        return loaders + needs.indices.filter { !isLoad($0) }
     }
 }
 

@@ -3,11 +3,10 @@ import Model
 import Imaging
 
 extension ImagePipeline {
-    /// The derived values at `indices` of the job's `derive` list. They are
-    /// computed from the smallest whole frame an output kept in memory (display orientation) that
-    /// still fills the 100x100 derivation frame, so a responsive set decodes nothing more; a source
-    /// with no such frame (a cropped thumbnail, or no output to render) is decoded once more, with
-    /// shrink-on-load straight to that size.
+    /// The derived values at `indices` of the job's `derive` list, from the smallest whole frame an
+    /// output kept in memory (display orientation) that still fills the 100x100 derivation frame, so
+    /// a responsive set decodes nothing more; a source with no such frame (a cropped thumbnail, or
+    /// no output to render) is decoded once more, with shrink-on-load straight to that size.
     func derivation(_ indices: [Int], source: OpenedSource) -> DerivationOutcome {
         do throws(ItemFailure) {
             VipsError.clearMessages()
@@ -25,22 +24,13 @@ extension ImagePipeline {
         }
     }
 
-    /// What the source is (`SourceFacts`), its file hashed only when `hashContent`.
-    static func facts(of source: OpenedSource, hashContent: Bool) -> SourceFacts {
-        let header = source.header
-        return SourceFacts(bytes: source.bytes, width: header.displayWidth(autorotate: true), height: header.displayHeight(autorotate: true),
-                           format: header.formatName, contentHash: hashContent ? source.contentHash : nil)
-    }
-
     /// A decoded image in display orientation to scale the derivation frame from.
     private func derivationBase(_ source: OpenedSource) throws(ItemFailure) -> VipsImageHandle {
         let header = source.header
         let (width, height) = (header.displayWidth(autorotate: true), header.displayHeight(autorotate: true))
         // The frame's long side: 100 px, or the source's own when smaller.
         let needed = min(DerivationFrame.side, max(width, height))
-        let upright = source.kept.filter { step, _ in
-            source.keptSettings[step].map { Self.derivationCanUse($0, header: header) } ?? false
-        }.map(\.value)
+        let upright = source.kept.values.filter { Self.derivationCanUse($0.settings, header: header) }.map(\.image)
         if let kept = upright.filter({ max($0.width, $0.height) >= needed }).min(by: { $0.width * $0.height < $1.width * $1.height }) {
             return kept
         }

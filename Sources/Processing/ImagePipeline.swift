@@ -5,11 +5,9 @@ import Model
 import Imaging
 import JobFile
 
-/// Renders one source into every output that needs it, inside a worker process.
-///
-/// The source is read once; its header is checked against the limits before any pixel is
-/// decoded; chains that start with `thumbnail` decode with shrink-on-load; chains that need the
-/// full image share one decode. Each output fails or succeeds on its own.
+/// Renders one source into every output that needs it, inside a worker process: the source is read
+/// once and its header checked against the limits before any pixel is decoded (`DecodeSharing`
+/// then says how each output gets its pixels). Each output fails or succeeds on its own.
 package struct ImagePipeline {
     package let outputs: [OutputSpec]
     package let limits: Limits
@@ -35,7 +33,7 @@ package struct ImagePipeline {
             encoder = output.encoder.resolved(for: header.format)
             animated = encoder.canAnimate && header.pages > 1
             // An animation decodes every page; a loader step then runs per frame like any op.
-            if !animated, let loader = output.chain.steps.first as? any LoadingOperation {
+            if !animated, let loader = output.chain.steps.first as? Thumbnail {
                 let frame = loader.scaledFrame(width: header.displayWidth(autorotate: output.autorotate),
                                                height: header.displayHeight(autorotate: output.autorotate))
                 let settings = DecodeSettings(failOn: failOn, autorotate: output.autorotate, colourSpace: output.colourSpace)
@@ -47,7 +45,7 @@ package struct ImagePipeline {
         }
     }
 
-    typealias Sources = DecodeSharing<any LoadingOperation>
+    typealias Sources = DecodeSharing<Thumbnail>
 
     /// Read each source file again to hash it (`SourceFacts.contentHash`): about 1.8 ms of CPU per
     /// MB, up to a sixth of a plain thumbnail's, so only for a job that writes a site manifest.
@@ -59,11 +57,9 @@ package struct ImagePipeline {
         self.uploadFolder = uploadFolder
     }
 
-    /// Renders every request from the source at `sourcePath`: one outcome per request, in order,
-    /// each carrying its own rendering time plus an equal share of opening the source (a decode
-    /// several outputs share counts for the first that needs it), so the times add up to the source's.
-    /// `derive` (indices into the job's `derive` list) are computed from a frame the outputs kept,
-    /// or from a decode of their own when none did (`derivation`); the time they take is the source's.
+    /// One outcome per request, in order, each with its own rendering time plus an equal share of opening
+    /// the source (a shared decode counts for the first output that needs it), so the times add up to the
+    /// source's; the time `derive` (indices into the job's list) takes is the source's too.
     package func render(sourcePath: String, requests: [OutputRequest], derive: [Int] = [],
                         hashContent: Bool = false) -> (outcomes: [ItemOutcome], source: SourceFacts?, derivation: DerivationOutcome?) {
         let clock = { DispatchTime.now().uptimeNanoseconds }
@@ -100,7 +96,9 @@ package struct ImagePipeline {
             // A source that rendered or derived something is recorded as what it is; one that only failed is not.
             let derived = if case .computed? = derivation { true } else { false }
             if derived || !skipped.isEmpty || results.contains(where: { (try? $0.get()) != nil }) {
-                facts = Self.facts(of: source, hashContent: hashContent || hashesSources)
+                facts = SourceFacts(bytes: source.bytes, width: header.displayWidth(autorotate: true),
+                                    height: header.displayHeight(autorotate: true), format: header.formatName,
+                                    contentHash: hashContent || hashesSources ? source.contentHash : nil)
             }
         } catch {
             results = requests.map { _ in .failure(error) }
@@ -155,9 +153,8 @@ package struct ImagePipeline {
         return rendered
     }
 
-    /// The frames an output's chain starts from, and the steps still to run on them: a loader step
-    /// (thumbnail's shrink-on-load) makes the first image itself; otherwise a full decode, shared
-    /// with the source's other outputs that need the same one, cut into frames and autorotated.
+    /// The frames an output's chain starts from (its loader step's image, or a full decode cut into
+    /// frames and autorotated), and the steps still to run on them.
     private func startingFrames(_ plan: OutputRoute, _ pixels: Sources.Pixels, at step: Int,
                                 _ source: OpenedSource) throws(ItemFailure) -> ([VipsImageHandle], ArraySlice<any ImageOperation>) {
         let output = plan.output
@@ -194,17 +191,17 @@ package struct ImagePipeline {
     /// cascade: the largest whole-frame output decodes from the source, and each smaller one is
     /// scaled from a frame an earlier step kept (`candidates`) when that is less work than decoding
     /// (`Cascade.base`), then kept itself when the plan says a later one can use it.
-    private func loaded(_ loader: any LoadingOperation, settings: DecodeSettings, candidates: [Int], keep: Bool, at step: Int,
+    private func loaded(_ loader: Thumbnail, settings: DecodeSettings, candidates: [Int], keep: Bool, at step: Int,
                         from source: OpenedSource) throws(ItemFailure) -> VipsImageHandle {
         let header = source.header
         let needed = loader.scaledFrame(width: header.displayWidth(autorotate: settings.autorotate),
                                         height: header.displayHeight(autorotate: settings.autorotate))
         // A candidate whose step failed kept nothing.
-        let frames = candidates.compactMap { source.kept[$0] }
+        let frames = candidates.compactMap { source.kept[$0]?.image }
         let decodeCost = header.decodeCost(toMake: needed, displayWidth: header.displayWidth(autorotate: settings.autorotate))
         let image: VipsImageHandle
         if let base = Cascade.base(for: needed, among: frames.map { ($0.width, $0.height) }, decodeCost: decodeCost) {
-            image = try processStep(type(of: loader).name) { () throws(VipsError) in try loader.apply(to: frames[base]) }
+            image = try processStep(Thumbnail.name) { () throws(VipsError) in try loader.apply(to: frames[base]) }
         } else {
             image = try decodeStep { () throws(VipsError) in
                 try droppingUnusableProfile(loader.load(source.file, header: header, settings: settings), header)
@@ -213,8 +210,7 @@ package struct ImagePipeline {
         // The very frame of a kept one (scaled from it unchanged) is not kept twice.
         guard keep, !frames.contains(where: { $0.width == image.width && $0.height == image.height }) else { return image }
         let kept = try decodeStep { () throws(VipsError) in try image.copiedToMemory() }
-        source.kept[step] = kept
-        source.keptSettings[step] = settings
+        source.kept[step] = (kept, settings)
         return kept
     }
 
@@ -237,8 +233,7 @@ package struct ImagePipeline {
         if decode.animated {
             image = try reopen(source.file, access: VIPS_ACCESS_RANDOM, allPages: true)
         } else if headerDecoder, let unused = source.headerDecoder {
-            source.headerDecoder = nil
-            image = unused
+            (image, source.headerDecoder) = (unused, nil)
         } else {
             image = try reopen(source.file, access: random ? VIPS_ACCESS_RANDOM : VIPS_ACCESS_SEQUENTIAL)
         }
@@ -272,7 +267,7 @@ package struct ImagePipeline {
         let file: VipsSourceHandle
         let header: ImageHeader
         /// The file's size in bytes.
-        var bytes = 0
+        let bytes: Int
         /// The file's content hash (`StableHash.ofFile`: the downloader's hash of an original), read
         /// once for all its outputs and its derivation; nil if the file cannot be read again.
         lazy var contentHash: String? = StableHash.ofFile(path)?.hex
@@ -280,13 +275,12 @@ package struct ImagePipeline {
         var headerDecoder: VipsImageHandle?
         /// Whole frames kept in memory for smaller outputs, by the step that made them, with the
         /// settings they were decoded with.
-        var kept: [Int: VipsImageHandle] = [:]
-        var keptSettings: [Int: DecodeSettings] = [:]
+        var kept: [Int: (image: VipsImageHandle, settings: DecodeSettings)] = [:]
         /// The decodes made once for the outputs that share them.
         var shared: [Sources.Decode: VipsImageHandle] = [:]
 
-        init(path: String, file: VipsSourceHandle, header: ImageHeader, headerDecoder: VipsImageHandle) {
-            (self.path, self.file, self.header, self.headerDecoder) = (path, file, header, headerDecoder)
+        init(path: String, file: VipsSourceHandle, header: ImageHeader, headerDecoder: VipsImageHandle, bytes: Int) {
+            (self.path, self.file, self.header, self.headerDecoder, self.bytes) = (path, file, header, headerDecoder, bytes)
         }
     }
 
@@ -308,20 +302,15 @@ package struct ImagePipeline {
         if pixels > limits.maxPixels {
             throw ItemFailure(.tooLarge, "image is \(header.width)x\(header.height) (\(pixels) pixels), over limits.maxPixels \(limits.maxPixels)")
         }
-        try checkDecodedSize(image)
-        let opened = OpenedSource(path: path, file: source, header: header, headerDecoder: image)
-        opened.bytes = Int(info.st_size)
-        return opened
-    }
-
-    /// `limits.maxMemory` against what a full decode needs (width x height x bands x bytes per band).
-    private func checkDecodedSize(_ image: VipsImageHandle) throws(ItemFailure) {
+        // `limits.maxMemory` against what a full decode needs (width x height x bands x bytes per band).
         let bandBytes = Int(vips_format_sizeof(image.bandFormat))
         let needed = Double(image.width) * Double(image.height) * Double(image.bands) * Double(bandBytes)
-        guard needed > Double(limits.maxMemory) else { return }
-        let mib = { (bytes: Double) in String(format: "%.0f MiB", bytes / 1_048_576) }
-        throw ItemFailure(.tooLarge, "image needs \(mib(needed)) decoded (\(image.width)x\(image.height), \(image.bands) bands of "
-                          + "\(bandBytes) bytes), over limits.maxMemory \(limits.maxMemory) (\(mib(Double(limits.maxMemory))))")
+        if needed > Double(limits.maxMemory) {
+            let mib = { (bytes: Double) in String(format: "%.0f MiB", bytes / 1_048_576) }
+            throw ItemFailure(.tooLarge, "image needs \(mib(needed)) decoded (\(image.width)x\(image.height), \(image.bands) bands of "
+                              + "\(bandBytes) bytes), over limits.maxMemory \(limits.maxMemory) (\(mib(Double(limits.maxMemory))))")
+        }
+        return OpenedSource(path: path, file: source, header: header, headerDecoder: image, bytes: Int(info.st_size))
     }
 
     /// A lazy decoder over the source bytes: streaming top to bottom, or random access;
@@ -381,26 +370,16 @@ package struct ImagePipeline {
         return rgbOrGrey ? image : try image.derive("colourspace") { cvips_colourspace($0, $1, VIPS_INTERPRETATION_sRGB) }
     }
 
-    /// Last steps before encoding: sRGB or grey at 8 bits (16 when the encoder wants them), alpha
-    /// flattened onto white for formats without it, metadata the output does not keep removed,
-    /// and the frame height an animation is saved with.
+    /// Last steps before encoding: the colour space, depth and alpha the encoder takes, the metadata
+    /// the output keeps, and the frame height an animation is saved with.
     private func finish(_ image: VipsImageHandle, encoder: any OutputEncoder, metadata: MetadataPolicy,
                         frameHeight: Int?) throws(VipsError) -> VipsImageHandle {
         var image = image
         let grey = image.interpretation == VIPS_INTERPRETATION_B_W || image.interpretation == VIPS_INTERPRETATION_GREY16
-        let target = switch (grey, encoder.sixteenBit) {
-        case (true, false): VIPS_INTERPRETATION_B_W
-        case (true, true): VIPS_INTERPRETATION_GREY16
-        case (false, false): VIPS_INTERPRETATION_sRGB
-        case (false, true): VIPS_INTERPRETATION_RGB16
-        }
+        let target = encoder.sixteenBit ? (grey ? VIPS_INTERPRETATION_GREY16 : VIPS_INTERPRETATION_RGB16)
+            : (grey ? VIPS_INTERPRETATION_B_W : VIPS_INTERPRETATION_sRGB)
         if image.interpretation != target { image = try image.derive("colourspace") { cvips_colourspace($0, $1, target) } }
-        if !encoder.supportsAlpha && image.hasAlpha {
-            let white = image.values(of: Colour(red: 255, green: 255, blue: 255, alpha: 255), bands: image.colourBands)
-            image = try image.derive("flatten") { input, output in
-                white.withUnsafeBufferPointer { cvips_flatten(input, output, $0.baseAddress, Int32($0.count)) }
-            }
-        }
+        if !encoder.supportsAlpha { image = try image.flattened(onto: .white) }
         let format = encoder.sixteenBit ? VIPS_FORMAT_USHORT : VIPS_FORMAT_UCHAR
         if image.bandFormat != format { image = try image.derive("cast") { cvips_cast($0, $1, format) } }
         // Metadata edits go on a copy: the image may be a decode other outputs share.

@@ -6,15 +6,13 @@ import Output
 import Reporting
 import Loading
 
-/// Runs work on a bounded pool of supervised worker processes.
-///
-/// Each slot is a thread that owns at most one worker at a time: it takes the next source,
-/// sends it with every output that needs it (one load feeds every chain), and records the
-/// replies; a second source waits in the worker's pipe so it goes on without a round trip.
-/// Local sources are taken in plan order; downloaded ones as the download stage hands them
-/// over (first, so the originals cache stays small). A worker that dies, or breaks the protocol,
-/// fails only the source it held (kind `crashed`, retried once in the run); a fresh worker takes
-/// its place. Workers are replaced after `recycleAfter` sources so memory stays flat over long runs.
+/// Runs work on a bounded pool of supervised worker processes. Each slot is a thread that owns at most one
+/// worker at a time: it takes the next source, sends it with every output that needs it (one load feeds every
+/// chain), and records the replies; a second source waits in the worker's pipe so it goes on without a round
+/// trip. Local sources are taken in plan order; downloaded ones as the download stage hands them over (first,
+/// so the originals cache stays small). A worker that dies, or breaks the protocol, fails only the source it
+/// held (kind `crashed`, retried once in the run); a fresh worker takes its place. Workers are replaced after
+/// `recycleAfter` sources so memory stays flat over long runs.
 package final class Scheduler: Sendable {
     package struct Settings: Sendable {
         package let slots: Int
@@ -52,10 +50,9 @@ package final class Scheduler: Sendable {
 
     package init(local: @escaping LocalSource, downloaded: TaskQueue, settings: Settings, launcher: WorkerLauncher,
                  control: RunControl, recorder: Recorder, reporter: Reporter) {
-        (self.settings, self.launcher) = (settings, launcher)
+        (self.settings, self.launcher, self.local, self.downloaded) = (settings, launcher, local, downloaded)
+        (self.control, self.recorder, self.reporter) = (control, recorder, reporter)
         hungrySlots = Atomic(settings.slots)
-        (self.local, self.downloaded, self.control, self.recorder) = (local, downloaded, control, recorder)
-        self.reporter = reporter
     }
 
     /// Runs until the work is done or the run is stopped; returns how many workers it started.
@@ -232,8 +229,7 @@ private final class WorkerSlot {
     /// The worker died holding the oldest task, or broke the protocol (it is killed); the other
     /// tasks it held were never started and go back to the queue. Returns false when abandoning.
     private func replaceBroken(_ broken: WorkerProcess, _ error: ChannelError) -> Bool {
-        worker = nil
-        served = 0
+        (worker, served) = (nil, 0)
         broken.kill()
         let ended = broken.waitStatus()
         scheduler.control.unregister(worker: broken.pid)
@@ -272,7 +268,6 @@ private final class WorkerSlot {
         guard let worker else { return }
         worker.finish()
         scheduler.control.unregister(worker: worker.pid)
-        self.worker = nil
-        served = 0
+        (self.worker, served) = (nil, 0)
     }
 }

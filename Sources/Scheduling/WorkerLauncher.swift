@@ -4,7 +4,6 @@ import Synchronization
 /// Starts worker processes, some of them ahead of need: while the supervisor is still planning,
 /// each prestarted worker loads its ~120 libraries and libvips, so the first sources do not wait
 /// for that (0.1-0.3 s of a run with both cores idle). Holds them until a slot takes one.
-///
 /// Prestarted workers are spawned on the launcher's own thread, which lives until `close()`: a
 /// worker dies with the thread that started it (`PR_SET_PDEATHSIG`), and planning runs on a
 /// database queue's pooled thread, which is no owner to tie a worker's life to.

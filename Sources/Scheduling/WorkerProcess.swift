@@ -48,8 +48,7 @@ package final class WorkerProcess: @unchecked Sendable {
             // libvips prints decoder warnings; the item's failure already carries what matters.
             posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0)
         }
-        let arguments = [executable, "worker"]
-        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+        var argv: [UnsafeMutablePointer<CChar>?] = [strdup(executable), strdup("worker"), nil]
         defer { argv.forEach { free($0) } }
         var child: pid_t = 0
         let status = posix_spawn(&child, executable, &actions, nil, &argv, environ)

@@ -32,10 +32,9 @@ private func scaled(_ image: VipsImageHandle, toFit side: Int) throws -> VipsIma
 /// Saved as a JPEG of `quality` and decoded again.
 private func recompressed(_ image: VipsImageHandle, quality: Int) throws -> VipsImageHandle {
     let data = try image.encode("jpegsave") { cvips_jpegsave_buffer($0, $1, $2, Int32(quality), 0, VIPS_FOREIGN_SUBSAMPLE_AUTO, 0, CVIPS_KEEP_NONE) }
-    let bytes = SourceBytes(data)
-    let pointer = bytes.withUnsafeBytes { cvips_new_from_buffer($0.baseAddress, $0.count, VIPS_ACCESS_RANDOM, VIPS_FAIL_ON_ERROR) }
+    let pointer = data.withUnsafeBytes { cvips_new_from_buffer($0.baseAddress, $0.count, VIPS_ACCESS_RANDOM, VIPS_FAIL_ON_ERROR) }
     guard let pointer else { throw VipsError.capture("jpegload") }
-    return VipsImageHandle(taking: pointer, retaining: bytes)
+    return VipsImageHandle(taking: pointer, retaining: data)
 }
 
 /// `fraction` of each side cut off (left, top, right, bottom as given).

@@ -74,15 +74,9 @@ package struct BlurHash: DerivedValue {
 
     private static let alphabet = Array("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz#$%*+,-.:;=?@[]^_{|}~")
 
+    /// `value` in `digits` base83 digits, the most significant first.
     private static func base83(_ value: Int, digits: Int) -> String {
-        var divisor = 1
-        for _ in 1..<max(digits, 1) { divisor *= 83 }
-        var text = ""
-        for _ in 0..<digits {
-            text.append(alphabet[value / divisor % 83])
-            divisor /= 83
-        }
-        return text
+        String((0..<digits).reversed().map { place in alphabet[(0..<place).reduce(value) { rest, _ in rest / 83 } % 83] })
     }
 
     /// sRGB byte to linear light, per byte value.

@@ -42,12 +42,10 @@ package struct DerivationFrame {
     /// Luma per pixel as Pillow's RGB to L conversion computes it (ITU-R 601-2 weights in 16-bit
     /// fixed point, alpha ignored), so the perceptual hashes start where `imagehash` starts.
     package var grey: GreyPlane {
-        var values = [UInt8](repeating: 0, count: width * height)
-        for index in values.indices {
+        GreyPlane(width: width, height: height, values: (0..<width * height).map { index in
             let (red, green, blue) = (UInt32(rgba[index * 4]), UInt32(rgba[index * 4 + 1]), UInt32(rgba[index * 4 + 2]))
-            values[index] = UInt8((red * 19595 + green * 38470 + blue * 7471 + 0x8000) >> 16)
-        }
-        return GreyPlane(width: width, height: height, values: values)
+            return UInt8((red * 19595 + green * 38470 + blue * 7471 + 0x8000) >> 16)
+        })
     }
 }
 

@@ -5,9 +5,7 @@ import Keys
 /// focal point), declared in a job's `derive` list. Like a chain op it is a small value whose
 /// `identifier` spells out every parameter in canonical form, so a stored value is computed again
 /// only when its settings change. Every one reads the same `DerivationFrame`, made once per source
-/// from pixels already decoded.
-///
-/// Adding one: a type conforming to this protocol, and one line in `derivedValueCatalogue`.
+/// from pixels already decoded. Adding one: a type conforming to this protocol, and one line in `derivedValueCatalogue`.
 package protocol DerivedValue: Sendable {
     /// The name in a job's `derive` list, and the value's name wherever it is written.
     static var name: String { get }
@@ -64,7 +62,6 @@ package struct DerivedValues: Sendable {
 
     package static let none = DerivedValues(values: [])
 
-    /// Each value's identifier, in the order listed.
     package var identifiers: [String] { values.map(\.identifier) }
 
     package static func key(_ name: String, _ summary: String) -> Key<DerivedValues> {
@@ -94,8 +91,7 @@ package struct DerivedValues: Sendable {
             return try type.init(reading: ObjectReader(.object([:]), path: path, shape: ObjectShape(type.keys)))
         case .object:
             let reader = try ObjectReader(element, path: path)
-            let type = try reader.declareChoice(derivedValueShape, among: types)
-            let derived = try type.init(reading: reader)
+            let derived = try reader.declareChoice(derivedValueShape, among: types).init(reading: reader)
             try reader.finish()
             return derived
         default: throw JobFileError(path, "must be a value's name or an object naming it in \"value\", not \(element.kindName)")

@@ -12,10 +12,7 @@ package protocol PerceptualHash: PlainDerivedValue {
 extension PerceptualHash {
     package func value(of frame: DerivationFrame) -> JSONValue { .string(Self.hex(hash(of: frame.grey))) }
 
-    package static func hex(_ hash: UInt64) -> String {
-        let digits = String(hash, radix: 16)
-        return String(repeating: "0", count: 16 - digits.count) + digits
-    }
+    package static func hex(_ hash: UInt64) -> String { String(format: "%016llx", hash) }
 
     /// The bits, first one highest.
     static func packed(_ bits: [Bool]) -> UInt64 {

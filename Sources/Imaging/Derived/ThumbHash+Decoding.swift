@@ -44,23 +44,19 @@ extension ThumbHash {
         guard let header = Header(hash) else { return nil }
         // The varying terms, 4 bits each; chroma is boosted 1.25x against quantisation, as the reference does.
         var index = 0, truncated = false
-        func terms(_ nx: Int, _ ny: Int, _ scale: Double) -> [Double] {
+        func read(_ nx: Int, _ ny: Int, _ scale: Double) -> [Double] {
             var ac: [Double] = []
-            for cy in 0..<ny {
-                var cx = cy > 0 ? 0 : 1
-                while cx * ny < nx * (ny - cy) {
-                    let at = (header.hasAlpha ? 6 : 5) + (index >> 1)
-                    if at >= hash.count { truncated = true; return ac }
-                    ac.append((Double((Int(hash[at]) >> ((index & 1) << 2)) & 15) / 7.5 - 1) * scale)
-                    index += 1
-                    cx += 1
-                }
+            for _ in terms(nx, ny).dropFirst() {
+                let at = (header.hasAlpha ? 6 : 5) + (index >> 1)
+                if at >= hash.count { truncated = true; return ac }
+                ac.append((Double((Int(hash[at]) >> ((index & 1) << 2)) & 15) / 7.5 - 1) * scale)
+                index += 1
             }
             return ac
         }
-        let l = terms(header.lx, header.ly, header.lScale)
-        let p = terms(3, 3, header.pScale * 1.25), q = terms(3, 3, header.qScale * 1.25)
-        let a = header.hasAlpha ? terms(5, 5, header.aScale) : []
+        let l = read(header.lx, header.ly, header.lScale)
+        let p = read(3, 3, header.pScale * 1.25), q = read(3, 3, header.qScale * 1.25)
+        let a = header.hasAlpha ? read(5, 5, header.aScale) : []
         guard !truncated else { return nil }
         return render(header, side: Double(side), l: l, p: p, q: q, a: a)
     }
@@ -74,25 +70,18 @@ extension ThumbHash {
         let cosX = (0..<w).map { x in (0..<nx).map { cos(Double.pi / Double(w) * (Double(x) + 0.5) * Double($0)) } }
         let cosY = (0..<h).map { y in (0..<ny).map { cos(Double.pi / Double(h) * (Double(y) + 0.5) * Double($0)) } }
         // `start` plus each term times its cosines, over the triangle of terms the encoder kept, in the reference's order.
-        func sum(_ start: Double, _ ac: [Double], _ nx: Int, _ ny: Int, _ fx: [Double], _ fy: [Double]) -> Double {
-            var (value, j) = (start, 0)
-            for cy in 0..<ny {
-                var cx = cy > 0 ? 0 : 1
-                while cx * ny < nx * (ny - cy) {
-                    value += ac[j] * fx[cx] * fy[cy] * 2
-                    (cx, j) = (cx + 1, j + 1)
-                }
-            }
-            return value
+        let (lTerms, chromaTerms, alphaTerms) = (terms(header.lx, header.ly).dropFirst(), terms(3, 3).dropFirst(), terms(5, 5).dropFirst())
+        func sum(_ start: Double, _ ac: [Double], _ terms: ArraySlice<(cx: Int, cy: Int)>, _ fx: [Double], _ fy: [Double]) -> Double {
+            zip(ac, terms).reduce(start) { value, term in value + term.0 * fx[term.1.cx] * fy[term.1.cy] * 2 }
         }
         // The reference stores into a Uint8Array, which truncates.
         func byte(_ channel: Double) -> UInt8 { UInt8(max(0, 255 * min(1, channel))) }
         for y in 0..<h {
             for x in 0..<w {
                 let (fx, fy) = (cosX[x], cosY[y])
-                let l = sum(header.lDC, lAC, header.lx, header.ly, fx, fy)
-                let p = sum(header.pDC, pAC, 3, 3, fx, fy), q = sum(header.qDC, qAC, 3, 3, fx, fy)
-                let a = header.hasAlpha ? sum(header.aDC, aAC, 5, 5, fx, fy) : header.aDC
+                let l = sum(header.lDC, lAC, lTerms, fx, fy)
+                let p = sum(header.pDC, pAC, chromaTerms, fx, fy), q = sum(header.qDC, qAC, chromaTerms, fx, fy)
+                let a = header.hasAlpha ? sum(header.aDC, aAC, alphaTerms, fx, fy) : header.aDC
                 let b = l - 2.0 / 3.0 * p
                 let r = (3 * l - b + q) / 2
                 let i = (y * w + x) * 4

@@ -74,27 +74,29 @@ package struct ThumbHash: PlainDerivedValue {
     private static func encodeChannel(_ channel: [Double], nx: Int, ny: Int, w: Int, h: Int) -> (dc: Double, ac: [Double], scale: Double) {
         var (dc, ac, scale) = (0.0, [Double](), 0.0)
         var fx = [Double](repeating: 0, count: w)
-        for cy in 0..<ny {
-            var cx = 0
-            while cx * ny < nx * (ny - cy) {
-                var f = 0.0
-                for x in 0..<w { fx[x] = cos(Double.pi / Double(w) * Double(cx) * (Double(x) + 0.5)) }
-                for y in 0..<h {
-                    let fy = cos(Double.pi / Double(h) * Double(cy) * (Double(y) + 0.5))
-                    for x in 0..<w { f += channel[x + y * w] * fx[x] * fy }
-                }
-                f /= Double(w * h)
-                if cx > 0 || cy > 0 {
-                    ac.append(f)
-                    scale = max(scale, abs(f))
-                } else {
-                    dc = f
-                }
-                cx += 1
+        for (cx, cy) in terms(nx, ny) {
+            var f = 0.0
+            for x in 0..<w { fx[x] = cos(Double.pi / Double(w) * Double(cx) * (Double(x) + 0.5)) }
+            for y in 0..<h {
+                let fy = cos(Double.pi / Double(h) * Double(cy) * (Double(y) + 0.5))
+                for x in 0..<w { f += channel[x + y * w] * fx[x] * fy }
+            }
+            f /= Double(w * h)
+            if cx > 0 || cy > 0 {
+                ac.append(f)
+                scale = max(scale, abs(f))
+            } else {
+                dc = f
             }
         }
         if scale != 0 { ac = ac.map { 0.5 + 0.5 / scale * $0 } }
         return (dc, ac, scale)
+    }
+
+    /// The (cx, cy) of the cosine terms a channel of `nx` x `ny` keeps (a triangle), in the reference's
+    /// order: row by row, the constant term first.
+    static func terms(_ nx: Int, _ ny: Int) -> [(cx: Int, cy: Int)] {
+        (0..<ny).flatMap { cy in (0...).prefix { $0 * ny < nx * (ny - cy) }.map { (cx: $0, cy: cy) } }
     }
 
     /// JavaScript's `Math.round`: halves round up, as the reference does.

@@ -2,9 +2,7 @@ import Foundation
 import Model
 import Keys
 
-/// `"type": "auto"`: the source's own format when runner writes it (jpeg, png, webp, avif, tiff,
-/// gif), else JPEG, or PNG when the finished image has alpha. Each format's options may be given
-/// under its name (`{"type": "auto", "jpeg": {"quality": 90}}`); the rest take their defaults.
+/// `"type": "auto"`, with each format's options under its name (`{"type": "auto", "jpeg": {"quality": 90}}`).
 package struct AutoEncoder: OutputEncoder {
     package static let type = "auto"
     /// Any: it writes whatever the source is (see docs/JOB-FILE.md, Formats).
@@ -41,15 +39,8 @@ package struct AutoEncoder: OutputEncoder {
     }
 
     package func resolved(for format: SourceFormat) -> any OutputEncoder {
-        switch format {
-        case .jpeg: jpeg
-        case .png: png
-        case .webp: webp
-        case .avif: avif
-        case .tiff: tiff
-        case .gif: gif
-        case .other: self
-        }
+        let kept: [SourceFormat: any OutputEncoder] = [.jpeg: jpeg, .png: png, .webp: webp, .avif: avif, .tiff: tiff, .gif: gif]
+        return kept[format] ?? self
     }
 
     package func encode(_ image: VipsImageHandle, metadata: MetadataPolicy) throws(VipsError) -> Data {

@@ -82,8 +82,7 @@ package let encoderShape = TaggedShape(tag: "type", noun: "format", summary: "Th
 
 package func readEncoder(_ reader: ObjectReader) throws -> any OutputEncoder {
     let types = Dictionary(uniqueKeysWithValues: encoderCatalogue.map { ($0.type, $0) })
-    let type = try reader.declareChoice(encoderShape, among: types)
-    let encoder = try type.init(reading: reader)
+    let encoder = try reader.declareChoice(encoderShape, among: types).init(reading: reader)
     try reader.finish()
     return encoder
 }

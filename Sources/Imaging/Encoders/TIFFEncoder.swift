@@ -15,15 +15,7 @@ package struct TIFFEncoder: OutputEncoder {
         case none, jpeg, deflate, packbits, lzw, webp, zstd
 
         package var vipsCompression: VipsForeignTiffCompression {
-            switch self {
-            case .none: VIPS_FOREIGN_TIFF_COMPRESSION_NONE
-            case .jpeg: VIPS_FOREIGN_TIFF_COMPRESSION_JPEG
-            case .deflate: VIPS_FOREIGN_TIFF_COMPRESSION_DEFLATE
-            case .packbits: VIPS_FOREIGN_TIFF_COMPRESSION_PACKBITS
-            case .lzw: VIPS_FOREIGN_TIFF_COMPRESSION_LZW
-            case .webp: VIPS_FOREIGN_TIFF_COMPRESSION_WEBP
-            case .zstd: VIPS_FOREIGN_TIFF_COMPRESSION_ZSTD
-            }
+            VipsForeignTiffCompression(rawValue: vipsEnum(vips_foreign_tiff_compression_get_type(), rawValue))
         }
 
         /// Lossy codecs take a quality.

@@ -14,17 +14,15 @@ package enum IPTCRecords {
         guard !datasets.isEmpty, let records = records(in: [UInt8](data)) else { return nil }
         var kept: [UInt8] = []
         var envelope: [UInt8] = []
-        var any = false
         for record in records {
             // The record version and the character set say how to read the rest; kept with it.
             if record.number == 2 && record.dataset == 0 || record.number == 1 && record.dataset == 90 {
                 envelope += record.bytes
             } else if record.number == 2 && datasets.contains(record.dataset) {
                 kept += record.bytes
-                any = true
             }
         }
-        guard any else { return nil }
+        guard !kept.isEmpty else { return nil }
         let iim = envelope + kept
         switch container {
         case .records:
@@ -63,11 +61,10 @@ package enum IPTCRecords {
 
     /// The records of bare IIM bytes, or of the IPTC resource inside a Photoshop block.
     static func records(in bytes: [UInt8]) -> [Record]? {
-        if bytes.starts(with: photoshopHeader) {
-            guard let iim = resource(iptcResource, in: bytes[photoshopHeader.count...]) else { return nil }
-            return records(inIIM: iim)
-        }
-        return records(inIIM: bytes[...])
+        guard bytes.starts(with: photoshopHeader) else { return records(inIIM: bytes[...]) }
+        var iim: ArraySlice<UInt8>?
+        forEachResource(in: bytes[photoshopHeader.count...]) { id, _, data in if id == iptcResource && iim == nil { iim = data } }
+        return iim.flatMap(records(inIIM:))
     }
 
     private static func records(inIIM bytes: ArraySlice<UInt8>) -> [Record]? {
@@ -81,15 +78,6 @@ package enum IPTCRecords {
             offset += 5 + length
         }
         return records
-    }
-
-    /// Resource `id`'s data in a run of Photoshop image resources.
-    private static func resource(_ id: UInt16, in bytes: ArraySlice<UInt8>) -> ArraySlice<UInt8>? {
-        var found: ArraySlice<UInt8>?
-        _ = forEachResource(in: bytes) { resource, _, data in
-            if resource == id && found == nil { found = data }
-        }
-        return found
     }
 
     /// Calls `body` with each resource's id, its whole bytes (padding included) and its data, in

@@ -7,7 +7,7 @@ package struct Autorotate: ImageOperation {
     package static let name = "autorotate"
     package static let summary = "Apply the EXIF orientation at this point (for outputs with \"autorotate\": false)."
 
-    package init(reading parameters: ObjectReader, context: OperationContext) throws {}
+    package init(reading parameters: ObjectReader, baseDirectory: String) throws {}
 
     package var identifier: String { canonicalIdentifier(Self.name, []) }
 

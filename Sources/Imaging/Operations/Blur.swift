@@ -1,7 +1,6 @@
 internal import CVips
 import Keys
 
-/// Gaussian blur with standard deviation `sigma` (pixels).
 package struct Blur: ImageOperation {
     package static let name = "blur"
     package static let summary = "Gaussian blur."
@@ -9,7 +8,7 @@ package struct Blur: ImageOperation {
     package static let keys: [any KeyDeclaration] = [sigma]
     package let sigma: Double
 
-    package init(reading parameters: ObjectReader, context: OperationContext) throws {
+    package init(reading parameters: ObjectReader, baseDirectory: String) throws {
         sigma = try parameters.read(Self.sigma)
     }
 

@@ -1,9 +1,7 @@
 internal import CVips
 import Keys
 
-/// Paint a frame `width` pixels wide in `colour` over the image's edges, keeping its size
-/// (Kingfisher's BorderImageProcessor; `pad` is the op that grows the canvas instead).
-/// A translucent colour is blended over the edge pixels.
+/// `pad` is the op that grows the canvas instead.
 package struct Border: ImageOperation {
     package static let name = "border"
     package static let summary = "Paint a frame over the image's edges, keeping its size (Kingfisher's BorderImageProcessor); a translucent colour blends over the edge."
@@ -13,7 +11,7 @@ package struct Border: ImageOperation {
     package let width: Int
     package let colour: Colour
 
-    package init(reading parameters: ObjectReader, context: OperationContext) throws {
+    package init(reading parameters: ObjectReader, baseDirectory: String) throws {
         width = try parameters.read(Self.width)
         colour = try parameters.read(Self.colour)
     }

@@ -15,7 +15,7 @@ package struct ColorControls: ImageOperation {
     /// Rec. 709 luma weights, as Core Image uses.
     private static let luma = [0.2126, 0.7152, 0.0722]
 
-    package init(reading parameters: ObjectReader, context: OperationContext) throws {
+    package init(reading parameters: ObjectReader, baseDirectory: String) throws {
         brightness = try parameters.read(Self.brightness)
         contrast = try parameters.read(Self.contrast)
         saturation = try parameters.read(Self.saturation)

@@ -3,11 +3,6 @@ import Foundation
 import Support
 import Keys
 
-/// Lay another image (a watermark, a badge) over this one: placed by `gravity` and moved by
-/// `offsetX`/`offsetY` (positive is right/down), faded by `opacity`, blended with a libvips
-/// blend mode, optionally scaled to `scale` x the base image's width. Kingfisher's Blend and
-/// Compositing processors.
-///
 /// The file is read once, when the job is read, so its content is part of the identifier:
 /// replacing the watermark re-runs every item that uses it.
 package struct Composite: ImageOperation {
@@ -33,35 +28,7 @@ package struct Composite: ImageOperation {
         case colourDodge = "colour-dodge", colourBurn = "colour-burn", hardLight = "hard-light", softLight = "soft-light"
         case difference, exclusion
 
-        package var vipsMode: VipsBlendMode {
-            switch self {
-            case .clear: VIPS_BLEND_MODE_CLEAR
-            case .source: VIPS_BLEND_MODE_SOURCE
-            case .over: VIPS_BLEND_MODE_OVER
-            case .in: VIPS_BLEND_MODE_IN
-            case .out: VIPS_BLEND_MODE_OUT
-            case .atop: VIPS_BLEND_MODE_ATOP
-            case .dest: VIPS_BLEND_MODE_DEST
-            case .destOver: VIPS_BLEND_MODE_DEST_OVER
-            case .destIn: VIPS_BLEND_MODE_DEST_IN
-            case .destOut: VIPS_BLEND_MODE_DEST_OUT
-            case .destAtop: VIPS_BLEND_MODE_DEST_ATOP
-            case .xor: VIPS_BLEND_MODE_XOR
-            case .add: VIPS_BLEND_MODE_ADD
-            case .saturate: VIPS_BLEND_MODE_SATURATE
-            case .multiply: VIPS_BLEND_MODE_MULTIPLY
-            case .screen: VIPS_BLEND_MODE_SCREEN
-            case .overlay: VIPS_BLEND_MODE_OVERLAY
-            case .darken: VIPS_BLEND_MODE_DARKEN
-            case .lighten: VIPS_BLEND_MODE_LIGHTEN
-            case .colourDodge: VIPS_BLEND_MODE_COLOUR_DODGE
-            case .colourBurn: VIPS_BLEND_MODE_COLOUR_BURN
-            case .hardLight: VIPS_BLEND_MODE_HARD_LIGHT
-            case .softLight: VIPS_BLEND_MODE_SOFT_LIGHT
-            case .difference: VIPS_BLEND_MODE_DIFFERENCE
-            case .exclusion: VIPS_BLEND_MODE_EXCLUSION
-            }
-        }
+        package var vipsMode: VipsBlendMode { VipsBlendMode(rawValue: vipsEnum(vips_blend_mode_get_type(), rawValue)) }
     }
 
     /// The largest overlay file read, 16 MiB, as a job file: each worker holds it for the whole run,
@@ -78,8 +45,8 @@ package struct Composite: ImageOperation {
     package let blend: Blend
     package let scale: Double?
 
-    package init(reading parameters: ObjectReader, context: OperationContext) throws {
-        imagePath = Paths.resolve(try parameters.read(Self.image), against: context.baseDirectory)
+    package init(reading parameters: ObjectReader, baseDirectory: String) throws {
+        imagePath = Paths.resolve(try parameters.read(Self.image), against: baseDirectory)
         do { imageBytes = try FileDescriptor.readWhole(imagePath, limit: Self.largestImage) } catch {
             throw parameters.error(Self.image, "cannot read \(imagePath): \(error)")
         }
@@ -103,11 +70,10 @@ package struct Composite: ImageOperation {
     }
 
     package func apply(to image: VipsImageHandle) throws(VipsError) -> VipsImageHandle {
-        let source = SourceBytes(imageBytes)
-        let pointer = source.withUnsafeBytes { cvips_new_from_buffer($0.baseAddress, $0.count, VIPS_ACCESS_RANDOM, VIPS_FAIL_ON_ERROR) }
+        let pointer = imageBytes.withUnsafeBytes { cvips_new_from_buffer($0.baseAddress, $0.count, VIPS_ACCESS_RANDOM, VIPS_FAIL_ON_ERROR) }
         guard let pointer else { throw VipsError.capture("load \(imagePath)") }
-        // Decoded into memory: the result outlives `source`, which only this handle keeps alive.
-        var overlay = try VipsImageHandle(taking: pointer, retaining: source).copiedToMemory()
+        // Decoded into memory, so the result does not read the bytes this handle keeps alive.
+        var overlay = try VipsImageHandle(taking: pointer, retaining: imageBytes).copiedToMemory()
         if let scale {
             // Any positive scale is accepted; no width beyond libvips' largest coordinate (nor an
             // integer conversion that traps).

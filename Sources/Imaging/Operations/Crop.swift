@@ -1,9 +1,7 @@
 internal import CVips
 import Keys
 
-/// Cut a region: by box (`x`, `y`, `width`, `height`), by `width`/`height` placed with `gravity`,
-/// or by `trim`ming a uniform border. A region larger than the image is clipped to it, so one
-/// chain works on mixed sizes.
+/// A region larger than the image is clipped to it, so one chain works on mixed sizes.
 package struct Crop: ImageOperation {
     package static let name = "crop"
     package static let summary = "Cut a region, clipped to the image: a box (x, y, width, height), width and height placed by gravity, or trim: true to remove the border that differs from background by less than threshold (libvips find_trim). An image that is all background is kept as it is."
@@ -50,7 +48,7 @@ package struct Crop: ImageOperation {
         (self.width, self.height, self.placement) = (width, height, .gravity(gravity))
     }
 
-    package init(reading parameters: ObjectReader, context: OperationContext) throws {
+    package init(reading parameters: ObjectReader, baseDirectory: String) throws {
         if try parameters.read(Self.trim) {
             for key: any KeyDeclaration in [Self.width, Self.height, Self.x, Self.y, Self.gravity] where parameters.has(key) {
                 throw parameters.error(key, "does not apply to trim")
@@ -59,8 +57,7 @@ package struct Crop: ImageOperation {
             placement = .trim(threshold: try parameters.read(Self.threshold), background: try parameters.optional(Self.background))
             return
         }
-        width = try parameters.read(Self.width)
-        height = try parameters.read(Self.height)
+        (width, height) = (try parameters.read(Self.width), try parameters.read(Self.height))
         if parameters.has(Self.x) || parameters.has(Self.y) {
             if parameters.has(Self.gravity) { throw parameters.error(Self.gravity, "give either x/y or gravity, not both") }
             placement = .box(x: try parameters.read(Self.x), y: try parameters.read(Self.y))

@@ -1,7 +1,6 @@
 internal import CVips
 import Keys
 
-/// Mirror the image: `horizontal` swaps left and right, `vertical` swaps top and bottom.
 package struct Flip: ImageOperation {
     package static let name = "flip"
     package static let summary = "Mirror the image."
@@ -12,7 +11,7 @@ package struct Flip: ImageOperation {
 
     package let direction: Direction
 
-    package init(reading parameters: ObjectReader, context: OperationContext) throws {
+    package init(reading parameters: ObjectReader, baseDirectory: String) throws {
         direction = try parameters.read(Self.direction)
     }
 

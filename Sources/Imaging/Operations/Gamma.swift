@@ -8,7 +8,7 @@ package struct Gamma: ImageOperation {
     package static let keys: [any KeyDeclaration] = [exponent]
     package let exponent: Double
 
-    package init(reading parameters: ObjectReader, context: OperationContext) throws {
+    package init(reading parameters: ObjectReader, baseDirectory: String) throws {
         exponent = try parameters.read(Self.exponent)
     }
 

@@ -5,7 +5,7 @@ package struct Grayscale: ImageOperation {
     package static let name = "grayscale"
     package static let summary = "Convert to one band of lightness (alpha is kept)."
 
-    package init(reading parameters: ObjectReader, context: OperationContext) throws {}
+    package init(reading parameters: ObjectReader, baseDirectory: String) throws {}
 
     package var identifier: String { canonicalIdentifier(Self.name, []) }
 

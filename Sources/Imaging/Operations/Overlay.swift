@@ -10,7 +10,7 @@ package struct Overlay: ImageOperation {
     package let colour: Colour
     package let opacity: Double
 
-    package init(reading parameters: ObjectReader, context: OperationContext) throws {
+    package init(reading parameters: ObjectReader, baseDirectory: String) throws {
         colour = try parameters.read(Self.colour)
         opacity = try parameters.read(Self.opacity)
     }

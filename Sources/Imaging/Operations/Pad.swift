@@ -1,8 +1,6 @@
 internal import CVips
 import Keys
 
-/// Grow the canvas with `background`: to at least `width` x `height` with the image placed by
-/// `gravity`, or by `top`/`right`/`bottom`/`left` margins. Never crops.
 package struct Pad: ImageOperation {
     package static let name = "pad"
     package static let summary = "Grow the canvas, never cropping: to at least width x height with the image placed by gravity, or by top, right, bottom and left margins. A translucent background adds alpha."
@@ -24,9 +22,8 @@ package struct Pad: ImageOperation {
     package let extent: Extent
     package let background: Colour
 
-    package init(reading parameters: ObjectReader, context: OperationContext) throws {
-        let sized = parameters.has(Self.width) || parameters.has(Self.height)
-        if sized {
+    package init(reading parameters: ObjectReader, baseDirectory: String) throws {
+        if parameters.has(Self.width) || parameters.has(Self.height) {
             if let key = Self.marginKeys.first(where: parameters.has) {
                 throw parameters.error(key, "give either width/height or margins, not both")
             }
@@ -60,8 +57,7 @@ package struct Pad: ImageOperation {
         let (x, y, width, height): (Int, Int, Int, Int)
         switch extent {
         case .size(let targetWidth, let targetHeight, let gravity):
-            width = max(targetWidth ?? 0, image.width)
-            height = max(targetHeight ?? 0, image.height)
+            (width, height) = (max(targetWidth ?? 0, image.width), max(targetHeight ?? 0, image.height))
             (x, y) = gravity.origin(spareX: width - image.width, spareY: height - image.height)
         case .margins(let top, let right, let bottom, let left):
             (x, y, width, height) = (left, top, image.width + left + right, image.height + top + bottom)

@@ -1,35 +1,23 @@
 package import CVips
 import Keys
 
-/// Resample the decoded image (libvips `resize`, no shrink-on-load), then crop or pad as `fit`
-/// says. `fit` follows sharp: cover fills the box and crops at `position`, contain fits inside
-/// and pads at `position`, fill stretches, inside fits within, outside covers without cropping.
 package struct Resize: ImageOperation {
     package static let name = "resize"
     package static let summary = "Resample the decoded image (libvips resize, no shrink-on-load: use thumbnail as a first step for speed) with sharp's fit. With one side given the other follows the aspect ratio, whatever fit says. Without enlarge no side grows."
-    package static let width = Key.integer("width", .pixels(.side), .optional(), "Box width in pixels.")
-    package static let height = Key.integer("height", .pixels(.side), .optional(), "Box height in pixels.")
     package static let fit = Key.choice("fit", .defaults(Thumbnail.Fit.cover),
         "cover fills the box and crops at position; contain fits inside and pads at position; fill stretches; inside fits inside; outside covers without cropping.")
     package static let position = Key.choice("position", .defaults(Crop.Gravity.centre),
                                      "Where cover crops and contain pads; attention and entropy with cover only.")
     package static let enlarge = Key.flag("enlarge", default: false, "Allow sides to grow.")
     package static let kernel = Key.choice("kernel", .defaults(Kernel.lanczos3), "The resampling kernel.")
-    package static let background = Key.colour("background", .defaults(.black), "Padding colour, for contain.")
-    package static let keys: [any KeyDeclaration] = [width, height, fit, position, enlarge, kernel, background]
-    package static let rules: [KeyRule] = [.atLeastOne(width, height)]
+    // The box and its padding are read as thumbnail reads them.
+    package static let keys: [any KeyDeclaration] = [Thumbnail.width, Thumbnail.height, fit, position, enlarge, kernel, Thumbnail.background]
+    package static let rules: [KeyRule] = [.atLeastOne(Thumbnail.width, Thumbnail.height)]
 
     package enum Kernel: String, CaseIterable, Sendable {
         case nearest, linear, cubic, lanczos3
 
-        package var vipsKernel: VipsKernel {
-            switch self {
-            case .nearest: VIPS_KERNEL_NEAREST
-            case .linear: VIPS_KERNEL_LINEAR
-            case .cubic: VIPS_KERNEL_CUBIC
-            case .lanczos3: VIPS_KERNEL_LANCZOS3
-            }
-        }
+        package var vipsKernel: VipsKernel { VipsKernel(rawValue: vipsEnum(vips_kernel_get_type(), rawValue)) }
     }
 
     package let width: Int?
@@ -40,16 +28,16 @@ package struct Resize: ImageOperation {
     package let kernel: Kernel
     package let background: Colour
 
-    package init(reading parameters: ObjectReader, context: OperationContext) throws {
-        width = try parameters.optional(Self.width)
-        height = try parameters.optional(Self.height)
+    package init(reading parameters: ObjectReader, baseDirectory: String) throws {
+        width = try parameters.optional(Thumbnail.width)
+        height = try parameters.optional(Thumbnail.height)
         let fit = try parameters.read(Self.fit)
         // With one side given every fit means the same thing: scale to that side.
         self.fit = width == nil || height == nil ? .inside : fit
         position = try parameters.read(Self.position)
         enlarge = try parameters.read(Self.enlarge)
         kernel = try parameters.read(Self.kernel)
-        background = try parameters.read(Self.background)
+        background = try parameters.read(Thumbnail.background)
         if position.isSmart && self.fit != .cover {
             throw parameters.error(Self.position, "\(position.rawValue) needs fit cover")
         }
@@ -68,14 +56,12 @@ package struct Resize: ImageOperation {
 
     package func apply(to image: VipsImageHandle) throws(VipsError) -> VipsImageHandle {
         let (sourceWidth, sourceHeight) = (Double(image.width), Double(image.height))
-        let boxWidth = width.map(Double.init)
-        let boxHeight = height.map(Double.init)
+        let (boxWidth, boxHeight) = (width.map(Double.init), height.map(Double.init))
         let limit = enlarge ? Double.infinity : 1
         var horizontal: Double, vertical: Double
         switch fit {
         case .fill:
-            horizontal = min(boxWidth! / sourceWidth, limit)
-            vertical = min(boxHeight! / sourceHeight, limit)
+            (horizontal, vertical) = (min(boxWidth! / sourceWidth, limit), min(boxHeight! / sourceHeight, limit))
         case .inside, .contain:
             let scale = min(boxWidth.map { $0 / sourceWidth } ?? .infinity, boxHeight.map { $0 / sourceHeight } ?? .infinity, limit)
             (horizontal, vertical) = (scale, scale)
@@ -88,8 +74,7 @@ package struct Resize: ImageOperation {
         let targetHeight = max(1, Int((sourceHeight * vertical).rounded()))
         var resized = image
         if targetWidth != image.width || targetHeight != image.height {
-            horizontal = Double(targetWidth) / sourceWidth
-            vertical = Double(targetHeight) / sourceHeight
+            (horizontal, vertical) = (Double(targetWidth) / sourceWidth, Double(targetHeight) / sourceHeight)
             resized = try image.derive("resize") { cvips_resize($0, $1, horizontal, vertical, kernel.vipsKernel) }
         }
         switch fit {

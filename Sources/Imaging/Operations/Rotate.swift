@@ -11,7 +11,7 @@ package struct Rotate: ImageOperation {
     package let angle: Double
     package let background: Colour
 
-    package init(reading parameters: ObjectReader, context: OperationContext) throws {
+    package init(reading parameters: ObjectReader, baseDirectory: String) throws {
         let written = try parameters.read(Self.angle)
         let turned = written.truncatingRemainder(dividingBy: 360)
         angle = turned < 0 ? turned + 360 : turned + 0   // + 0 folds -0 into 0
@@ -34,13 +34,8 @@ package struct Rotate: ImageOperation {
                 values.withUnsafeBufferPointer { cvips_rotate(input, output, angle, $0.baseAddress, Int32($0.count)) }
             }
         }
-        let vipsAngle: VipsAngle
-        switch angle {
-        case 90: vipsAngle = VIPS_ANGLE_D90
-        case 180: vipsAngle = VIPS_ANGLE_D180
-        case 270: vipsAngle = VIPS_ANGLE_D270
-        default: return image
-        }
-        return try image.derive("rot") { cvips_rot($0, $1, vipsAngle) }
+        guard angle != 0 else { return image }
+        // VipsAngle counts quarter turns clockwise: D90 is 1, D180 2, D270 3.
+        return try image.derive("rot") { cvips_rot($0, $1, VipsAngle(rawValue: UInt32(angle / 90))) }
     }
 }

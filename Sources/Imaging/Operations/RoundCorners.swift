@@ -15,7 +15,7 @@ package struct RoundCorners: ImageOperation {
     /// Canonical order, no repeats.
     package let corners: [Corner]
 
-    package init(reading parameters: ObjectReader, context: OperationContext) throws {
+    package init(reading parameters: ObjectReader, baseDirectory: String) throws {
         radius = try parameters.read(Self.radius)
         let chosen = Set(try parameters.read(Self.corners))
         corners = Corner.allCases.filter(chosen.contains)
@@ -32,16 +32,11 @@ package struct RoundCorners: ImageOperation {
         let topLeft = try cornerTile(radius: radius, like: full)
         var mask = full
         for corner in corners {
+            let (right, bottom) = (corner == .topRight || corner == .bottomRight, corner == .bottomLeft || corner == .bottomRight)
             var tile = topLeft
-            if corner == .topRight || corner == .bottomRight {
-                tile = try tile.derive("flip") { cvips_flip($0, $1, VIPS_DIRECTION_HORIZONTAL) }
-            }
-            if corner == .bottomLeft || corner == .bottomRight {
-                tile = try tile.derive("flip") { cvips_flip($0, $1, VIPS_DIRECTION_VERTICAL) }
-            }
-            let x = corner == .topLeft || corner == .bottomLeft ? 0 : image.width - radius
-            let y = corner == .topLeft || corner == .topRight ? 0 : image.height - radius
-            mask = try mask.inserting(tile, x: x, y: y)
+            if right { tile = try tile.derive("flip") { cvips_flip($0, $1, VIPS_DIRECTION_HORIZONTAL) } }
+            if bottom { tile = try tile.derive("flip") { cvips_flip($0, $1, VIPS_DIRECTION_VERTICAL) } }
+            mask = try mask.inserting(tile, x: right ? image.width - radius : 0, y: bottom ? image.height - radius : 0)
         }
         let (colour, alpha) = try image.splitAlpha()
         guard let alpha else { return try colour.joined(with: mask) }

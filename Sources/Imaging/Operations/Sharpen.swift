@@ -1,8 +1,6 @@
 internal import CVips
 import Keys
 
-/// Unsharp mask on lightness (libvips `sharpen`): `sigma` of the blur, `m1` flat-area and `m2`
-/// edge gains. Defaults are libvips' own.
 package struct Sharpen: ImageOperation {
     package static let name = "sharpen"
     package static let summary = "Unsharp mask on lightness (libvips sharpen); the defaults are libvips' own."
@@ -14,7 +12,7 @@ package struct Sharpen: ImageOperation {
     package let m1: Double
     package let m2: Double
 
-    package init(reading parameters: ObjectReader, context: OperationContext) throws {
+    package init(reading parameters: ObjectReader, baseDirectory: String) throws {
         sigma = try parameters.read(Self.sigma)
         m1 = try parameters.read(Self.m1)
         m2 = try parameters.read(Self.m2)

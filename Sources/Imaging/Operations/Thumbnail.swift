@@ -2,10 +2,9 @@ internal import CVips
 import Model
 import Keys
 
-/// Resize to fit a box, decoding at reduced size where the format allows (shrink-on-load).
-/// `fit` follows sharp: cover crops to fill the box, contain letterboxes into it, fill
-/// stretches, inside fits within, outside covers without cropping.
-package struct Thumbnail: LoadingOperation {
+/// Resize to fit a box, decoding at reduced size where the format allows (shrink-on-load): as a
+/// chain's first step it replaces the decode (`load`); anywhere else it runs through `apply` like any op.
+package struct Thumbnail: ImageOperation {
     package static let name = "thumbnail"
     package static let summary = "Resize with shrink-on-load (sharp's fit). With one side given only inside is allowed."
     package static let width = Key.integer("width", .pixels(.side), .optional(), "Box width in pixels.")
@@ -28,7 +27,7 @@ package struct Thumbnail: LoadingOperation {
     package let enlarge: Bool
     package let background: Colour
 
-    package init(reading parameters: ObjectReader, context: OperationContext) throws {
+    package init(reading parameters: ObjectReader, baseDirectory: String) throws {
         width = try parameters.optional(Self.width)
         height = try parameters.optional(Self.height)
         fit = try parameters.read(Self.fit)
@@ -64,21 +63,14 @@ package struct Thumbnail: LoadingOperation {
     private func request(sourceWidth: Int, sourceHeight: Int) -> (width: Int32, height: Int32, size: VipsSize, crop: VipsInteresting) {
         let unbounded = Int32(CVIPS_MAX_COORD)
         let size = enlarge ? VIPS_SIZE_BOTH : VIPS_SIZE_DOWN
-        let boxWidth = width.map(Int32.init) ?? unbounded
-        let boxHeight = height.map(Int32.init) ?? unbounded
+        let (boxWidth, boxHeight) = (width.map(Int32.init) ?? unbounded, height.map(Int32.init) ?? unbounded)
         switch fit {
         case .inside, .contain: return (boxWidth, boxHeight, size, VIPS_INTERESTING_NONE)
         case .fill:
             // Stretch to the box, unless that would enlarge an image the job said not to.
             let shrinksOnly = Int(boxWidth) <= sourceWidth && Int(boxHeight) <= sourceHeight
             return (boxWidth, boxHeight, enlarge || shrinksOnly ? VIPS_SIZE_FORCE : size, VIPS_INTERESTING_NONE)
-        case .cover:
-            let crop: VipsInteresting = switch position {
-            case .centre: VIPS_INTERESTING_CENTRE
-            case .attention: VIPS_INTERESTING_ATTENTION
-            case .entropy: VIPS_INTERESTING_ENTROPY
-            }
-            return (boxWidth, boxHeight, size, crop)
+        case .cover: return (boxWidth, boxHeight, size, VipsInteresting(rawValue: vipsEnum(vips_interesting_get_type(), position.rawValue)))
         case .outside:
             // Scale by the larger ratio: pin the side that needs the most scaling, free the other.
             let widthRatio = Double(boxWidth) / Double(max(sourceWidth, 1))
@@ -104,7 +96,12 @@ package struct Thumbnail: LoadingOperation {
         return try letterbox(VipsImageHandle(taking: output, retaining: nil))
     }
 
+    /// Whether what `load` returns is the whole frame, scaled, aspect kept (nothing cropped, padded
+    /// or stretched), so smaller outputs can be derived from it.
     package var loadsWholeFrame: Bool { fit == .inside || fit == .outside }
+
+    /// The size of the whole frame the source of `sourceWidth` x `sourceHeight` (display orientation) is
+    /// scaled to before any crop or padding: another output may start from an image at least this large.
 
     package func scaledFrame(width sourceWidth: Int, height sourceHeight: Int) -> (width: Int, height: Int) {
         let widthRatio = width.map { Double($0) / Double(max(sourceWidth, 1)) }

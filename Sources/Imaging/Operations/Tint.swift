@@ -8,7 +8,7 @@ package struct Tint: ImageOperation {
     package static let keys: [any KeyDeclaration] = [colour]
     package let colour: Colour
 
-    package init(reading parameters: ObjectReader, context: OperationContext) throws {
+    package init(reading parameters: ObjectReader, baseDirectory: String) throws {
         colour = try parameters.read(Self.colour)
     }
 

@@ -4,12 +4,7 @@ package import CVips
 /// range, constant layers and compositing. Each wraps one or two libvips calls.
 extension VipsImageHandle {
     /// White in this image's sample range (16-bit images run to 65535).
-    package var maxValue: Double {
-        switch interpretation {
-        case VIPS_INTERPRETATION_RGB16, VIPS_INTERPRETATION_GREY16: 65535
-        default: 255
-        }
-    }
+    package var maxValue: Double { [VIPS_INTERPRETATION_RGB16, VIPS_INTERPRETATION_GREY16].contains(interpretation) ? 65535 : 255 }
 
     /// Bands that carry colour (alpha excluded).
     package var colourBands: Int { hasAlpha ? bands - 1 : bands }
@@ -20,7 +15,6 @@ extension VipsImageHandle {
         colour.bandValues(bands: count ?? bands).map { $0 * maxValue / 255 }
     }
 
-    /// The colour bands and, when present, the alpha band.
     package func splitAlpha() throws(VipsError) -> (colour: VipsImageHandle, alpha: VipsImageHandle?) {
         guard hasAlpha else { return (self, nil) }
         let colour = try derive("extract_band") { cvips_extract_bands($0, $1, 0, Int32(bands - 1)) }
@@ -38,6 +32,15 @@ extension VipsImageHandle {
         let mapped = try body(colour)
         guard let alpha else { return mapped }
         return try mapped.joined(with: alpha.cast(like: mapped))
+    }
+
+    /// Alpha removed by laying the image on an opaque `background`; an image without alpha as it is.
+    package func flattened(onto background: Colour) throws(VipsError) -> VipsImageHandle {
+        guard hasAlpha else { return self }
+        let values = values(of: background, bands: colourBands)
+        return try derive("flatten") { input, output in
+            values.withUnsafeBufferPointer { cvips_flatten(input, output, $0.baseAddress, Int32($0.count)) }
+        }
     }
 
     /// An opaque alpha band added when a translucent `colour` is about to be drawn on an image without one.
@@ -116,14 +119,13 @@ extension VipsImageHandle {
     }
 }
 
+/// libvips' value for `nick` in its enum `type`: the job file spells these choices as libvips names them.
+package func vipsEnum(_ type: GType, _ nick: String) -> UInt32 { UInt32(bitPattern: vips_enum_from_nick("runner", type, nick)) }
+
 extension VipsBlendMode {
     /// Modes whose result over an opaque base is opaque (`over`, `atop` and the separable blends).
     package var keepsOpaqueBaseOpaque: Bool {
-        switch self {
-        case VIPS_BLEND_MODE_CLEAR, VIPS_BLEND_MODE_SOURCE, VIPS_BLEND_MODE_IN, VIPS_BLEND_MODE_OUT,
-             VIPS_BLEND_MODE_DEST_IN, VIPS_BLEND_MODE_DEST_OUT, VIPS_BLEND_MODE_DEST_ATOP, VIPS_BLEND_MODE_XOR:
-            false
-        default: true
-        }
+        ![VIPS_BLEND_MODE_CLEAR, VIPS_BLEND_MODE_SOURCE, VIPS_BLEND_MODE_IN, VIPS_BLEND_MODE_OUT,
+          VIPS_BLEND_MODE_DEST_IN, VIPS_BLEND_MODE_DEST_OUT, VIPS_BLEND_MODE_DEST_ATOP, VIPS_BLEND_MODE_XOR].contains(self)
     }
 }

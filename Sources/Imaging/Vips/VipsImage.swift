@@ -2,16 +2,15 @@ package import CVips
 import Foundation
 import Synchronization
 
-/// The one Swift owner of a `VipsImage*`: `deinit` drops the reference it took.
-///
-/// libvips reads buffer-backed images lazily and never copies the buffer, so every image
-/// derived from one keeps the source bytes alive through `retainedSource`.
+/// The one Swift owner of a `VipsImage*`: `deinit` drops the reference it took. libvips reads buffer-backed
+/// images lazily and never copies the buffer, so every image derived from one keeps the source bytes (`Data`'s
+/// one shared storage) alive through `retainedSource`.
 package final class VipsImageHandle {
     package let pointer: UnsafeMutablePointer<VipsImage>
-    private let retainedSource: SourceBytes?
+    private let retainedSource: Data?
 
     /// Takes ownership of a reference returned by a libvips call.
-    package init(taking pointer: UnsafeMutablePointer<VipsImage>, retaining source: SourceBytes?) {
+    package init(taking pointer: UnsafeMutablePointer<VipsImage>, retaining source: Data?) {
         (self.pointer, self.retainedSource) = (pointer, source)
     }
 
@@ -48,17 +47,10 @@ package final class VipsImageHandle {
         return String(cString: value)
     }
 
-    /// Names of every metadata item on the image.
     package var fieldNames: [String] {
         guard let fields = vips_image_get_fields(pointer) else { return [] }
         defer { g_strfreev(fields) }
-        var names: [String] = []
-        var index = 0
-        while let name = fields[index] {
-            names.append(String(cString: name))
-            index += 1
-        }
-        return names
+        return sequence(first: fields) { $0 + 1 }.prefix { $0.pointee != nil }.map { String(cString: $0.pointee!) }
     }
 
     /// EXIF orientation 1...8 (1 when absent).
@@ -85,13 +77,11 @@ package final class VipsImageHandle {
         return VipsImageHandle(taking: output, retaining: frames.first?.retainedSource)
     }
 
-    /// Decodes every pixel into memory so several chains can read it without decoding again.
-    ///
-    /// With one libvips thread per image the render runs here, strip by strip:
-    /// `vips_image_copy_memory` would hand every strip to a pool thread and wait for it, a
-    /// thread round trip per strip that buys no parallelism (about 0.5 ms of a 9 ms thumbnail).
-    /// The caller's thread should be a libvips one (`VipsRuntime.onLibvipsThread`), or every
-    /// strip allocates fresh region buffers.
+    /// Decodes every pixel into memory so several chains can read it without decoding again. With one libvips
+    /// thread per image the render runs here, strip by strip: `vips_image_copy_memory` would hand every strip
+    /// to a pool thread and wait for it, a thread round trip per strip that buys no parallelism (about 0.5 ms
+    /// of a 9 ms thumbnail). The caller's thread should be a libvips one (`VipsRuntime.onLibvipsThread`), or
+    /// every strip allocates fresh region buffers.
     package func copiedToMemory() throws(VipsError) -> VipsImageHandle {
         guard vips_concurrency_get() == 1 else {
             guard let copy = vips_image_copy_memory(pointer) else { throw VipsError.capture("copy_memory") }
@@ -127,18 +117,6 @@ package final class VipsImageHandle {
         var length = 0
         guard call(pointer, &buffer, &length) == 0, let buffer else { throw VipsError.capture(saver) }
         return Data(bytesNoCopy: buffer, count: length, deallocator: .custom { pointer, _ in g_free(pointer) })
-    }
-}
-
-/// A source file's bytes, read once and shared by every chain that needs them
-/// (LKImageKit's request combining, inside one worker).
-package final class SourceBytes {
-    package let data: Data
-
-    package init(_ data: Data) { self.data = data }
-
-    package func withUnsafeBytes<T>(_ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T {
-        try data.withUnsafeBytes(body)
     }
 }
 
@@ -183,14 +161,19 @@ package struct VipsError: Error, CustomStringConvertible {
         }
         // Some loaders complain only in warnings and leave the buffer empty (libpng's IHDR checks).
         if message.isEmpty { message = VipsWarnings.take().joined(separator: "\n") }
-        // Each distinct line once: lcms, for one, reports the same damage on every read of a profile.
-        var seen: Set<String> = []
-        let lines = message.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
-        let text = lines.filter { !$0.isEmpty && seen.insert($0).inserted }.joined(separator: "; ")
+        let text = distinctLines(message)
         return VipsError(operation: operation, message: text.isEmpty ? "\(operation) failed" : text)
     }
 
     package var description: String { message }
+
+    /// Each distinct line of `text` once, trimmed, joined with "; ": lcms, for one, reports the same
+    /// damage on every read of a profile, and libvips' "read gave 1 warnings" repeats the decoder's words.
+    static func distinctLines(_ text: String) -> String {
+        var seen: Set<String> = []
+        let lines = text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
+        return lines.filter { !$0.isEmpty && seen.insert($0).inserted }.joined(separator: "; ")
+    }
 
     /// Forgets what libvips said so far (its error buffer and warnings): calls that succeed leave
     /// text there too (lcms does), and it is not about the next source or output.
@@ -225,10 +208,7 @@ package enum VipsWarnings {
             lines.append(line)
             if lines.count > 16 { lines.removeFirst() }
         }
-        // One line each: libvips' "read gave 1 warnings" is followed by the decoder's words, repeated.
-        var seenInLine: Set<Substring> = []
-        let parts = line.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces)[...] }
-        let oneLine = parts.filter { !$0.isEmpty && seenInLine.insert($0).inserted }.joined(separator: "; ")
+        let oneLine = VipsError.distinctLines(line)
         guard !oneLine.isEmpty else { return }
         let shape = String(oneLine.unicodeScalars.filter { !("0"..."9").contains($0) })
         ofSource.withLock { source in
@@ -275,12 +255,10 @@ package enum VipsRuntime {
 
     package static var version: String { String(cString: vips_version_string()) }
 
-    /// Runs `body` on a thread libvips started, and waits for it.
-    ///
-    /// libvips keeps a reserve of region buffers per thread, but only on its own threads. On any
-    /// other thread, every strip a region moves to gets fresh buffers at each step of the pipeline,
-    /// each zeroed (`vips_tracked_malloc`): for a 1920 px output of a large photo that is hundreds
-    /// of megabytes of memset per image, about a tenth of its decode and resize.
+    /// Runs `body` on a thread libvips started, and waits for it. libvips keeps a reserve of region buffers per
+    /// thread, but only on its own threads. On any other thread, every strip a region moves to gets fresh
+    /// buffers at each step of the pipeline, each zeroed (`vips_tracked_malloc`): for a 1920 px output of a
+    /// large photo that is hundreds of megabytes of memset per image, about a tenth of its decode and resize.
     package static func onLibvipsThread<Result>(_ body: () -> Result) -> Result {
         withoutActuallyEscaping(body) { body in
             var result: Result?
