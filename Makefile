@@ -26,7 +26,12 @@ PREFIX ?= /usr/local
 # The build `make install` installs: release by default (the tests install a debug build they already have).
 CONFIG ?= release
 BIN_PATH = $(shell $(SWIFT_BUILD) -c $(CONFIG) --show-bin-path)
-MANUAL = $(SCRATCH)/plugins/GenerateManual/outputs/runner/runner.1
+# The man page: swift-argument-parser's generate-manual (the tool its GenerateManual plugin runs,
+# built on its own in debug) run on the binary being installed. Not the plugin: it rebuilds the
+# package in the configuration asked, without --static-swift-stdlib, which recompiles and replaces
+# the release build.
+MANUAL = $(SCRATCH)/manual/runner.1
+manual = $(SWIFT_BUILD) --product generate-manual && $(SCRATCH)/debug/generate-manual $(1) --output-directory $(SCRATCH)/manual
 INSTALLED := $(DESTDIR)$(PREFIX)/bin/runner $(DESTDIR)$(PREFIX)/share/man/man1/runner.1 \
 	$(DESTDIR)$(PREFIX)/share/bash-completion/completions/runner \
 	$(DESTDIR)$(PREFIX)/share/zsh/$(if $(filter /usr,$(PREFIX)),vendor-completions,site-functions)/_runner \
@@ -87,10 +92,14 @@ no-warnings = if grep -n 'warning:' $(1); then echo "make: the build printed the
 # The release build links the Swift runtime and Foundation statically (--static-swift-stdlib): the
 # binary needs only Debian's libraries and its libvips, so `make install` and the Debian package
 # carry no toolchain library.
+# Linked statically, Foundation's Data.write brings glibc's mktemp, whose link-time warning ("the use
+# of `mktemp' is dangerous"; Foundation opens the name with O_EXCL) is the toolchain's, not runner's:
+# that one line is dropped from the release build's output, any other warning fails the build.
 RELEASE_FLAGS := --static-swift-stdlib
+FOUNDATION_MKTEMP := /libFoundationEssentials\.a(.*: warning: the use of .mktemp. is dangerous, better use .mkstemp. or .mkdtemp.$$/d
 build: run-deps
 	@mkdir -p $(SCRATCH)
-	$(SWIFT_BUILD) -c release $(RELEASE_FLAGS) 2>&1 | tee $(SCRATCH)/build-release.log
+	$(SWIFT_BUILD) -c release $(RELEASE_FLAGS) 2>&1 | sed -u "$(FOUNDATION_MKTEMP)" | tee $(SCRATCH)/build-release.log
 	@$(call no-warnings,$(SCRATCH)/build-release.log)
 
 run: build
@@ -211,7 +220,7 @@ install: run-deps
 	@command -v patchelf >/dev/null || { echo "installing patchelf with apt (log: $(LOGS)/apt-install.log)"; \
 		$(quietly) $(LOGS)/apt-install.log sh -c '$(SUDO) apt-get update && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y patchelf'; }
 	$(SWIFT_BUILD) -c $(CONFIG) $(INSTALL_FLAGS) --product runner
-	$(SWIFT) package --scratch-path $(SCRATCH) $(INSTALL_FLAGS) generate-manual --configuration $(CONFIG)
+	$(call manual,$(BIN_PATH)/runner)
 	deploy/stage.sh $(BIN_PATH)/runner "$(DESTDIR)" $(PREFIX) $(MANUAL)
 
 uninstall:
@@ -228,7 +237,7 @@ DEB := runner_$(VERSION)_amd64.deb
 deb: build
 	@command -v patchelf >/dev/null && command -v dpkg-shlibdeps >/dev/null || { echo "installing patchelf dpkg-dev with apt (log: $(LOGS)/apt-deb.log)"; \
 		$(quietly) $(LOGS)/apt-deb.log sh -c '$(SUDO) apt-get update && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y patchelf dpkg-dev'; }
-	@$(quietly) $(LOGS)/manual.log $(SWIFT) package --scratch-path $(SCRATCH) $(RELEASE_FLAGS) generate-manual --configuration release
+	@$(quietly) $(LOGS)/manual.log sh -c '$(call manual,$(SCRATCH)/release/runner)'
 	deploy/debian/build.sh $(SCRATCH)/release/runner $(MANUAL) .
 test-deb: deb
 	@command -v lintian >/dev/null && command -v debootstrap >/dev/null || { echo "installing lintian debootstrap with apt (log: $(LOGS)/apt-deb.log)"; \
