@@ -31,7 +31,7 @@ BIN_PATH = $(shell $(SWIFT_BUILD) -c $(CONFIG) --show-bin-path)
 # package in the configuration asked, without --static-swift-stdlib, which recompiles and replaces
 # the release build.
 MANUAL = $(SCRATCH)/manual/runner.1
-manual = $(SWIFT_BUILD) --product generate-manual && $(SCRATCH)/debug/generate-manual $(1) --output-directory $(SCRATCH)/manual
+manual = $(SWIFT_BUILD) --product generate-manual && mkdir -p $(SCRATCH)/manual && $(SCRATCH)/debug/generate-manual $(1) --output-directory $(SCRATCH)/manual
 INSTALLED := $(DESTDIR)$(PREFIX)/bin/runner $(DESTDIR)$(PREFIX)/share/man/man1/runner.1 \
 	$(DESTDIR)$(PREFIX)/share/bash-completion/completions/runner \
 	$(DESTDIR)$(PREFIX)/share/zsh/$(if $(filter /usr,$(PREFIX)),vendor-completions,site-functions)/_runner \
@@ -130,7 +130,7 @@ test-slurm: deps
 # the C reference and pyvips on runner's libvips and pyvips on PyPI's pyvips-binary wheel (issue 27).
 bench: build
 	bench/make-corpus.sh all
-	[ "$(LIBVIPS)" = system ] || LIBVIPS=system $(SWIFT) build -c release --scratch-path .build-system
+	[ "$(LIBVIPS)" = system ] || LIBVIPS=system $(SWIFT) build -c release $(RELEASE_FLAGS) --scratch-path .build-system
 	python3 bench/bench.py --runner $(SCRATCH)/release/runner --rounds 5 --settle 10 \
 		$(if $(filter system,$(LIBVIPS)),,--runner-system .build-system/release/runner)
 	python3 bench/bookkeeping.py --runner $(SCRATCH)/release/runner --write BENCHMARKS.md
@@ -177,7 +177,7 @@ bench-compare: build
 	bench/make-corpus.sh all
 	[ -d $(BASE_DIR) ] || { git clone --quiet --shared --no-checkout . $(BASE_DIR) && git -C $(BASE_DIR) checkout --quiet --detach $(BASE); }
 	[ "$(LIBVIPS)" = system ] || { mkdir -p $(BASE_DIR)/.build && ln -sfn $(CURDIR)/.build/libvips-8.16 $(BASE_DIR)/.build/libvips-8.16; }
-	cd $(BASE_DIR) && $(SWIFT) build -c release --scratch-path $(SCRATCH)
+	cd $(BASE_DIR) && $(SWIFT) build -c release $(RELEASE_FLAGS) --scratch-path $(SCRATCH)
 	python3 bench/compare.py --baseline $(BASE_DIR)/$(SCRATCH)/release/runner --runner $(SCRATCH)/release/runner \
 		--rounds $(ROUNDS) --write BENCHMARKS.md
 
@@ -194,7 +194,7 @@ bench-compare: build
 clone-release = [ -d $(2) ] || { git clone --quiet --shared --no-checkout . $(2) && git -C $(2) checkout --quiet --detach $(1); }; \
 	[ "$(LIBVIPS)" = system ] || { mkdir -p $(2)/.build && ln -sfn $(CURDIR)/.build/libvips-8.16 $(2)/.build/libvips-8.16; }; \
 	[ ! -f Package.resolved ] || [ -f $(2)/Package.resolved ] || cp Package.resolved $(2)/; \
-	cd $(2) && $(SWIFT) build -c release --scratch-path $(SCRATCH)
+	cd $(2) && $(SWIFT) build -c release $(RELEASE_FLAGS) --scratch-path $(SCRATCH)
 NEW_DIR = bench/cache/head-$(NEW)
 bench-compare-buckets: BASE = 73c6d83
 bench-compare-buckets: $(if $(NEW),deps,build)

@@ -80,7 +80,8 @@ ZSH=$DEST/share/zsh/site-functions
 [ "$PREFIX" = /usr ] && ZSH=$DEST/share/zsh/vendor-completions
 install -d -m 755 "$DEST/share/bash-completion/completions" "$ZSH" "$DEST/share/fish/vendor_completions.d"
 # The installed binary writes its own completions: it runs from where it was put.
-"$DEST/bin/runner" --generate-completion-script bash >"$DEST/share/bash-completion/completions/runner"
+# bash-completion sources the file: no #! line (lintian: bash-completion-with-hashbang).
+"$DEST/bin/runner" --generate-completion-script bash | sed '1{/^#!/d}' >"$DEST/share/bash-completion/completions/runner"
 "$DEST/bin/runner" --generate-completion-script zsh >"$ZSH/_runner"
 "$DEST/bin/runner" --generate-completion-script fish >"$DEST/share/fish/vendor_completions.d/runner.fish"
 chmod 644 "$DEST/share/bash-completion/completions/runner" "$ZSH/_runner" \

@@ -47,15 +47,18 @@ install -d -m 755 "$PKG/etc/runner"
 
 # Depends: the Debian packages (and versions) of the libraries the shipped objects link, read from
 # their shlibs/symbols files by dpkg-shlibdeps, which wants a debian/control beside the tree. The
-# private libraries are the package's own (found through their $ORIGIN RUNPATHs); what they link counts.
+# private libraries are the package's own (found through their $ORIGIN RUNPATHs, which it resolves
+# only once the tree has its DEBIAN folder; before, it took Debian's libvips42 for libvips.so.42);
+# what they link counts. Any warning of its fails the build.
+install -d -m 755 "$PKG/DEBIAN"
 printf 'Source: runner\n\nPackage: runner\nArchitecture: amd64\n' >"$WORK/debian/control"
 mapfile -t OBJECTS < <(cd "$WORK" && { echo debian/runner/usr/bin/runner; find debian/runner/usr/lib/runner -name '*.so*' -type f | sort; })
 depends=$(cd "$WORK" && dpkg-shlibdeps -O "${OBJECTS[@]/#/-e}" 2>"$WORK/shlibdeps.log") \
     || { cat "$WORK/shlibdeps.log" >&2; die "dpkg-shlibdeps failed"; }
+[ ! -s "$WORK/shlibdeps.log" ] || { cat "$WORK/shlibdeps.log" >&2; die "dpkg-shlibdeps warned"; }
 depends=${depends#shlibs:Depends=}
 [ -n "$depends" ] || die "dpkg-shlibdeps found no dependency"
 
-install -d -m 755 "$PKG/DEBIAN"
 install -m 755 "$HERE/postinst" "$HERE/postrm" "$PKG/DEBIAN/"
 (cd "$PKG" && find . -path ./DEBIAN -prune -o -type f -printf '%P\0' | LC_ALL=C sort -z | xargs -0 md5sum) >"$PKG/DEBIAN/md5sums"
 chmod 644 "$PKG/DEBIAN/md5sums"
