@@ -44,7 +44,7 @@ mkdir "$work/src" "$work/empty"
 cp fixtures/extra/ladybird.jpg "$work/src/"
 cat >"$work/job.json" <<'JOB'
 {"version": 1, "sources": [{"path": "src"}], "state": "state.sqlite",
- "outputs": [{"name": "a", "path": "out/{stem}.avif", "chain": [{"op": "thumbnail", "width": 64}], "format": {"type": "avif"}}]}
+ "outputs": [{"name": "a", "path": "out/{stem}.avif", "chain": [{"op": "thumbnail", "width": 64, "fit": "inside"}], "format": {"type": "avif"}}]}
 JOB
 script='for folder in "$@"; do mount --bind "$0/empty" "$folder"; done; LD_LIBRARY_PATH= "$0/../bin/runner" formats | grep -q "^AVIF  *yes  *yes" && LD_LIBRARY_PATH= "$0/../bin/runner" --quiet "$0/job.json"'
 if [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then isolate=(unshare -m --propagation private); \
