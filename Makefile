@@ -120,6 +120,7 @@ test: deps
 	@$(call no-warnings,$(SCRATCH)/build-tests.log)
 	$(SWIFT) test --scratch-path $(SCRATCH) --skip-build
 	Tests/install/check.sh $(SCRATCH)
+	Tests/make/check.sh
 
 # The Slurm deploy example on a one-node cluster on 127.0.0.1 (installs slurm-wlm and munge,
 # starts and stops its own daemons; needs root). CI runs it after `make test`.
