@@ -51,6 +51,8 @@ in_root getent passwd runner >/dev/null || fail "postinst made no user runner"
 mount -t proc proc "$ROOT/proc"
 version=$(in_root runner --version) || fail "runner does not start in the root"
 log "runs: $version"
+packaged=$(dpkg-deb -f "$DEB" Version)
+[ "${version%% *}" = "$packaged" ] || fail "runner --version says $version, the package is version $packaged"
 in_root runner formats | grep -q '^AVIF  *yes  *yes' || fail "libvips' modules do not load from /usr/lib/runner"
 for path in $(patchelf --print-rpath "$ROOT/usr/bin/runner" | tr : ' '); do
     case $path in '$ORIGIN/../lib/runner') ;; *) fail "runner's RUNPATH has $path" ;; esac
