@@ -41,10 +41,12 @@ dev=$(in_root dpkg-query -W -f='${Package}\n' | grep -- '-dev$' || true)
 cp "$DEB" "$ROOT/tmp/"
 cp /etc/resolv.conf "$ROOT/etc/resolv.conf"
 in_root apt-get update -qq
+before=$(in_root dpkg-query -W | wc -l)
 log "apt-get install ./$(basename "$DEB") (Depends from deb.debian.org)"
 DEBIAN_FRONTEND=noninteractive chroot "$ROOT" sh -c "cd /tmp && apt-get install -y -qq ./$(basename "$DEB")" \
     >"$ROOT.apt.log" 2>&1 || { tail -20 "$ROOT.apt.log" >&2; fail "apt-get install failed ($ROOT.apt.log)"; }
 rm "$ROOT/tmp/$(basename "$DEB")"
+log "apt installed $(($(in_root dpkg-query -W | wc -l) - before)) packages: runner and what it depends on, with their recommends"
 dev=$(in_root dpkg-query -W -f='${Package}\n' | grep -- '-dev$' || true)
 [ -z "$dev" ] || fail "installing the package pulled -dev packages: $dev"
 in_root getent passwd runner >/dev/null || fail "postinst made no user runner"
