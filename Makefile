@@ -100,10 +100,12 @@ no-warnings = if grep -n 'warning:' $(1); then echo "make: the build printed the
 
 # The release build links the Swift runtime and Foundation statically (--static-swift-stdlib): the
 # binary needs only Debian's libraries and its libvips, so `make install` and the Debian package
-# carry no toolchain library.
-# Linked statically, Foundation's Data.write brings glibc's mktemp, whose link-time warning ("the use
-# of `mktemp' is dangerous"; Foundation opens the name with O_EXCL) is the toolchain's, not runner's:
-# that one line is dropped from the release build's output, any other warning fails the build.
+# carry no toolchain library. The bench targets build their other release builds (a baseline commit,
+# .build-system) with the same flags, so both sides of a comparison link alike.
+# Linked statically, Foundation's Data.write (its atomic write names a temporary file with glibc's
+# mktemp) brings mktemp's link-time warning, "the use of `mktemp' is dangerous": the toolchain's
+# library's, not runner's code. That one line is dropped from the release build's output; any
+# other warning fails the build.
 RELEASE_FLAGS := --static-swift-stdlib
 FOUNDATION_MKTEMP := /libFoundationEssentials\.a(.*: warning: the use of .mktemp. is dangerous, better use .mkstemp. or .mkdtemp.$$/d
 build: run-deps
