@@ -9,8 +9,9 @@
 #    earlier build stays.
 # 2. `apt-get install --no-install-recommends ./runner_VERSION_amd64.deb ca-certificates` in it: the
 #    Debian packages the package depends on come from Debian's archive, runner is /usr/bin/runner,
-#    its libvips 8.16 and modules are in /usr/lib/runner; ca-certificates for an https store or
-#    origin; no recommends. apt's lists and caches are removed.
+#    its libvips 8.16 and modules are in /usr/lib/runner (/usr/local/bin/runner, where earlier
+#    images had it, is a link to it); ca-certificates for an https store or origin; no recommends.
+#    apt's lists and caches are removed.
 # 3. `tar | podman import` with runner as the entrypoint and /work as the working folder (a volume
 #    mounted there shadows nothing runner needs).
 #
@@ -31,6 +32,8 @@ DEBIAN_FRONTEND=noninteractive chroot "$ROOTFS" sh -c "cd /tmp && apt-get instal
 chroot "$ROOTFS" apt-get clean
 rm -rf "$ROOTFS"/var/lib/apt/lists/* "$ROOTFS/etc/resolv.conf" "$ROOTFS/tmp/$(basename "$DEB")"
 mkdir -p "$ROOTFS/work"
+# Images before the package put runner in /usr/local/bin: a pod spec that names that path still works.
+ln -s /usr/bin/runner "$ROOTFS/usr/local/bin/runner"
 # Foundation reads a process's arguments from /proc, as every container has it: mounted for the check
 # alone, and unmounted before the root filesystem is archived.
 mount -t proc proc "$ROOTFS/proc"
