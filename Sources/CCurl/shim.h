@@ -28,11 +28,6 @@ static inline curl_off_t ccurl_info_offset(CURL *easy, CURLINFO info) {
     curl_easy_getinfo(easy, info, &value);
     return value;
 }
-static inline void *ccurl_info_private(CURL *easy) {
-    char *value = NULL;
-    curl_easy_getinfo(easy, CURLINFO_PRIVATE, &value);
-    return value;
-}
 
 // MARK: - Multi handle
 

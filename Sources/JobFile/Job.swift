@@ -16,8 +16,7 @@ public struct Job: Sendable {
     public let baseDirectory: String
     package let sources: [SourceSpec]
     package let outputs: [OutputSpec]
-    /// Values computed per source from its pixels (`derive`): read and checked; a run does not
-    /// compute them yet.
+    /// Values computed per source from its pixels (`derive`).
     package let derive: DerivedValues
     /// Where every run writes the site manifest (`manifest`); nil when the job has none.
     package let manifest: SiteManifestSettings?

@@ -152,7 +152,7 @@ public enum JobRunner {
             try SiteManifestWriter.writeJobManifest(job, stores: [store], shard: job.shard)
             try store.publishRetired()
             let removed = try removeRetired(job, store: store)
-            if removed > 0 { reporter.notice("removed \(removed) replaced file\(removed == 1 ? "" : "s") no manifest has named for keepReplaced") }
+            if removed > 0 { reporter.notice("removed \(Format.plural(removed, "replaced file")) no manifest has named for keepReplaced") }
         } }
         for write in files {
             do { try write() } catch {

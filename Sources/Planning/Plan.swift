@@ -28,9 +28,9 @@ public struct PlanCounts: Sendable, Codable {
     /// The counts as `runner plan` and a run's first line say them: `12 to run, 20 to revalidate, …`.
     public var described: String {
         var line = "\(toRun) to run, \(revalidate) to revalidate, \(upToDate) up to date, \(blocked) blocked"
-        if knownFailures > 0 { line += ", \(knownFailures) known failure\(knownFailures == 1 ? "" : "s") (not retried without --retry-failed)" }
+        if knownFailures > 0 { line += ", \(Format.plural(knownFailures, "known failure")) (not retried without --retry-failed)" }
         if collisions > 0 { line += ", \(collisions) colliding (another source would write the same output; they fail)" }
-        if toDerive > 0 { line += ", \(toDerive) derived value\(toDerive == 1 ? "" : "s") to compute" }
+        if toDerive > 0 { line += ", \(Format.plural(toDerive, "derived value")) to compute" }
         if reusedSources { line += "; sources as the last plan found them (lists and folders unchanged)" }
         return line
     }

@@ -77,13 +77,13 @@ public struct DuplicatesReport: Encodable, Sendable {
     }
 
     public func text() -> String {
-        var lines = ["\(job): \(sources) source\(sources == 1 ? "" : "s") with a dHash; "
-            + "\(exact.count) group\(exact.count == 1 ? "" : "s") of exact duplicates, "
-            + "\(near.count) of near duplicates (within \(distance) bit\(distance == 1 ? "" : "s"))"]
+        var lines = ["\(job): \(Format.plural(sources, "source")) with a dHash; "
+            + "\(Format.plural(exact.count, "group")) of exact duplicates, "
+            + "\(near.count) of near duplicates (within \(Format.plural(distance, "bit")))"]
         for (title, groups) in [("exact", exact), ("near", near)] {
             for (number, group) in groups.enumerated() {
                 lines.append("\(title) \(number + 1): \(group.sources.count) sources"
-                    + (title == "near" ? ", up to \(group.maxDistance) bit\(group.maxDistance == 1 ? "" : "s") from the first" : ", the same bytes"))
+                    + (title == "near" ? ", up to \(Format.plural(group.maxDistance, "bit")) from the first" : ", the same bytes"))
                 lines += group.sources.map { "  \($0.location)\t\($0.width)x\($0.height)\t\(Format.bytes($0.bytes))\t\($0.dhash)" }
             }
         }

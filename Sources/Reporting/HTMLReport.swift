@@ -126,7 +126,7 @@ public struct HTMLReport {
             html += "<section id=\"failures\"><h2>Failures</h2>"
             for kind in kinds {
                 html += "<div class=\"kind\" data-kind=\"\(esc(kind.kind.rawValue))\"><h3><span class=\"pill bad\">\(esc(kind.kind.rawValue))</span> "
-                    + "\(Format.count(kind.count)) item\(kind.count == 1 ? "" : "s") <span class=\"muted\">since \(timeTag(kind.since))</span></h3>"
+                    + "\(Format.plural(kind.count, "item", grouped: true)) <span class=\"muted\">since \(timeTag(kind.since))</span></h3>"
                 let items = try collect { try stores.forEachFailedItem(kind: kind.kind, limit: Self.failureLimit, $0) }
                 html += "<ul class=\"failures\">" + Self.bySource(items).map { failure($0.item, outputs: $0.outputs, folder: folder) }.joined()
                     + "</ul>"
@@ -241,7 +241,7 @@ public struct HTMLReport {
         return html + "<div class=\"what\"><div class=\"name\">\(sourceName(item.source)) <span class=\"muted\">→ \(esc(outputs.joined(separator: ", ")))</span></div>"
             + "<div class=\"path muted\">\(esc(item.source))</div>"
             + "<pre class=\"message\">\(esc(item.message.isEmpty ? "(no message)" : item.message))</pre>"
-            + "<div class=\"muted small\">failing since \(timeTag(item.since)) · \(item.attempts) attempt\(item.attempts == 1 ? "" : "s")</div></div></li>"
+            + "<div class=\"muted small\">failing since \(timeTag(item.since)) · \(Format.plural(item.attempts, "attempt"))</div></div></li>"
     }
 
     // MARK: Duplicates
@@ -253,7 +253,7 @@ public struct HTMLReport {
         let report = try DuplicatesReport(databases, dhash: dhash, job: job)
         let groups = Array((report.exact.map { ("exact", $0) } + report.near.map { ("near", $0) }).prefix(Self.failureLimit))
         var html = "<section id=\"duplicates\"><h2>Duplicates</h2><p class=\"muted\">Among \(Format.count(report.sources)) sources with a dHash: "
-            + "\(report.exact.count) group\(report.exact.count == 1 ? "" : "s") of identical files, \(report.near.count) of near duplicates "
+            + "\(Format.plural(report.exact.count, "group")) of identical files, \(report.near.count) of near duplicates "
             + "(dHash within \(report.distance) bits; <code>runner duplicates</code> lists them all).</p>"
         let members = groups.map { Array($0.1.sources.prefix(Self.groupLimit)) }
         let shown = previews.previews(for: members.joined().map { $0.location.hasPrefix("/") ? $0.location : nil })
@@ -291,7 +291,7 @@ public struct HTMLReport {
             if total == 0 {
                 html += "No output recorded yet."
             } else if stride == 1 {
-                html += "\(Format.count(total)) item\(total == 1 ? "" : "s"), failed first, then newest first."
+                html += "\(Format.plural(total, "item", grouped: true)), failed first, then newest first."
             } else {
                 html += "A sample of \(Format.count(shown)): every \(Format.ordinal(stride)) of \(Format.count(total)) items, failed first, then newest first."
             }
@@ -443,61 +443,4 @@ package func esc(_ text: String) -> String {
         }
     }
     return escaped
-}
-
-/// Numbers, sizes, durations and times as the report shows them.
-package enum Format {
-    package static func count(_ value: Int) -> String {
-        let digits = String(value.magnitude)
-        var grouped = ""
-        for (index, digit) in digits.enumerated() {
-            if index > 0 && (digits.count - index) % 3 == 0 { grouped += "," }
-            grouped.append(digit)
-        }
-        return (value < 0 ? "-" : "") + grouped
-    }
-
-    package static func ordinal(_ value: Int) -> String {
-        let suffix = (11...13).contains(value % 100) ? "th" : [1: "st", 2: "nd", 3: "rd"][value % 10] ?? "th"
-        return count(value) + suffix
-    }
-
-    package static func rate(_ perSecond: Double) -> String {
-        perSecond < 10 ? String(format: "%.1f", perSecond) : count(Int(perSecond.rounded()))
-    }
-
-    package static func bytes(_ size: Int) -> String {
-        if size < 1000 { return "\(size) B" }
-        let units = ["kB", "MB", "GB", "TB"]
-        var value = Double(size) / 1000, unit = 0
-        while value >= 1000 && unit < units.count - 1 { value /= 1000; unit += 1 }
-        return String(format: value < 10 ? "%.1f %@" : "%.0f %@", value, units[unit])
-    }
-
-    package static func duration(_ seconds: Double) -> String {
-        if seconds < 10 { return String(format: "%.1f s", seconds) }
-        let whole = Int(seconds.rounded())
-        if whole < 60 { return "\(whole) s" }
-        if whole < 3600 { return "\(whole / 60) min \(whole % 60) s" }
-        return "\(whole / 3600) h \(whole % 3600 / 60) min"
-    }
-
-    /// Local time with its offset from UTC (`2026-11-25 02:30:05 +01:00`): a report is read on
-    /// other machines and in other zones than the one that wrote it.
-    package static func date(_ date: Date) -> String {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.dateFormat = "yyyy-MM-dd HH:mm:ss xxx"
-        return formatter.string(from: date)
-    }
-
-    package static func relative(_ date: Date, now: Date) -> String {
-        let seconds = Int(now.timeIntervalSince(date))
-        switch seconds {
-        case ..<60: return "just now"
-        case ..<3600: return "\(seconds / 60) min ago"
-        case ..<86_400: return "\(seconds / 3600) h ago"
-        default: return "\(seconds / 86_400) day\(seconds < 2 * 86_400 ? "" : "s") ago"
-        }
-    }
 }

@@ -118,7 +118,7 @@ package final class Reporter: Sendable {
             if summary.skipped > 0 { line += ", \(summary.skipped) skipped (same bytes as a narrower output)" }
             if summary.blocked > 0 { line += ", \(summary.blocked) blocked" }
             if summary.notStarted > 0 { line += ", \(summary.notStarted) not started" }
-            if summary.derived > 0 { line += ", \(Self.plural(summary.derived, "derived value"))" }
+            if summary.derived > 0 { line += ", \(Format.plural(summary.derived, "derived value"))" }
             line += String(format: " in %.1fs", summary.elapsedSeconds)
             if summary.done > 0 && summary.elapsedSeconds > 0 { line += String(format: " (%.1f items/s)", summary.itemsPerSecond) }
             if let signal = summary.interrupted { line += "; interrupted by \(String(cString: strsignal(signal)))" }
@@ -128,7 +128,7 @@ package final class Reporter: Sendable {
             }
             let carriedOver = [(summary.knownFailures, "known failure"), (summary.blocked, "blocked item")].filter { $0.0 > 0 }
             if !carriedOver.isEmpty {
-                line += "; " + carriedOver.map { Self.plural($0.0, $0.1) }.joined(separator: " and ") + ": runner failed \(jobFile)"
+                line += "; " + carriedOver.map { Format.plural($0.0, $0.1) }.joined(separator: " and ") + ": runner failed \(jobFile)"
             }
             // In a log (cron appends night after night) the summary says which night it was.
             if isatty(STDOUT_FILENO) != 1 { line = Self.timestamp() + " " + line }
@@ -179,8 +179,6 @@ package final class Reporter: Sendable {
         return total >= 3600 ? String(format: "%d:%02d:%02d", total / 3600, total / 60 % 60, total % 60)
             : String(format: "%d:%02d", total / 60, total % 60)
     }
-
-    private static func plural(_ count: Int, _ noun: String) -> String { "\(count) \(noun)\(count == 1 ? "" : "s")" }
 
     private func clearLiveLine() {
         if counts.withLock({ $0.liveLineShown }) { FileDescriptor.writeLog("\r\u{1B}[2K", to: STDERR_FILENO) }

@@ -104,11 +104,11 @@ public struct StatusReport: Encodable, Sendable {
 
     public func text() -> String {
         guard hasRun else { return notRunYet(job, state: state) }
-        var lines = ["\(job) (\(state)\(shards.isEmpty ? "" : ", \(shards.count) shard\(shards.count == 1 ? "" : "s")"))"]
+        var lines = ["\(job) (\(state)\(shards.isEmpty ? "" : ", \(Format.plural(shards.count, "shard"))"))"]
         lines.append("items: " + Self.describe(items) + (warnings > 0 ? " (\(warnings) with warnings)" : ""))
         let formatter = ISO8601DateFormatter()
         if notRevalidated > 0 {
-            lines.append("not revalidated: \(notRevalidated) URL source\(notRevalidated == 1 ? "" : "s") served from the cache since "
+            lines.append("not revalidated: \(Format.plural(notRevalidated, "URL source")) served from the cache since "
                 + "\(notRevalidatedSince.map(formatter.string) ?? "-") (origin failing; http.staleIfError)")
         }
         for shard in shards {
@@ -153,13 +153,13 @@ public enum FailedReport {
         try stores.forEachFailedItem { item in
             failed += 1
             try emit("\(item.source) -> \(item.output): \(item.kind.rawValue): \(item.message) (failing since \(formatter.string(from: item.since)), "
-                     + "\(item.attempts) attempt\(item.attempts == 1 ? "" : "s"))\n")
+                     + "\(Format.plural(item.attempts, "attempt")))\n")
         }
         if failed == 0 { try emit("\(job.name): no failed items\n") }
         try stores.forEachWarnedItem { try emit("warning: \($0.key): \($0.warning)\n") }
         try stores.forEachBlockedURL { entry in
             try emit("blocked: \(entry.url): \(entry.message) (first failed \(formatter.string(from: entry.firstSeen)), "
-                + "failed \(entry.count) time\(entry.count == 1 ? "" : "s"), last \(formatter.string(from: entry.lastSeen)); not requested since)\n")
+                + "failed \(Format.plural(entry.count, "time")), last \(formatter.string(from: entry.lastSeen)); not requested since)\n")
         }
     }
 

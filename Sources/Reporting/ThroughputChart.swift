@@ -1,4 +1,5 @@
 import Foundation
+import Support
 import State
 
 /// The report's inline SVG bar chart: items per second for each run, oldest on the left, coloured
@@ -14,7 +15,7 @@ package enum ThroughputChart {
         let (maximum, divisions) = scale(runs.compactMap(\.run.itemsPerSecond).max() ?? 0)
         var svg = "<svg class=\"chart\" role=\"img\" viewBox=\"0 0 \(Int(width)) \(Int(height))\" "
             + "aria-label=\"Throughput of the last \(runs.count) runs\" xmlns=\"http://www.w3.org/2000/svg\">"
-            + "<text class=\"title\" x=\"\(Int(left))\" y=\"22\">Throughput, items per second, last \(runs.count) run\(runs.count == 1 ? "" : "s")</text>"
+            + "<text class=\"title\" x=\"\(Int(left))\" y=\"22\">Throughput, items per second, last \(Format.plural(runs.count, "run"))</text>"
             + legend(runs.map(\.run))
 
         for step in 0...divisions {

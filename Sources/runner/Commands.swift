@@ -403,7 +403,7 @@ struct Unblock: RunnerCommand {
 
     func execute() throws {
         let removed = try job.editing { try JobRunner.unblock($0, urls: all ? nil : urls).count }
-        print("\(removed) URL\(removed == 1 ? "" : "s") unblocked")
+        print("\(Format.plural(removed, "URL")) unblocked")
     }
 }
 
@@ -444,14 +444,13 @@ struct Prune: RunnerCommand {
                 print([what, retired.item, retired.path, retired.due ? "replaced; past keepReplaced" : when].joined(separator: "\t"))
             })
             guard let counts else { return print(notRunYet(loaded.name, state: loaded.stateShownAs)) }
-            func items(_ count: Int) -> String { "\(count) orphaned item\(count == 1 ? "" : "s")" }
-            let files = "\(counts.files) file\(counts.files == 1 ? "" : "s")"
+            let items = Format.plural(delete ? counts.orphans - counts.failed : counts.orphans, "orphaned item")
+            let files = Format.plural(counts.files, "file")
+            let sources = counts.sources == 0 ? "" : ", \(Format.plural(counts.sources, "orphaned source record"))" + (delete ? " dropped" : "")
+            let retired = counts.retired == 0 ? "" : ", \(Format.plural(counts.retired, "replaced file")) kept (\(counts.retiredDue) past keepReplaced)"
             let failures = counts.failed > 0 ? "; \(counts.failed) could not be deleted" : ""
-            let sources = counts.sources == 0 ? "" : ", \(counts.sources) orphaned source record\(counts.sources == 1 ? "" : "s")"
-            let retired = counts.retired == 0 ? "" : ", \(counts.retired) replaced file\(counts.retired == 1 ? "" : "s") kept (\(counts.retiredDue) past keepReplaced)"
-            let pending = counts.orphans + counts.sources + counts.retiredDue > 0 ? " (runner prune \(job.job) --delete)" : ""
-            print(delete ? "\(items(counts.orphans - counts.failed)) dropped, \(files) \(gone)" + sources + (sources.isEmpty ? "" : " dropped") + retired + failures
-                : "\(items(counts.orphans)), \(files) to delete" + sources + retired + failures + pending)
+            let pending = !delete && counts.orphans + counts.sources + counts.retiredDue > 0 ? " (runner prune \(job.job) --delete)" : ""
+            print((delete ? "\(items) dropped, \(files) \(gone)" : "\(items), \(files) to delete") + sources + retired + failures + pending)
             if counts.failed > 0 { throw ExitCode(ExitStatus.someItemsFailed) }
         }
     }
