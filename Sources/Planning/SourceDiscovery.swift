@@ -222,21 +222,20 @@ package struct SourceDiscovery {
             throw unlistable(path, location: walk.location, errno: code)
         }
         try walk.observe?(WalkedPath(path: path, seen: .read(FileIdentity(info))))
-        switch readDirectory(path) {
-        case .success(let entries):
-            // A symlink to a folder stays one only while its target does, and a dangling one is a
-            // file only until a folder appears there: no folder read here tells either. One to a file
-            // is not recorded: a row per file in a tree of links (docs/SCALE.md, "A shard reuses its last plan").
-            if let observe = walk.observe {
-                for entry in entries where entry.isSymlink && (entry.isDirectory || !entry.resolves) {
-                    let link = path + "/" + entry.name
-                    try observe(entry.resolves ? WalkedPath(link, entryIsFolder: true) : WalkedPath(path: link, seen: .missing))
-                }
-            }
-            return (entries, FolderID(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)))
-        case .failure(let error) where error.code == ENOENT: return nil
-        case .failure(let error): throw unlistable(path, location: walk.location, errno: error.code)
+        guard let entries = readDirectory(path) else {
+            if errno == ENOENT { return nil }
+            throw unlistable(path, location: walk.location, errno: errno)
         }
+        // A symlink to a folder stays one only while its target does, and a dangling one is a
+        // file only until a folder appears there: no folder read here tells either. One to a file
+        // is not recorded: a row per file in a tree of links (docs/SCALE.md, "A shard reuses its last plan").
+        if let observe = walk.observe {
+            for entry in entries where entry.isSymlink && (entry.isDirectory || !entry.resolves) {
+                let link = path + "/" + entry.name
+                try observe(entry.resolves ? WalkedPath(link, entryIsFolder: true) : WalkedPath(path: link, seen: .missing))
+            }
+        }
+        return (entries, FolderID(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)))
     }
 
     private static func unlistable(_ path: String, location: String, errno code: Int32) -> JobFileError {
@@ -256,20 +255,16 @@ package struct SourceDiscovery {
     /// The hidden entries of a folder (stale temporaries), unsorted, no other name made: a rerun sweeps
     /// every output folder, 10M names at 10M items. Empty when the folder cannot be read.
     package static func hiddenEntries(_ path: String) -> [DirectoryEntry] {
-        (try? readDirectory(path, hiddenOnly: true).get()) ?? []
-    }
-
-    struct ReadError: Error {
-        let code: Int32
+        readDirectory(path, hiddenOnly: true) ?? []
     }
 
     private static let nameOffset = MemoryLayout<dirent>.offset(of: \dirent.d_name)!
     private static let typeOffset = MemoryLayout<dirent>.offset(of: \dirent.d_type)!
 
     /// readdir without a stat per entry where the file system reports the type; sorted by name
-    /// unless `hiddenOnly`.
-    static func readDirectory(_ path: String, hiddenOnly: Bool = false) -> Result<[DirectoryEntry], ReadError> {
-        guard let handle = opendir(path) else { return .failure(ReadError(code: errno)) }
+    /// unless `hiddenOnly`. Nil, with `errno` set, when the folder cannot be opened.
+    static func readDirectory(_ path: String, hiddenOnly: Bool = false) -> [DirectoryEntry]? {
+        guard let handle = opendir(path) else { return nil }
         defer { closedir(handle) }
         var entries: [DirectoryEntry] = []
         while let entry = readdir(handle) {
@@ -298,7 +293,7 @@ package struct SourceDiscovery {
             }
             entries.append(DirectoryEntry(name: name, isDirectory: isDirectory, isSymlink: isSymlink, resolves: resolves))
         }
-        return .success(hiddenOnly ? entries : entries.sorted { $0.name < $1.name })
+        return hiddenOnly ? entries : entries.sorted { $0.name < $1.name }
     }
 
     // MARK: Globs

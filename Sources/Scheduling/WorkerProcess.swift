@@ -62,10 +62,10 @@ package final class WorkerProcess: @unchecked Sendable {
         return (child, taskPipe[1], replyPipe[0])
     }
 
+    // Both pipe ends close before the wait: a worker blocked writing a reply gets EPIPE rather than waiting for ever.
     deinit {
-        if inputOpen { close(toWorker) }
         close(fromWorker)
-        if !reaped { _ = waitStatus() }
+        finish()
     }
 
     /// Queues a task in the worker's input; false when the worker is gone.

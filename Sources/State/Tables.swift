@@ -226,17 +226,15 @@ extension WalkedPath.Seen: DatabaseValueConvertible {
 /// when the manifest that stops naming it went out.
 package struct RetiredOutput: Codable, FetchableRecord, PersistableRecord, Sendable {
     package static let databaseTableName = "retired"
-    package enum Columns: String, ColumnExpression {
+    /// The column names, which the record's coding uses too.
+    package enum Columns: String, CodingKey, ColumnExpression {
         case path, itemKey = "item_key", retiredAt = "retired_at", publishedAt = "published_at"
     }
+    typealias CodingKeys = Columns
     package let path: String
     package let itemKey: String
     package let retiredAt: Double
     package let publishedAt: Double?
-
-    enum CodingKeys: String, CodingKey {
-        case path, itemKey = "item_key", retiredAt = "retired_at", publishedAt = "published_at"
-    }
 }
 
 /// v12: clean folders (`StateStore.cleanFolders`): a folder by its `FileIdentity.description`.
