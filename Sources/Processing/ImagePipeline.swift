@@ -214,21 +214,12 @@ package struct ImagePipeline {
         return kept
     }
 
-    /// The source decoded whole: into memory once for the outputs that share a decode (by the
-    /// first of them to get here), otherwise lazily (streaming, or random access when the chain needs it).
+    /// The source decoded whole: into memory once for the outputs that share a decode (by the first of
+    /// them to get here), otherwise lazily (streaming, or random access when the chain needs it). A lazy
+    /// decode is the header's own streaming decoder for the step the plan gives it, a fresh one otherwise.
     private func decoded(_ decode: Sources.Decode, shared: Bool, random: Bool, headerDecoder: Bool,
                          from source: OpenedSource) throws(ItemFailure) -> VipsImageHandle {
-        guard shared else { return try decodeFully(decode, random: random, headerDecoder: headerDecoder, from: source) }
-        if let made = source.shared[decode] { return made }
-        let lazy = try decodeFully(decode, random: random, headerDecoder: headerDecoder, from: source)
-        let made = try decodeStep { () throws(VipsError) in try lazy.copiedToMemory() }
-        source.shared[decode] = made
-        return made
-    }
-
-    /// A lazy full decode: the header's own streaming decoder for the step the plan gives it, fresh ones otherwise.
-    private func decodeFully(_ decode: Sources.Decode, random: Bool, headerDecoder: Bool,
-                             from source: OpenedSource) throws(ItemFailure) -> VipsImageHandle {
+        if shared, let made = source.shared[decode] { return made }
         let image: VipsImageHandle
         if decode.animated {
             image = try reopen(source.file, access: VIPS_ACCESS_RANDOM, allPages: true)
@@ -237,9 +228,13 @@ package struct ImagePipeline {
         } else {
             image = try reopen(source.file, access: random ? VIPS_ACCESS_RANDOM : VIPS_ACCESS_SEQUENTIAL)
         }
-        return try decodeStep { () throws(VipsError) in
+        let lazy = try decodeStep { () throws(VipsError) in
             try normalizeColour(droppingUnusableProfile(image, source.header), decode.colourSpace)
         }
+        guard shared else { return lazy }
+        let made = try decodeStep { () throws(VipsError) in try lazy.copiedToMemory() }
+        source.shared[decode] = made
+        return made
     }
 
     /// An animation's strip cut into its frames, so ops that change geometry work per frame.

@@ -63,10 +63,10 @@ public struct DuplicatesReport: Encodable, Sendable {
         let order = members.indices.sorted { bytewise(members[$0].key, members[$1].key) }
         (members, hashes) = (order.map { members[$0] }, order.map { hashes[$0] })
         (self.job, hasRun, self.distance, sources) = (job.name, !stores.isEmpty, distance, members.count)
+        // A group's indices come in input order (`DuplicateGroups`), so its members in key order too.
         let group = { (indices: [Int]) -> Group in
-            let sorted = indices.sorted { members[$0].key.utf8.lexicographicallyPrecedes(members[$1].key.utf8) }
-            let spread = sorted.map { (hashes[$0] ^ hashes[sorted[0]]).nonzeroBitCount }.max() ?? 0
-            return Group(sources: sorted.map { members[$0] }, maxDistance: spread)
+            let spread = indices.map { (hashes[$0] ^ hashes[indices[0]]).nonzeroBitCount }.max() ?? 0
+            return Group(sources: indices.map { members[$0] }, maxDistance: spread)
         }
         let hashed = members.indices.filter { members[$0].contentHash != nil }
         exact = DuplicateGroups.exact(hashed.map { members[$0].contentHash! }).map { group($0.map { hashed[$0] }) }

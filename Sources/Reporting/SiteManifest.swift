@@ -184,7 +184,6 @@ package struct SiteManifestWriter {
 
     /// Hex digits of an output's `hash`: the first 32 bits of its FNV-1a 64, enough to bust a cache.
     package static let shortHashDigits = 8
-
 }
 
 /// The folder a manifest names outputs from, and how: each output as its destination names it there.

@@ -39,7 +39,6 @@ public protocol ExitCoded: Error {
     var exitCode: Int32 { get }
 }
 
-
 /// The run's metrics file or site manifest could not be written: its work stands, its exit code says so (73).
 package struct RunFileUnwritable: ExitCoded, CustomStringConvertible {
     package let file, path, reason: String

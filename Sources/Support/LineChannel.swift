@@ -61,7 +61,6 @@ package final class LineChannel {
     }
 }
 
-
 /// Why no message came.
 package enum ChannelError: Error, Equatable, CustomStringConvertible {
     /// End of stream: the peer exited or closed its end.
