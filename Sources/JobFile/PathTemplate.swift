@@ -51,11 +51,8 @@ package struct PathTemplate: Sendable {
         root = scheme + plannedRoot
         // `{stem}.webp` and `a/b` end in text that fixes the extension (or its absence); `{stem}.{ext}`
         // and `{stem}_small` do not (a stem may hold a dot).
-        if case .literal(let tail) = pieces.last, Paths.lastComponent(tail).utf8.count < tail.utf8.count || tail.contains(".") {
-            extensionVaries = false
-        } else {
-            extensionVaries = !pieces.isEmpty
-        }
+        let tail = if case .literal(let text) = pieces.last { text } else { "" }
+        extensionVaries = !pieces.isEmpty && Paths.lastComponent(tail).utf8.count == tail.utf8.count && !tail.contains(".")
     }
 
     /// Whether the output file's extension comes from the source (a token at the end of its name),

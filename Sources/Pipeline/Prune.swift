@@ -27,15 +27,12 @@ extension JobRunner {
         public let due: Bool
     }
 
-    /// Lists, and with `delete` prunes, the items the job's state databases record (each shard's,
-    /// for a sharded job: the layout that ran last) but the job no longer plans at their recorded
-    /// path. Pruning deletes an orphan's file only where runner wrote it (`CurrentItems.orphan`),
-    /// then drops its row; a file it could not delete keeps its row, so a later prune tries again.
-    /// Then the recorded sources (`source` rows and their derived values) of sources the job no
-    /// longer plans: `visitSource` sees each key, and `delete` drops them.
-    /// Nil when the job has never run; nothing is created then.
-    /// Last, the replaced files kept for `keepReplaced`: `visitRetired` sees each, and `delete`
-    /// removes those past it.
+    /// Lists, and with `delete` prunes, the items the job's state databases record (each shard's of the
+    /// layout that ran last) but the job no longer plans at their recorded path. Pruning deletes an
+    /// orphan's file only where runner wrote it (`CurrentItems.orphan`), then drops its row; a file it
+    /// could not delete keeps its row, so a later prune tries again. Then the `source` rows (and derived
+    /// values) of sources the job no longer plans (`visitSource`), and last the replaced files kept for
+    /// `keepReplaced` (`visitRetired`; `delete` removes those past it). Nil, creating nothing: never run.
     public static func prune(_ job: Job, delete: Bool, _ visit: (Orphan) throws -> Void,
                              visitSource: (String) throws -> Void = { _ in }, visitRetired: (Retired) throws -> Void = { _ in }) throws -> PruneCounts? {
         // The databases that answer for the job now, as status reads them (each shard's of the layout that ran last).
