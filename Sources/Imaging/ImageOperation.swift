@@ -87,9 +87,7 @@ package struct OperationChain: Sendable {
         })
         return OperationChain(steps: try elements.map { element in
             let reader = try ObjectReader(element.value, path: element.path)
-            let step = try reader.declareChoice(operationShape, among: types).init(reading: reader, baseDirectory: baseDirectory)
-            try reader.finish()
-            return step
+            return try reader.read(choosing: operationShape, among: types) { try $0.init(reading: reader, baseDirectory: baseDirectory) }
         })
     }
 }

@@ -12,7 +12,7 @@ public final class ObjectReader {
     private var spellings: [String: String] = [:]
     private var consumed: Set<String> = []
 
-    /// An object that declares its keys once it knows what it is (`declareChoice`).
+    /// An object that declares its keys once it knows what it is (`read(choosing:among:_:)`).
     package init(_ value: JSONValue, path: String) throws {
         guard case .object(let fields) = value else { throw JobFileError(path, "must be an object, not \(value.kindName)") }
         (self.path, self.fields) = (path, fields)
@@ -77,11 +77,12 @@ public final class ObjectReader {
         return fields[key] == .null ? nil : fields[key]
     }
 
-    /// Declares the keys of an object whose tag (`op`, `type`) picks what it is, and returns the
-    /// pick. While the tag is missing or unknown every variant's keys count as known, so a
-    /// misspelled key is still reported first, and a misspelled tag key is not taken for data.
-    package func declareChoice<Choice>(_ tagged: TaggedShape, among choices: [String: Choice]) throws -> Choice {
-        let written = peekString(tagged.tag)
+    /// Reads an object whose tag (`op`, `type`) picks what it is: declares its keys, has `make` read the
+    /// pick's, then `finish()`es. While the tag is missing or unknown every variant's keys count as known,
+    /// so a misspelled key is still reported first, and a misspelled tag key is not taken for data.
+    package func read<Choice, Made>(choosing tagged: TaggedShape, among choices: [String: Choice],
+                                    _ make: (Choice) throws -> Made) throws -> Made {
+        let written: String? = if case .string(let text)? = fields[tagged.tag] { text } else { nil }
         let variant = tagged.variants.first { variant in written.map(variant.names.contains) ?? false }
         let known = (variant.map { [$0] } ?? tagged.variants).flatMap { $0.shape.keys.map(\.name) }
         try declare([tagged.tag] + Set(known).sorted())
@@ -90,10 +91,10 @@ public final class ObjectReader {
             throw error(named: tagged.tag, Suggestion.unknown(tagged.noun, name, known: tagged.variants.flatMap(\.names)))
         }
         try enforce(variant.shape.rules)
-        return choice
+        let made = try make(choice)
+        try finish()
+        return made
     }
-
-    private func peekString(_ key: String) -> String? { if case .string(let text)? = fields[key] { text } else { nil } }
 
     public func error(_ key: any KeyDeclaration, _ message: String) -> JobFileError { error(named: key.name, message) }
 
@@ -120,7 +121,7 @@ public final class ObjectReader {
         try value(key.name).map { try key.decode($0, location(key)) }
     }
 
-    /// A nested object, declared with its shape (a tagged one is left for `declareChoice`). An
+    /// A nested object, declared with its shape (a tagged one is left for `read(choosing:among:_:)`). An
     /// absent optional object reads as empty, so its keys' defaults apply.
     package func object(_ key: ObjectKey) throws -> ObjectReader {
         let given = value(key.name)

@@ -91,9 +91,7 @@ package struct DerivedValues: Sendable {
             return try type.init(reading: ObjectReader(.object([:]), path: path, shape: ObjectShape(type.keys)))
         case .object:
             let reader = try ObjectReader(element, path: path)
-            let derived = try reader.declareChoice(derivedValueShape, among: types).init(reading: reader)
-            try reader.finish()
-            return derived
+            return try reader.read(choosing: derivedValueShape, among: types) { try $0.init(reading: reader) }
         default: throw JobFileError(path, "must be a value's name or an object naming it in \"value\", not \(element.kindName)")
         }
     }

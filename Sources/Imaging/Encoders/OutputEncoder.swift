@@ -82,9 +82,7 @@ package let encoderShape = TaggedShape(tag: "type", noun: "format", summary: "Th
 
 package func readEncoder(_ reader: ObjectReader) throws -> any OutputEncoder {
     let types = Dictionary(uniqueKeysWithValues: encoderCatalogue.map { ($0.type, $0) })
-    let encoder = try reader.declareChoice(encoderShape, among: types).init(reading: reader)
-    try reader.finish()
-    return encoder
+    return try reader.read(choosing: encoderShape, among: types) { try $0.init(reading: reader) }
 }
 
 /// Palette formats take a number of `colours` or a `bitdepth`, one of `allowed`.
