@@ -36,9 +36,7 @@ extension HTTPSource {
         let headers: [String: String]
 
         func discover(spec: Int, walked: SourceDiscovery.WalkObserver?, _ visit: SourceDiscovery.Visitor) throws {
-            var source = DiscoveredSource.remote(url, key: key, headers: headers)
-            source.entry = SourceEntry(spec: spec, line: nil)
-            try visit(source)
+            try visit(DiscoveredSource.remote(url, key: key, headers: headers).entered(spec: spec, line: nil))
         }
 
         func source(at line: String?) -> DiscoveredSource? {

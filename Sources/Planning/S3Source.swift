@@ -89,9 +89,7 @@ extension S3Source {
                 let name = Paths.lastComponent(below)
                 guard include.contains(where: { $0.matches(name) }), !exclude.contains(where: { $0.matches(name) || $0.matches(below) })
                 else { return }
-                var source = made(key: object.key, etag: object.etag, modified: object.modified)
-                source.entry = SourceEntry(spec: spec, line: object.key)
-                try visit(source)
+                try visit(made(key: object.key, etag: object.etag, modified: object.modified).entered(spec: spec, line: object.key))
             }
         }
 

@@ -15,6 +15,13 @@ package struct DiscoveredSource: Sendable, Codable {
     package let fileName: String
     /// What named it in the job, which alone makes it again (`SourceListing.source(at:)`).
     package var entry: SourceEntry? = nil
+
+    /// This source as entry `line` of spec `spec` names it, as a listing's `discover` visits it.
+    package func entered(spec: Int, line: String?) -> DiscoveredSource {
+        var source = self
+        source.entry = SourceEntry(spec: spec, line: line)
+        return source
+    }
 }
 
 /// A source as the job names it: its spec's index in `sources`, and `line`: a list's line (trimmed),
@@ -51,14 +58,14 @@ package struct SourceDiscovery {
             }
             if (info.st_mode & S_IFMT) != S_IFDIR {
                 try walk.observe?(WalkedPath(root, entryIsFolder: false))
-                try visit(found(root, nil, walk))
+                try visit(below(root, nil).entered(spec: spec, line: nil))
                 return
             }
             let include = include.map { Wildcard($0, caseInsensitive: true) }, exclude = exclude.map { Wildcard($0, caseInsensitive: true) }
             try walkFolder(root, relative: "", recursive: recursive, walk, ancestors: []) { name, relative in
                 let line = relative.isEmpty ? name : relative + "/" + name
                 let wanted = include.contains { $0.matches(name) } && !exclude.contains { $0.matches(name) || $0.matches(line) }
-                if wanted { try visit(found(root, line, walk)) }
+                if wanted { try visit(below(root, line).entered(spec: spec, line: line)) }
             }
         }
 
@@ -95,7 +102,7 @@ package struct SourceDiscovery {
             if wild.isEmpty {
                 let seen = WalkedPath(kindAt: root)
                 try walk.observe?(seen)
-                if !seen.isMissing { try visit(found(root, nil, walk)) }
+                if !seen.isMissing { try visit(below(root, nil).entered(spec: spec, line: nil)) }
                 return
             }
             try matchGlob(wild, root: root, relative: "", walk, ancestors: [], visit)
@@ -140,9 +147,8 @@ package struct SourceDiscovery {
                 var length = strlen(buffer)
                 while length > 0 && (buffer[length - 1] == 0x0A || buffer[length - 1] == 0x0D) { length -= 1; buffer[length] = 0 }
                 let line = RemoteURL.trimmed(Paths.name(cString: buffer), .whitespacesAndNewlines)
-                guard var source = listed(line, listFolder: listFolder) else { continue }
-                source.entry = SourceEntry(spec: spec, line: line)
-                try visit(source)
+                guard let source = listed(line, listFolder: listFolder) else { continue }
+                try visit(source.entered(spec: spec, line: line))
             }
         }
 
@@ -175,13 +181,6 @@ package struct SourceDiscovery {
         guard let line else { return .file(root, relativeDirectory: "") }
         let folder = line.utf8.lastIndex(of: UInt8(ascii: "/")).map { String(decoding: line.utf8[..<$0], as: UTF8.self) } ?? ""
         return .file(root + "/" + line, relativeDirectory: folder)
-    }
-
-    /// `below(root, line)` with its entry, as a walk visits it.
-    private static func found(_ root: String, _ line: String?, _ walk: Walk) -> DiscoveredSource {
-        var source = below(root, line)
-        source.entry = SourceEntry(spec: walk.spec, line: line)
-        return source
     }
 
     /// Visits the regular files below `root` (hidden entries skipped), sorted by name. A folder
@@ -319,7 +318,7 @@ package struct SourceDiscovery {
             if entry.name.hasPrefix(".") && !segment.hasPrefix(".") { continue }
             guard wildcard.matches(entry.name) else { continue }
             if rest.isEmpty {
-                if !entry.isDirectory { try visit(found(root, child(entry.name), walk)) }
+                if !entry.isDirectory { try visit(below(root, child(entry.name)).entered(spec: walk.spec, line: child(entry.name))) }
             } else if entry.isDirectory {
                 try matchGlob(rest, root: root, relative: child(entry.name), walk, ancestors: inside, visit)
             }
