@@ -32,10 +32,10 @@ package struct BucketListing: Sendable {
     package let prefix: String
     /// S3's own (and largest) page; the tests ask for small pages through `RUNNER_TEST_LIST_PAGE`.
     package var pageSize = ProcessInfo.processInfo.environment["RUNNER_TEST_LIST_PAGE"].flatMap { Int($0) } ?? 1_000
-    package var retry = RetryPolicy.standard
+    package let retry: RetryPolicy
 
-    package init(endpoint: S3Endpoint, bucket: String, prefix: String) {
-        (self.endpoint, self.bucket, self.prefix) = (endpoint, bucket, prefix)
+    package init(endpoint: S3Endpoint, bucket: String, prefix: String, retry: RetryPolicy = .standard) {
+        (self.endpoint, self.bucket, self.prefix, self.retry) = (endpoint, bucket, prefix, retry)
     }
 
     /// Where the listing is, for messages: `s3://bucket/prefix`.

@@ -90,9 +90,8 @@ final class StateMirror: Sendable {
 
     /// The names of the job's databases the bucket keeps (its own, each shard's under any count).
     static func databases(of job: Job, in settings: StateBucketSettings) throws -> [String] {
-        var listing = BucketListing(endpoint: settings.endpoint, bucket: settings.folder.bucket, prefix: settings.folder.key)
-        listing.retry = job.remote.retry
         var names: [String] = []
+        let listing = BucketListing(endpoint: settings.endpoint, bucket: settings.folder.bucket, prefix: settings.folder.key, retry: job.remote.retry)
         try listing.objects { listed in
             let name = String(listed.key.dropFirst(settings.folder.key.count))
             if JobStateLayout.isDatabase(named: name, jobStatePath: job.jobStatePath) { names.append(name) }

@@ -82,9 +82,7 @@ extension S3Source {
 
         func discover(spec: Int, walked: SourceDiscovery.WalkObserver?, _ visit: SourceDiscovery.Visitor) throws {
             let include = include.map { Wildcard($0, caseInsensitive: true) }, exclude = exclude.map { Wildcard($0, caseInsensitive: true) }
-            var listing = BucketListing(endpoint: endpoint, bucket: bucket, prefix: prefix)
-            listing.retry = retry
-            try listing.objects { object in
+            try BucketListing(endpoint: endpoint, bucket: bucket, prefix: prefix, retry: retry).objects { object in
                 let below = String(object.key.dropFirst(folder.count))
                 let name = Paths.lastComponent(below)
                 guard include.contains(where: { $0.matches(name) }), !exclude.contains(where: { $0.matches(name) || $0.matches(below) })

@@ -94,11 +94,7 @@ private struct JSONParser {
     /// element it stopped at begins; nil after the end.
     private mutating func items(keyed: Bool, _ item: (inout JSONParser, String) throws(JSONSyntaxError) -> Bool) throws(JSONSyntaxError) -> Int? {
         let close = UInt8(ascii: keyed ? "}" : "]")
-        guard depth < Self.maxDepth else {
-            var tooDeep = failure("nested more than \(Self.maxDepth) levels deep")
-            tooDeep.isTooDeep = true
-            throw tooDeep
-        }
+        guard depth < Self.maxDepth else { throw failure("nested more than \(Self.maxDepth) levels deep", tooDeep: true) }
         // Steps over the opening bracket.
         depth += 1
         index += 1
@@ -215,10 +211,10 @@ private struct JSONParser {
     }
 
     /// The error at the current position; at the end of the text it says so.
-    private func failure(_ expected: String) -> JSONSyntaxError {
+    private func failure(_ expected: String, tooDeep: Bool = false) -> JSONSyntaxError {
         let (line, column) = lineAndColumn(at: index)
         return JSONSyntaxError(line: line, column: column,
-                               message: index >= bytes.count ? expected + " before the end of the file" : expected)
+                               message: index >= bytes.count ? expected + " before the end of the file" : expected, isTooDeep: tooDeep)
     }
 
     /// A byte offset as a 1-based line and a column in characters.
