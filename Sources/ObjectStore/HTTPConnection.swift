@@ -22,12 +22,12 @@ package struct HTTPRequest: @unchecked Sendable {
     package var body = Body.none
     /// Where a successful (2xx) answer's body goes. Another answer's is kept in memory, its first
     /// `HTTPResponse.errorBodyLimit` bytes (an error document, a server's error page).
-    package var answer = Answer.memory(limit: HTTPResponse.documentLimit)
+    package var answer: Answer
     /// Redirects followed, to http and https only; 0 follows none.
-    package var redirects = 0
+    package var redirects: Int
     /// The path goes on the wire as given, `.`, `..` and `//` segments included: an S3 key is an
     /// opaque name, signed as it is sent. An origin's URL is normalized as a browser would.
-    package var pathAsIs = false
+    package var pathAsIs: Bool
     package var timeout = 60.0
     package var connectTimeout = 10.0
     /// A transfer slower than `limit` bytes a second for `seconds` fails as stalled.
@@ -36,8 +36,10 @@ package struct HTTPRequest: @unchecked Sendable {
     /// HTTP/2 where TLS offers it, waiting for a connection to multiplex on (a download's).
     package var multiplexed = false
 
-    package init(_ method: String, _ url: String, headers: [String: String] = [:], body: Body = .none) {
+    package init(_ method: String, _ url: String, headers: [String: String] = [:], body: Body = .none, pathAsIs: Bool = false,
+                 redirects: Int = 0, answer: Answer = .memory(limit: HTTPResponse.documentLimit)) {
         (self.method, self.url, self.headers, self.body) = (method, url, headers, body)
+        (self.pathAsIs, self.redirects, self.answer) = (pathAsIs, redirects, answer)
     }
 
     package enum Answer: @unchecked Sendable {

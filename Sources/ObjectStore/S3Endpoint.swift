@@ -86,8 +86,6 @@ package struct SignedRequest: Sendable, CustomStringConvertible, CustomReflectab
 
     /// The request curl sends: its path exactly as signed, with `body`, its answer kept as `answer` says.
     package func http(_ body: HTTPRequest.Body = .none, answer: HTTPRequest.Answer = .memory(limit: HTTPResponse.documentLimit)) -> HTTPRequest {
-        var request = HTTPRequest(method, url, headers: headers, body: body)
-        (request.pathAsIs, request.answer) = (true, answer)
-        return request
+        HTTPRequest(method, url, headers: headers, body: body, pathAsIs: true, answer: answer)
     }
 }

@@ -15,9 +15,7 @@ package struct HTTPSource: FetchedSource, Equatable, Codable {
 
     /// Redirects followed as `http.maxRedirects` allows.
     package func request(_ settings: RemoteSettings) -> HTTPRequest {
-        var request = HTTPRequest("GET", url, headers: settings.headers.merging(headers) { $1 })
-        request.redirects = settings.maxRedirects
-        return request
+        HTTPRequest("GET", url, headers: settings.headers.merging(headers) { $1 }, redirects: settings.maxRedirects)
     }
 
     /// A request timeout, throttling and a server error fail for now; any other status for good.

@@ -31,10 +31,8 @@ package struct S3Source: FetchedSource, Equatable, Codable {
     /// unsigned and its refusal says why. No redirect is followed: from a store it means a wrong
     /// region or endpoint, and would carry the session token to another host.
     package func request(_ settings: RemoteSettings) -> HTTPRequest {
-        var request = (try? SharedCredentials.current()).map { endpoint.signed("GET", bucket: bucket, key: key, credentials: $0).http() }
-            ?? HTTPRequest("GET", url)
-        request.pathAsIs = true
-        return request
+        (try? SharedCredentials.current()).map { endpoint.signed("GET", bucket: bucket, key: key, credentials: $0).http() }
+            ?? HTTPRequest("GET", url, pathAsIs: true)
     }
 
     /// No such key fails the object for good; throttling (503 SlowDown) and server errors for now;
