@@ -55,9 +55,8 @@ final class Transfer {
         }
         if response.status == 304 && (request.etag != nil || request.lastModified != nil) { return .ended(.notModified) }
         guard (200..<300).contains(response.status) else {
-            var failure = DownloadFailure(reason: .httpStatus(response.status, request.source.meaning(ofStatus: response.status, body: response.body)),
-                                          detail: "")
-            failure.retryAfter = response.retryAfter
+            let meaning = request.source.meaning(ofStatus: response.status, body: response.body)
+            let failure = DownloadFailure(reason: .httpStatus(response.status, meaning), detail: "", retryAfter: response.retryAfter)
             return .ended(.failed(failure, attempts: attempt.number))
         }
         guard ImageSignature.format(Array(response.head.prefix(ImageSignature.prefixLength))) != nil else {

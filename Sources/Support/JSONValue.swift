@@ -36,19 +36,15 @@ extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, Ex
 }
 
 extension JSONValue {
-    /// Indented JSON with sorted keys, so output diffs well; whole numbers without a fraction.
-    package func formatted(indent: String = "") -> String {
+    /// Indented JSON with sorted keys, so output diffs well (nil `indent`: `compact`); whole numbers without a fraction.
+    package func formatted(indent: String? = "") -> String {
         var text = ""
         append(to: &text, indent: indent)
         return text
     }
 
     /// One line, keys sorted, no spaces: a JSON Lines record, stable byte for byte.
-    package var compact: String {
-        var text = ""
-        append(to: &text, indent: nil)
-        return text
-    }
+    package var compact: String { formatted(indent: nil) }
 
     /// Appended into one string (a manifest writes a million of these): indented by `indent`, or on one line.
     private func append(to text: inout String, indent: String?) {
