@@ -6,12 +6,7 @@ import GRDB
 extension StateStore {
     /// Each folder recorded clean, with its identity (`FileIdentity.description`) when it was read.
     package func cleanFolders() throws -> [String: String] {
-        try database.read { db in
-            var folders: [String: String] = [:]
-            let rows = try CleanFolder.fetchCursor(db)
-            while let folder = try rows.next() { folders[folder.path] = folder.identity }
-            return folders
-        }
+        try database.read { db in try Dictionary(uniqueKeysWithValues: CleanFolder.fetchCursor(db).map { ($0.path, $0.identity) }) }
     }
 
     /// Makes the record `folders`, given that it was `recorded`: only what changed is written, so
