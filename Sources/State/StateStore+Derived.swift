@@ -88,8 +88,7 @@ extension StateStore.PlanningPass {
     private static func derivedLedger(_ sourceKey: String, in db: Database) throws -> DerivedLedger? {
         guard let source = try Row.fetchOne(db.cachedStatement(sql: ledgerSQL), arguments: [sourceKey]) else { return nil }
         var ledger = DerivedLedger(contentHash: source[1], contentHashFingerprint: source[0])
-        let values = try Row.fetchCursor(db.cachedStatement(sql: ledgerValuesSQL), arguments: [sourceKey])
-        while let row = try values.next() { ledger.values[row[0]] = row[1] }
+        try Row.fetchCursor(db.cachedStatement(sql: ledgerValuesSQL), arguments: [sourceKey]).forEach { ledger.values[$0[0]] = $0[1] }
         return ledger
     }
 }

@@ -8,12 +8,8 @@ extension StateStore.PlanningPass: SourceMemory {
     package func replaySources(madeUnder inputs: String, ifEach unchanged: (WalkedPath) -> Bool,
                                _ visit: (SourceEntry) throws -> Void) throws -> Bool {
         guard try ShardPlanSeal.fetchOne(db)?.inputs == inputs else { return false }
-        let walked = try WalkedPath.fetchCursor(db)
-        while let path = try walked.next() {
-            guard unchanged(path) else { return false }
-        }
-        let sources = try SourceEntry.order(SourceEntry.Columns.position).fetchCursor(db)
-        while let entry = try sources.next() { try visit(entry) }
+        guard try !WalkedPath.fetchCursor(db).contains(where: { !unchanged($0) }) else { return false }
+        try SourceEntry.order(SourceEntry.Columns.position).fetchCursor(db).forEach(visit)
         return true
     }
 
