@@ -66,11 +66,7 @@ public struct JobStateLayout: Sendable {
     /// The databases that answer for the job now, those of the layout whose run started last
     /// (`lastStart` of each database), and those of earlier layouts, kept for planning lookups.
     public func current(lastStart: (Database) throws -> Date?) rethrows -> (current: [Database], earlier: [Database]) {
-        var newest: [Int: Date] = [:]
-        for database in databases {
-            let start = try lastStart(database) ?? .distantPast
-            newest[database.layout] = max(newest[database.layout] ?? .distantPast, start)
-        }
+        let newest = Dictionary(try databases.map { ($0.layout, try lastStart($0) ?? .distantPast) }, uniquingKeysWith: { max($0, $1) })
         guard let layout = newest.max(by: { ($0.value, -$0.key) < ($1.value, -$1.key) })?.key else { return ([], []) }
         return (databases.filter { $0.layout == layout }, databases.filter { $0.layout != layout })
     }

@@ -114,9 +114,8 @@ extension StateStore {
 extension [StateStore] {
     /// Failed items by failure kind over every store, with the oldest failure still standing in each.
     package func failureKinds() throws -> [FailureKindRecord] {
-        var kinds: [ItemFailure.Kind: FailureKindRecord] = [:]
-        for kind in try flatMap({ try $0.failureKinds() }) {
-            kinds[kind.kind] = kinds[kind.kind].map { FailureKindRecord(kind: kind.kind, count: $0.count + kind.count, since: Swift.min($0.since, kind.since)) } ?? kind
+        let kinds = Dictionary(try flatMap { try $0.failureKinds() }.map { ($0.kind, $0) }) { first, other in
+            FailureKindRecord(kind: first.kind, count: first.count + other.count, since: Swift.min(first.since, other.since))
         }
         return kinds.values.sorted { bytewise($0.kind.rawValue, $1.kind.rawValue) }
     }
