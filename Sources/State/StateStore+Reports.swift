@@ -57,11 +57,8 @@ extension StateStore {
 
     public func stateCounts() throws -> [ItemState: Int] {
         try database.read { db in
-            var counts: [ItemState: Int] = [:]
-            for row in try Row.fetchAll(db, sql: "SELECT \(Item.state), COUNT(*) FROM item GROUP BY \(Item.state)") {
-                counts[shown(try row.stored(Item.state, of: ItemRecord.self)), default: 0] += row[1]
-            }
-            return counts
+            let rows = try Row.fetchAll(db, sql: "SELECT \(Item.state), COUNT(*) FROM item GROUP BY \(Item.state)")
+            return Dictionary(try rows.map { (shown(try $0.stored(Item.state, of: ItemRecord.self)), $0[1] as Int) }, uniquingKeysWith: +)
         }
     }
 
