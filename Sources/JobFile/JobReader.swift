@@ -286,15 +286,9 @@ extension Job {
             guard case .array(let elements) = value else { throw JobFileError(location, "must be an array of widths, not \(value.kindName)") }
             guard !elements.isEmpty else { throw JobFileError(location, "must list at least one width") }
             let side = Key.integer("width", .pixels(.side), .required, "")
-            var widths: [Int] = []
-            for (offset, element) in elements.enumerated() {
-                let width = try side.decode(element, "\(location)[\(offset)]")
-                if let earlier = widths.firstIndex(of: width) {
-                    throw JobFileError("\(location)[\(offset)]", "\(width) is given twice (also widths[\(earlier)]): each width once")
-                }
-                widths.append(width)
+            return try decodedOnce(elements, at: location, side.decode, name: { String($0) }) {
+                "\($0) is given twice (also widths[\($1)]): each width once"
             }
-            return widths
         }
         package static let formats = Key<[any OutputEncoder]>("formats", .optional(),
             "Make this output once per format, instead of format: each element is a format object as format takes, or a type "
@@ -307,17 +301,9 @@ extension Job {
             written: { .array($0.map { .string(type(of: $0).type) }) }) { value, location in
             guard case .array(let elements) = value else { throw JobFileError(location, "must be an array of formats, not \(value.kindName)") }
             guard !elements.isEmpty else { throw JobFileError(location, "must list at least one format") }
-            var encoders: [any OutputEncoder] = []
-            for (offset, element) in elements.enumerated() {
-                let place = "\(location)[\(offset)]"
-                let encoder = try readFormat(element, place)
-                let kind = type(of: encoder).type
-                if let earlier = encoders.firstIndex(where: { type(of: $0).type == kind }) {
-                    throw JobFileError(place, "type \"\(kind)\" is given twice (also formats[\(earlier)]): each type once, as it names the outputs")
-                }
-                encoders.append(encoder)
+            return try decodedOnce(elements, at: location, readFormat, name: { type(of: $0).type }) {
+                "type \"\($0)\" is given twice (also formats[\($1)]): each type once, as it names the outputs"
             }
-            return encoders
         }
         package static let autorotate = Key.flag("autorotate", default: true, "Apply the EXIF orientation while decoding.")
         package static let keepMetadata = Key.flag("keepMetadata", default: false,

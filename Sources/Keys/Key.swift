@@ -107,6 +107,20 @@ private func decodeNumber(_ value: JSONValue, _ location: String) throws -> Doub
     return number
 }
 
+/// An array's elements decoded in order by `decode` (given each one's location), each `name` at most
+/// once: a repeat is an error at its own location, `repeated(name, the earlier one's offset)`.
+package func decodedOnce<Value>(_ elements: [JSONValue], at location: String, _ decode: (JSONValue, String) throws -> Value,
+                                name: (Value) -> String, repeated: (String, Int) -> String) throws -> [Value] {
+    var offsets: [String: Int] = [:]
+    return try elements.enumerated().map { offset, element in
+        let value = try decode(element, "\(location)[\(offset)]")
+        if let earlier = offsets.updateValue(offset, forKey: name(value)) {
+            throw JobFileError("\(location)[\(offset)]", repeated(name(value), earlier))
+        }
+        return value
+    }
+}
+
 private func decodeString(_ value: JSONValue, _ location: String) throws -> String {
     guard case .string(let text) = value else { throw JobFileError(location, "must be a string, not \(value.kindName)") }
     return text

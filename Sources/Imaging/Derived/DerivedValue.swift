@@ -71,14 +71,8 @@ package struct DerivedValues: Sendable {
         return Key(name, .defaults(.none), summary, schema: ["type": "array", "items": element],
                    written: { .array($0.values.map { .string(type(of: $0).name) }) }) { value, location in
             guard case .array(let elements) = value else { throw JobFileError(location, "must be an array, not \(value.kindName)") }
-            var listed: [String: Int] = [:]
-            return DerivedValues(values: try elements.enumerated().map { offset, element in
-                let derived = try read(element, path: "\(location)[\(offset)]")
-                let name = type(of: derived).name
-                if let earlier = listed.updateValue(offset, forKey: name) {
-                    throw JobFileError("\(location)[\(offset)]", "\"\(name)\" is already listed at \(location)[\(earlier)]")
-                }
-                return derived
+            return DerivedValues(values: try decodedOnce(elements, at: location, { try read($0, path: $1) }, name: { type(of: $0).name }) {
+                "\"\($0)\" is already listed at \(location)[\($1)]"
             })
         }
     }
