@@ -5,8 +5,6 @@ import Support
 /// (`SpilledRecords`), each sorted on its own at the end (2.5 MB for ten million outputs): neighbours
 /// with one path and two keys are suspects, which the planner confirms by name (digests can match by chance).
 package struct OutputCollisions: ~Copyable {
-    package typealias Failure = SpillFailure
-
     struct Record: Comparable {
         let path: UInt64
         let item: UInt64
@@ -22,7 +20,7 @@ package struct OutputCollisions: ~Copyable {
     }
 
     /// Adds an output: its path, and its item's digest (the same item named twice is no collision).
-    package mutating func add(path: String, item: UInt64) throws(Failure) {
+    package mutating func add(path: String, item: UInt64) throws(SpillFailure) {
         let digest = StableHash.value(path)
         // The top bits pick the partition: the low ones are what a partition's sort compares first.
         let partition = Int(truncatingIfNeeded: (digest &* 0x9e37_79b9_7f4a_7c15) >> 58)
@@ -30,7 +28,7 @@ package struct OutputCollisions: ~Copyable {
     }
 
     /// Digests of paths named by at least two different items.
-    package mutating func suspects() throws(Failure) -> Set<UInt64> {
+    package mutating func suspects() throws(SpillFailure) -> Set<UInt64> {
         var found = Set<UInt64>()
         for partition in 0..<Self.partitionCount {
             var records = try self.records.readBack(partition)

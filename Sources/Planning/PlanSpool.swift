@@ -8,8 +8,6 @@ import Model
 /// order, so a run's memory does not grow with its length. Beside the state database (/tmp is often a
 /// RAM disk), unlinked once opened: nothing to clean up, even after a crash.
 package final class PlanSpool {
-    package typealias Failure = SpillFailure
-
     private let descriptor: Int32
     private var pendingWrite = Data()
     private var count = 0
@@ -40,7 +38,7 @@ package final class PlanSpool {
 
     private func flush() throws {
         if let failure = pendingWrite.withUnsafeBytes({ FileDescriptor.writeAll(descriptor, $0) }) {
-            throw PlanSpool.Failure(description: "cannot write the plan file: \(String(cString: strerror(failure)))")
+            throw SpillFailure(description: "cannot write the plan file: \(String(cString: strerror(failure)))")
         }
         pendingWrite.removeAll(keepingCapacity: true)
     }
@@ -62,7 +60,7 @@ package final class PlannedSources: Sendable {
     deinit { close(descriptor) }
 
     /// The next source with work, or nil after the last; `record` gets its collided items' events.
-    package func next(recording record: ([ItemEvent]) -> Void) throws(PlanSpool.Failure) -> PlannedSource? {
+    package func next(recording record: ([ItemEvent]) -> Void) throws(SpillFailure) -> PlannedSource? {
         while var source = try read() {
             guard !collided.isEmpty else { return source }
             let events = source.items.compactMap { collided[$0.key] }
@@ -74,13 +72,13 @@ package final class PlannedSources: Sendable {
         return nil
     }
 
-    private func read() throws(PlanSpool.Failure) -> PlannedSource? {
-        try channel.withLock { channel throws(PlanSpool.Failure) -> PlannedSource? in
+    private func read() throws(SpillFailure) -> PlannedSource? {
+        try channel.withLock { channel throws(SpillFailure) -> PlannedSource? in
             do throws(ChannelError) {
                 return try channel.receive(PlannedSource.self)
             } catch {
                 guard error != .closed else { return nil }
-                throw PlanSpool.Failure(description: "the plan file is damaged: \(error)")
+                throw SpillFailure(description: "the plan file is damaged: \(error)")
             }
         }
     }

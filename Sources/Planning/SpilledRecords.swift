@@ -10,8 +10,6 @@ package struct SpillFailure: Error, CustomStringConvertible {
 /// Fixed-size records in partitions of up to 8,192 in memory, then in an unlinked temporary file:
 /// a job's worth of digests costs disk, not memory, and is read back one partition at a time.
 struct SpilledRecords<Record: BitwiseCopyable>: ~Copyable {
-    typealias Failure = SpillFailure
-
     private let folder: String
     private let prefix: String
     private var buffers: [[Record]]
@@ -26,17 +24,17 @@ struct SpilledRecords<Record: BitwiseCopyable>: ~Copyable {
 
     deinit { for file in files where file >= 0 { close(file) } }
 
-    mutating func append(_ record: Record, to partition: Int) throws(Failure) {
+    mutating func append(_ record: Record, to partition: Int) throws(SpillFailure) {
         buffers[partition].append(record)
         guard buffers[partition].count >= 8_192 else { return }
         if files[partition] < 0 { files[partition] = try unlinkedFile(in: folder, prefix: prefix) }
         let failure = buffers[partition].withUnsafeBytes { FileDescriptor.writeAll(files[partition], $0) }
-        if let failure { throw Failure(description: "cannot write a temporary file in \(folder): \(String(cString: strerror(failure)))") }
+        if let failure { throw SpillFailure(description: "cannot write a temporary file in \(folder): \(String(cString: strerror(failure)))") }
         buffers[partition].removeAll(keepingCapacity: true)
     }
 
     /// A partition's records in the order they came; its buffer is released.
-    mutating func readBack(_ partition: Int) throws(Failure) -> [Record] {
+    mutating func readBack(_ partition: Int) throws(SpillFailure) -> [Record] {
         var records: [Record] = []
         let file = files[partition]
         if file >= 0 {
@@ -47,7 +45,7 @@ struct SpilledRecords<Record: BitwiseCopyable>: ~Copyable {
                 count = done == size ? size / MemoryLayout<Record>.stride : 0
             }
             guard records.count * MemoryLayout<Record>.stride == size else {
-                throw Failure(description: "cannot read back a temporary file in \(folder)")
+                throw SpillFailure(description: "cannot read back a temporary file in \(folder)")
             }
         }
         records += buffers[partition]

@@ -7,8 +7,6 @@ import Support
 /// sources it may have seen waiting on disk. `finish` settles those a partition at a time: repeats
 /// dropped, false matches passed on then (the only sources out of discovery order: 1 in 30,000 at 10M keys).
 package struct UniqueSources: ~Copyable {
-    package typealias Failure = SpillFailure
-
     private typealias Digest = UInt128
     /// A source the filter may have seen: its digest, and where its bytes are in the waiting file.
     private struct Waiting {
@@ -39,7 +37,7 @@ package struct UniqueSources: ~Copyable {
     deinit { if waitingFile >= 0 { close(waitingFile) } }
 
     /// True when `source` is to be visited now; false for a repeat, or a source that waits for `finish`.
-    package mutating func admit(_ source: DiscoveredSource) throws(Failure) -> Bool {
+    package mutating func admit(_ source: DiscoveredSource) throws(SpillFailure) -> Bool {
         let digest = DigestSet.digest(source.key)
         if bloom.isEmpty {
             guard exact.insert(digest).inserted else { return false }
@@ -62,11 +60,11 @@ package struct UniqueSources: ~Copyable {
         // The filter may have seen it: it waits on disk for `finish`.
         if waitingFile < 0 { waitingFile = try unlinkedFile(in: folder, prefix: ".runner-keys-") }
         let body: Data
-        do { body = try JSONEncoder().encode(source) } catch { throw Failure(description: "cannot encode \(source.key): \(error)") }
+        do { body = try JSONEncoder().encode(source) } catch { throw SpillFailure(description: "cannot encode \(source.key): \(error)") }
         var record = withUnsafeBytes(of: UInt32(body.count).littleEndian) { Data($0) }
         record.append(body)
         let failure = record.withUnsafeBytes { FileDescriptor.writeAll(waitingFile, $0) }
-        if let failure { throw Failure(description: "cannot write a temporary file in \(folder): \(String(cString: strerror(failure)))") }
+        if let failure { throw SpillFailure(description: "cannot write a temporary file in \(folder): \(String(cString: strerror(failure)))") }
         try waiting.append(Waiting(digest: digest, offset: waitingBytes), to: Self.partition(digest))
         waitingBytes += Int64(record.count)
         return false
@@ -90,7 +88,7 @@ package struct UniqueSources: ~Copyable {
             var body = Data(count: Int(UInt32(littleEndian: length)))
             let count = body.count
             guard lengthRead == 4, body.withUnsafeMutableBytes({ FileDescriptor.readAll(waitingFile, $0, at: offset + 4) }) == count else {
-                throw Failure(description: "cannot read back a temporary file in \(folder)")
+                throw SpillFailure(description: "cannot read back a temporary file in \(folder)")
             }
             try visit(try JSONDecoder().decode(DiscoveredSource.self, from: body))
         }
