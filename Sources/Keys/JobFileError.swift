@@ -16,14 +16,12 @@ public struct JobFileError: Error, Equatable, CustomStringConvertible, Sendable 
         public let column: Int
     }
 
-    public init(_ location: String, _ message: String) { self.init(location, message, member: nil) }
-
-    package init(_ location: String, _ message: String, member: String?, position: Position? = nil) {
+    public init(_ location: String, _ message: String, member: String? = nil, position: Position? = nil) {
         (self.location, self.message, self.member, self.position) = (location, message, member, position)
     }
 
     package init(syntax: JSONSyntaxError) {
-        self.init("", syntax.message, member: nil, position: Position(line: syntax.line, column: syntax.column))
+        self.init("", syntax.message, position: Position(line: syntax.line, column: syntax.column))
     }
 
     /// The error with the line and column of its key path in `text` (the job file it was found in),
