@@ -38,7 +38,7 @@ extension AtomicFile {
             let (removed, left) = removeStaleTemporaries(in: folder, now: now)
             sweep.removed += removed
             // A folder changed within the racy window could change again within the same timestamp tick.
-            if left == 0, identity.settled(before: now) { sweep.clean[folder] = described }
+            if left == 0, FileIdentity.settled(identity.latestChange, before: now) { sweep.clean[folder] = described }
         }
         return sweep
     }

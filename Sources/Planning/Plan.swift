@@ -35,27 +35,22 @@ public struct PlanCounts: Sendable, Codable {
         return line
     }
 
-    public subscript(status: PlannedItem.Status) -> Int {
+    public subscript(status: PlannedItem.Status) -> Int { self[keyPath: Self.count(of: status)] }
+
+    /// Where items in `status` are counted.
+    private static func count(of status: PlannedItem.Status) -> WritableKeyPath<PlanCounts, Int> {
         switch status {
-        case .pending: toRun
-        case .revalidate: revalidate
-        case .upToDate: upToDate
-        case .blocked: blocked
-        case .knownFailure: knownFailures
+        case .pending: \.toRun
+        case .revalidate: \.revalidate
+        case .upToDate: \.upToDate
+        case .blocked: \.blocked
+        case .knownFailure: \.knownFailures
         }
     }
 
     package mutating func add(_ source: PlannedSource) {
         toDerive += source.derivation?.values.count ?? 0
-        for item in source.items {
-            switch item.status {
-            case .pending: toRun += 1
-            case .revalidate: revalidate += 1
-            case .upToDate: upToDate += 1
-            case .blocked: blocked += 1
-            case .knownFailure: knownFailures += 1
-            }
-        }
+        for item in source.items { self[keyPath: Self.count(of: item.status)] += 1 }
     }
 }
 

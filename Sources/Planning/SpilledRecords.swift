@@ -52,7 +52,6 @@ struct SpilledRecords<Record: BitwiseCopyable>: ~Copyable {
         buffers[partition] = []
         return records
     }
-
 }
 
 /// A new file in `folder` that nobody else can open and that goes when it is closed; `what` names it in an error.

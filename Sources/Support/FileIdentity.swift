@@ -33,11 +33,6 @@ package struct FileIdentity: Equatable, Sendable, LosslessStringConvertible {
     /// The latest of the modification and change times, in nanoseconds.
     package var latestChange: Int64 { max(modified, changed) }
 
-    /// Whether the file was last changed at least `racyWindow` before `time` (seconds).
-    package func settled(before time: Double) -> Bool {
-        Self.settled(latestChange, before: time)
-    }
-
     /// Whether a file last changed at `latestChange` (ns) was so at least `racyWindow` before `time` (seconds).
     package static func settled(_ latestChange: Int64, before time: Double) -> Bool {
         latestChange < Int64(time * 1e9) - racyWindow
