@@ -447,7 +447,8 @@ struct Prune: RunnerCommand {
             let items = Format.plural(delete ? counts.orphans - counts.failed : counts.orphans, "orphaned item")
             let files = Format.plural(counts.files, "file")
             let sources = counts.sources == 0 ? "" : ", \(Format.plural(counts.sources, "orphaned source record"))" + (delete ? " dropped" : "")
-            let retired = counts.retired == 0 ? "" : ", \(Format.plural(counts.retired, "replaced file")) kept (\(counts.retiredDue) past keepReplaced)"
+            let retired = counts.retired == 0 ? ""
+                : ", \(Format.plural(counts.retired, "replaced file")) kept (\(counts.retiredDue) past keepReplaced)"
             let failures = counts.failed > 0 ? "; \(counts.failed) could not be deleted" : ""
             let pending = !delete && counts.orphans + counts.sources + counts.retiredDue > 0 ? " (runner prune \(job.job) --delete)" : ""
             print((delete ? "\(items) dropped, \(files) \(gone)" : "\(items), \(files) to delete") + sources + retired + failures + pending)
