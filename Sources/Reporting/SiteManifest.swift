@@ -66,9 +66,8 @@ package struct SiteManifestWriter {
         }
     }
 
-    /// The manifest's text, piece by piece; the number of sources.
-    @discardableResult
-    package func write(_ emit: (String) throws -> Void) throws -> Int {
+    /// The manifest's text, piece by piece.
+    package func write(_ emit: (String) throws -> Void) throws {
         var header: [String: JSONValue] = ["job": .string(jobName), "manifestVersion": .number(Double(Self.version))]
         if let shard { header["shard"] = .string(shard.description) }
         if format == .json {
@@ -85,7 +84,6 @@ package struct SiteManifestWriter {
             count += 1
         }
         if format == .json { try emit(count == 0 ? "]\n}\n" : "\n  ]\n}\n") }
-        return count
     }
 
     /// Each source's items (by output name) and its `source` rows (one per store that has one, in

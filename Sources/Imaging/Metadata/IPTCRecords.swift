@@ -81,23 +81,20 @@ package enum IPTCRecords {
     }
 
     /// Calls `body` with each resource's id, its whole bytes (padding included) and its data, in
-    /// order; false when the run ends in something that is not a whole resource.
-    @discardableResult
-    private static func forEachResource(in bytes: ArraySlice<UInt8>,
-                                        _ body: (UInt16, ArraySlice<UInt8>, ArraySlice<UInt8>) -> Void) -> Bool {
+    /// order, up to the first that is not a whole resource.
+    private static func forEachResource(in bytes: ArraySlice<UInt8>, _ body: (UInt16, ArraySlice<UInt8>, ArraySlice<UInt8>) -> Void) {
         var offset = bytes.startIndex
         while offset + 8 <= bytes.endIndex, bytes[offset..<offset + 4].elementsEqual(resourceSignature) {
             let id = UInt16(bytes[offset + 4]) << 8 | UInt16(bytes[offset + 5])
             let nameLength = Int(bytes[offset + 6])
             let sizeAt = offset + 6 + (nameLength + 2) & ~1  // a Pascal string padded to an even length
-            guard sizeAt + 4 <= bytes.endIndex else { return false }
+            guard sizeAt + 4 <= bytes.endIndex else { return }
             let size = bytes[sizeAt..<sizeAt + 4].reduce(0) { $0 << 8 | Int($1) }
             let start = sizeAt + 4
-            guard start + size <= bytes.endIndex else { return false }
+            guard start + size <= bytes.endIndex else { return }
             let end = min(start + size + size % 2, bytes.endIndex)
             body(id, bytes[offset..<end], bytes[start..<start + size])
             offset = end
         }
-        return offset == bytes.endIndex
     }
 }
