@@ -124,11 +124,14 @@ totals() { "$runner" status "$1" --json | python3 -c 'import json,sys; print(jso
 "$runner" status "$work/job.json" | grep -q "shard 3/4" || fail "status has no line per shard"
 ok "runner status over the shards: $(totals "$work/job.json"), as on one machine"
 
-# Cancel one array task mid-run, resubmit that index alone: it resumes, redoing nothing. One of
-# shard 1's sources hangs its worker (the test trigger), so task 1 is still running when it is
-# cancelled however fast this machine renders; with two workers it finishes everything else first.
+# Cancel one array task mid-run, resubmit that index alone: it resumes, redoing nothing. Shard 1's
+# last source in plan order (sorted by name) hangs its worker (the test trigger), so task 1 is still
+# running when it is cancelled however fast this machine renders. Being the last, no task waits
+# behind it in that worker's pipe (a worker holds two): everything else finishes first, whichever
+# worker takes it. (The first source, as this once was, left a second one stuck behind it when its
+# worker topped up before the other slot went hungry, a race the machine's speed decided.)
 db1=$work/state/slurm.shard-1-of-4.sqlite
-stuck=$(python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('SELECT MIN(source_key) FROM item').fetchone()[0])" "$db1")
+stuck=$(python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('SELECT MAX(source_key) FROM item').fetchone()[0])" "$db1")
 stuck=/in/${stuck##*/}
 rm -rf "$work/out" "$work/state"
 job_id=$(RUNNER=$runner RUNNER_SHARDS=4 RUNNER_TEST_HANG_ON=$stuck sbatch --parsable --chdir "$work" --array=0-3 \
