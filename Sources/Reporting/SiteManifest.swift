@@ -156,8 +156,7 @@ package struct SiteManifestWriter {
     /// (with `quoting`: the messages may name the source's path or URL).
     static func output(_ item: SiteManifestItem, base: ManifestBase, quoting: Bool) -> JSONValue {
         var object: [String: JSONValue] = ["name": .string(item.outputName), "state": .string(item.state.rawValue)]
-        // A skipped output was not made: no file of its own (its planned path may hold a token).
-        if item.state != .skipped { object["path"] = .string(base.reference(to: item.outputPath)) }
+        if base.namesFile(item) { object["path"] = .string(base.reference(to: item.outputPath)) }
         switch item.state {
         case .done:
             object["width"] = item.width.map { .number(Double($0)) }
@@ -188,6 +187,13 @@ package struct SiteManifestWriter {
 package struct ManifestBase: Sendable {
     package let folder: String
     let job: Job
+
+    /// Whether the item has a file to name: a skipped output has none, and a `{hash}` output never
+    /// made only its planned path, the token unresolved (no manifest entry holds a literal token).
+    func namesFile(_ item: SiteManifestItem) -> Bool {
+        item.state != .skipped && !(Paths.lastComponent(item.outputPath).contains("{hash}")
+            && job.outputs.contains { $0.name == item.outputName && $0.template.hashSuffix != nil })
+    }
 
     func reference(to path: String) -> String {
         (job.destination(of: path) ?? FolderDestination.shared).reference(to: path, from: folder)

@@ -10,9 +10,10 @@ package enum SiteManifestSchema {
 
     private static let output: JSONValue = [
         "type": "object",
-        "description": .string("One output of the source, by name. Every output has name, state and path; a done one its file's facts "
+        "description": .string("One output of the source, by name. Every output has name and state, and path when it has a file (not a skipped "
+            + "output, nor a {hash} output never made); a done one its file's facts "
             + "(absent only for items a runner before manifests rendered), a failed one its kind and reason, a blocked or skipped one its reason."),
-        "required": ["name", "state", "path"],
+        "required": ["name", "state"],
         "additionalProperties": false,
         "properties": [
             "name": ["type": "string", "description": "The output's name in the job file."],

@@ -81,6 +81,25 @@ extension SiteManifestTests {
         #expect(try check(workspace, ["site/images.json"]) == "ok")
     }
 
+    @Test("{hash}: an output never made (a decode failure, a skipped width) names no file, never a literal {hash}; the manifest keeps to its schema")
+    func unmadeOutputsNameNoFile() throws {
+        let workspace = try Workspace()
+        try workspace.copyFixtures(["photos/friends.jpg", "broken/truncated.jpg"], to: "in")
+        // friends.jpg is 533 px wide: 4000 makes it at its own width, so 8000 is skipped.
+        let job = try workspace.writeJob("""
+            {"version": 1, "sources": [{"path": "in"}],
+             "outputs": [{"name": "pic", "path": "site/img/{stem}-{width}.{hash}.{format}", "widths": [4000, 8000], "formats": ["webp"], "chain": []}],
+             "manifest": {"path": "site/images.json"}, "state": "state/job.sqlite"}
+            """)
+        let run = try workspace.run([job])
+        #expect(run.status == 1 && run.stdout.contains("1 done, 1 failed"), "\(run.stdout)\(run.stderr)")
+        let outputs = sources(try document(workspace, "site/images.json")).flatMap { $0["outputs"] as? [[String: Any]] ?? [] }
+        let states = outputs.map { "\($0["name"] ?? "")=\($0["state"] ?? ""):\($0["path"] ?? "-")" }.sorted()
+        #expect(outputs.count == 4 && outputs.filter { $0["path"] != nil }.count == 1, "\(states)")
+        #expect(!states.contains { $0.contains("{") }, "no literal token: \(states)")
+        #expect(try check(workspace, ["site/images.json"]) == "ok")
+    }
+
     @Test("{hash} must end the file's name but for text, and be given once: errors name the key")
     func hashPlacement() throws {
         let workspace = try Workspace()
