@@ -96,8 +96,12 @@ package final class Downloader {
     package static func fetch(_ source: any FetchedSource, to destination: String, settings: RemoteSettings) -> DownloadResult {
         var request: DownloadRequest? = DownloadRequest(source: source, etag: nil, lastModified: nil, destination: destination)
         var result: DownloadResult?
-        Downloader(settings: settings, next: { defer { request = nil }; return request }, canStart: { true },
-                   deliver: { _, delivered in result = delivered }).run(shouldStop: { false })
+        // The one request, handed out once.
+        let next = { () -> DownloadRequest? in
+            defer { request = nil }
+            return request
+        }
+        Downloader(settings: settings, next: next, canStart: { true }, deliver: { _, delivered in result = delivered }).run(shouldStop: { false })
         return result ?? .failed(DownloadFailure(reason: .transfer(.local), detail: "the transfer ended without a result"), attempts: 0)
     }
 
