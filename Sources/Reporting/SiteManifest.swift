@@ -187,12 +187,18 @@ package struct SiteManifestWriter {
 package struct ManifestBase: Sendable {
     package let folder: String
     let job: Job
+    /// The outputs named by `{hash}`, found once rather than per item.
+    private let hashNamed: Set<String>
+
+    init(folder: String, job: Job) {
+        (self.folder, self.job) = (folder, job)
+        hashNamed = Set(job.outputs.filter { $0.template.hashSuffix != nil }.map(\.name))
+    }
 
     /// Whether the item has a file to name: a skipped output has none, and a `{hash}` output never
     /// made only its planned path, the token unresolved (no manifest entry holds a literal token).
     func namesFile(_ item: SiteManifestItem) -> Bool {
-        item.state != .skipped && !(Paths.lastComponent(item.outputPath).contains("{hash}")
-            && job.outputs.contains { $0.name == item.outputName && $0.template.hashSuffix != nil })
+        item.state != .skipped && !(hashNamed.contains(item.outputName) && Paths.lastComponent(item.outputPath).contains("{hash}"))
     }
 
     func reference(to path: String) -> String {
