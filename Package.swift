@@ -73,7 +73,9 @@ let package = Package(
         .target(name: "ObjectStore", dependencies: ["Support", "CCurl", "CCrypto"]),
         .target(name: "Model", dependencies: ["Support"]),
         .target(name: "Keys", dependencies: ["Support"]),
-        .target(name: "Imaging", dependencies: ["Keys", "Model", "CVips"]),
+        // SSIMULACRA2's per-pixel loops, optimised even in debug builds (the tests score real photos).
+        .target(name: "CPerceptual", cSettings: [.unsafeFlags(["-O2"])]),
+        .target(name: "Imaging", dependencies: ["Keys", "Model", "CVips", "CPerceptual"]),
         .target(name: "JobFile", dependencies: ["Imaging", "ObjectStore"]),
         .target(name: "Planning", dependencies: ["JobFile", "ObjectStore"]),
         .target(name: "State", dependencies: ["Planning", .product(name: "GRDB", package: "GRDB.swift"),

@@ -4,6 +4,7 @@
 #ifndef RUNNER_CVIPS_SHIM_H
 #define RUNNER_CVIPS_SHIM_H
 
+#include <malloc.h>
 #include <vips/vips.h>
 
 // MARK: - Start-up and errors
@@ -86,6 +87,11 @@ static inline int cvips_heif_round_trips(VipsForeignHeifCompression compression)
     g_free(buf);
     vips_error_clear();
     return ok;
+}
+
+static inline void cvips_keep_freed_memory(int mmap_threshold, int trim_threshold) {
+    mallopt(M_MMAP_THRESHOLD, mmap_threshold);
+    mallopt(M_TRIM_THRESHOLD, trim_threshold);
 }
 
 // Copies and clears the shared error buffer; the caller frees with g_free.
@@ -247,6 +253,29 @@ static inline int cvips_getpoint(VipsImage *in, double **vector, int *n, int x, 
     return vips_getpoint(in, vector, n, x, y, NULL);
 }
 static inline int cvips_extract_band(VipsImage *in, VipsImage **out, int band) { return vips_extract_band(in, out, band, NULL); }
+
+// MARK: - Perceptual quality (SSIMULACRA2's libvips side: linear light and the scales)
+
+static inline int cvips_embed_extend(VipsImage *in, VipsImage **out, int x, int y, int width, int height, VipsExtend extend) {
+    return vips_embed(in, out, x, y, width, height, "extend", extend, NULL);
+}
+static inline int cvips_shrink(VipsImage *in, VipsImage **out, double factor) { return vips_shrink(in, out, factor, factor, NULL); }
+static inline int cvips_lesseq_const1(VipsImage *in, VipsImage **out, double value) {
+    return vips_relational_const1(in, out, VIPS_OPERATION_RELATIONAL_LESSEQ, value, NULL);
+}
+static inline int cvips_ifthenelse(VipsImage *cond, VipsImage *in1, VipsImage *in2, VipsImage **out) {
+    return vips_ifthenelse(cond, in1, in2, out, NULL);
+}
+// A 1 x n table of doubles indexed by pixel value.
+static inline int cvips_maplut(VipsImage *in, VipsImage **out, const double *table, int n) {
+    VipsImage *lut = vips_image_new_matrix_from_array(n, 1, table, n);
+    if (!lut) return -1;
+    int result = vips_maplut(in, out, lut, NULL);
+    g_object_unref(lut);
+    return result;
+}
+static inline int cvips_stats(VipsImage *in, VipsImage **out) { return vips_stats(in, out, NULL); }
+static inline double cvips_matrix_at(VipsImage *matrix, int x, int y) { return *VIPS_MATRIX(matrix, x, y); }
 
 // MARK: - Rendering on the calling thread (macros Swift cannot import)
 

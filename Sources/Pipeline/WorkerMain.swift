@@ -26,7 +26,7 @@ public enum WorkerMain {
         _ = csystem_die_with_parent()
         signal(SIGINT, SIG_IGN)
         signal(SIGTERM, SIG_IGN)
-        keepFreedMemory()
+        VipsRuntime.keepFreedMemory()
         // The protocol owns the original stdout; anything a library prints goes to stderr instead.
         let protocolOutput = dup(STDOUT_FILENO)
         dup2(STDERR_FILENO, STDOUT_FILENO)
@@ -94,13 +94,5 @@ public enum WorkerMain {
         guard bytes < Int.max else { return }
         var limit = rlimit(rlim_cur: rlim_t(bytes), rlim_max: rlim_t(bytes))
         _ = setrlimit(__rlimit_resource_t(RLIMIT_AS.rawValue), &limit)
-    }
-
-    /// With glibc's defaults the few megabytes of buffers every image frees go back to the kernel and
-    /// fault in again, zeroed, for the next (about 7% of a small thumbnail's time). Freed memory up to
-    /// 128 MiB stays for reuse; blocks of 32 MiB or more are still unmapped, so a huge image pins nothing.
-    private static func keepFreedMemory() {
-        mallopt(M_MMAP_THRESHOLD, 32 << 20)
-        mallopt(M_TRIM_THRESHOLD, 128 << 20)
     }
 }

@@ -148,6 +148,25 @@ struct ManifestCommand: RunnerCommand {
     }
 }
 
+struct Compare: RunnerCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print the SSIMULACRA2 score of an image against another (100 identical, 90 visually lossless, 70 high, 50 medium).",
+        discussion: "Both are read as a source is (upright, to sRGB) and must be the same size: try a target on your own photos first.")
+
+    @Argument(help: "The original.")
+    var reference: String
+
+    @Argument(help: "The image to score against it (an encoded output).")
+    var distorted: String
+
+    func execute() throws {
+        try VipsRuntime.start(threadsPerImage: 1, blockUntrusted: false)
+        VipsRuntime.keepFreedMemory()
+        let score = VipsRuntime.onLibvipsThread { Result { try ImageComparison.score(reference: reference, distorted: distorted) } }
+        print(String(format: "%.2f", try score.get()))
+    }
+}
+
 struct Formats: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "List the image formats this build's libvips reads and writes, and runner's output type for each.")

@@ -15,7 +15,7 @@ struct Runner: ParsableCommand {
         abstract: "Run a JSON image job: plan it, process it with libvips, resume it after any stop.",
         version: "\(RunnerVersion.string) (libvips \(VipsRuntime.version))",
         subcommands: [Run.self, Validate.self, Schema.self, Formats.self, PlanCommand.self, PreviewCommand.self, Status.self, Failed.self,
-                      Report.self, Duplicates.self, ManifestCommand.self, Unblock.self, Prune.self, Migrate.self, Worker.self],
+                      Report.self, Duplicates.self, ManifestCommand.self, Compare.self, Unblock.self, Prune.self, Migrate.self, Worker.self],
         defaultSubcommand: Run.self
     )
 
