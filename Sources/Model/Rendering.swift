@@ -2,8 +2,12 @@
 package struct OutputRequest: Sendable, Codable, Equatable {
     package let outputIndex: Int
     package let path: String
+    /// What an earlier run found for an output with a quality target.
+    package var quality: QualityHint?
 
-    package init(outputIndex: Int, path: String) { (self.outputIndex, self.path) = (outputIndex, path) }
+    package init(outputIndex: Int, path: String, quality: QualityHint? = nil) {
+        (self.outputIndex, self.path, self.quality) = (outputIndex, path, quality)
+    }
 }
 
 /// A rendered output, staged complete under a temporary name for the supervisor to publish.
@@ -21,6 +25,8 @@ public struct RenderedOutput: Sendable, Codable, Equatable {
     package var facts: OutputFacts?
     /// Where it is published when not at the path asked for: a `{hash}` name, its digits the bytes' hash.
     package var path: String?
+    /// How an output with a quality target got its quality.
+    package var quality: QualityOutcome?
 
     package init(width: Int, height: Int, bytes: Int, temporary: String, warning: String?) {
         (self.width, self.height, self.bytes, self.temporary, self.warning) = (width, height, bytes, temporary, warning)

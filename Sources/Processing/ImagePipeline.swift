@@ -134,8 +134,8 @@ package struct ImagePipeline {
         // Render before encoding: pixels are decoded lazily, so damage in the source shows up
         // here, as a decode failure, rather than inside the encoder.
         let pixels = try decodeStep { () throws(VipsError) in try image.copiedToMemory() }
-        let data = try decodeStep(failingAs: .encode) { () throws(VipsError) in
-            try plan.encoder.encode(pixels, metadata: output.metadata)
+        let (data, quality) = try decodeStep(failingAs: .encode) { () throws(VipsError) in
+            try encode(pixels, plan, request, from: source)
         }
         let staged = try AtomicFile.stage(data, for: output.destination.stagingPath(for: request.path, uploads: uploadFolder), owner: stagingOwner)
         TestPause.at(TestPause.workerStaged, subject: request.path)
@@ -148,9 +148,23 @@ package struct ImagePipeline {
             return (ImageSignature.format(Array(bytes.prefix(ImageSignature.prefixLength)))?.mediaType, hash.hex)
         }
         let facts = OutputFacts(mediaType: mediaType ?? "application/octet-stream", contentHash: contentHash)
-        rendered.facts = facts
+        (rendered.facts, rendered.quality) = (facts, quality)
         if output.template.hashSuffix != nil { rendered.path = output.template.named(request.path, hash: facts.shortHash) }
         return rendered
+    }
+
+    /// The output's bytes: at its fixed quality, or searched for its target (`QualitySearch`).
+    private func encode(_ pixels: VipsImageHandle, _ plan: OutputRoute, _ request: OutputRequest,
+                        from source: OpenedSource) throws(VipsError) -> (Data, QualityOutcome?) {
+        let metadata = plan.output.metadata
+        guard let searchable = plan.encoder as? any QualitySearchable, let target = searchable.target else {
+            return (try plan.encoder.encode(pixels, metadata: metadata), nil)
+        }
+        let set = plan.output.set
+        let seed: Int? = if case .seed(let quality)? = request.quality { quality } else { set.flatMap { source.qualities.seed(for: $0, default: searchable.quality) } }
+        let encoded = try QualitySearch.encode(pixels, with: searchable, target: target, hint: request.quality, seed: seed, metadata: metadata)
+        if let set, encoded.outcome.score != nil { source.qualities.record(encoded.outcome.quality, for: set, default: searchable.quality) }
+        return (encoded.data, encoded.outcome)
     }
 
     /// The frames an output's chain starts from (its loader step's image, or a full decode cut into
@@ -273,6 +287,8 @@ package struct ImagePipeline {
         var kept: [Int: (image: VipsImageHandle, settings: DecodeSettings)] = [:]
         /// The decodes made once for the outputs that share them.
         var shared: [Sources.Decode: VipsImageHandle] = [:]
+        /// The qualities this source's searches chose, by block and format (`QualitySeeds`).
+        var qualities = QualitySeeds()
 
         init(path: String, file: VipsSourceHandle, header: ImageHeader, headerDecoder: VipsImageHandle, bytes: Int) {
             (self.path, self.file, self.header, self.headerDecoder, self.bytes) = (path, file, header, headerDecoder, bytes)

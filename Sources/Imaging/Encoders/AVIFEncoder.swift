@@ -3,27 +3,36 @@ import Foundation
 import Model
 import Keys
 
-package struct AVIFEncoder: OutputEncoder {
+package struct AVIFEncoder: QualitySearchable {
     package static let type = "avif"
     package static let extensions: [String] = ["avif"]
     package static let summary = "AVIF, written by libvips' heifsave with AV1 compression (libheif with aom)."
-    package static let quality = Key.integer("quality", .range(1, 100), .defaults(50), "Quality; higher is larger and closer to the source.")
+    package static let quality = QualitySetting.key(default: 50)
     package static let effort = Key.integer("effort", .range(0, 9), .defaults(4), "CPU effort; higher is slower and smaller.")
     package static let lossless = Key.flag("lossless", default: false, "Lossless coding.")
     package static let keys: [any KeyDeclaration] = [quality, effort, lossless]
-    package let quality: Int
+    package private(set) var quality: Int
+    package private(set) var target: QualityTarget?
     package let effort: Int
     package let lossless: Bool
 
     package init(reading options: ObjectReader) throws {
-        quality = try options.read(Self.quality)
+        (quality, target) = try options.quality(Self.quality)
         effort = try options.read(Self.effort)
         lossless = try options.read(Self.lossless)
+        if target != nil, lossless { throw options.error(Self.quality, Self.losslessRefusal.reason) }
     }
 
     package var identifier: String {
-        canonicalIdentifier(Self.type, [("quality", "\(quality)"), ("effort", "\(effort)"), ("lossless", "\(lossless)")])
+        canonicalIdentifier(Self.type, [("quality", target?.identifier ?? "\(quality)"), ("effort", "\(effort)"), ("lossless", "\(lossless)")])
     }
+
+    package func at(quality: Int) -> Self { with(\.quality, quality) }
+    package func targeting(_ target: QualityTarget) -> Result<Self, TargetRefusal> {
+        lossless ? .failure(Self.losslessRefusal) : .success(with(\.target, target))
+    }
+
+    private static let losslessRefusal = TargetRefusal(reason: "a quality target needs lossy coding: lossless is on")
 
     package func encode(_ image: VipsImageHandle, metadata: MetadataPolicy) throws(VipsError) -> Data {
         try image.encode("heifsave") {

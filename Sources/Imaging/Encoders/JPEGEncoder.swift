@@ -3,11 +3,11 @@ import Foundation
 import Model
 import Keys
 
-package struct JPEGEncoder: OutputEncoder {
+package struct JPEGEncoder: QualitySearchable {
     package static let type = "jpeg"
     package static let extensions: [String] = ["jpg", "jpeg", "jpe", "jfif"]
     package static let summary = "JPEG (libjpeg-turbo); alpha is flattened onto white."
-    package static let quality = Key.integer("quality", .range(1, 100), .defaults(80), "Quality; higher is larger and closer to the source.")
+    package static let quality = QualitySetting.key(default: 80)
     package static let progressive = Key.flag("progressive", default: false, "Progressive (interlaced) JPEG.")
     package static let chromaSubsampling = Key.choice("chromaSubsampling", .defaults(ChromaSubsampling.auto),
                                               "auto: libvips picks 4:4:4 at quality 90 and above, else 4:2:0.")
@@ -21,7 +21,8 @@ package struct JPEGEncoder: OutputEncoder {
         case yuv444 = "4:4:4"
     }
 
-    package let quality: Int
+    package private(set) var quality: Int
+    package private(set) var target: QualityTarget?
     package let progressive: Bool
     package let chromaSubsampling: ChromaSubsampling
     package let optimizeCoding: Bool
@@ -33,7 +34,7 @@ package struct JPEGEncoder: OutputEncoder {
     }
 
     package init(reading options: ObjectReader) throws {
-        quality = try options.read(Self.quality)
+        (quality, target) = try options.quality(Self.quality)
         progressive = try options.read(Self.progressive)
         chromaSubsampling = try options.read(Self.chromaSubsampling)
         optimizeCoding = try options.read(Self.optimizeCoding)
@@ -41,9 +42,12 @@ package struct JPEGEncoder: OutputEncoder {
     }
 
     package var identifier: String {
-        canonicalIdentifier(Self.type, [("quality", "\(quality)"), ("progressive", "\(progressive)"),
+        canonicalIdentifier(Self.type, [("quality", target?.identifier ?? "\(quality)"), ("progressive", "\(progressive)"),
                                         ("chromaSubsampling", chromaSubsampling.rawValue), ("optimizeCoding", "\(optimizeCoding)")])
     }
+
+    package func at(quality: Int) -> Self { with(\.quality, quality) }
+    package func targeting(_ target: QualityTarget) -> Result<Self, TargetRefusal> { .success(with(\.target, target)) }
 
     package var supportsAlpha: Bool { false }
     package var iptcContainer: IPTCContainer? { .photoshop }

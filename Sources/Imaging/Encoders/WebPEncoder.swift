@@ -3,17 +3,18 @@ import Foundation
 import Model
 import Keys
 
-package struct WebPEncoder: OutputEncoder {
+package struct WebPEncoder: QualitySearchable {
     package static let type = "webp"
     package static let extensions: [String] = ["webp"]
     package static let summary = "WebP; animated sources stay animated."
-    package static let quality = Key.integer("quality", .range(1, 100), .defaults(80), "Quality; higher is larger and closer to the source.")
+    package static let quality = QualitySetting.key(default: 80)
     package static let lossless = Key.flag("lossless", default: false, "Lossless coding.")
     package static let nearLossless = Key.flag("nearLossless", default: false, "Lossless coding after a lossy pre-pass set by quality.")
     package static let effort = Key.integer("effort", .range(0, 6), .defaults(4), "CPU effort; higher is slower and smaller.")
     package static let alphaQuality = Key.integer("alphaQuality", .range(0, 100), .defaults(100), "Quality of the alpha band.")
     package static let keys: [any KeyDeclaration] = [quality, lossless, nearLossless, effort, alphaQuality]
-    package let quality: Int
+    package private(set) var quality: Int
+    package private(set) var target: QualityTarget?
     package let lossless: Bool
     /// Lossless after a lossy pre-pass whose strength `quality` sets (libvips turns lossless on).
     package let nearLossless: Bool
@@ -21,16 +22,26 @@ package struct WebPEncoder: OutputEncoder {
     package let alphaQuality: Int
 
     package init(reading options: ObjectReader) throws {
-        quality = try options.read(Self.quality)
+        (quality, target) = try options.quality(Self.quality)
         lossless = try options.read(Self.lossless)
         nearLossless = try options.read(Self.nearLossless)
         effort = try options.read(Self.effort)
         alphaQuality = try options.read(Self.alphaQuality)
+        if target != nil, let refusal = lossyRefusal { throw options.error(Self.quality, refusal.reason) }
     }
 
     package var identifier: String {
-        canonicalIdentifier(Self.type, [("quality", "\(quality)"), ("lossless", "\(lossless)"), ("nearLossless", "\(nearLossless)"),
+        canonicalIdentifier(Self.type, [("quality", target?.identifier ?? "\(quality)"), ("lossless", "\(lossless)"), ("nearLossless", "\(nearLossless)"),
                                         ("effort", "\(effort)"), ("alphaQuality", "\(alphaQuality)")])
+    }
+
+    package func at(quality: Int) -> Self { with(\.quality, quality) }
+    package func targeting(_ target: QualityTarget) -> Result<Self, TargetRefusal> {
+        lossyRefusal.map { .failure($0) } ?? .success(with(\.target, target))
+    }
+
+    private var lossyRefusal: TargetRefusal? {
+        lossless || nearLossless ? TargetRefusal(reason: "a quality target needs lossy coding: \(lossless ? "lossless" : "nearLossless") is on") : nil
     }
 
     package var canAnimate: Bool { true }
