@@ -4,7 +4,7 @@
 #
 #   deps/build-ssimulacra2.sh PREFIX      (e.g. .build/ssimulacra2-ref; gives PREFIX/bin/ssimulacra2)
 #
-# Only the tests' reference table needs it (Tests/fixtures/ssimulacra2/make-reference.sh): runner
+# Only the tests' reference table needs it (fixtures/ssimulacra2/make-reference.sh): runner
 # itself never links libjxl's tool. Debian 12's libjxl-devtools (0.7) has no ssimulacra2 (only
 # ssimulacra_main, the first SSIMULACRA); Debian 13's libjxl-devtools (0.11) ships it, but that is a
 # trixie binary package, which a Debian 12 machine must not install.

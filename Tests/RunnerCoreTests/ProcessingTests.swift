@@ -38,7 +38,7 @@ struct Render {
         return Result { try VipsRuntime.start(threadsPerImage: 1, blockUntrusted: true) }
     }()
 
-    private static func startVips() throws { try vipsStarted.get() }
+    static func startVips() throws { try vipsStarted.get() }
 
     var probe: ImageProbe? { ImageProbe.open(outputPath) }
     var bytes: Int { (try? FileManager.default.attributesOfItem(atPath: outputPath)[.size] as? Int) ?? 0 }
