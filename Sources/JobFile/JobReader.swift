@@ -305,6 +305,15 @@ extension Job {
                 "type \"\($0)\" is given twice (also formats[\($1)]): each type once, as it names the outputs"
             }
         }
+        package static let quality = Key<QualityTarget>("quality", .optional(),
+            "A perceptual quality target for every format of the output (a block's widths and formats too): {\"ssimulacra2\": 75}; "
+                + "each format's own quality is then not given.",
+            schema: QualityTarget.shape.schema(description: ""), written: { _ in .null }) { value, location in
+            guard case .object = value else {
+                throw JobFileError(location, "must be a target such as {\"ssimulacra2\": 75} (a fixed number goes in format.quality), not \(value.kindName)")
+            }
+            return try QualityTarget(reading: ObjectReader(value, path: location, shape: QualityTarget.shape))
+        }
         package static let autorotate = Key.flag("autorotate", default: true, "Apply the EXIF orientation while decoding.")
         package static let keepMetadata = Key.flag("keepMetadata", default: false,
                                            "Keep all of the source's EXIF, XMP, IPTC and ICC profile (the orientation tag is reset once applied).")
@@ -321,7 +330,7 @@ extension Job {
         package static let partSize = Key.integer("partSize", .range(5_242_880, 5_368_709_120), .defaults(16_777_216),
             "An s3:// output larger than this many bytes is uploaded in parts of this size (S3's multipart upload; 5 MiB at least).")
 
-        package static let shape = ObjectShape([name, path, chain, format, formats, widths, autorotate, keepMetadata, keepIcc, metadata, colorspace, frames,
+        package static let shape = ObjectShape([name, path, chain, format, formats, widths, quality, autorotate, keepMetadata, keepIcc, metadata, colorspace, frames,
                                                 Source.endpoint, Source.region, Source.addressing, cacheControl, partSize],
                                                rules: [.exactlyOne(format, formats)])
 
@@ -398,7 +407,8 @@ extension Job {
     private static func blockMembers(_ output: ObjectReader, name: String, written: String, baseDirectory: String) throws -> [BlockMember] {
         let widths = try output.optional(Output.widths)
         let formats = try output.optional(Output.formats)
-        let encoders = try formats ?? [readEncoder(try output.object(Output.format))]
+        var encoders = try formats ?? [readEncoder(try output.object(Output.format))]
+        if let target = try output.optional(Output.quality) { encoders = try targeting(encoders, target, output, listed: formats != nil) }
         let isBlock = widths != nil || formats != nil
         if written.contains("{width}") && widths == nil {
             throw output.error(Output.path, "{width} is the width of a block: give widths, or leave {width} out")
@@ -429,6 +439,24 @@ extension Job {
             }
         }
         return members
+    }
+
+    /// Every format of an output under its `quality` target: each must take one (JPEG, WebP, AVIF,
+    /// JPEG XL, lossy) and give no quality of its own.
+    private static func targeting(_ encoders: [any OutputEncoder], _ target: QualityTarget, _ output: ObjectReader,
+                                  listed: Bool) throws -> [any OutputEncoder] {
+        try encoders.enumerated().map { index, encoder in
+            let place = listed ? output.location(Output.formats) + "[\(index)]" : output.location(Output.format)
+            guard let searchable = encoder as? any QualitySearchable else {
+                throw output.error(Output.quality, "a target needs a format with a quality (jpeg, webp, avif, jxl); \(place) is \(type(of: encoder).type)")
+            }
+            guard !searchable.qualityGiven else {
+                throw JobFileError(place + ".quality", "is given here and as a target in \(output.location(Output.quality)): give one")
+            }
+            do { return try searchable.targeting(target) } catch let refusal as TargetRefusal {
+                throw output.error(Output.quality, "\(place): \(refusal.reason)")
+            }
+        }
     }
 
     package enum Concurrency {

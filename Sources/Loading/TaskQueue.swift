@@ -23,7 +23,7 @@ package struct ScheduledTask: Sendable {
     package init(file: String, url: String? = nil, items: [PlannedItem], of planned: PlannedSource, fingerprint: String,
                  derivation: PlannedDerivation?) {
         (source, self.url, sourceKey, sourceFingerprint, self.derivation) = (file, url, planned.key, fingerprint, derivation)
-        requests = items.map { OutputRequest(outputIndex: $0.outputIndex, path: $0.outputPath) }
+        requests = items.map { OutputRequest(outputIndex: $0.outputIndex, path: $0.outputPath, quality: $0.qualityHint) }
         (keys, fingerprints) = (items.map(\.key), items.map(\.fingerprint))
     }
 

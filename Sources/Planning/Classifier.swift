@@ -11,10 +11,13 @@ package struct LedgerEntry: Sendable, Codable {
     package var skipped = false
     package var failureKind: ItemFailure.Kind? = nil
     package var failedUnder: String? = nil
+    /// How a done output with a quality target got its quality.
+    package var quality: QualityOutcome? = nil
 
-    package init(fingerprint: String, outputPath: String, skipped: Bool = false, failureKind: ItemFailure.Kind? = nil, failedUnder: String? = nil) {
+    package init(fingerprint: String, outputPath: String, skipped: Bool = false, failureKind: ItemFailure.Kind? = nil, failedUnder: String? = nil,
+                 quality: QualityOutcome? = nil) {
         (self.fingerprint, self.outputPath, self.skipped) = (fingerprint, outputPath, skipped)
-        (self.failureKind, self.failedUnder) = (failureKind, failedUnder)
+        (self.failureKind, self.failedUnder, self.quality) = (failureKind, failedUnder, quality)
     }
 }
 
@@ -92,8 +95,14 @@ package struct Classifier: Sendable {
             }
         }
         try planDerivation(&source, state: state, force: force)
-        for index in source.items.indices where !force {
+        for index in source.items.indices {
             guard let entry = try state.recorded(source.items[index].key) else { continue }
+            // A quality search is paid once: the same item (fingerprint) encodes at its answer, even forced;
+            // changed content starts from it.
+            if let earlier = entry.quality, earlier.score != nil || earlier.unscorable != nil {
+                source.items[index].qualityHint = entry.fingerprint == source.items[index].fingerprint ? .remembered(earlier) : .seed(earlier.quality)
+            }
+            if force { continue }
             // A failure does not depend on where the output goes, but on the limits; a done item's output does.
             let stands = if let kind = entry.failureKind {
                 source.identity.decides(kind) && !retryFailed && entry.failedUnder == limitsDigest

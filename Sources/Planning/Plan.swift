@@ -137,6 +137,8 @@ public struct PlannedItem: Sendable, Codable {
     public internal(set) var status: Status
     /// What the state database recorded: done at this output path, or failed in a way its content decided.
     package var recorded: LedgerEntry?
+    /// What an earlier run found for this item's quality target (`Classifier.classify`).
+    package var qualityHint: QualityHint?
 
     /// Where the item's file is: where it was recorded done (a `{hash}` name with its digits), else `outputPath`.
     package var currentPath: String {

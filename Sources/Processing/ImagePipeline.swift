@@ -161,9 +161,9 @@ package struct ImagePipeline {
             return (try plan.encoder.encode(pixels, metadata: metadata), nil)
         }
         let set = plan.output.set
-        let seed: Int? = if case .seed(let quality)? = request.quality { quality } else { set.flatMap { source.qualities.seed(for: $0, default: searchable.quality) } }
+        let seed: Int? = if case .seed(let quality)? = request.quality { quality } else { set.flatMap { source.qualities.seed(for: $0) } }
         let encoded = try QualitySearch.encode(pixels, with: searchable, target: target, hint: request.quality, seed: seed, metadata: metadata)
-        if let set, encoded.outcome.score != nil { source.qualities.record(encoded.outcome.quality, for: set, default: searchable.quality) }
+        if let set, encoded.outcome.score != nil { source.qualities.record(encoded.outcome.quality, for: set) }
         return (encoded.data, encoded.outcome)
     }
 

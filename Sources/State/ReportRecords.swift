@@ -21,6 +21,8 @@ package struct ItemRecord: Sendable {
     package let failedSince: Date?
     package let width: Int?, height: Int?, bytes: Int?
     package let mediaType: String?, contentHash: String?
+    /// How a done output with a quality target got its quality.
+    package var quality: QualityOutcome? = nil
 
     /// Why a failed item failed; nil for any other.
     package var failure: ItemFailure? {

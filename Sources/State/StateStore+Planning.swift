@@ -57,7 +57,9 @@ extension StateStore {
 
         private static let itemSQL = "SELECT * FROM item WHERE \(Item.key) = ?"
         private static let recordedSQL = """
-            SELECT item.\(Item.fingerprint), item.\(Item.outputPath), item.\(Item.state), item.\(Item.errorKind), run.\(Run.limits)
+            SELECT item.\(Item.fingerprint), item.\(Item.outputPath), item.\(Item.state), item.\(Item.errorKind), run.\(Run.limits),
+                   item.\(Item.quality), item.\(Item.qualityScore), item.\(Item.qualityTarget), item.\(Item.qualityEncodes),
+                   item.\(Item.qualityCapped), item.\(Item.qualityUnscorable), item.\(Item.qualityDefaultBytes)
             FROM item LEFT JOIN run ON run.\(Run.id) = item.\(Item.runID)
             WHERE item.\(Item.key) = ?
             """
@@ -80,7 +82,8 @@ extension StateStore {
                 // fingerprint, output_path and state are NOT NULL, and a failed item has a kind; run.limits may be NULL.
                 let fingerprint = String(sqliteStatement: raw, index: 0), outputPath = String(sqliteStatement: raw, index: 1)
                 switch String(sqliteStatement: raw, index: 2) {
-                case ItemState.done.rawValue: return LedgerEntry(fingerprint: fingerprint, outputPath: outputPath)
+                case ItemState.done.rawValue:
+                    return LedgerEntry(fingerprint: fingerprint, outputPath: outputPath, quality: qualityOutcome(raw))
                 case ItemState.skipped.rawValue: return LedgerEntry(fingerprint: fingerprint, outputPath: outputPath, skipped: true)
                 case ItemState.failed.rawValue: break
                 // Not in SQL: an IN list of three constants costs SQLite an ephemeral index per lookup (a 100,000-item rerun +13% CPU).
@@ -92,6 +95,17 @@ extension StateStore {
                 return LedgerEntry(fingerprint: fingerprint, outputPath: outputPath, failureKind: kind,
                                    failedUnder: String.fromDatabaseValue(DatabaseValue(sqliteStatement: raw, index: 4)))
             }
+        }
+
+        /// The v16 columns (5 on) of the row `raw` is on.
+        private static func qualityOutcome(_ raw: OpaquePointer) -> QualityOutcome? {
+            guard sqlite3_column_type(raw, 5) != SQLITE_NULL, sqlite3_column_type(raw, 7) != SQLITE_NULL else { return nil }
+            let text = { (index: Int32) in sqlite3_column_type(raw, index) == SQLITE_NULL ? nil : String(sqliteStatement: raw, index: index) }
+            return QualityOutcome(quality: Int(sqlite3_column_int64(raw, 5)),
+                                  score: sqlite3_column_type(raw, 6) == SQLITE_NULL ? nil : sqlite3_column_double(raw, 6),
+                                  target: sqlite3_column_double(raw, 7), encodes: Int(sqlite3_column_int64(raw, 8)),
+                                  capped: sqlite3_column_int64(raw, 9) != 0, unscorable: text(10),
+                                  defaultBytes: sqlite3_column_type(raw, 11) == SQLITE_NULL ? nil : Int(sqlite3_column_int64(raw, 11)))
         }
 
         package func original(_ sourceKey: String) throws -> CachedOriginal? { try lookUp(Self.originalSQL, sourceKey) }

@@ -77,7 +77,9 @@ extension StateStore {
             \(Item.failedSince) = CASE WHEN ?1 = \(ItemState.failed.sql) THEN COALESCE(\(Item.failedSince), ?8) END,
             \(Item.state) = ?1, \(Item.outputPath) = ?2, \(Item.errorKind) = ?3, \(Item.errorMessage) = ?4, \(Item.warning) = ?5,
             \(Item.duration) = ?6, \(Item.runID) = ?7, \(Item.updatedAt) = ?8,
-            \(Item.width) = ?10, \(Item.height) = ?11, \(Item.bytes) = ?12, \(Item.mediaType) = ?13, \(Item.contentHash) = ?14
+            \(Item.width) = ?10, \(Item.height) = ?11, \(Item.bytes) = ?12, \(Item.mediaType) = ?13, \(Item.contentHash) = ?14,
+            \(Item.quality) = ?15, \(Item.qualityScore) = ?16, \(Item.qualityTarget) = ?17, \(Item.qualityEncodes) = ?18,
+            \(Item.qualityCapped) = ?19, \(Item.qualityUnscorable) = ?20, \(Item.qualityDefaultBytes) = ?21
         WHERE \(Item.key) = ?9
         """
 
@@ -129,10 +131,12 @@ extension StateStore {
         }
     }
 
-    /// The `v9: output facts` columns of a finished item: a done one's output, NULL otherwise.
+    /// The `v9: output facts` and `v16: quality choices` columns of a finished item: a done one's output, NULL otherwise.
     private static func factArguments(_ outcome: ItemOutcome) -> StatementArguments {
-        guard case .done(let rendered, _) = outcome, let facts = rendered.facts else { return StatementArguments(Array(repeating: nil as Int?, count: 5)) }
-        return [rendered.width, rendered.height, rendered.bytes, facts.mediaType, facts.contentHash]
+        guard case .done(let rendered, _) = outcome, let facts = rendered.facts else { return StatementArguments(Array(repeating: nil as Int?, count: 12)) }
+        let quality = rendered.quality
+        return [rendered.width, rendered.height, rendered.bytes, facts.mediaType, facts.contentHash,
+                quality?.quality, quality?.score, quality?.target, quality?.encodes, quality?.capped, quality?.unscorable, quality?.defaultBytes]
     }
 }
 

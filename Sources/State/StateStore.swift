@@ -392,6 +392,19 @@ public final class StateStore: Sendable {
                 ) WITHOUT ROWID;
                 """)
         }
+        migrator.registerMigration("v16: quality choices") { db in
+            // How a done item with a perceptual quality target got its quality (`QualityOutcome`):
+            // kept with the fingerprint it was chosen under, so a render of the same item encodes once.
+            try db.execute(sql: """
+                ALTER TABLE item ADD COLUMN quality INTEGER;
+                ALTER TABLE item ADD COLUMN quality_score REAL;
+                ALTER TABLE item ADD COLUMN quality_target REAL;
+                ALTER TABLE item ADD COLUMN quality_encodes INTEGER;
+                ALTER TABLE item ADD COLUMN quality_capped INTEGER;
+                ALTER TABLE item ADD COLUMN quality_unscorable TEXT;
+                ALTER TABLE item ADD COLUMN quality_default_bytes INTEGER;
+                """)
+        }
         return migrator
     }
 }

@@ -75,6 +75,9 @@ extension ItemRecord: FetchableRecord, TableRecord {
         case warning, failedSince = "failed_since"
         // v9: output facts
         case width, height, bytes, mediaType = "media_type", contentHash = "content_hash"
+        // v16: quality choices
+        case quality, qualityScore = "quality_score", qualityTarget = "quality_target", qualityEncodes = "quality_encodes"
+        case qualityCapped = "quality_capped", qualityUnscorable = "quality_unscorable", qualityDefaultBytes = "quality_default_bytes"
     }
 
     /// A failed item with no kind is a value runner never writes, as an unknown kind is.
@@ -90,7 +93,15 @@ extension ItemRecord: FetchableRecord, TableRecord {
                   updatedAt: Date(timeIntervalSince1970: row[Columns.updatedAt]),
                   failedSince: (row[Columns.failedSince] as Double?).map(Date.init(timeIntervalSince1970:)),
                   width: row[Columns.width], height: row[Columns.height], bytes: row[Columns.bytes],
-                  mediaType: row[Columns.mediaType], contentHash: row[Columns.contentHash])
+                  mediaType: row[Columns.mediaType], contentHash: row[Columns.contentHash], quality: Self.qualityOutcome(row))
+    }
+
+    /// The v16 columns of a done item whose output has a quality target; nil for any other.
+    static func qualityOutcome(_ row: Row) -> QualityOutcome? {
+        guard let quality = row[Columns.quality] as Int?, let target = row[Columns.qualityTarget] as Double? else { return nil }
+        return QualityOutcome(quality: quality, score: row[Columns.qualityScore], target: target, encodes: row[Columns.qualityEncodes] ?? 1,
+                              capped: row[Columns.qualityCapped] ?? false, unscorable: row[Columns.qualityUnscorable],
+                              defaultBytes: row[Columns.qualityDefaultBytes])
     }
 }
 

@@ -13,11 +13,12 @@ package struct AVIFEncoder: QualitySearchable {
     package static let keys: [any KeyDeclaration] = [quality, effort, lossless]
     package private(set) var quality: Int
     package private(set) var target: QualityTarget?
+    package let qualityGiven: Bool
     package let effort: Int
     package let lossless: Bool
 
     package init(reading options: ObjectReader) throws {
-        (quality, target) = try options.quality(Self.quality)
+        (quality, target, qualityGiven) = try options.quality(Self.quality)
         effort = try options.read(Self.effort)
         lossless = try options.read(Self.lossless)
         if target != nil, lossless { throw options.error(Self.quality, Self.losslessRefusal.reason) }
@@ -28,8 +29,9 @@ package struct AVIFEncoder: QualitySearchable {
     }
 
     package func at(quality: Int) -> Self { with(\.quality, quality) }
-    package func targeting(_ target: QualityTarget) -> Result<Self, TargetRefusal> {
-        lossless ? .failure(Self.losslessRefusal) : .success(with(\.target, target))
+    package func targeting(_ target: QualityTarget) throws(TargetRefusal) -> any OutputEncoder {
+        if lossless { throw Self.losslessRefusal }
+        return with(\.target, target)
     }
 
     private static let losslessRefusal = TargetRefusal(reason: "a quality target needs lossy coding: lossless is on")

@@ -23,6 +23,7 @@ package struct JPEGEncoder: QualitySearchable {
 
     package private(set) var quality: Int
     package private(set) var target: QualityTarget?
+    package let qualityGiven: Bool
     package let progressive: Bool
     package let chromaSubsampling: ChromaSubsampling
     package let optimizeCoding: Bool
@@ -34,7 +35,7 @@ package struct JPEGEncoder: QualitySearchable {
     }
 
     package init(reading options: ObjectReader) throws {
-        (quality, target) = try options.quality(Self.quality)
+        (quality, target, qualityGiven) = try options.quality(Self.quality)
         progressive = try options.read(Self.progressive)
         chromaSubsampling = try options.read(Self.chromaSubsampling)
         optimizeCoding = try options.read(Self.optimizeCoding)
@@ -47,7 +48,7 @@ package struct JPEGEncoder: QualitySearchable {
     }
 
     package func at(quality: Int) -> Self { with(\.quality, quality) }
-    package func targeting(_ target: QualityTarget) -> Result<Self, TargetRefusal> { .success(with(\.target, target)) }
+    package func targeting(_ target: QualityTarget) -> any OutputEncoder { with(\.target, target) }
 
     package var supportsAlpha: Bool { false }
     package var iptcContainer: IPTCContainer? { .photoshop }

@@ -15,6 +15,7 @@ package struct WebPEncoder: QualitySearchable {
     package static let keys: [any KeyDeclaration] = [quality, lossless, nearLossless, effort, alphaQuality]
     package private(set) var quality: Int
     package private(set) var target: QualityTarget?
+    package let qualityGiven: Bool
     package let lossless: Bool
     /// Lossless after a lossy pre-pass whose strength `quality` sets (libvips turns lossless on).
     package let nearLossless: Bool
@@ -22,7 +23,7 @@ package struct WebPEncoder: QualitySearchable {
     package let alphaQuality: Int
 
     package init(reading options: ObjectReader) throws {
-        (quality, target) = try options.quality(Self.quality)
+        (quality, target, qualityGiven) = try options.quality(Self.quality)
         lossless = try options.read(Self.lossless)
         nearLossless = try options.read(Self.nearLossless)
         effort = try options.read(Self.effort)
@@ -36,8 +37,9 @@ package struct WebPEncoder: QualitySearchable {
     }
 
     package func at(quality: Int) -> Self { with(\.quality, quality) }
-    package func targeting(_ target: QualityTarget) -> Result<Self, TargetRefusal> {
-        lossyRefusal.map { .failure($0) } ?? .success(with(\.target, target))
+    package func targeting(_ target: QualityTarget) throws(TargetRefusal) -> any OutputEncoder {
+        if let lossyRefusal { throw lossyRefusal }
+        return with(\.target, target)
     }
 
     private var lossyRefusal: TargetRefusal? {

@@ -15,9 +15,6 @@ package enum QualitySearch {
         package let outcome: QualityOutcome
     }
 
-    /// Score points per quality step assumed until two encodes say otherwise.
-    private static let assumedSlope = 0.6
-
     package static func encode<Encoder: QualitySearchable>(_ pixels: VipsImageHandle, with encoder: Encoder, target: QualityTarget,
                                                           hint: QualityHint?, seed: Int?, metadata: MetadataPolicy) throws(VipsError) -> Encoded {
         if case .remembered(let earlier)? = hint {
@@ -38,6 +35,7 @@ package enum QualitySearch {
         while let quality = search.next, search.tried.count < target.maxEncodes {
             let data = try encoder.at(quality: quality).encode(pixels, metadata: metadata)
             search.record(quality, score: try score(data, against: reference), data: data)
+            if ProcessInfo.processInfo.environment["QTRACE"] != nil { FileHandle.standardError.write("probe \(pixels.width) q\(quality) -> \(search.tried[quality]!.score) bytes \(data.count)\n".data(using: .utf8)!) }
         }
         return try search.result(defaultQuality: encoder.quality, maxEncodes: target.maxEncodes) { () throws(VipsError) in
             try encoder.encode(pixels, metadata: metadata)
@@ -59,6 +57,8 @@ package enum QualitySearch {
         /// 0 and 101 stand for "none yet".
         private(set) var failing = 0, passing = 101
         private(set) var next: Int?
+        /// The bracket's width before the last guess inside it: a guess that did not halve it is followed by a bisection.
+        private var lastWidth = Int.max
 
         init(target: Double, first: Int) { (self.target, next) = (target, min(max(first, 1), 100)) }
 
@@ -68,19 +68,27 @@ package enum QualitySearch {
             next = nextGuess(after: quality, passed: score >= target)
         }
 
-        /// Where the score should cross the target, from the two tried qualities nearest it (or the
-        /// assumed slope); aimed one step to the side not yet seen, so a good guess ends in two encodes.
-        private func nextGuess(after last: Int, passed: Bool) -> Int? {
-            guard passing - failing > 1, passing > 1, failing < 100 else { return nil }
-            let nearest = tried.keys.sorted { abs(tried[$0]!.score - target) < abs(tried[$1]!.score - target) }.prefix(2)
-            var slope = assumedSlope
-            if nearest.count == 2, let a = nearest.first, let b = nearest.last, a != b {
-                let measured = (tried[a]!.score - tried[b]!.score) / Double(a - b)
-                if measured > 0.05 { slope = measured }
-            }
+        /// Where the score should cross the target, by the secant through the two tried qualities
+        /// nearest it (the assumed slope until there are two), aimed one step to the side not yet
+        /// seen, so a good guess ends in two encodes; a guess that did not halve the bracket is
+        /// followed by the bracket's middle.
+        private mutating func nextGuess(after last: Int, passed: Bool) -> Int? {
+            let width = passing - failing
+            guard width > 1, passing > 1, failing < 100 else { return nil }
+            defer { lastWidth = width }
+            if passing <= 100 && failing >= 1 && width * 2 > lastWidth { return failing + width / 2 }
             let crossing = Double(last) + (target - tried[last]!.score) / slope
             let guess = Int(crossing.rounded(.up)) - (passed ? 1 : 0)
             return min(max(guess, failing + 1), passing - 1)
+        }
+
+        /// Score points per quality step: the secant through the two tried qualities nearest the
+        /// target, else what libwebp and libjpeg give around q80 (about one).
+        private var slope: Double {
+            let nearest = tried.keys.sorted { abs(tried[$0]!.score - target) < abs(tried[$1]!.score - target) }.prefix(2)
+            guard nearest.count == 2, let a = nearest.first, let b = nearest.last else { return 1 }
+            let measured = (tried[a]!.score - tried[b]!.score) / Double(a - b)
+            return measured > 0.1 ? measured : 1
         }
 
         /// The lowest passing encode; without one, the best scoring. Capped when the bracket did not close.

@@ -59,13 +59,13 @@ package enum QualitySetting: Sendable, Equatable {
 
 /// An encoder whose quality a target can search (JPEG, WebP, AVIF, JPEG XL).
 extension ObjectReader {
-    /// A lossy format's quality: its fixed number (the key's default under a target) and its target.
-    package func quality(_ key: Key<QualitySetting>) throws -> (quality: Int, target: QualityTarget?) {
+    /// A lossy format's quality: its fixed number (the key's default under a target), its target, and whether the job file gave either.
+    package func quality(_ key: Key<QualitySetting>) throws -> (quality: Int, target: QualityTarget?, given: Bool) {
         switch try read(key) {
-        case .fixed(let quality): return (quality, nil)
+        case .fixed(let quality): return (quality, nil, has(key))
         case .target(let target):
-            guard case .fixed(let fallback)? = key.fallback else { return (80, target) }
-            return (fallback, target)
+            guard case .fixed(let fallback)? = key.fallback else { return (80, target, true) }
+            return (fallback, target, true)
         }
     }
 }
@@ -74,10 +74,12 @@ package protocol QualitySearchable: OutputEncoder {
     /// The fixed quality (the format's default under a target).
     var quality: Int { get }
     var target: QualityTarget? { get }
+    /// Whether the format's own `quality` was written (a target at the output then conflicts).
+    var qualityGiven: Bool { get }
     /// The same encoder at another fixed quality, its target kept.
     func at(quality: Int) -> Self
     /// The same encoder under `target` (a block's), or why it cannot take one (lossless coding).
-    func targeting(_ target: QualityTarget) -> Result<Self, TargetRefusal>
+    func targeting(_ target: QualityTarget) throws(TargetRefusal) -> any OutputEncoder
 }
 
 package struct TargetRefusal: Error { package let reason: String }
