@@ -26,6 +26,8 @@ public struct RunSummary: Sendable, Codable {
     /// `--metrics` file); its exit code wins over every other.
     public var failure: RunFailure?
     public var elapsedSeconds = 0.0
+    /// What the outputs with a quality target made this run did.
+    public var qualityTargets = QualityTotals()
     /// Worker processes started: one per slot, plus replacements after crashes and recycling.
     public var workersStarted = 0
 

@@ -20,6 +20,8 @@ public enum Preview {
         public let seconds: Double
         /// Not made, and why: a narrower output of its block holds its bytes.
         public var skipped: String? = nil
+        /// How an output with a quality target got its quality.
+        package var quality: QualityOutcome? = nil
     }
 
     /// Wrong arguments (exit 64), or a URL that could not be fetched (exit 1).
@@ -81,8 +83,9 @@ public enum Preview {
             case .skipped: .success((0, 0, 0))
             }
             let path = if case .done(let image, _) = result, let named = image.path { named } else { request.path }
+            let quality = if case .done(let image, _) = result { image.quality } else { nil as QualityOutcome? }
             return Rendered(output: item.outputName, path: path, result: rendered, seconds: result.seconds,
-                            skipped: result.state == .skipped ? result.reason : nil)
+                            skipped: result.state == .skipped ? result.reason : nil, quality: quality)
         }
     }
 

@@ -26,7 +26,11 @@ package final class CommittedItems: Sendable {
                 reporter.itemFinished(key: key, outputPath: outputPath, outcome: outcome)
                 if let failure = outcome.failure { failures.add(key, failure) }
                 switch outcome {
-                case .done: counts.withLock { $0.done += 1 }
+                case .done(let rendered, _):
+                    counts.withLock {
+                        $0.done += 1
+                        if let quality = rendered.quality { $0.qualityTargets.add(quality, bytes: rendered.bytes) }
+                    }
                 case .failed: counts.withLock { $0.failed += 1 }
                 case .skipped: counts.withLock { $0.skipped += 1 }
                 case .blocked: break

@@ -117,7 +117,11 @@ public struct HTMLReport {
         }
         html += card(id: "warnings", "with warnings", warningCount)
         if status.notRevalidated > 0 { html += card(id: "not-revalidated", "sources not revalidated (origin failing)", status.notRevalidated) }
-        html += "</div></section>"
+        html += "</div>"
+        if status.qualityTargets.outputs > 0 {
+            html += "<p id=\"quality-targets\">Quality targets: \(esc(status.qualityTargets.description)).</p>"
+        }
+        html += "</section>"
 
         html += runsSection(status.runs, sharded: !status.shards.isEmpty) + shardsSection(status.shards)
 

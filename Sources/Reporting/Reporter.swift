@@ -121,6 +121,7 @@ package final class Reporter: Sendable {
             if summary.derived > 0 { line += ", \(Format.plural(summary.derived, "derived value"))" }
             line += String(format: " in %.1fs", summary.elapsedSeconds)
             if summary.done > 0 && summary.elapsedSeconds > 0 { line += String(format: " (%.1f items/s)", summary.itemsPerSecond) }
+            if summary.qualityTargets.outputs > 0 { line += "; quality targets: " + summary.qualityTargets.description }
             if let signal = summary.interrupted { line += "; interrupted by \(String(cString: strsignal(signal)))" }
             if summary.stoppedByBudget { line += "; stopped by the time budget, run again to continue" }
             if let failure = summary.failure {

@@ -57,6 +57,8 @@ public struct StatusReport: Encodable, Sendable {
     public private(set) var notRevalidated = 0
     /// The oldest such failure.
     public private(set) var notRevalidatedSince: Date?
+    /// What the quality targets of the done items did.
+    public private(set) var qualityTargets = QualityTotals()
     /// Newest first, each with its shard when the job runs as shards.
     public let runs: [JobRun]
     /// One per shard database, when the job runs as shards.
@@ -88,6 +90,7 @@ public struct StatusReport: Encodable, Sendable {
             let counts = try part.store.stateCounts()
             items.merge(counts, uniquingKeysWith: +)
             warnings += try part.store.warnedItemCount()
+            qualityTargets = qualityTargets + (try part.store.qualityTotals())
             let stale = try part.store.notRevalidated()
             notRevalidated += stale.count
             notRevalidatedSince = [notRevalidatedSince, stale.since].compactMap { $0 }.min()
@@ -106,6 +109,7 @@ public struct StatusReport: Encodable, Sendable {
         guard hasRun else { return notRunYet(job, state: state) }
         var lines = ["\(job) (\(state)\(shards.isEmpty ? "" : ", \(Format.plural(shards.count, "shard"))"))"]
         lines.append("items: " + Self.describe(items) + (warnings > 0 ? " (\(warnings) with warnings)" : ""))
+        if qualityTargets.outputs > 0 { lines.append("quality targets: " + qualityTargets.description) }
         let formatter = ISO8601DateFormatter()
         if notRevalidated > 0 {
             lines.append("not revalidated: \(Format.plural(notRevalidated, "URL source")) served from the cache since "

@@ -100,6 +100,7 @@ package struct RunEvent: Codable, Sendable {
         package var outcome: RunOutcome
         /// What stopped the run, or failed after its work.
         @OrNull package var failure: String?
+        package var qualityTargets: QualityTotals
 
         package init(job: String, _ summary: RunSummary) {
             self.job = job
@@ -109,6 +110,7 @@ package struct RunEvent: Codable, Sendable {
             (stoppedByBudget, outcome) = (summary.stoppedByBudget, summary.outcome)
             interrupted = summary.interrupted.map(Int.init)
             failure = summary.failure?.message
+            qualityTargets = summary.qualityTargets
         }
     }
 

@@ -74,7 +74,18 @@ package enum RunEventSchema {
         "stoppedByBudget": ["type": "boolean", "description": "The time budget ran out, work was left for the next run."],
         "outcome": ["enum": .array(RunOutcome.allCases.filter { $0 != .running }.map { .string($0.rawValue) })],
         "failure": ["type": ["string", "null"], "description": "What stopped the run, or failed after its work (exitCode says which)."],
+        "qualityTargets": qualityTotals,
     ])
+
+    /// `QualityTotals`.
+    static let qualityTotals: JSONValue = [
+        "type": "object", "additionalProperties": false,
+        "description": .string("The outputs this run encoded under a quality target: their bytes, the same outputs' bytes at their formats' "
+            + "fixed default quality, the encodes made, how many stopped at maxEncodes, stayed below the target even at 100, or could not be scored."),
+        "required": ["outputs", "bytes", "defaultBytes", "encodes", "capped", "belowTarget", "unscorable"],
+        "properties": ["outputs": count, "bytes": count, "defaultBytes": count, "encodes": count, "capped": count, "belowTarget": count,
+                       "unscorable": count],
+    ]
 
     package static var document: JSONValue {
         let events = ["plan": plan, "item": item, "libvips-warning": libvipsWarning, "notice": notice, "progress": progress, "summary": summary]

@@ -165,6 +165,8 @@ package struct SiteManifestWriter {
             object["type"] = item.mediaType.map(JSONValue.string)
             object["hash"] = item.contentHash.map { .string(String($0.prefix(shortHashDigits))) }
             object["warning"] = quoting ? item.warning.map(JSONValue.string) : nil
+            object["quality"] = item.quality.map { .number(Double($0.quality)) }
+            object["score"] = item.quality?.score.map { .number(($0 * 100).rounded() / 100) }
         case .failed:
             object["kind"] = item.errorKind.map { .string($0.rawValue) }
             object["reason"] = quoting ? .string(item.errorMessage ?? "") : nil

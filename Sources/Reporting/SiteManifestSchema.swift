@@ -27,6 +27,10 @@ package enum SiteManifestSchema {
             "hash": ["type": "string", "pattern": "^[0-9a-f]{8}$",
                      "description": "The first 8 hex digits of FNV-1a 64 of the file's bytes: changes when the file does (cache busting)."],
             "warning": ["type": "string", "description": "What the item said though it rendered (an ignored ICC profile)."],
+            "quality": ["type": "integer", "minimum": 1, "maximum": 100,
+                        "description": "With a quality target: the quality the file was encoded at (the lowest that meets it)."],
+            "score": ["type": "number", "description": .string("With a quality target: the file's SSIMULACRA2 score against the pixels the "
+                + "encoder was given (2 decimals); absent when the image could not be scored and got the format's default.")],
             "kind": ["enum": .array(ItemFailure.Kind.allCases.map { .string($0.rawValue) }),
                      "description": "A failed item's failure kind."],
             "reason": ["type": "string", "description": .string("Why a failed item failed (the decoder's or system's message), why a blocked one "

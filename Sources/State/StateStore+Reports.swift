@@ -95,6 +95,21 @@ extension StateStore {
 
     static let warned = ItemRecord.filter(Item.state == ItemState.done && Item.warning != nil)
 
+    /// What the quality targets of the done items recorded here did (`QualityTotals`).
+    package func qualityTotals() throws -> QualityTotals {
+        try database.read { db in
+            let row = try Row.fetchOne(db, sql: """
+                SELECT COUNT(*), TOTAL(CASE WHEN \(Item.qualityDefaultBytes) IS NOT NULL THEN \(Item.bytes) END), TOTAL(\(Item.qualityDefaultBytes)),
+                       TOTAL(\(Item.qualityEncodes)), TOTAL(\(Item.qualityCapped)),
+                       TOTAL(\(Item.qualityScore) < \(Item.qualityTarget)), TOTAL(\(Item.qualityUnscorable) IS NOT NULL)
+                FROM item WHERE \(Item.state) = \(ItemState.done.sql) AND \(Item.qualityTarget) IS NOT NULL
+                """)!
+            let total = { (index: Int) in Int(row[index] as Double) }
+            return QualityTotals(outputs: row[0], bytes: total(1), defaultBytes: total(2), encodes: total(3), capped: total(4),
+                                 belowTarget: total(5), unscorable: total(6))
+        }
+    }
+
     public func warnedItemCount() throws -> Int {
         try database.read { try Self.warned.fetchCount($0) }
     }

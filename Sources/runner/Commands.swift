@@ -368,7 +368,8 @@ struct PreviewCommand: RunnerCommand {
             case .success where file.skipped != nil:
                 print("\(name)  skipped: \(file.skipped ?? "")")
             case .success(let image):
-                print("\(name)  \(Paths.lastComponent(file.path))  \(image.width)x\(image.height)  \(Format.bytes(image.bytes))  \(time)")
+                let quality = file.quality.map { "  " + $0.summary } ?? ""
+                print("\(name)  \(Paths.lastComponent(file.path))  \(image.width)x\(image.height)  \(Format.bytes(image.bytes))  \(time)\(quality)")
             case .failure(let failure):
                 print("\(name)  failed (\(failure.kind.rawValue)), \(time)")
                 Runner.printError("\(file.output): \(failure)")

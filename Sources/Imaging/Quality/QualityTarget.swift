@@ -1,6 +1,7 @@
 import Foundation
 import Support
 import Keys
+import Model
 
 /// A perceptual quality target (`"quality": {"ssimulacra2": 75}`): runner writes the lowest
 /// quality whose SSIMULACRA2 score, on the decoded output against the pixels the encoder was given,
@@ -24,9 +25,7 @@ package struct QualityTarget: Sendable, Equatable {
     }
 
     /// Part of the output's recipe, so the metric's version is in every item's fingerprint.
-    package var identifier: String { "ssimulacra2:\(Self.written(ssimulacra2)),maxEncodes:\(maxEncodes),metric:\(SSIMULACRA2.version)" }
-
-    static func written(_ score: Double) -> String { score == score.rounded() ? String(Int(score)) : String(score) }
+    package var identifier: String { "ssimulacra2:\(QualityOutcome.written(ssimulacra2)),maxEncodes:\(maxEncodes),metric:\(SSIMULACRA2.version)" }
 }
 
 /// `format.quality` of a lossy format: a number, or a target the lowest quality meeting it is searched for.
