@@ -315,9 +315,9 @@ static inline int cvips_pngsave_buffer(VipsImage *in, void **buf, size_t *len, i
                                "bitdepth", bitdepth, CVIPS_METADATA(keep), NULL);
 }
 static inline int cvips_webpsave_buffer(VipsImage *in, void **buf, size_t *len, int quality, int lossless,
-                                        int near_lossless, int effort, int alpha_quality, CVipsKeep keep) {
+                                        int near_lossless, int effort, int alpha_quality, int smart_subsample, CVipsKeep keep) {
     return vips_webpsave_buffer(in, buf, len, "Q", quality, "lossless", lossless, "near_lossless", near_lossless,
-                                "effort", effort, "alpha_q", alpha_quality, CVIPS_METADATA(keep), NULL);
+                                "effort", effort, "alpha_q", alpha_quality, "smart_subsample", smart_subsample, CVIPS_METADATA(keep), NULL);
 }
 // AVIF is HEIF with AV1 compression.
 static inline int cvips_avifsave_buffer(VipsImage *in, void **buf, size_t *len, int quality, int effort, int lossless,

@@ -156,14 +156,18 @@ struct Compare: RunnerCommand {
     @Argument(help: "The original.")
     var reference: String
 
-    @Argument(help: "The image to score against it (an encoded output).")
-    var distorted: String
+    @Argument(help: "The images to score against it (encoded outputs); with several, each line is the score and the file.")
+    var distorted: [String]
+
+    func validate() throws {
+        if distorted.isEmpty { throw ValidationError("give the image to score after the original") }
+    }
 
     func execute() throws {
         try VipsRuntime.start(threadsPerImage: 1, blockUntrusted: false)
         VipsRuntime.keepFreedMemory()
-        let score = VipsRuntime.onLibvipsThread { Result { try ImageComparison.score(reference: reference, distorted: distorted) } }
-        print(String(format: "%.2f", try score.get()))
+        let scores = try VipsRuntime.onLibvipsThread { Result { try ImageComparison.scores(reference: reference, distorted: distorted) } }.get()
+        for (score, file) in zip(scores, distorted) { print(String(format: "%.2f", score) + (distorted.count > 1 ? "\t" + file : "")) }
     }
 }
 

@@ -12,7 +12,9 @@ package struct WebPEncoder: QualitySearchable {
     package static let nearLossless = Key.flag("nearLossless", default: false, "Lossless coding after a lossy pre-pass set by quality.")
     package static let effort = Key.integer("effort", .range(0, 6), .defaults(4), "CPU effort; higher is slower and smaller.")
     package static let alphaQuality = Key.integer("alphaQuality", .range(0, 100), .defaults(100), "Quality of the alpha band.")
-    package static let keys: [any KeyDeclaration] = [quality, lossless, nearLossless, effort, alphaQuality]
+    package static let smartSubsample = Key.flag("smartSubsample", default: false,
+        "Sharper chroma subsampling (libwebp's sharp YUV): cleaner colour edges at the same quality, slower to encode.")
+    package static let keys: [any KeyDeclaration] = [quality, lossless, nearLossless, effort, alphaQuality, smartSubsample]
     package private(set) var quality: Int
     package private(set) var target: QualityTarget?
     package let qualityGiven: Bool
@@ -21,6 +23,7 @@ package struct WebPEncoder: QualitySearchable {
     package let nearLossless: Bool
     package let effort: Int
     package let alphaQuality: Int
+    package let smartSubsample: Bool
 
     package init(reading options: ObjectReader) throws {
         (quality, target, qualityGiven) = try options.quality(Self.quality)
@@ -28,12 +31,13 @@ package struct WebPEncoder: QualitySearchable {
         nearLossless = try options.read(Self.nearLossless)
         effort = try options.read(Self.effort)
         alphaQuality = try options.read(Self.alphaQuality)
+        smartSubsample = try options.read(Self.smartSubsample)
         if target != nil, let refusal = lossyRefusal { throw options.error(Self.quality, refusal.reason) }
     }
 
     package var identifier: String {
         canonicalIdentifier(Self.type, [("quality", target?.identifier ?? "\(quality)"), ("lossless", "\(lossless)"), ("nearLossless", "\(nearLossless)"),
-                                        ("effort", "\(effort)"), ("alphaQuality", "\(alphaQuality)")])
+                                        ("effort", "\(effort)"), ("alphaQuality", "\(alphaQuality)"), ("smartSubsample", "\(smartSubsample)")])
     }
 
     package func at(quality: Int) -> Self { with(\.quality, quality) }
@@ -51,7 +55,7 @@ package struct WebPEncoder: QualitySearchable {
     package func encode(_ image: VipsImageHandle, metadata: MetadataPolicy) throws(VipsError) -> Data {
         let data = try image.encode("webpsave") {
             cvips_webpsave_buffer($0, $1, $2, Int32(quality), lossless ? 1 : 0, nearLossless ? 1 : 0, Int32(effort),
-                                  Int32(alphaQuality), metadata.saverKeep)
+                                  Int32(alphaQuality), smartSubsample ? 1 : 0, metadata.saverKeep)
         }
         // libvips 8.14's webpsave ignores `strip` (libvips issue #3340): it writes the EXIF (GPS
         // included), XMP and ICC chunks regardless, so they are cut out of the container here.
