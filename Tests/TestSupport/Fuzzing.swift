@@ -300,7 +300,7 @@ public enum FuzzMaterial {
             "http://127.0.0.1/x.jpg", "https://example.invalid/a.png", "ftp://x/y", "file:///etc/passwd",
             "http://", "http://[::1]:99999/x", "HTTP://EXAMPLE.COM:80/A%2F..%2Fb.jpg", "javascript:alert(1)",
             "12h", "0s", "7d", "1w", "-1d", "1e308w", "infs", "nans", "NaN", "inf", "99999999999999999999w", "h",
-            "jpeg", "webp", "png", "avif", "jxl", "tiff", "gif", "auto", "bmp", "cover", "contain", "fill", "inside",
+            "jpeg", "webp", "png", "avif", "tiff", "gif", "auto", "bmp", "cover", "contain", "fill", "inside",
             "outside", "none", "error", "warning", "truncated", "always", "never", "srgb", "keep", "horizontal",
             "attention", "entropy", "centre", "north", "southeast", "over", "xor", "4:4:4", "4:2:0", "lanczos3",
             "*.jpg", "**", "**/*.png", "[", "[!a]*", "[a-", "\\", "\\\\", "*", "?", "photos/**/..", "~", "$HOME",
