@@ -325,6 +325,17 @@ static inline int cvips_avifsave_buffer(VipsImage *in, void **buf, size_t *len, 
     return vips_heifsave_buffer(in, buf, len, "Q", quality, "effort", effort, "lossless", lossless,
                                 "compression", VIPS_FOREIGN_HEIF_COMPRESSION_AV1, CVIPS_METADATA(keep), NULL);
 }
+// 8.14's jxlsave takes effort 3-9, 8.16's 1-9 (lightning and thunder): below 3 is 3 there.
+#if VIPS_MAJOR_VERSION > 8 || (VIPS_MAJOR_VERSION == 8 && VIPS_MINOR_VERSION >= 16)
+#define CVIPS_JXL_EFFORT(effort) (effort)
+#else
+#define CVIPS_JXL_EFFORT(effort) ((effort) < 3 ? 3 : (effort))
+#endif
+static inline int cvips_jxlsave_buffer(VipsImage *in, void **buf, size_t *len, int quality, int effort, int lossless,
+                                       CVipsKeep keep) {
+    return vips_jxlsave_buffer(in, buf, len, "Q", quality, "effort", CVIPS_JXL_EFFORT(effort), "lossless", lossless,
+                               CVIPS_METADATA(keep), NULL);
+}
 static inline int cvips_tiffsave_buffer(VipsImage *in, void **buf, size_t *len, VipsForeignTiffCompression compression,
                                         int quality, CVipsKeep keep) {
     return vips_tiffsave_buffer(in, buf, len, "compression", compression, "Q", quality, "pyramid", FALSE,

@@ -274,7 +274,7 @@ extension Job {
                 + "(a part for each of widths and formats it gives).")
         package static let path = Key.text("path", .required,
             "Output path template, relative to the job file: {stem}, {ext}, {dir}, {name}, {key}, {width} (a block's width), {format} "
-                + "(the format's usual extension: jpg, png, webp, avif, tif, gif); must stay inside the folder its literal prefix names, "
+                + "(the format's usual extension: jpg, png, webp, avif, jxl, tif, gif); must stay inside the folder its literal prefix names, "
                 + "and its extension must not name another format than format.type (.webp with jpeg; auto is not checked).")
         package static let chain = ListKey("chain", of: .tagged(operationShape), "Processing steps, in order ([] only re-encodes).")
         package static let format = ObjectKey("format", .tagged(encoderShape), "The encoding; give format or formats.")

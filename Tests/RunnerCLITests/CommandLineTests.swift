@@ -92,7 +92,7 @@ struct CommandLineTests {
         let (result, seconds) = try workspace.runCounting(["validate", "job.json"])
         #expect(result.status == 2)
         #expect(result.stderr.hasSuffix(#"runner: job.json:2:86: outputs[0].format.type: unknown format "\#(String(repeating: "x", count: 59))…" "#
-            + "(10000000 characters) (known: auto, avif, gif, jpeg, png, tiff, webp)\n"), "\(result.stderr.prefix(300))")
+            + "(10000000 characters) (known: auto, avif, gif, jpeg, jxl, png, tiff, webp)\n"), "\(result.stderr.prefix(300))")
         #expect(result.stderr.utf8.count < 300)
         // 24 to 58 s in a debug build before, about 1 s after (CPU time, which a busy machine does not stretch).
         #expect(seconds < 10, "\(seconds) s of CPU")

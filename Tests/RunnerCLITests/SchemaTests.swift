@@ -147,6 +147,7 @@ struct SchemaTests {
             ("every other format", job(format: #"{"type": "tiff", "compression": "lzw"}"#)),
             ("webp", job(format: #"{"type": "webp", "lossless": true, "effort": 6, "alphaQuality": 50}"#)),
             ("avif", job(format: #"{"type": "avif", "quality": 40, "effort": 2}"#)),
+            ("jxl", job(format: #"{"type": "jxl", "quality": 90, "effort": 1, "lossless": false}"#)),
             ("png 16-bit", job(format: #"{"type": "png", "bitdepth": 16, "compression": 9}"#)),
             ("every section", job(top: #"""
                 , "name": "nightly", "state": "nightly.sqlite", "cache": "originals", "cacheMaxBytes": 1000000,

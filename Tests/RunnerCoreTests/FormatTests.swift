@@ -52,13 +52,15 @@ struct FormatTests {
         (#""format": {"type": "png", "palette": true, "bitdepth": 16}"#, "outputs[0].format.bitdepth: a palette image has at most 8 bits"),
         (#""format": {"type": "webp", "effort": 7}"#, "outputs[0].format.effort: must be between 0 and 6"),
         (#""format": {"type": "avif", "effort": 10}"#, "outputs[0].format.effort: must be between 0 and 9"),
+        (#""format": {"type": "jxl", "effort": 0}"#, "outputs[0].format.effort: must be between 1 and 9"),
+        (#""format": {"type": "jxl", "quality": 0}"#, "outputs[0].format.quality: must be between 1 and 100"),
         (#""format": {"type": "tiff", "compression": "lzw", "quality": 50}"#, "outputs[0].format.quality: applies only to jpeg and webp compression"),
         (#""format": {"type": "tiff", "compression": "ccittfax4"}"#,
          "outputs[0].format.compression: must be one of none, jpeg, deflate, packbits, lzw, webp, zstd, not \"ccittfax4\""),
         (#""format": {"type": "gif", "colours": 300}"#, "outputs[0].format.colours: must be between 2 and 256"),
         (#""format": {"type": "auto", "jpeg": {"quality": 0}}"#, "outputs[0].format.jpeg.quality: must be between 1 and 100"),
         (#""format": {"type": "auto", "heic": {}}"#, "outputs[0].format: unknown key \"heic\" (known: avif, gif, jpeg, png, tiff, type, webp)"),
-        (#""format": {"type": "bmp"}"#, "outputs[0].format.type: unknown format \"bmp\" (known: auto, avif, gif, jpeg, png, tiff, webp)"),
+        (#""format": {"type": "bmp"}"#, "outputs[0].format.type: unknown format \"bmp\" (known: auto, avif, gif, jpeg, jxl, png, tiff, webp)"),
         (#""format": {"type": "png"}, "colorspace": "p3""#, "outputs[0].colorspace: must be one of srgb, keep, not \"p3\""),
         (#""format": {"type": "png"}, "keepIcc": "yes""#, "outputs[0].keepIcc: must be true or false, not a string"),
         (#""format": {"type": "gif"}, "frames": 0"#, "outputs[0].frames: must be a positive integer"),
@@ -75,6 +77,7 @@ struct FormatTests {
         #expect(try encoder(#"{"type": "png", "palette": true, "colours": 200}"#) == (try encoder(#"{"type": "png", "palette": true}"#)))
         #expect(try encoder(#"{"type": "webp"}"#) == "webp(quality:80,lossless:false,nearLossless:false,effort:4,alphaQuality:100)")
         #expect(try encoder(#"{"type": "avif"}"#) == "avif(quality:50,effort:4,lossless:false)")
+        #expect(try encoder(#"{"type": "jxl"}"#) == "jxl(quality:75,effort:7,lossless:false)")
         #expect(try encoder(#"{"type": "tiff"}"#) == "tiff(compression:jpeg,quality:80)")
         #expect(try encoder(#"{"type": "tiff", "compression": "lzw"}"#) == "tiff(compression:lzw)")
         #expect(try encoder(#"{"type": "gif", "colours": 4}"#) == "gif(bitdepth:2,dither:1,effort:7)")
@@ -139,6 +142,27 @@ struct FormatTests {
         #expect(try render(#", "quality": 30"#).bytes < (try render(#", "quality": 80"#)).bytes)
         #expect(try render(#", "lossless": true"#).bytes > standard.bytes * 3)
         #expect(try render("", source: "formats/alpha.png").probe?.hasAlpha == true)
+    }
+
+    @Test("jxl is written by jxlsave while untrusted loaders are blocked; quality, lossless and alpha as asked")
+    func jxl() throws {
+        func render(_ options: String, source: String = picos) throws -> Render {
+            try Render(source, chain: small, format: #"{"type": "jxl"\#(options)}"#, extension: "jxl")
+        }
+        func decoded(_ render: Render) throws -> ImageProbe? { try ImageProbe.openUntrusted(render.outputPath) }
+        let standard = try render("")
+        #expect(try standard.result.get().facts?.mediaType == "image/jxl")
+        #expect(ImageSignature.format(ofFile: standard.outputPath) == .jpegXL)
+        let probe = try #require(try decoded(standard))
+        #expect(probe.width == 300 && probe.height == 225 && probe.bands == 3)
+        #expect(try render(#", "quality": 30"#).bytes < (try render(#", "quality": 90"#)).bytes)
+        // Lossless: the decoded pixels are exactly the PNG render's.
+        let lossless = try render(#", "lossless": true"#)
+        let png = try Render(picos, chain: small)
+        _ = try decoded(lossless)
+        #expect(ImageProbe.meanAbsoluteDifference(lossless.outputPath + ".png", png.outputPath) == 0)
+        #expect(lossless.bytes > standard.bytes * 3)
+        #expect(try decoded(render("", source: "formats/alpha.png"))?.hasAlpha == true)
     }
 
     @Test("tiff: one image, compression and quality as asked")

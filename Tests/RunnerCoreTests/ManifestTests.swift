@@ -188,11 +188,15 @@ struct ManifestTests {
             + #"name the file .jpg, .jpeg, .jpe or .jfif, or make "type" "webp""#)
         #expect(with("o/{stem}.JPG", "png") == #"outputs[0].path: the extension ".JPG" names another format (jpeg) than format.type "png": "#
             + #"name the file .png, or make "type" "jpeg""#)
+        // runner writes JPEG XL, so `.jxl` names a format a "type" can be made.
+        #expect(with("o/{stem}.jxl", "webp") == #"outputs[0].path: the extension ".jxl" names another format (jxl) than format.type "webp": "#
+            + #"name the file .webp, or make "type" "jxl""#)
         #expect(with("o/{stem}.heic", "avif").hasPrefix(#"outputs[0].path: the extension ".heic" names another format (heic) than format.type "avif": name the file .avif"#))
         #expect(with("o/x.tif/{stem}.gif.png", "jpeg").contains(#"".png" names another format (png)"#))
         // Matching (any case), no extension, one no image format has, the source's own ({ext}, checked per item), and auto.
         for (path, type) in [("o/{stem}.JPEG", "jpeg"), ("o/{stem}.tif", "tiff"), ("o/{stem}", "webp"), ("o/{stem}.v2.bin", "png"),
-                             ("o.webp/{stem}", "jpeg"), ("o/{stem}.{ext}", "jpeg"), ("o/{stem}.webp", "auto"), ("o/{stem}.heif", "avif")] {
+                             ("o.webp/{stem}", "jpeg"), ("o/{stem}.{ext}", "jpeg"), ("o/{stem}.webp", "auto"), ("o/{stem}.heif", "avif"),
+                             ("o/{stem}.JXL", "jxl")] {
             #expect(with(path, type) == "accepted", "\(path) with \(type)")
         }
     }
@@ -201,7 +205,7 @@ struct ManifestTests {
     func longValuesQuotedShort() {
         let long = String(repeating: "x", count: 100_000)
         let quoted = #""\#(String(repeating: "x", count: 59))…" (100000 characters)"#
-        #expect(verdict(job(format: #"{"type": "\#(long)"}"#)) == "outputs[0].format.type: unknown format \(quoted) (known: auto, avif, gif, jpeg, png, tiff, webp)")
+        #expect(verdict(job(format: #"{"type": "\#(long)"}"#)) == "outputs[0].format.type: unknown format \(quoted) (known: auto, avif, gif, jpeg, jxl, png, tiff, webp)")
         #expect(verdict(job(chain: #"{"op": "thumbnail", "width": 5, "height": 5, "fit": "\#(long)"}"#))
             == "outputs[0].chain[0].fit: must be one of cover, contain, fill, inside, outside, not \(quoted)")
         #expect(verdict(job(chain: #"{"op": "tint", "colour": "\#(long)"}"#)).hasSuffix("not \(quoted)"))

@@ -36,8 +36,11 @@ public enum WrittenMetadata {
         if file.starts(with: Array("RIFF".utf8)) && file.has(Array("WEBP".utf8), at: 8) { return try webp(file) }
         if file.starts(with: Array("GIF8".utf8)) { return try gif(file) }
         if file.starts(with: [0x49, 0x49, 0x2A, 0x00]) || file.starts(with: [0x4D, 0x4D, 0x00, 0x2A]) { return try tiff(file, at: 0) }
+        if file.starts(with: [0xFF, 0x0A]) || file.has([0x4A, 0x58, 0x4C, 0x20, 0x0D, 0x0A, 0x87, 0x0A], at: 4) {
+            return try jpegXL(file)
+        }
         if file.has(Array("ftyp".utf8), at: 4) { return try heif(file) }
-        throw Malformed(description: "not a JPEG, PNG, WebP, GIF, TIFF or HEIF file")
+        throw Malformed(description: "not a JPEG, PNG, WebP, GIF, TIFF, JPEG XL or HEIF file")
     }
 
     // MARK: Formats
@@ -161,6 +164,33 @@ public enum WrittenMetadata {
     /// An EXIF block: a TIFF structure, in some containers behind JPEG's `Exif\0\0` prefix.
     private static func exif(_ file: Bytes, tiffAt start: Int) throws -> Set<Block> {
         try tiff(file, at: file.has(Array("Exif\0\0".utf8), at: start) ? start + 6 : start, isExif: true)
+    }
+
+    /// JPEG XL: a bare codestream holds no metadata box; the container's are `Exif` (a 4-byte offset,
+    /// then the TIFF structure), `xml ` (XMP) and `brob` (either, Brotli-compressed, its type in its
+    /// first 4 bytes: GPS is not told apart there). An ICC profile is a field of the codestream's
+    /// header, not a box, and is not read here: libvips' decoder reports one for every JPEG XL file.
+    private static func jpegXL(_ file: Bytes) throws -> Set<Block> {
+        guard !file.starts(with: [0xFF, 0x0A]) else { return [] }
+        var found: Set<Block> = []
+        var offset = 0
+        while offset < file.count {
+            var size = try file.u32(offset, bigEndian: true)
+            var header = 8
+            if size == 1 { size = try file.u32(offset + 12, bigEndian: true); header = 16 }  // 64-bit size, small files
+            if size == 0 { size = file.count - offset }
+            guard size >= header else { throw Malformed(description: "JPEG XL: a box of \(size) bytes at \(offset)") }
+            let body = offset + header
+            switch (try file.text(offset + 4, count: 4), try? file.text(body, count: 4)) {
+            case ("Exif", _): found.formUnion(try exif(file, tiffAt: body + 4 + (try file.u32(body, bigEndian: true))))
+            case ("xml ", _), ("brob", "xml "): found.insert(.xmp)
+            case ("brob", "Exif"): found.insert(.exif)
+            case ("brob", let type): throw Malformed(description: "JPEG XL: a compressed \(type ?? "?") box")
+            default: break
+            }
+            offset += size
+        }
+        return found
     }
 
     /// ISO BMFF: item types in `meta/iinf` (Exif, XMP as a MIME item) and `colr` boxes in

@@ -46,14 +46,15 @@ package let encoderCatalogue: [any OutputEncoder.Type] = [
     PNGEncoder.self,
     WebPEncoder.self,
     AVIFEncoder.self,
+    JXLEncoder.self,
     TIFFEncoder.self,
     GIFEncoder.self,
     AutoEncoder.self,
 ]
 
-/// Image formats runner does not write, by extension: a `.heic` or `.jxl` output path promises bytes
-/// no encoder of the catalogue makes. (`.heif` is left out: AVIF is a HEIF file.)
-private let otherImageExtensions = ["heic": "heic", "jxl": "jxl", "jp2": "jpeg2000", "bmp": "bmp"]
+/// Image formats runner does not write, by extension: a `.heic` output path promises bytes no
+/// encoder of the catalogue makes. (`.heif` is left out: AVIF is a HEIF file.)
+private let otherImageExtensions = ["heic": "heic", "jp2": "jpeg2000", "bmp": "bmp"]
 
 /// Why a file named `fileName` should not hold what `encoder` writes: its extension names another
 /// image format (`.webp` with `"type": "jpeg"` would put JPEG bytes under a WebP name). Nil when

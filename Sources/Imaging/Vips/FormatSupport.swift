@@ -29,7 +29,7 @@ package struct FormatSupport: Sendable, Equatable {
             format("WebP", "webpload", "webpsave", "webp"), format("GIF", "gifload", "gifsave", "gif"),
             format("TIFF", "tiffload", "tiffsave", "tiff"),
             heif("HEIC", VIPS_FOREIGN_HEIF_COMPRESSION_HEVC, nil), heif("AVIF", VIPS_FOREIGN_HEIF_COMPRESSION_AV1, "avif"),
-            format("JPEG XL", "jxlload", "jxlsave", nil), format("SVG", "svgload", nil, nil), format("PDF", "pdfload", nil, nil),
+            format("JPEG XL", "jxlload", "jxlsave", "jxl"), format("SVG", "svgload", nil, nil), format("PDF", "pdfload", nil, nil),
         ]
     }
 }

@@ -250,6 +250,10 @@ package enum VipsRuntime {
         vips_concurrency_set(Int32(threadsPerImage))
         // Loaders libvips marks untrusted (ImageMagick, and others fed by external code) stay off.
         vips_block_untrusted_set(blockUntrusted ? 1 : 0)
+        // libvips marks jxlsave untrusted too, for its library (libjxl, not fuzzed by libvips). The
+        // setting keeps files runner did not make from untrusted parsers; a saver parses no file, only
+        // pixels already decoded, and runs only for an output that asks for jxl, so it stays unblocked.
+        vips_operation_block_set("VipsForeignSaveJxl", 0)
         VipsWarnings.install()
     }
 

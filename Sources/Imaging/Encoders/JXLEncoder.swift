@@ -1,0 +1,34 @@
+internal import CVips
+import Foundation
+import Model
+import Keys
+
+package struct JXLEncoder: OutputEncoder {
+    package static let type = "jxl"
+    package static let extensions: [String] = ["jxl"]
+    package static let summary = "JPEG XL, written by libvips' jxlsave (libjxl)."
+    package static let quality = Key.integer("quality", .range(1, 100), .defaults(75), "Quality; higher is larger and closer to the source.")
+    package static let effort = Key.integer("effort", .range(1, 9), .defaults(7),
+                                            "CPU effort; higher is slower and smaller (libvips 8.14 takes 3 for 1 and 2).")
+    package static let lossless = Key.flag("lossless", default: false, "Lossless coding.")
+    package static let keys: [any KeyDeclaration] = [quality, effort, lossless]
+    package let quality: Int
+    package let effort: Int
+    package let lossless: Bool
+
+    package init(reading options: ObjectReader) throws {
+        quality = try options.read(Self.quality)
+        effort = try options.read(Self.effort)
+        lossless = try options.read(Self.lossless)
+    }
+
+    package var identifier: String {
+        canonicalIdentifier(Self.type, [("quality", "\(quality)"), ("effort", "\(effort)"), ("lossless", "\(lossless)")])
+    }
+
+    package func encode(_ image: VipsImageHandle, metadata: MetadataPolicy) throws(VipsError) -> Data {
+        try image.encode("jxlsave") {
+            cvips_jxlsave_buffer($0, $1, $2, Int32(quality), Int32(effort), lossless ? 1 : 0, metadata.saverKeep)
+        }
+    }
+}
