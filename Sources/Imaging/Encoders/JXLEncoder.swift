@@ -3,28 +3,39 @@ import Foundation
 import Model
 import Keys
 
-package struct JXLEncoder: OutputEncoder {
+package struct JXLEncoder: QualitySearchable {
     package static let type = "jxl"
     package static let extensions: [String] = ["jxl"]
     package static let summary = "JPEG XL, written by libvips' jxlsave (libjxl)."
-    package static let quality = Key.integer("quality", .range(1, 100), .defaults(75), "Quality; higher is larger and closer to the source.")
+    package static let quality = QualitySetting.key(default: 75)
     package static let effort = Key.integer("effort", .range(1, 9), .defaults(7),
                                             "CPU effort; higher is slower and smaller (libvips 8.14 takes 3 for 1 and 2).")
     package static let lossless = Key.flag("lossless", default: false, "Lossless coding.")
     package static let keys: [any KeyDeclaration] = [quality, effort, lossless]
-    package let quality: Int
+    package private(set) var quality: Int
+    package private(set) var target: QualityTarget?
+    package let qualityGiven: Bool
     package let effort: Int
     package let lossless: Bool
 
     package init(reading options: ObjectReader) throws {
-        quality = try options.read(Self.quality)
+        (quality, target, qualityGiven) = try options.quality(Self.quality)
         effort = try options.read(Self.effort)
         lossless = try options.read(Self.lossless)
+        if target != nil, lossless { throw options.error(Self.quality, Self.losslessRefusal.reason) }
     }
 
     package var identifier: String {
-        canonicalIdentifier(Self.type, [("quality", "\(quality)"), ("effort", "\(effort)"), ("lossless", "\(lossless)")])
+        canonicalIdentifier(Self.type, [("quality", target?.identifier ?? "\(quality)"), ("effort", "\(effort)"), ("lossless", "\(lossless)")])
     }
+
+    package func at(quality: Int) -> Self { with(\.quality, quality) }
+    package func targeting(_ target: QualityTarget) throws(TargetRefusal) -> any OutputEncoder {
+        if lossless { throw Self.losslessRefusal }
+        return with(\.target, target)
+    }
+
+    private static let losslessRefusal = TargetRefusal(reason: "a quality target needs lossy coding: lossless is on")
 
     package func encode(_ image: VipsImageHandle, metadata: MetadataPolicy) throws(VipsError) -> Data {
         try image.encode("jxlsave") {

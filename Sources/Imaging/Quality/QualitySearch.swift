@@ -44,7 +44,9 @@ package enum QualitySearch {
 
     /// The encoded bytes decoded as any reader of the file would, then scored.
     private static func score(_ data: Data, against reference: SSIMULACRA2.Reference) throws(VipsError) -> Double {
-        let opened = data.withUnsafeBytes { cvips_new_from_buffer($0.baseAddress, $0.count, VIPS_ACCESS_RANDOM, VIPS_FAIL_ON_ERROR) }
+        let opened = VipsRuntime.unblocking(ownOutput: data) {
+            data.withUnsafeBytes { cvips_new_from_buffer($0.baseAddress, $0.count, VIPS_ACCESS_RANDOM, VIPS_FAIL_ON_ERROR) }
+        }
         guard let opened else { throw VipsError.capture("load") }
         let decoded = try VipsImageHandle(taking: opened, retaining: data).copiedToMemory()
         do { return try reference.score(decoded) } catch { throw error as? VipsError ?? VipsError(operation: "ssimulacra2", message: "\(error)") }

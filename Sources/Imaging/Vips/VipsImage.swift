@@ -254,7 +254,21 @@ package enum VipsRuntime {
         // setting keeps files runner did not make from untrusted parsers; a saver parses no file, only
         // pixels already decoded, and runs only for an output that asks for jxl, so it stays unblocked.
         vips_operation_block_set("VipsForeignSaveJxl", 0)
+        blocksUntrusted.store(blockUntrusted, ordering: .relaxed)
         VipsWarnings.install()
+    }
+
+    private static let blocksUntrusted = Atomic(false)
+
+    /// Runs `body`, which decodes `bytes` runner itself encoded (a quality search scoring its JPEG XL),
+    /// with the JPEG XL loader allowed: the block keeps parsers from files runner did not make. A
+    /// worker decodes one source at a time, so nothing else is loading meanwhile.
+    package static func unblocking<Result>(ownOutput bytes: Data, _ body: () -> Result) -> Result {
+        let isJXL = bytes.starts(with: [0xFF, 0x0A]) || bytes.starts(with: [0, 0, 0, 0x0C, 0x4A, 0x58, 0x4C, 0x20])
+        guard isJXL, blocksUntrusted.load(ordering: .relaxed) else { return body() }
+        vips_operation_block_set("VipsForeignLoadJxl", 0)
+        defer { vips_operation_block_set("VipsForeignLoadJxl", 1) }
+        return body()
     }
 
     package static var version: String { String(cString: vips_version_string()) }
