@@ -27,7 +27,8 @@ package enum ImageComparison {
         }
     }
 
-    private static func opened(_ path: String) throws -> VipsImageHandle {
+    /// The file's pixels as runner takes a source in, in memory.
+    package static func opened(_ path: String) throws -> VipsImageHandle {
         do {
             let source = try VipsSourceHandle(path: path, byName: true)
             guard let pointer = cvips_open(source.pointer, VIPS_ACCESS_RANDOM, VIPS_FAIL_ON_ERROR) else { throw VipsError.capture("load") }
