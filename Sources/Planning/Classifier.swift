@@ -97,11 +97,7 @@ package struct Classifier: Sendable {
         try planDerivation(&source, state: state, force: force)
         for index in source.items.indices {
             guard let entry = try state.recorded(source.items[index].key) else { continue }
-            // A quality search is paid once: the same item (fingerprint) encodes at its answer, even forced;
-            // changed content starts from it.
-            if let earlier = entry.quality, earlier.score != nil || earlier.unscorable != nil {
-                source.items[index].qualityHint = entry.fingerprint == source.items[index].fingerprint ? .remembered(earlier) : .seed(earlier.quality)
-            }
+            source.items[index].rememberQuality(entry)
             if force { continue }
             // A failure does not depend on where the output goes, but on the limits; a done item's output does.
             let stands = if let kind = entry.failureKind {

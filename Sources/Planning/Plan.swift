@@ -151,6 +151,13 @@ public struct PlannedItem: Sendable, Codable {
         return recorded.skipped || place.holds(recorded.outputPath, statting: stats)
     }
 
+    /// A quality search is paid once: the same item (fingerprint) encodes at its recorded answer,
+    /// even forced; changed content starts its search from it.
+    package mutating func rememberQuality(_ entry: LedgerEntry) {
+        guard let earlier = entry.quality, earlier.score != nil || earlier.unscorable != nil else { return }
+        qualityHint = entry.fingerprint == fingerprint ? .remembered(earlier) : .seed(earlier.quality)
+    }
+
     /// Failed before on the same source content and recipe, for a reason the content decides.
     package var isKnownFailure: Bool { recorded?.failureKind != nil && recorded?.fingerprint == fingerprint }
 }

@@ -15,7 +15,7 @@ struct CommandLineTests {
         #expect(!FileManager.default.fileExists(atPath: workspace.path("state.sqlite")))
         let far = try workspace.run(["thumbs"])
         #expect(far.status == 64)
-        #expect(far.stderr.contains(#"unknown command "thumbs" (known: duplicates, failed, formats, manifest, migrate, plan, "#) && far.stderr.contains("status, unblock, validate)"),
+        #expect(far.stderr.contains(#"unknown command "thumbs" (known: compare, duplicates, failed, formats, manifest, migrate, plan, "#) && far.stderr.contains("status, unblock, validate)"),
                 "\(far.stderr)")
     }
 

@@ -73,7 +73,7 @@ struct StateAndOutputTests {
         let mode: String? = try reopened.scalar("PRAGMA journal_mode")
         #expect(mode == "wal")
         let migrations: Int? = try reopened.scalar("SELECT COUNT(*) FROM grdb_migrations")
-        #expect(migrations == 15)
+        #expect(migrations == 16)
         _ = try StateStore(path: workspace.path("state/s.sqlite"))
         #expect(try reopened.scalar("SELECT COUNT(*) FROM grdb_migrations") == migrations)
     }
