@@ -74,7 +74,7 @@ let package = Package(
         .target(name: "Model", dependencies: ["Support"]),
         .target(name: "Keys", dependencies: ["Support"]),
         // SSIMULACRA2's per-pixel loops, optimised even in debug builds (the tests score real photos).
-        .target(name: "CPerceptual", cSettings: [.unsafeFlags(["-O2"])]),
+        .target(name: "CPerceptual", cSettings: [.unsafeFlags(["-O3", "-fno-math-errno", "-fassociative-math", "-fno-signed-zeros", "-fno-trapping-math"])]),
         .target(name: "Imaging", dependencies: ["Keys", "Model", "CVips", "CPerceptual"]),
         .target(name: "JobFile", dependencies: ["Imaging", "ObjectStore"]),
         .target(name: "Planning", dependencies: ["JobFile", "ObjectStore"]),

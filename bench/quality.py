@@ -127,7 +127,7 @@ def main():
         return outputs({"type": "webp", "quality": {"ssimulacra2": targets["webp"]}, **(webp_extra or {})},
                        {"type": "jpeg", "quality": {"ssimulacra2": targets["jpeg"]}, **(jpeg_extra or {})})
 
-    best_webp, best_jpeg = {"smartSubsample": True}, {"optimizeCoding": True}
+    best_webp, best_jpeg = {"smartDeblock": True, "effort": 6}, {"optimizeCoding": True, "progressive": True}
     target_folder = os.path.join(work, "target")
     target_job = write_job(target_folder, corpus, target_outputs(best_webp, best_jpeg))
     cpu = {"fixed": [], "target": []}
@@ -151,10 +151,11 @@ def main():
 
     levers = []
     if not args.no_levers:
-        for label, webp_extra, jpeg_extra in [("the target alone (the fixed job's encoder settings)", None, None),
-                                              ("+ WebP smartSubsample", best_webp, None),
-                                              ("+ JPEG optimizeCoding (both)", best_webp, best_jpeg),
-                                              ("+ WebP effort 6 (all three)", {**best_webp, "effort": 6}, best_jpeg)]:
+        for label, webp_extra, jpeg_extra in [("the target alone (the quality-80 job's encoder settings)", None, None),
+                                              ("+ WebP smartDeblock", {"smartDeblock": True}, None),
+                                              ("+ WebP effort 6", best_webp, None),
+                                              ("+ JPEG optimizeCoding and progressive (the target job)", best_webp, best_jpeg),
+                                              ("+ WebP smartSubsample", {**best_webp, "smartSubsample": True}, best_jpeg)]:
             folder = os.path.join(work, "lever")
             job = write_job(folder, corpus, target_outputs(webp_extra, jpeg_extra))
             fresh(folder)
@@ -163,7 +164,10 @@ def main():
             levers.append({"lever": label, "bytes": sum(made.values()), "cpu": seconds})
             log(f"lever {label}: {sum(made.values())} bytes, {seconds:.1f} s CPU")
 
+    calibration = calibrate(runner, corpus, work, reference) if not args.no_levers else {}
+
     result = {
+        "calibration": calibration,
         "photos": photos, "outputs": len(target_bytes), "targets": targets,
         "q80Scores": {"webp": [min(webp_scores), max(webp_scores)], "jpeg": [min(jpeg_scores), max(jpeg_scores)]},
         "q80BelowTarget": sum(1 for s in webp_scores if s < targets["webp"]) + sum(1 for s in jpeg_scores if s < targets["jpeg"]),
@@ -181,6 +185,22 @@ def main():
     print(json.dumps(result, indent=1))
     if args.write:
         write_section(args.write, result, args.rounds)
+
+
+def calibrate(runner, corpus, work, reference):
+    """Which score each fixed quality gives on the set's 1280 px files: {format: {quality: (median, 10th percentile)}}."""
+    table = {}
+    for fmt in ("webp", "jpeg"):
+        for quality in (50, 60, 70, 75, 80, 85, 90):
+            folder = os.path.join(work, f"calibrate-{fmt}-{quality}")
+            job = write_job(folder, corpus, [{"name": "webp1280", "path": f"out/webp1280/{{stem}}.{EXT[fmt]}",
+                                              "chain": [{"op": "thumbnail", "width": 1280, "fit": "inside"}],
+                                              "format": {"type": fmt, "quality": quality}}])
+            fresh(folder)
+            subprocess.run([runner, job, "--quiet"], check=True, stdout=subprocess.DEVNULL)
+            values = scores(runner, reference, folder)["webp1280"]
+            table.setdefault(fmt, {})[quality] = (round(statistics.median(values), 1), round(reached_by_90_percent(values), 1))
+    return table
 
 
 def write_section(path, result, rounds):
@@ -205,6 +225,12 @@ def write_section(path, result, rounds):
         f"{result['encodesPerOutput']} encodes per output (the quality-80 job makes 1), {result['capped']} stopped at maxEncodes. "
         "Qualities chosen: " + ", ".join(f"{name} q{low}-q{high}" for name, (low, high) in result["qualities"].items()) + ".",
     ]
+    if result["calibration"]:
+        qualities = sorted(result["calibration"]["webp"])
+        lines += ["", "Which SSIMULACRA2 score a fixed quality gives on the set's 1280 px files (median; the score 90% of them reach):", "",
+                  "| format | " + " | ".join(f"q{q}" for q in qualities) + " |", "| --- |" + " ---: |" * len(qualities)]
+        lines += [f"| {fmt} | " + " | ".join(f"{median} ({p10})" for median, p10 in (result["calibration"][fmt][q] for q in qualities)) + " |"
+                  for fmt in ("webp", "jpeg")]
     if result["levers"]:
         lines += ["", "| lever (one run each) | bytes | against q80 | CPU s |", "| --- | ---: | ---: | ---: |"]
         lines += [f"| {lever['lever']} | {lever['bytes']:,} | {100 * (lever['bytes'] / result['fixedBytes'] - 1):+.1f}% | {lever['cpu']:.1f} |"

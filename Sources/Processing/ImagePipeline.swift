@@ -51,6 +51,9 @@ package struct ImagePipeline {
     /// MB, up to a sixth of a plain thumbnail's, so only for a job that writes a site manifest.
     package let hashesSources: Bool
 
+    /// Each output's last searched quality in this worker.
+    private let recentQualities = RecentQualities()
+
     package init(outputs: [OutputSpec], limits: Limits, derive: DerivedValues = .none, stagingOwner: pid_t, uploadFolder: String = "",
                  hashesSources: Bool = false) {
         (self.outputs, self.limits, self.derive, self.stagingOwner, self.hashesSources) = (outputs, limits, derive, stagingOwner, hashesSources)
@@ -161,9 +164,15 @@ package struct ImagePipeline {
             return (try plan.encoder.encode(pixels, metadata: metadata), nil)
         }
         let set = plan.output.set
-        let seed: Int? = if case .seed(let quality)? = request.quality { quality } else { set.flatMap { source.qualities.seed(for: $0) } }
+        // The first guess: this item's last answer, else another width's of this source, else this output's for the last source.
+        let seed: Int? = if case .seed(let quality)? = request.quality { quality } else {
+            set.flatMap { source.qualities.seed(for: $0) } ?? recentQualities.seed(for: request.outputIndex)
+        }
         let encoded = try QualitySearch.encode(pixels, with: searchable, target: target, hint: request.quality, seed: seed, metadata: metadata)
-        if let set, encoded.outcome.score != nil { source.qualities.record(encoded.outcome.quality, for: set) }
+        if encoded.outcome.score != nil {
+            if let set { source.qualities.record(encoded.outcome.quality, for: set) }
+            recentQualities.record(encoded.outcome.quality, for: request.outputIndex)
+        }
         return (encoded.data, encoded.outcome)
     }
 
