@@ -43,6 +43,16 @@ package struct QualityOutcome: Sendable, Codable, Equatable {
         return text + ")" + (defaultBytes.map { ", \(Format.bytes($0)) at the default" } ?? "") + (remembered ? ", remembered" : "")
     }
 
+    /// What the item says though it rendered (`runner failed`, the report's warnings, the manifest's
+    /// `warning`): a search that stopped at its cap, a target no quality reaches, an image not scored.
+    package var warning: String? {
+        let scored = "quality \(quality) scores " + String(format: "%.2f", score ?? 0) + " (target \(Self.written(target)))"
+        if let unscorable { return "not scored (\(unscorable)): the format's default quality \(quality)" }
+        if !reached { return "no quality reaches the target: \(scored), the best of \(encodes) encodes" }
+        if capped { return "the quality search stopped at maxEncodes: \(scored); a lower quality may reach it too" }
+        return nil
+    }
+
     package static func written(_ target: Double) -> String { target == target.rounded() ? String(Int(target)) : String(target) }
 
     /// The same choice made again without a search: one encode.

@@ -142,8 +142,9 @@ package struct ImagePipeline {
         }
         let staged = try AtomicFile.stage(data, for: output.destination.stagingPath(for: request.path, uploads: uploadFolder), owner: stagingOwner)
         TestPause.at(TestPause.workerStaged, subject: request.path)
+        let warning = [source.header.warning, quality?.warning].compactMap { $0 }.joined(separator: "; ")
         var rendered = RenderedOutput(width: pixels.width, height: pixels.height, bytes: data.count,
-                                      temporary: staged.temporary, warning: source.header.warning)
+                                      temporary: staged.temporary, warning: warning.isEmpty ? nil : warning)
         (rendered.sourceWidth, rendered.sourceHeight) = (source.header.width, source.header.height)
         let (mediaType, contentHash) = data.withUnsafeBytes { bytes in
             var hash = StableHash()

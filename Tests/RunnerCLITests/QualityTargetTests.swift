@@ -150,6 +150,25 @@ struct QualityTargetTests {
         #expect(outputs.count == 2 && outputs.allSatisfy { $0.quality == 80 && $0.score == nil })
         let report = try workspace.run(["status", job])
         #expect(report.stdout.contains("quality targets: 2 outputs"), "\(report.stdout)")
+        // Said where warnings are looked for.
+        let failed = try workspace.run(["failed", job])
+        #expect(failed.stdout.contains("not scored (a single colour, which every quality reproduces): the format's default quality 80"),
+                "\(failed.stdout)")
+    }
+
+    @Test("a search that stops at maxEncodes keeps its lowest passing encode and says which output stopped and what it got")
+    func capped() throws {
+        let workspace = try Workspace()
+        // Two encodes from the default cannot close the bracket on a photo that wants far less than 80.
+        let job = try targetJob(workspace, target: 60, photos: ["fig-bowl.jpg"], maxEncodes: 2)
+        let run = try workspace.run([job])
+        #expect(run.status == 0, "\(run.stderr)")
+        let outputs = try targeted(workspace)
+        #expect(outputs.allSatisfy { ($0.score ?? 0) >= 60 }, "\(outputs)")
+        let failed = try workspace.run(["failed", job])
+        let stopped = failed.stdout.split(separator: "\n").filter { $0.contains("the quality search stopped at maxEncodes") }
+        #expect(!stopped.isEmpty && run.stdout.contains("stopped at maxEncodes"), "\(failed.stdout)\n\(run.stdout)")
+        for line in stopped { #expect(line.contains("web-") && line.contains("(target 60)"), "\(line)") }
     }
 
     @Test("a target out of range, on a format with no quality, beside a number, or with lossless coding is a job-file error naming the key")
