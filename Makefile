@@ -46,7 +46,7 @@ INSTALLED := $(DESTDIR)$(PREFIX)/bin/runner $(DESTDIR)$(PREFIX)/share/man/man1/r
 	$(DESTDIR)$(PREFIX)/share/zsh/$(if $(filter /usr,$(PREFIX)),vendor-completions,site-functions)/_runner \
 	$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/runner.fish
 
-.PHONY: deps run-deps test-deps deb test-deb build run test test-slurm image test-image bench bench-quick bench-sharded bench-buckets bench-compare bench-compare-buckets bench-duplicates crash-test fuzz clean install uninstall
+.PHONY: deps run-deps test-deps deb test-deb build run test test-slurm image test-image bench bench-quality bench-quick bench-sharded bench-buckets bench-compare bench-compare-buckets bench-duplicates crash-test fuzz clean install uninstall
 
 # Set-up steps write their output to log files under .build/logs (deps/quietly.sh): a step that
 # fails is named with its log's last lines; one that has nothing to do prints nothing.
@@ -147,9 +147,20 @@ bench: build
 		$(if $(filter system,$(LIBVIPS)),,--runner-system .build-system/release/runner)
 	python3 bench/bookkeeping.py --runner $(SCRATCH)/release/runner --write BENCHMARKS.md
 	python3 bench/sharded-reads.py --runner $(SCRATCH)/release/runner --write BENCHMARKS.md
+	$(MAKE) bench-quality
 
 # A few seconds: the C reference and runner on 20 synthetic images, 4 of them as a responsive set,
 # then the 20 as a downloads set (the tests run this too).
+# Perceptual quality targets (issue 44): the large set's responsive outputs at quality 80 against
+# SSIMULACRA2 targets in alternating rounds (bench/quality.py: bytes, CPU, the levers, fixed qualities
+# calibrated to scores), and runner's metric against libjxl's tool (built from Debian 13's source by
+# deps/build-ssimulacra2.sh, ~7 minutes once) and PyPI's port (bench/ssimulacra2-speed.py).
+bench-quality: build
+	bench/make-corpus.sh large
+	$(quietly) $(LOGS)/ssimulacra2.log deps/build-ssimulacra2.sh .build/ssimulacra2-ref
+	python3 bench/quality.py --runner $(SCRATCH)/release/runner --every 4 --rounds 3 --write BENCHMARKS.md
+	python3 bench/ssimulacra2-speed.py --runner $(SCRATCH)/release/runner --write BENCHMARKS.md
+
 bench-quick: build
 	python3 bench/bench.py --quick --runner $(SCRATCH)/release/runner
 
