@@ -253,7 +253,7 @@ package struct ImagePipeline {
             image = try reopen(source.file, access: random ? VIPS_ACCESS_RANDOM : VIPS_ACCESS_SEQUENTIAL)
         }
         let lazy = try decodeStep { () throws(VipsError) in
-            try normalizeColour(droppingUnusableProfile(image, source.header), decode.colourSpace)
+            try droppingUnusableProfile(image, source.header).normalizedColour(decode.colourSpace)
         }
         guard shared else { return lazy }
         let made = try decodeStep { () throws(VipsError) in try lazy.copiedToMemory() }
@@ -375,20 +375,6 @@ package struct ImagePipeline {
         let copy = try image.derive("copy") { cvips_copy($0, $1) }
         _ = cvips_remove(copy.pointer, "icc-profile-data")
         return copy
-    }
-
-    /// Brings a fully decoded image to sRGB (or grey) from any profile, CMYK included. With
-    /// `keep`, RGB and grey pixels stay in their own colour space; anything else still becomes sRGB.
-    /// The profile the transform attaches (sRGB) stays on the image for outputs that keep it.
-    private func normalizeColour(_ image: VipsImageHandle, _ policy: ColourSpacePolicy) throws(VipsError) -> VipsImageHandle {
-        let rgbOrGrey = [VIPS_INTERPRETATION_sRGB, VIPS_INTERPRETATION_RGB16, VIPS_INTERPRETATION_B_W,
-                         VIPS_INTERPRETATION_GREY16].contains(image.interpretation)
-        if image.hasICCProfile && (policy == .srgb || !rgbOrGrey) {
-            let depth: Int32 = image.bandFormat == VIPS_FORMAT_USHORT ? 16 : 8
-            return try image.derive("icc_transform") { cvips_icc_to_srgb($0, $1, depth) }
-        }
-        // 16-bit RGB and grey stay 16-bit through the chain; `finish` picks the depth the encoder wants.
-        return rgbOrGrey ? image : try image.derive("colourspace") { cvips_colourspace($0, $1, VIPS_INTERPRETATION_sRGB) }
     }
 
     /// Last steps before encoding: the colour space, depth and alpha the encoder takes, the metadata

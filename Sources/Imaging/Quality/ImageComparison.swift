@@ -33,19 +33,11 @@ package enum ImageComparison {
             let source = try VipsSourceHandle(path: path, byName: true)
             guard let pointer = cvips_open(source.pointer, VIPS_ACCESS_RANDOM, VIPS_FAIL_ON_ERROR) else { throw VipsError.capture("load") }
             let image = try VipsImageHandle(taking: pointer, retaining: nil).derive("autorot") { cvips_autorot($0, $1) }
-            return try image.inSRGB().copiedToMemory()
+            // A profile libvips cannot use is left out, as a run leaves it out of a source.
+            if image.unusableICCProfileBytes != nil { _ = cvips_remove(image.pointer, "icc-profile-data") }
+            return try image.normalizedColour(.srgb).copiedToMemory()
         } catch let error as VipsError {
             throw Failure(description: error.message.contains(path) ? error.message : "\(path): \(error.message)")
         }
-    }
-}
-
-extension VipsImageHandle {
-    /// sRGB or grey as runner takes a source in: through its ICC profile when it has one, else libvips' own conversion.
-    func inSRGB() throws(VipsError) -> VipsImageHandle {
-        let depth: Int32 = bandFormat == VIPS_FORMAT_USHORT ? 16 : 8
-        if hasICCProfile, unusableICCProfileBytes == nil { return try derive("icc_transform") { cvips_icc_to_srgb($0, $1, depth) } }
-        let kept = [VIPS_INTERPRETATION_sRGB, VIPS_INTERPRETATION_RGB16, VIPS_INTERPRETATION_B_W, VIPS_INTERPRETATION_GREY16]
-        return kept.contains(interpretation) ? self : try derive("colourspace") { cvips_colourspace($0, $1, VIPS_INTERPRETATION_sRGB) }
     }
 }

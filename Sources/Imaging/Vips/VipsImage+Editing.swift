@@ -1,4 +1,5 @@
 package import CVips
+import Model
 
 /// Small building blocks the chain ops share: band bookkeeping, colours in the image's own
 /// range, constant layers and compositing. Each wraps one or two libvips calls.
@@ -59,6 +60,20 @@ extension VipsImageHandle {
         case VIPS_INTERPRETATION_GREY16: try derive("colourspace") { cvips_colourspace($0, $1, VIPS_INTERPRETATION_RGB16) }
         default: self
         }
+    }
+
+    /// A fully decoded image in sRGB (or grey) from any profile, CMYK included: how a source is
+    /// taken in. With `keep`, RGB and grey pixels stay in their own colour space; anything else
+    /// still becomes sRGB. The profile the transform attaches (sRGB) stays for outputs that keep it.
+    package func normalizedColour(_ policy: ColourSpacePolicy) throws(VipsError) -> VipsImageHandle {
+        let rgbOrGrey = [VIPS_INTERPRETATION_sRGB, VIPS_INTERPRETATION_RGB16, VIPS_INTERPRETATION_B_W,
+                         VIPS_INTERPRETATION_GREY16].contains(interpretation)
+        if hasICCProfile && (policy == .srgb || !rgbOrGrey) {
+            let depth: Int32 = bandFormat == VIPS_FORMAT_USHORT ? 16 : 8
+            return try derive("icc_transform") { cvips_icc_to_srgb($0, $1, depth) }
+        }
+        // 16-bit RGB and grey stay 16-bit through the chain; `finish` picks the depth the encoder wants.
+        return rgbOrGrey ? self : try derive("colourspace") { cvips_colourspace($0, $1, VIPS_INTERPRETATION_sRGB) }
     }
 
     /// `a * value + b` per band (float result).
