@@ -70,10 +70,7 @@ package struct Composite: ImageOperation {
     }
 
     package func apply(to image: VipsImageHandle) throws(VipsError) -> VipsImageHandle {
-        let pointer = imageBytes.withUnsafeBytes { cvips_new_from_buffer($0.baseAddress, $0.count, VIPS_ACCESS_RANDOM, VIPS_FAIL_ON_ERROR) }
-        guard let pointer else { throw VipsError.capture("load \(imagePath)") }
-        // Decoded into memory, so the result does not read the bytes this handle keeps alive.
-        var overlay = try VipsImageHandle(taking: pointer, retaining: imageBytes).copiedToMemory()
+        var overlay = try VipsImageHandle.decoding(imageBytes, operation: "load \(imagePath)")
         if let scale {
             // Any positive scale is accepted; no width beyond libvips' largest coordinate (nor an
             // integer conversion that traps).

@@ -1,4 +1,3 @@
-internal import CVips
 import Foundation
 import Model
 
@@ -44,11 +43,7 @@ package enum QualitySearch {
 
     /// The encoded bytes decoded as any reader of the file would, then scored.
     private static func score(_ data: Data, against reference: SSIMULACRA2.Reference) throws(VipsError) -> Double {
-        let opened = VipsRuntime.unblocking(ownOutput: data) {
-            data.withUnsafeBytes { cvips_new_from_buffer($0.baseAddress, $0.count, VIPS_ACCESS_RANDOM, VIPS_FAIL_ON_ERROR) }
-        }
-        guard let opened else { throw VipsError.capture("load") }
-        let decoded = try VipsImageHandle(taking: opened, retaining: data).copiedToMemory()
+        let decoded = try VipsRuntime.unblocking(ownOutput: data) { () throws(VipsError) in try VipsImageHandle.decoding(data, operation: "load") }
         do { return try reference.score(decoded) } catch { throw error as? VipsError ?? VipsError(operation: "ssimulacra2", message: "\(error)") }
     }
 

@@ -66,6 +66,13 @@ package final class VipsImageHandle {
         return VipsImageHandle(taking: output, retaining: retainedSource)
     }
 
+    /// `bytes` (a whole image file) decoded into memory, so the result does not read the bytes.
+    package static func decoding(_ bytes: Data, operation: String) throws(VipsError) -> VipsImageHandle {
+        let pointer = bytes.withUnsafeBytes { cvips_new_from_buffer($0.baseAddress, $0.count, VIPS_ACCESS_RANDOM, VIPS_FAIL_ON_ERROR) }
+        guard let pointer else { throw VipsError.capture(operation) }
+        return try VipsImageHandle(taking: pointer, retaining: bytes).copiedToMemory()
+    }
+
     /// Stacks `frames` top to bottom into one strip (an animation's pages). The frames come
     /// from one source, whose bytes the strip keeps alive.
     package static func stacking(_ frames: [VipsImageHandle]) throws(VipsError) -> VipsImageHandle {
@@ -263,12 +270,12 @@ package enum VipsRuntime {
     /// Runs `body`, which decodes `bytes` runner itself encoded (a quality search scoring its JPEG XL),
     /// with the JPEG XL loader allowed: the block keeps parsers from files runner did not make. A
     /// worker decodes one source at a time, so nothing else is loading meanwhile.
-    package static func unblocking<Result>(ownOutput bytes: Data, _ body: () -> Result) -> Result {
+    package static func unblocking<Result>(ownOutput bytes: Data, _ body: () throws(VipsError) -> Result) throws(VipsError) -> Result {
         let isJXL = bytes.starts(with: [0xFF, 0x0A]) || bytes.starts(with: [0, 0, 0, 0x0C, 0x4A, 0x58, 0x4C, 0x20])
-        guard isJXL, blocksUntrusted.load(ordering: .relaxed) else { return body() }
+        guard isJXL, blocksUntrusted.load(ordering: .relaxed) else { return try body() }
         vips_operation_block_set("VipsForeignLoadJxl", 0)
         defer { vips_operation_block_set("VipsForeignLoadJxl", 1) }
-        return body()
+        return try body()
     }
 
     package static var version: String { String(cString: vips_version_string()) }
