@@ -162,8 +162,7 @@ def main():
     if not args.no_levers:
         for label, webp_extra, jpeg_extra in [("the target alone (the quality-80 job's encoder settings)", None, None),
                                               ("+ JPEG optimizeCoding and progressive (the target job)", best_webp, best_jpeg),
-                                              ("+ WebP effort 6", {"effort": 6}, best_jpeg),
-                                              ("+ WebP smartDeblock instead", {"smartDeblock": True}, best_jpeg)]:
+                                              ("+ WebP effort 6", {"effort": 6}, best_jpeg)]:
             folder = os.path.join(work, "lever")
             job = write_job(folder, corpus, target_outputs(webp_extra, jpeg_extra))
             fresh(folder)
@@ -172,7 +171,7 @@ def main():
             levers.append({"lever": label, "bytes": sum(made.values()), "cpu": seconds})
             log(f"lever {label}: {sum(made.values())} bytes, {seconds:.1f} s CPU")
 
-    calibration = calibrate(runner, corpus, work, reference) if not args.no_levers else {}
+    calibration = calibrate(runner, corpus, work) if not args.no_levers else {}
 
     result = {
         "calibration": calibration, "every": "every photo" if args.every == 1 else f"every {args.every}th by name",
@@ -195,18 +194,27 @@ def main():
         write_section(args.write, result, args.rounds)
 
 
-def calibrate(runner, corpus, work, reference):
-    """Which score each fixed quality gives on the set's 1280 px files: {format: {quality: (median, 10th percentile)}}."""
+def calibrate(runner, corpus, work):
+    """Which score each fixed quality gives on the set's 1280 px files: {format: {quality: (median, 90% reach)}}.
+    Each job writes its own PNG beside: the same decode, so the same pixels (the set's 1280 px PNG is
+    scaled from its 1920 px frame and may differ by a row)."""
     table = {}
     for fmt in ("webp", "jpeg"):
         for quality in (50, 60, 70, 75, 80, 85, 90):
             folder = os.path.join(work, f"calibrate-{fmt}-{quality}")
-            job = write_job(folder, corpus, [{"name": "webp1280", "path": f"out/webp1280/{{stem}}.{EXT[fmt]}",
-                                              "chain": [{"op": "thumbnail", "width": 1280, "fit": "inside"}],
-                                              "format": {"type": fmt, "quality": quality}}])
+            chain = [{"op": "thumbnail", "width": 1280, "fit": "inside"}]
+            job = write_job(folder, corpus, [{"name": "encoded", "path": f"out/encoded/{{stem}}.{EXT[fmt]}", "chain": chain,
+                                              "format": {"type": fmt, "quality": quality}},
+                                             {"name": "exact", "path": "out/exact/{stem}.png", "chain": chain,
+                                              "format": {"type": "png", "compression": 1}}])
             fresh(folder)
             subprocess.run([runner, job, "--quiet"], check=True, stdout=subprocess.DEVNULL)
-            values = scores(runner, reference, folder)["webp1280"]
+            values = []
+            for file in sorted(os.listdir(os.path.join(folder, "out", "encoded"))):
+                exact = os.path.join(folder, "out", "exact", os.path.splitext(file)[0] + ".png")
+                answer = subprocess.run([runner, "compare", exact, os.path.join(folder, "out", "encoded", file)],
+                                        check=True, capture_output=True, text=True)
+                values.append(float(answer.stdout.split()[0]))
             table.setdefault(fmt, {})[quality] = (round(statistics.median(values), 1), round(reached_by_90_percent(values), 1))
     return table
 

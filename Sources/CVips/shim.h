@@ -314,20 +314,10 @@ static inline int cvips_pngsave_buffer(VipsImage *in, void **buf, size_t *len, i
     return vips_pngsave_buffer(in, buf, len, "compression", compression, "palette", palette, "dither", dither,
                                "bitdepth", bitdepth, CVIPS_METADATA(keep), NULL);
 }
-// webpsave's smart_deblock (libwebp's autofilter) came with libvips 8.15.
-#if VIPS_MAJOR_VERSION > 8 || (VIPS_MAJOR_VERSION == 8 && VIPS_MINOR_VERSION >= 15)
-#define CVIPS_HAS_SMART_DEBLOCK 1
-#define CVIPS_SMART_DEBLOCK(on) "smart_deblock", (on),
-#else
-#define CVIPS_HAS_SMART_DEBLOCK 0
-#define CVIPS_SMART_DEBLOCK(on)
-#endif
-static inline int cvips_has_smart_deblock(void) { return CVIPS_HAS_SMART_DEBLOCK; }
 static inline int cvips_webpsave_buffer(VipsImage *in, void **buf, size_t *len, int quality, int lossless, int near_lossless,
-                                        int effort, int alpha_quality, int smart_subsample, int smart_deblock, CVipsKeep keep) {
+                                        int effort, int alpha_quality, int smart_subsample, CVipsKeep keep) {
     return vips_webpsave_buffer(in, buf, len, "Q", quality, "lossless", lossless, "near_lossless", near_lossless,
-                                "effort", effort, "alpha_q", alpha_quality, "smart_subsample", smart_subsample,
-                                CVIPS_SMART_DEBLOCK(smart_deblock) CVIPS_METADATA(keep), NULL);
+                                "effort", effort, "alpha_q", alpha_quality, "smart_subsample", smart_subsample, CVIPS_METADATA(keep), NULL);
 }
 // AVIF is HEIF with AV1 compression.
 static inline int cvips_avifsave_buffer(VipsImage *in, void **buf, size_t *len, int quality, int effort, int lossless,

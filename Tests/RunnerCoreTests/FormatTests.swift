@@ -75,7 +75,7 @@ struct FormatTests {
         func encoder(_ format: String) throws -> String { try readOutput(#""format": \#(format)"#).get().encoder.identifier }
         #expect(try encoder(#"{"type": "png", "palette": true, "colours": 16}"#) == "png(compression:6,palette:true,bitdepth:4,dither:1)")
         #expect(try encoder(#"{"type": "png", "palette": true, "colours": 200}"#) == (try encoder(#"{"type": "png", "palette": true}"#)))
-        #expect(try encoder(#"{"type": "webp"}"#) == "webp(quality:80,lossless:false,nearLossless:false,effort:4,alphaQuality:100,smartSubsample:false,smartDeblock:false)")
+        #expect(try encoder(#"{"type": "webp"}"#) == "webp(quality:80,lossless:false,nearLossless:false,effort:4,alphaQuality:100,smartSubsample:false)")
         #expect(try encoder(#"{"type": "avif"}"#) == "avif(quality:50,effort:4,lossless:false)")
         #expect(try encoder(#"{"type": "jxl"}"#) == "jxl(quality:75,effort:7,lossless:false)")
         #expect(try encoder(#"{"type": "tiff"}"#) == "tiff(compression:jpeg,quality:80)")

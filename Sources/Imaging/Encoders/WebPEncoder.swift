@@ -14,9 +14,7 @@ package struct WebPEncoder: QualitySearchable {
     package static let alphaQuality = Key.integer("alphaQuality", .range(0, 100), .defaults(100), "Quality of the alpha band.")
     package static let smartSubsample = Key.flag("smartSubsample", default: false,
         "Sharper chroma subsampling (libwebp's sharp YUV): cleaner colour edges at the same quality, slower to encode.")
-    package static let smartDeblock = Key.flag("smartDeblock", default: false,
-        "libwebp's automatic deblocking filter strength: a higher score at the same bytes (libvips 8.15 or later).")
-    package static let keys: [any KeyDeclaration] = [quality, lossless, nearLossless, effort, alphaQuality, smartSubsample, smartDeblock]
+    package static let keys: [any KeyDeclaration] = [quality, lossless, nearLossless, effort, alphaQuality, smartSubsample]
     package private(set) var quality: Int
     package private(set) var target: QualityTarget?
     package let qualityGiven: Bool
@@ -26,7 +24,6 @@ package struct WebPEncoder: QualitySearchable {
     package let effort: Int
     package let alphaQuality: Int
     package let smartSubsample: Bool
-    package let smartDeblock: Bool
 
     package init(reading options: ObjectReader) throws {
         (quality, target, qualityGiven) = try options.quality(Self.quality)
@@ -35,16 +32,12 @@ package struct WebPEncoder: QualitySearchable {
         effort = try options.read(Self.effort)
         alphaQuality = try options.read(Self.alphaQuality)
         smartSubsample = try options.read(Self.smartSubsample)
-        smartDeblock = try options.read(Self.smartDeblock)
-        if smartDeblock && cvips_has_smart_deblock() == 0 {
-            throw options.error(Self.smartDeblock, "needs libvips 8.15 or later (this is \(VipsRuntime.version))")
-        }
         if target != nil, let refusal = lossyRefusal { throw options.error(Self.quality, refusal.reason) }
     }
 
     package var identifier: String {
         canonicalIdentifier(Self.type, [("quality", target?.identifier ?? "\(quality)"), ("lossless", "\(lossless)"), ("nearLossless", "\(nearLossless)"),
-                                        ("effort", "\(effort)"), ("alphaQuality", "\(alphaQuality)"), ("smartSubsample", "\(smartSubsample)"), ("smartDeblock", "\(smartDeblock)")])
+                                        ("effort", "\(effort)"), ("alphaQuality", "\(alphaQuality)"), ("smartSubsample", "\(smartSubsample)")])
     }
 
     package func at(quality: Int) -> Self { with(\.quality, quality) }
@@ -62,7 +55,7 @@ package struct WebPEncoder: QualitySearchable {
     package func encode(_ image: VipsImageHandle, metadata: MetadataPolicy) throws(VipsError) -> Data {
         let data = try image.encode("webpsave") {
             cvips_webpsave_buffer($0, $1, $2, Int32(quality), lossless ? 1 : 0, nearLossless ? 1 : 0, Int32(effort),
-                                  Int32(alphaQuality), smartSubsample ? 1 : 0, smartDeblock ? 1 : 0, metadata.saverKeep)
+                                  Int32(alphaQuality), smartSubsample ? 1 : 0, metadata.saverKeep)
         }
         // libvips 8.14's webpsave ignores `strip` (libvips issue #3340): it writes the EXIF (GPS
         // included), XMP and ICC chunks regardless, so they are cut out of the container here.
