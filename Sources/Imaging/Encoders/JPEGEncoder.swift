@@ -21,8 +21,8 @@ package struct JPEGEncoder: QualitySearchable {
         case yuv444 = "4:4:4"
     }
 
-    package private(set) var quality: Int
-    package private(set) var target: QualityTarget?
+    package var quality: Int
+    package var target: QualityTarget?
     package let qualityGiven: Bool
     package let progressive: Bool
     package let chromaSubsampling: ChromaSubsampling
@@ -46,9 +46,6 @@ package struct JPEGEncoder: QualitySearchable {
         canonicalIdentifier(Self.type, [("quality", target?.identifier ?? "\(quality)"), ("progressive", "\(progressive)"),
                                         ("chromaSubsampling", chromaSubsampling.rawValue), ("optimizeCoding", "\(optimizeCoding)")])
     }
-
-    package func at(quality: Int) -> Self { with(\.quality, quality) }
-    package func targeting(_ target: QualityTarget) -> any OutputEncoder { with(\.target, target) }
 
     package var supportsAlpha: Bool { false }
     package var iptcContainer: IPTCContainer? { .photoshop }

@@ -12,8 +12,8 @@ package struct JXLEncoder: QualitySearchable {
                                             "CPU effort; higher is slower and smaller (libvips 8.14 takes 3 for 1 and 2).")
     package static let lossless = Key.flag("lossless", default: false, "Lossless coding.")
     package static let keys: [any KeyDeclaration] = [quality, effort, lossless]
-    package private(set) var quality: Int
-    package private(set) var target: QualityTarget?
+    package var quality: Int
+    package var target: QualityTarget?
     package let qualityGiven: Bool
     package let effort: Int
     package let lossless: Bool
@@ -22,20 +22,14 @@ package struct JXLEncoder: QualitySearchable {
         (quality, target, qualityGiven) = try options.quality(Self.quality)
         effort = try options.read(Self.effort)
         lossless = try options.read(Self.lossless)
-        if target != nil, lossless { throw options.error(Self.quality, Self.losslessRefusal.reason) }
+        try checkTarget(options, Self.quality)
     }
 
     package var identifier: String {
         canonicalIdentifier(Self.type, [("quality", target?.identifier ?? "\(quality)"), ("effort", "\(effort)"), ("lossless", "\(lossless)")])
     }
 
-    package func at(quality: Int) -> Self { with(\.quality, quality) }
-    package func targeting(_ target: QualityTarget) throws(TargetRefusal) -> any OutputEncoder {
-        if lossless { throw Self.losslessRefusal }
-        return with(\.target, target)
-    }
-
-    private static let losslessRefusal = TargetRefusal(reason: "a quality target needs lossy coding: lossless is on")
+    package var losslessOption: String? { lossless ? "lossless" : nil }
 
     package func encode(_ image: VipsImageHandle, metadata: MetadataPolicy) throws(VipsError) -> Data {
         try image.encode("jxlsave") {

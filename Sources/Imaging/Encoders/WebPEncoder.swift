@@ -15,8 +15,8 @@ package struct WebPEncoder: QualitySearchable {
     package static let smartSubsample = Key.flag("smartSubsample", default: false,
         "Sharper chroma subsampling (libwebp's sharp YUV): cleaner colour edges at the same quality, slower to encode.")
     package static let keys: [any KeyDeclaration] = [quality, lossless, nearLossless, effort, alphaQuality, smartSubsample]
-    package private(set) var quality: Int
-    package private(set) var target: QualityTarget?
+    package var quality: Int
+    package var target: QualityTarget?
     package let qualityGiven: Bool
     package let lossless: Bool
     /// Lossless after a lossy pre-pass whose strength `quality` sets (libvips turns lossless on).
@@ -32,7 +32,7 @@ package struct WebPEncoder: QualitySearchable {
         effort = try options.read(Self.effort)
         alphaQuality = try options.read(Self.alphaQuality)
         smartSubsample = try options.read(Self.smartSubsample)
-        if target != nil, let refusal = lossyRefusal { throw options.error(Self.quality, refusal.reason) }
+        try checkTarget(options, Self.quality)
     }
 
     package var identifier: String {
@@ -40,15 +40,7 @@ package struct WebPEncoder: QualitySearchable {
                                         ("effort", "\(effort)"), ("alphaQuality", "\(alphaQuality)"), ("smartSubsample", "\(smartSubsample)")])
     }
 
-    package func at(quality: Int) -> Self { with(\.quality, quality) }
-    package func targeting(_ target: QualityTarget) throws(TargetRefusal) -> any OutputEncoder {
-        if let lossyRefusal { throw lossyRefusal }
-        return with(\.target, target)
-    }
-
-    private var lossyRefusal: TargetRefusal? {
-        lossless || nearLossless ? TargetRefusal(reason: "a quality target needs lossy coding: \(lossless ? "lossless" : "nearLossless") is on") : nil
-    }
+    package var losslessOption: String? { lossless ? "lossless" : nearLossless ? "nearLossless" : nil }
 
     package var canAnimate: Bool { true }
 

@@ -71,23 +71,40 @@ extension ObjectReader {
 
 package protocol QualitySearchable: OutputEncoder {
     /// The fixed quality (the format's default under a target).
-    var quality: Int { get }
-    var target: QualityTarget? { get }
+    var quality: Int { get set }
+    var target: QualityTarget? { get set }
     /// Whether the format's own `quality` was written (a target at the output then conflicts).
     var qualityGiven: Bool { get }
-    /// The same encoder at another fixed quality, its target kept.
-    func at(quality: Int) -> Self
-    /// The same encoder under `target` (a block's), or why it cannot take one (lossless coding).
-    func targeting(_ target: QualityTarget) throws(TargetRefusal) -> any OutputEncoder
+    /// The option that makes the coding lossless, when it is on: a target then has nothing to search.
+    var losslessOption: String? { get }
 }
 
 package struct TargetRefusal: Error { package let reason: String }
 
 extension QualitySearchable {
-    /// A copy with one property changed.
-    func with<Value>(_ property: WritableKeyPath<Self, Value>, _ value: Value) -> Self {
+    package var losslessOption: String? { nil }
+
+    /// The same encoder at another fixed quality, its target kept.
+    package func at(quality: Int) -> Self {
         var copy = self
-        copy[keyPath: property] = value
+        copy.quality = quality
         return copy
+    }
+
+    /// The same encoder under `target` (a block's), or why it cannot take one.
+    package func targeting(_ target: QualityTarget) throws(TargetRefusal) -> any OutputEncoder {
+        if let refusal { throw refusal }
+        var copy = self
+        copy.target = target
+        return copy
+    }
+
+    private var refusal: TargetRefusal? {
+        losslessOption.map { TargetRefusal(reason: "a quality target needs lossy coding: \($0) is on") }
+    }
+
+    /// Checked once the encoder has read its options: a target of its own needs lossy coding.
+    package func checkTarget(_ options: ObjectReader, _ key: Key<QualitySetting>) throws {
+        if target != nil, let refusal { throw options.error(key, refusal.reason) }
     }
 }
