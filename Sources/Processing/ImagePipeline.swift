@@ -371,10 +371,7 @@ package struct ImagePipeline {
     /// A profile libvips cannot use counts as absent (the header's warning says so): without it no
     /// transform trips over it and no output keeps it. The header spares the common case a profile check.
     func droppingUnusableProfile(_ image: VipsImageHandle, _ header: ImageHeader) throws(VipsError) -> VipsImageHandle {
-        guard header.unusableProfileBytes != nil, image.unusableICCProfileBytes != nil else { return image }
-        let copy = try image.derive("copy") { cvips_copy($0, $1) }
-        _ = cvips_remove(copy.pointer, "icc-profile-data")
-        return copy
+        header.unusableProfileBytes == nil ? image : try image.withoutUnusableProfile()
     }
 
     /// Last steps before encoding: the colour space, depth and alpha the encoder takes, the metadata

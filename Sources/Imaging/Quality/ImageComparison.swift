@@ -33,9 +33,7 @@ package enum ImageComparison {
             let source = try VipsSourceHandle(path: path, byName: true)
             guard let pointer = cvips_open(source.pointer, VIPS_ACCESS_RANDOM, VIPS_FAIL_ON_ERROR) else { throw VipsError.capture("load") }
             let image = try VipsImageHandle(taking: pointer, retaining: nil).derive("autorot") { cvips_autorot($0, $1) }
-            // A profile libvips cannot use is left out, as a run leaves it out of a source.
-            if image.unusableICCProfileBytes != nil { _ = cvips_remove(image.pointer, "icc-profile-data") }
-            return try image.normalizedColour(.srgb).copiedToMemory()
+            return try image.withoutUnusableProfile().normalizedColour(.srgb).copiedToMemory()
         } catch let error as VipsError {
             throw Failure(description: error.message.contains(path) ? error.message : "\(path): \(error.message)")
         }

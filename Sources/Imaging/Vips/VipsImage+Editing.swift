@@ -62,6 +62,15 @@ extension VipsImageHandle {
         }
     }
 
+    /// Without an ICC profile libvips cannot use (damaged, or for another colour space): one that
+    /// counts as absent, so no transform trips over it and no output keeps it.
+    package func withoutUnusableProfile() throws(VipsError) -> VipsImageHandle {
+        guard unusableICCProfileBytes != nil else { return self }
+        let copy = try derive("copy") { cvips_copy($0, $1) }
+        _ = cvips_remove(copy.pointer, "icc-profile-data")
+        return copy
+    }
+
     /// A fully decoded image in sRGB (or grey) from any profile, CMYK included: how a source is
     /// taken in. With `keep`, RGB and grey pixels stay in their own colour space; anything else
     /// still becomes sRGB. The profile the transform attaches (sRGB) stays for outputs that keep it.
