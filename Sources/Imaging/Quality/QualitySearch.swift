@@ -36,7 +36,7 @@ package enum QualitySearch {
             search.record(quality, score: try score(data, against: reference), data: data)
             if ProcessInfo.processInfo.environment["QTRACE"] != nil { FileHandle.standardError.write("probe \(pixels.width) q\(quality) -> \(search.tried[quality]!.score) bytes \(data.count)\n".data(using: .utf8)!) }
         }
-        return try search.result(defaultQuality: encoder.quality, maxEncodes: target.maxEncodes) { () throws(VipsError) in
+        return try search.result(defaultQuality: encoder.quality) { () throws(VipsError) in
             try encoder.encode(pixels, metadata: metadata)
         }
     }
@@ -89,7 +89,7 @@ package enum QualitySearch {
         }
 
         /// The lowest passing encode; without one, the best scoring. Capped when the bracket did not close.
-        func result(defaultQuality: Int, maxEncodes: Int, encodeDefault: () throws(VipsError) -> Data) throws(VipsError) -> Encoded {
+        func result(defaultQuality: Int, encodeDefault: () throws(VipsError) -> Data) throws(VipsError) -> Encoded {
             let closed = passing - failing <= 1 || (passing > 100 && failing == 100)
             let chosen = passing <= 100 ? passing : tried.max { $0.value.score < $1.value.score }!.key
             var defaultBytes = tried[defaultQuality]?.data.count

@@ -35,11 +35,6 @@ package enum SSIMULACRA2 {
         }
     }
 
-    /// The score of `distorted` against `reference` (both 8- or 16-bit sRGB or grey, alpha allowed).
-    package static func score(_ reference: VipsImageHandle, _ distorted: VipsImageHandle) throws -> Double {
-        try Reference(reference).score(distorted)
-    }
-
     /// One image prepared as the reference: per alpha background, each scale's XYB planes and their
     /// blurred planes and squares.
     package final class Reference {
